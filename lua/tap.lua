@@ -1,0 +1,225 @@
+-- culua.tap: a Test::More-like TAP producer for culua's test scripts.
+--
+--   local T = require "culua.tap"
+--   T.plan(3)                      -- or T.done_testing() at the end
+--   T.ok(x > 0, "x is positive")
+--   T.is(#a, 10, "length")
+--   T.error_like(function () cuda.device(99) end, "no CUDA device 99", "bad ordinal")
+--
+-- Failures print what was got and what was expected as '#' diagnostics.
+
+local T = {}
+
+local planned, count, failed = nil, 0, 0
+local todo_reason = nil
+
+local function out(...)
+  io.stdout:write(...)
+  io.stdout:flush()
+end
+
+local function diag_lines(msg)
+  for line in (tostring(msg) .. "\n"):gmatch("(.-)\n") do
+    out("# ", line, "\n")
+  end
+end
+
+function T.diag(...)
+  local parts = {}
+  for i = 1, select("#", ...) do parts[#parts + 1] = tostring((select(i, ...))) end
+  diag_lines(table.concat(parts, " "))
+end
+
+T.note = T.diag
+
+function T.plan(n)
+  assert(planned == nil, "plan given twice")
+  planned = n
+  out("1..", n, "\n")
+end
+
+function T.skip_all(reason)
+  out("1..0 # SKIP ", reason, "\n")
+  os.exit(0)
+end
+
+function T.bail_out(reason)
+  out("Bail out! ", reason, "\n")
+  os.exit(255)
+end
+
+-- the location of the test call in the test script, for failure diagnostics
+local function caller()
+  for level = 3, 12 do
+    local info = debug.getinfo(level, "Sl")
+    if not info then break end
+    if info.short_src ~= "[culua.tap]" and info.currentline > 0 then
+      return info.short_src .. ":" .. info.currentline
+    end
+  end
+  return "?"
+end
+
+function T.ok(cond, name, ...)
+  count = count + 1
+  local line = (cond and "ok " or "not ok ") .. count
+  if name and name ~= "" then line = line .. " - " .. tostring(name):gsub("\n", " ") end
+  if todo_reason then line = line .. " # TODO " .. todo_reason end
+  out(line, "\n")
+  if not cond then
+    if not todo_reason then failed = failed + 1 end
+    diag_lines(("  Failed test%s at %s"):format(name and (" '" .. tostring(name) .. "'") or "", caller()))
+    if select("#", ...) > 0 then T.diag(...) end
+  end
+  return cond and true or false
+end
+
+local function show(v)
+  if type(v) == "string" then return ("%q"):format(v) end
+  return tostring(v)
+end
+
+function T.is(got, expected, name)
+  local pass = got == expected
+  if not pass then
+    return T.ok(false, name, ("         got: %s\n    expected: %s"):format(show(got), show(expected)))
+  end
+  return T.ok(true, name)
+end
+
+function T.isnt(got, unexpected, name)
+  if got == unexpected then
+    return T.ok(false, name, ("         got: %s\n    expected: anything else"):format(show(got)))
+  end
+  return T.ok(true, name)
+end
+
+-- numbers equal within an absolute or relative tolerance
+function T.near(got, expected, tol, name)
+  local pass = type(got) == "number" and math.abs(got - expected) <= tol * math.max(1, math.abs(expected))
+  if not pass then
+    return T.ok(false, name, ("         got: %s\n    expected: %s (tolerance %g)"):format(show(got), show(expected), tol))
+  end
+  return T.ok(true, name)
+end
+
+function T.like(got, pattern, name)
+  local pass = type(got) == "string" and got:match(pattern) ~= nil
+  if not pass then
+    return T.ok(false, name, ("                  %s\n    doesn't match '%s'"):format(show(got), pattern))
+  end
+  return T.ok(true, name)
+end
+
+function T.unlike(got, pattern, name)
+  local pass = type(got) == "string" and got:match(pattern) == nil
+  if not pass then
+    return T.ok(false, name, ("                  %s\n          matches '%s'"):format(show(got), pattern))
+  end
+  return T.ok(true, name)
+end
+
+local function deep_diff(a, b, path)
+  if type(a) ~= "table" or type(b) ~= "table" then
+    if a == b then return nil end
+    return ("%s: got %s, expected %s"):format(path, show(a), show(b))
+  end
+  for k, v in pairs(b) do
+    local d = deep_diff(a[k], v, path .. "[" .. show(k) .. "]")
+    if d then return d end
+  end
+  for k, v in pairs(a) do
+    if b[k] == nil then return ("%s[%s]: got %s, expected nil"):format(path, show(k), show(v)) end
+  end
+  return nil
+end
+
+function T.is_deeply(got, expected, name)
+  local d = deep_diff(got, expected, "value")
+  if d then return T.ok(false, name, "    " .. d) end
+  return T.ok(true, name)
+end
+
+-- fn must raise an error whose message matches pattern (a Lua pattern)
+function T.error_like(fn, pattern, name, ...)
+  local okay, err = pcall(fn, ...)
+  if okay then
+    return T.ok(false, name, "    expected an error matching '" .. pattern .. "', got none")
+  end
+  return T.like(tostring(err), pattern, name)
+end
+
+-- the same with a plain substring instead of a pattern
+function T.error_has(fn, text, name, ...)
+  local okay, err = pcall(fn, ...)
+  if okay then
+    return T.ok(false, name, "    expected an error containing '" .. text .. "', got none")
+  end
+  err = tostring(err)
+  if not err:find(text, 1, true) then
+    return T.ok(false, name, ("                  %s\n    doesn't contain '%s'"):format(show(err), text))
+  end
+  return T.ok(true, name)
+end
+
+function T.lives_ok(fn, name, ...)
+  local okay, err = pcall(fn, ...)
+  if not okay then return T.ok(false, name, "    died: " .. tostring(err)) end
+  return T.ok(true, name)
+end
+
+function T.skip(reason, n)
+  for _ = 1, n or 1 do
+    count = count + 1
+    out("ok ", count, " # skip ", reason, "\n")
+  end
+end
+
+function T.todo(reason, fn)
+  todo_reason = reason
+  local okay, err = pcall(fn)
+  todo_reason = nil
+  if not okay then error(err, 0) end
+end
+
+function T.done_testing(n)
+  if n and n ~= count then
+    T.ok(false, "planned " .. n .. " tests but ran " .. count)
+  end
+  if planned == nil then out("1..", count, "\n") end
+  if planned and planned ~= count then
+    T.diag(("Looks like you planned %d tests but ran %d."):format(planned, count))
+  end
+  if failed > 0 then
+    T.diag(("Looks like you failed %d test%s of %d."):format(failed, failed == 1 and "" or "s", count))
+  end
+end
+
+function T.failures() return failed end
+
+-- GPU tests: skip the whole file without a device, saying why
+function T.need_gpu()
+  local cuda = require "cuda"
+  if cuda.device_count() == 0 then
+    local libs = cuda.libraries()
+    T.skip_all("no CUDA device (" .. (libs.driver_error or "driver reports none") .. ")")
+  end
+  return cuda.device(0)
+end
+
+-- run the culua binary under test on a chunk of Lua; returns output, exit status
+T.culua = (arg and arg[-1]) or "culua"
+
+function T.run(args, input)
+  local inf = os.tmpname()
+  local f = assert(io.open(inf, "w"))
+  f:write(input or "")
+  f:close()
+  local p = io.popen(args .. " < " .. inf .. " 2>&1")
+  local output = p:read("a")
+  local _, _, status = p:close()
+  os.remove(inf)
+  return output, status
+end
+
+return T

@@ -1,0 +1,413 @@
+/*
+** device.c
+** cuda.device: a GPU, its attributes, and the contexts that every other
+** object holds on it. Also cuda.synchronize and cuda.reset.
+*/
+
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "culua_int.h"
+
+
+typedef struct Device {
+  culua_Ctx c;         /* retained lazily, by use() and memory queries */
+  CUdevice dev;
+  int ordinal;
+} Device;
+
+
+/*
+** Primary contexts are per process, so cuda.reset() destroys what every
+** lua_State made on that device: one generation counter per device, shared
+** by the process like the context it describes.
+*/
+static unsigned generation[CULUA_MAXDEVICES];
+
+static const struct DevAttr {
+  const char *name;
+  int attr;
+  int deprecated;   /* left out of dev:attributes(), still answered by name */
+} devattrs[] = {
+#include "devattr.inc"
+  {NULL, 0, 0}
+};
+
+
+/* {====================================================== contexts */
+
+/* the CUdevice for an ordinal, raising on a bad one */
+static CUdevice checkordinal (lua_State *L, int ordinal, const char *fname) {
+  const culua_Driver *cu = culua_cu(L, fname);
+  CUresult r = culua_driver_init();
+  int n = 0;
+  CUdevice dev;
+  if (r != CUDA_SUCCESS)
+    culua_cufail(L, r, fname, "initialising the driver (%s)", culua_driver_path());
+  culua_check(L, cu->cuDeviceGetCount(&n), fname, "counting devices");
+  if (ordinal < 0 || ordinal >= n || ordinal >= CULUA_MAXDEVICES)
+    luaL_error(L, "%s: no CUDA device %d (%d present)", fname, ordinal, n);
+  culua_check(L, cu->cuDeviceGet(&dev, ordinal), fname, "getting device %d", ordinal);
+  return dev;
+}
+
+
+void culua_ctx_open (lua_State *L, culua_Ctx *c, int ordinal, const char *fname) {
+  culua_State *S = culua_state(L);
+  const culua_Driver *cu = culua_cu(L, fname);
+  if (S->host_ctx != NULL) {
+    /* the host's context: its device, and no reference of ours to drop */
+    culua_check(L, cu->cuCtxSetCurrent(S->host_ctx), fname, "entering the host's context");
+    culua_check(L, cu->cuCtxGetDevice(&c->dev), fname, "asking the host's context for its device");
+    c->ordinal = (int)c->dev;
+    c->retained = 0;
+    c->gen = generation[c->ordinal % CULUA_MAXDEVICES];
+    c->ctx = S->host_ctx;
+  }
+  else {
+    CUcontext ctx;
+    if (ordinal < 0) ordinal = S->device;
+    c->dev = checkordinal(L, ordinal, fname);
+    culua_check(L, cu->cuDevicePrimaryCtxRetain(&ctx, c->dev), fname,
+                "retaining the primary context of device %d", ordinal);
+    c->ordinal = ordinal;
+    c->retained = 1;
+    c->gen = generation[ordinal];
+    c->ctx = ctx;
+    culua_check(L, cu->cuCtxSetCurrent(ctx), fname, "entering device %d", ordinal);
+  }
+  S->objects++;
+}
+
+
+void culua_ctx_close (culua_Ctx *c) {
+  const culua_Driver *cu = culua_load_driver(NULL);
+  if (c->ctx == NULL) return;
+  if (c->retained && cu != NULL)
+    cu->cuDevicePrimaryCtxRelease(c->dev);
+  c->ctx = NULL;
+}
+
+
+int culua_ctx_stale (const culua_Ctx *c) {
+  return c->gen != generation[c->ordinal % CULUA_MAXDEVICES];
+}
+
+
+void culua_ctx_enter (lua_State *L, culua_Ctx *c, const char *tname) {
+  const culua_Driver *cu = culua_load_driver(NULL);
+  CUresult r;
+  if (c->ctx == NULL)
+    luaL_error(L, "attempt to use a closed %s", tname);
+  if (culua_ctx_stale(c))
+    luaL_error(L, "attempt to use a %s whose device was reset by cuda.reset()", tname);
+  if ((r = cu->cuCtxSetCurrent(c->ctx)) != CUDA_SUCCESS)
+    culua_cufail(L, r, tname, "entering the context of device %d", c->ordinal);
+}
+
+
+void *culua_checkobj (lua_State *L, int i, const char *tname) {
+  culua_Ctx *c = (culua_Ctx *)luaL_checkudata(L, i, tname);
+  culua_ctx_enter(L, c, tname);
+  return c;
+}
+
+/* }====================================================== */
+
+
+/* {====================================================== cuda.device */
+
+static Device *check_device (lua_State *L, int i) {
+  return (Device *)luaL_checkudata(L, i, CULUA_DEVICE);
+}
+
+
+/* the device's own retained context, taken on first need */
+static culua_Ctx *device_ctx (lua_State *L, Device *d, const char *fname) {
+  if (d->c.ctx != NULL && culua_ctx_stale(&d->c))
+    culua_ctx_close(&d->c);  /* reset under us: take a fresh reference */
+  if (d->c.ctx == NULL)
+    culua_ctx_open(L, &d->c, d->ordinal, fname);
+  else
+    culua_ctx_enter(L, &d->c, CULUA_DEVICE);
+  return &d->c;
+}
+
+
+static const char *const regkey = "cuda.devices";  /* ordinal -> device */
+
+/* push device `ordinal`, one userdata per ordinal and state */
+static void push_device (lua_State *L, int ordinal, const char *fname) {
+  Device *d;
+  CUdevice dev = checkordinal(L, ordinal, fname);
+  luaL_getsubtable(L, LUA_REGISTRYINDEX, regkey);   /* devices */
+  if (lua_rawgeti(L, -1, ordinal) != LUA_TNIL) {
+    lua_remove(L, -2);
+    return;
+  }
+  lua_pop(L, 1);
+  d = (Device *)lua_newuserdatauv(L, sizeof(Device), 0);  /* devices, d */
+  memset(d, 0, sizeof(*d));
+  d->dev = dev;
+  d->ordinal = ordinal;
+  luaL_setmetatable(L, CULUA_DEVICE);
+  lua_pushvalue(L, -1);
+  lua_rawseti(L, -3, ordinal);
+  lua_remove(L, -2);
+}
+
+
+static int getattr (lua_State *L, Device *d, int attr, int *v) {
+  const culua_Driver *cu = culua_cu(L, "cuda.device");
+  return cu->cuDeviceGetAttribute(v, (CUdevice_attribute)attr, d->dev) == CUDA_SUCCESS;
+}
+
+
+static int attr_number (lua_State *L, Device *d, int attr) {
+  int v = 0;
+  if (!getattr(L, d, attr, &v))
+    luaL_error(L, "cuda.device: cannot read attribute %d of device %d", attr, d->ordinal);
+  return v;
+}
+
+
+/* dev:attribute(name) -> integer */
+static int device_attribute (lua_State *L) {
+  Device *d = check_device(L, 1);
+  const char *name = luaL_checkstring(L, 2);
+  const struct DevAttr *a;
+  const culua_Driver *cu = culua_cu(L, "attribute");
+  int v = 0;
+  for (a = devattrs; a->name != NULL; a++)
+    if (strcmp(a->name, name) == 0) break;
+  if (a->name == NULL)
+    return luaL_argerror(L, 2, lua_pushfstring(L, "unknown attribute '%s'", name));
+  culua_check(L, cu->cuDeviceGetAttribute(&v, (CUdevice_attribute)a->attr, d->dev),
+              "attribute", "reading '%s' of device %d", name, d->ordinal);
+  lua_pushinteger(L, v);
+  return 1;
+}
+
+
+/* dev:attributes() -> {name = value, ...}, every attribute this driver answers */
+static int device_attributes (lua_State *L) {
+  Device *d = check_device(L, 1);
+  const struct DevAttr *a;
+  lua_newtable(L);
+  for (a = devattrs; a->name != NULL; a++) {
+    int v;
+    if (a->deprecated || !getattr(L, d, a->attr, &v)) continue;
+    lua_pushinteger(L, v);
+    lua_setfield(L, -2, a->name);
+  }
+  return 1;
+}
+
+
+/* dev:memory_info() -> free, total (bytes) */
+static int device_memory_info (lua_State *L) {
+  Device *d = check_device(L, 1);
+  size_t freeb = 0, total = 0;
+  device_ctx(L, d, "memory_info");
+  culua_check(L, culua_cu(L, "memory_info")->cuMemGetInfo(&freeb, &total),
+              "memory_info", "on device %d", d->ordinal);
+  lua_pushinteger(L, (lua_Integer)freeb);
+  lua_pushinteger(L, (lua_Integer)total);
+  return 2;
+}
+
+
+/* dev:use() -> dev; new objects go to this device from now on */
+static int device_use (lua_State *L) {
+  Device *d = check_device(L, 1);
+  device_ctx(L, d, "use");
+  culua_state(L)->device = d->ordinal;
+  lua_settop(L, 1);
+  return 1;
+}
+
+
+/* dev:synchronize(): wait for everything queued on the device */
+static int device_synchronize (lua_State *L) {
+  Device *d = check_device(L, 1);
+  device_ctx(L, d, "synchronize");
+  culua_check(L, culua_cu(L, "synchronize")->cuCtxSynchronize(), "synchronize",
+              "on device %d", d->ordinal);
+  return 0;
+}
+
+
+/* dev:can_access_peer(other) -> boolean */
+static int device_can_access_peer (lua_State *L) {
+  Device *d = check_device(L, 1), *o = check_device(L, 2);
+  int can = 0;
+  if (d->ordinal != o->ordinal)
+    culua_check(L, culua_cu(L, "can_access_peer")->cuDeviceCanAccessPeer(&can, d->dev, o->dev),
+                "can_access_peer", "from device %d to %d", d->ordinal, o->ordinal);
+  lua_pushboolean(L, can);
+  return 1;
+}
+
+
+/* dev:enable_peer_access(other): let kernels on dev read other's memory */
+static int device_enable_peer_access (lua_State *L) {
+  Device *d = check_device(L, 1), *o = check_device(L, 2);
+  culua_Ctx *oc;
+  CUresult r;
+  luaL_argcheck(L, d->ordinal != o->ordinal, 2, "a device is always its own peer");
+  oc = device_ctx(L, o, "enable_peer_access");
+  device_ctx(L, d, "enable_peer_access");
+  r = culua_cu(L, "enable_peer_access")->cuCtxEnablePeerAccess(oc->ctx, 0);
+  if (r != CUDA_SUCCESS && r != CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED)
+    culua_cufail(L, r, "enable_peer_access", "from device %d to %d", d->ordinal, o->ordinal);
+  return 0;
+}
+
+
+static int device_index (lua_State *L) {
+  Device *d = check_device(L, 1);
+  const char *k = luaL_checkstring(L, 2);
+  const culua_Driver *cu = culua_cu(L, "cuda.device");
+  if (strcmp(k, "ordinal") == 0)
+    lua_pushinteger(L, d->ordinal);
+  else if (strcmp(k, "name") == 0) {
+    char name[256];
+    culua_check(L, cu->cuDeviceGetName(name, sizeof(name), d->dev), "cuda.device",
+                "reading the name of device %d", d->ordinal);
+    lua_pushstring(L, name);
+  }
+  else if (strcmp(k, "major") == 0)
+    lua_pushinteger(L, attr_number(L, d, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR));
+  else if (strcmp(k, "minor") == 0)
+    lua_pushinteger(L, attr_number(L, d, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR));
+  else if (strcmp(k, "compute_capability") == 0 || strcmp(k, "arch") == 0) {
+    int major = attr_number(L, d, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+    int minor = attr_number(L, d, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+    lua_pushfstring(L, k[0] == 'a' ? "sm_%d%d" : "%d.%d", major, minor);
+  }
+  else if (strcmp(k, "total_memory") == 0) {
+    size_t total = 0;
+    culua_check(L, cu->cuDeviceTotalMem(&total, d->dev), "cuda.device",
+                "reading the memory size of device %d", d->ordinal);
+    lua_pushinteger(L, (lua_Integer)total);
+  }
+  else if (strcmp(k, "pci_bus_id") == 0) {
+    char id[64];
+    culua_check(L, cu->cuDeviceGetPCIBusId(id, sizeof(id), d->dev), "cuda.device",
+                "reading the PCI bus id of device %d", d->ordinal);
+    lua_pushstring(L, id);
+  }
+  else if (strcmp(k, "uuid") == 0) {
+    CUuuid u;
+    const unsigned char *b = (const unsigned char *)u.bytes;
+    char s[40];
+    if (cu->cuDeviceGetUuid == NULL)
+      return luaL_error(L, "cuda.device: this driver cannot report UUIDs");
+    culua_check(L, cu->cuDeviceGetUuid(&u, d->dev), "cuda.device",
+                "reading the UUID of device %d", d->ordinal);
+    snprintf(s, sizeof(s), "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+             b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10],
+             b[11], b[12], b[13], b[14], b[15]);
+    lua_pushfstring(L, "GPU-%s", s);
+  }
+  else
+    return culua_pushmethod(L, CULUA_DEVICE, 2);
+  return 1;
+}
+
+
+static int device_tostring (lua_State *L) {
+  Device *d = check_device(L, 1);
+  char name[256], mem[32];
+  size_t total = 0;
+  const culua_Driver *cu = culua_cu(L, "cuda.device");
+  culua_check(L, cu->cuDeviceGetName(name, sizeof(name), d->dev), "cuda.device",
+              "reading the name of device %d", d->ordinal);
+  cu->cuDeviceTotalMem(&total, d->dev);
+  lua_pushfstring(L, "cuda.device(%d): %s, sm_%d%d, %s", d->ordinal, name,
+                  attr_number(L, d, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),
+                  attr_number(L, d, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR),
+                  culua_bytes(mem, (double)total));
+  return 1;
+}
+
+
+static int device_gc (lua_State *L) {
+  culua_ctx_close(&check_device(L, 1)->c);
+  return 0;
+}
+
+
+static const luaL_Reg device_meta[] = {
+  {"__index", device_index},
+  {"__tostring", device_tostring},
+  {"__gc", device_gc},
+  {NULL, NULL}
+};
+
+static const luaL_Reg device_methods[] = {
+  {"attribute", device_attribute},
+  {"attributes", device_attributes},
+  {"memory_info", device_memory_info},
+  {"use", device_use},
+  {"synchronize", device_synchronize},
+  {"can_access_peer", device_can_access_peer},
+  {"enable_peer_access", device_enable_peer_access},
+  {NULL, NULL}
+};
+
+/* }====================================================== */
+
+
+/* {====================================================== module functions */
+
+/* cuda.device([ordinal]) -> device; the state's current device by default */
+static int cuda_device (lua_State *L) {
+  int ordinal = (int)luaL_optinteger(L, 1, culua_state(L)->device);
+  push_device(L, ordinal, "cuda.device");
+  return 1;
+}
+
+
+/* cuda.synchronize(): wait for the current device */
+static int cuda_synchronize (lua_State *L) {
+  push_device(L, culua_state(L)->device, "cuda.synchronize");
+  lua_replace(L, 1);
+  lua_settop(L, 1);
+  return device_synchronize(L);
+}
+
+
+/*
+** cuda.reset([ordinal]): destroy everything on the device's primary context,
+** the way out after a kernel fault. Objects made before it refuse to be used.
+*/
+static int cuda_reset (lua_State *L) {
+  culua_State *S = culua_state(L);
+  int ordinal = (int)luaL_optinteger(L, 1, S->device);
+  CUdevice dev = checkordinal(L, ordinal, "cuda.reset");
+  luaL_argcheck(L, S->host_ctx == NULL, 1, "the host owns the context; reset it there");
+  culua_check(L, culua_cu(L, "cuda.reset")->cuDevicePrimaryCtxReset(dev), "cuda.reset",
+              "resetting device %d", ordinal);
+  generation[ordinal]++;
+  S->journal_next = 0;
+  return 0;
+}
+
+
+static const luaL_Reg funcs[] = {
+  {"device", cuda_device},
+  {"synchronize", cuda_synchronize},
+  {"reset", cuda_reset},
+  {NULL, NULL}
+};
+
+/* }====================================================== */
+
+
+void culua_open_device (lua_State *L) {
+  culua_newmeta(L, CULUA_DEVICE, device_meta, device_methods);
+  luaL_setfuncs(L, funcs, 0);
+}

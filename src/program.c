@@ -1,0 +1,555 @@
+/*
+** program.c
+** cuda.program: CUDA C++ compiled at run time by NVRTC, with a disk cache.
+**
+**   local prog = cuda.compile(src, {options = {...}, headers = {...},
+**                                   name_expressions = {...}, output = "ptx"})
+**   prog.ptx  prog.cubin  prog.log  prog.lowered[expr]  prog.cached
+*/
+
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "culua_int.h"
+
+
+#define MAXOPTS     64
+#define MAXHEADERS  64
+#define MAXNAMES    256
+
+/* what one compile is asked for, all of it pointing into the Lua stack */
+typedef struct Request {
+  const char *src;
+  size_t srclen;
+  const char *name;          /* NVRTC's program name, as the log prints it */
+  const char *file;          /* Lua file and line of the source's first line */
+  int line;
+  int cubin;                 /* output CUBIN instead of PTX */
+  int usecache;
+  int nopts;
+  const char *opts[MAXOPTS];
+  int nheaders;
+  const char *hnames[MAXHEADERS];
+  const char *hsrcs[MAXHEADERS];
+  int nnames;
+  const char *names[MAXNAMES];
+  char arch[32];             /* the -arch=... option in force, or "" */
+  char incopt[2][600];       /* the -I options we added */
+} Request;
+
+
+/* {====================================================== options */
+
+static int hasprefix (const char *s, const char *p) {
+  return strncmp(s, p, strlen(p)) == 0;
+}
+
+
+static void addopt (lua_State *L, Request *q, const char *opt) {
+  if (q->nopts >= MAXOPTS)
+    luaL_error(L, "cuda.compile: more than %d options", MAXOPTS);
+  q->opts[q->nopts++] = opt;
+}
+
+
+/*
+** The target: the current device's architecture when a GPU is there (PTX
+** for compute_XY, CUBIN for sm_XY), clamped to what this NVRTC supports.
+*/
+static void default_arch (lua_State *L, Request *q) {
+  const culua_Driver *cu = culua_load_driver(NULL);
+  const culua_Nvrtc *rtc = culua_rtc(L, "cuda.compile");
+  int n = 0, major = 0, minor = 0, cc, best = 0, archs[128], i, count = 0;
+  CUdevice dev;
+  if (cu == NULL || culua_driver_init() != CUDA_SUCCESS ||
+      cu->cuDeviceGetCount(&count) != CUDA_SUCCESS ||
+      culua_state(L)->device >= count ||
+      cu->cuDeviceGet(&dev, culua_state(L)->device) != CUDA_SUCCESS ||
+      cu->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) ||
+      cu->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev)) {
+    if (q->cubin)
+      luaL_error(L, "cuda.compile: output 'cubin' needs a device or an -arch=sm_XX option");
+    return;  /* NVRTC's own default target */
+  }
+  cc = major * 10 + minor;
+  if (rtc->nvrtcGetNumSupportedArchs(&n) == NVRTC_SUCCESS && n > 0 && n <= 128 &&
+      rtc->nvrtcGetSupportedArchs(archs) == NVRTC_SUCCESS) {
+    for (i = 0; i < n; i++)
+      if (archs[i] <= cc && archs[i] > best) best = archs[i];
+    if (best == 0)
+      luaL_error(L, "cuda.compile: this NVRTC cannot target sm_%d", cc);
+    if (q->cubin && best != cc)
+      luaL_error(L, "cuda.compile: this NVRTC cannot make a CUBIN for sm_%d", cc);
+    cc = best;
+  }
+  snprintf(q->arch, sizeof(q->arch), "-arch=%s_%d", q->cubin ? "sm" : "compute", cc);
+  addopt(L, q, q->arch);
+}
+
+
+/* the toolkit headers (<cuda/std/...>, <cooperative_groups.h>) with no flags */
+static void default_includes (lua_State *L, Request *q) {
+  const char *inc = getenv("CULUA_CUDA_INCLUDE");
+  if (inc == NULL) inc = CULUA_CUDA_INCLUDE;
+  if (*inc == '\0') return;  /* set empty: the user wants none */
+  snprintf(q->incopt[0], sizeof(q->incopt[0]), "-I%s", inc);
+  snprintf(q->incopt[1], sizeof(q->incopt[1]), "-I%s/cccl", inc);
+  addopt(L, q, q->incopt[0]);
+  addopt(L, q, q->incopt[1]);
+}
+
+
+static void read_request (lua_State *L, Request *q) {
+  int i, userarch = 0;
+  lua_Debug ar;
+  memset(q, 0, sizeof(*q));
+  q->src = luaL_checklstring(L, 1, &q->srclen);
+  if (!lua_isnoneornil(L, 2)) luaL_checktype(L, 2, LUA_TTABLE);
+  lua_settop(L, 2);
+  /* where the source string began: the calling line, or opts.file/opts.line */
+  q->file = "?";
+  if (culua_caller(L, &ar)) {
+    /* a multi-line source usually opens as `[[` + newline on the call line;
+    ** a one-line string (perhaps ending in "\n") sits on the call line */
+    const char *nl = (const char *)memchr(q->src, '\n', q->srclen);
+    q->file = lua_pushstring(L, ar.short_src);       /* anchored on the stack */
+    lua_replace(L, 3);
+    q->line = ar.currentline + (nl != NULL && nl + 1 < q->src + q->srclen);
+  }
+  lua_settop(L, 3);
+  q->usecache = 1;
+  q->name = "kernel.cu";
+  if (lua_isnil(L, 2)) goto defaults;
+  if (lua_getfield(L, 2, "name") != LUA_TNIL) q->name = luaL_checkstring(L, -1);
+  if (lua_getfield(L, 2, "file") != LUA_TNIL) q->file = luaL_checkstring(L, -1);
+  if (lua_getfield(L, 2, "line") != LUA_TNIL) q->line = (int)luaL_checkinteger(L, -1);
+  if (lua_getfield(L, 2, "cache") != LUA_TNIL) q->usecache = lua_toboolean(L, -1);
+  if (lua_getfield(L, 2, "output") != LUA_TNIL) {
+    const char *out = luaL_checkstring(L, -1);
+    if (strcmp(out, "cubin") == 0) q->cubin = 1;
+    else if (strcmp(out, "ptx") != 0)
+      luaL_error(L, "cuda.compile: output must be 'ptx' or 'cubin', not '%s'", out);
+  }
+  if (lua_getfield(L, 2, "options") != LUA_TNIL) {   /* options stay at a fixed index */
+    luaL_checktype(L, -1, LUA_TTABLE);
+    for (i = 1; lua_rawgeti(L, -1, i) != LUA_TNIL; i++) {
+      const char *o;
+      if (lua_type(L, -1) != LUA_TSTRING)
+        luaL_error(L, "cuda.compile: options[%d] must be a string", i);
+      o = lua_tostring(L, -1);
+      if (hasprefix(o, "-arch=") || hasprefix(o, "--gpu-architecture=")) {
+        userarch = 1;
+        snprintf(q->arch, sizeof(q->arch), "%s", o);
+      }
+      else if (hasprefix(o, "-arch") || hasprefix(o, "--gpu-architecture"))
+        luaL_error(L, "cuda.compile: write the target as '-arch=NAME', not '%s'", o);
+      addopt(L, q, o);
+      lua_pop(L, 1);   /* still referenced by the options table */
+    }
+    lua_pop(L, 1);
+  }
+  if (lua_getfield(L, 2, "headers") != LUA_TNIL) {
+    luaL_checktype(L, -1, LUA_TTABLE);
+    lua_pushnil(L);
+    while (lua_next(L, -2)) {
+      if (lua_type(L, -2) != LUA_TSTRING || lua_type(L, -1) != LUA_TSTRING)
+        luaL_error(L, "cuda.compile: headers must map names to source strings");
+      if (q->nheaders >= MAXHEADERS)
+        luaL_error(L, "cuda.compile: more than %d headers", MAXHEADERS);
+      q->hnames[q->nheaders] = lua_tostring(L, -2);
+      q->hsrcs[q->nheaders++] = lua_tostring(L, -1);
+      lua_pop(L, 1);
+    }
+  }
+  if (lua_getfield(L, 2, "name_expressions") != LUA_TNIL) {
+    luaL_checktype(L, -1, LUA_TTABLE);
+    for (i = 1; lua_rawgeti(L, -1, i) != LUA_TNIL; i++) {
+      if (lua_type(L, -1) != LUA_TSTRING)
+        luaL_error(L, "cuda.compile: name_expressions[%d] must be a string", i);
+      if (q->nnames >= MAXNAMES)
+        luaL_error(L, "cuda.compile: more than %d name expressions", MAXNAMES);
+      q->names[q->nnames++] = lua_tostring(L, -1);
+      lua_pop(L, 1);
+    }
+  }
+ defaults:
+  if (!userarch) default_arch(L, q);
+  else if (q->cubin && strstr(q->arch, "compute_"))
+    luaL_error(L, "cuda.compile: output 'cubin' needs -arch=sm_XX, not '%s'", q->arch);
+  default_includes(L, q);
+}
+
+/* }====================================================== */
+
+
+/* {====================================================== disk cache */
+
+/*
+** The key is every input that can change the output, written out in full;
+** the file name is its hash, and the key itself is stored in the file and
+** compared on a hit, so a hash collision can never load the wrong code.
+*/
+static void push_key (lua_State *L, const Request *q) {
+  const culua_Nvrtc *rtc = culua_rtc(L, "cuda.compile");
+  luaL_Buffer b;
+  int i, major = 0, minor = 0;
+  char head[96];
+  rtc->nvrtcVersion(&major, &minor);
+  luaL_buffinit(L, &b);
+  snprintf(head, sizeof(head), "culua-nvrtc-1 nvrtc=%d.%d out=%s", major, minor,
+           q->cubin ? "cubin" : "ptx");
+  luaL_addstring(&b, head);
+  luaL_addchar(&b, '\0');
+  luaL_addstring(&b, q->name);
+  luaL_addchar(&b, '\0');
+  for (i = 0; i < q->nopts; i++) {
+    luaL_addstring(&b, "opt:");
+    luaL_addstring(&b, q->opts[i]);
+    luaL_addchar(&b, '\0');
+  }
+  for (i = 0; i < q->nheaders; i++) {
+    luaL_addstring(&b, "hdr:");
+    luaL_addstring(&b, q->hnames[i]);
+    luaL_addchar(&b, '\0');
+    luaL_addstring(&b, q->hsrcs[i]);
+    luaL_addchar(&b, '\0');
+  }
+  for (i = 0; i < q->nnames; i++) {
+    luaL_addstring(&b, "name:");
+    luaL_addstring(&b, q->names[i]);
+    luaL_addchar(&b, '\0');
+  }
+  luaL_addstring(&b, "src:");
+  luaL_addlstring(&b, q->src, q->srclen);
+  luaL_pushresult(&b);
+}
+
+
+static uint64_t fnv1a (const char *s, size_t n) {
+  uint64_t h = 14695981039346656037ULL;
+  size_t i;
+  for (i = 0; i < n; i++) {
+    h ^= (unsigned char)s[i];
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+
+/* the cache directory (created), or NULL when caching is off or impossible */
+static const char *cache_dir (char *buf, size_t size) {
+  const char *env = getenv("CULUA_CACHE"), *base;
+  char *p;
+  if (env != NULL && (strcmp(env, "off") == 0 || strcmp(env, "0") == 0))
+    return NULL;
+  if (env != NULL && *env != '\0')
+    snprintf(buf, size, "%s", env);
+  else if ((base = getenv("XDG_CACHE_HOME")) != NULL && *base != '\0')
+    snprintf(buf, size, "%s/culua", base);
+  else if ((base = getenv("HOME")) != NULL && *base != '\0')
+    snprintf(buf, size, "%s/.cache/culua", base);
+  else
+    return NULL;
+  for (p = buf + 1; *p; p++) {   /* mkdir -p */
+    if (*p != '/') continue;
+    *p = '\0';
+    if (mkdir(buf, 0755) != 0 && errno != EEXIST) return NULL;
+    *p = '/';
+  }
+  if (mkdir(buf, 0755) != 0 && errno != EEXIST) return NULL;
+  return buf;
+}
+
+
+static void cache_path (char *path, size_t size, const char *dir, const char *key,
+                        size_t keylen) {
+  snprintf(path, size, "%s/%016llx.nvrtc", dir,
+           (unsigned long long)fnv1a(key, keylen));
+}
+
+
+/* a file of length-prefixed parts: key, code, log, then lowered names */
+static int write_part (FILE *f, const char *s, size_t n) {
+  return fprintf(f, "%zu\n", n) > 0 && fwrite(s, 1, n, f) == n;
+}
+
+
+static int read_part (FILE *f, luaL_Buffer *b) {
+  size_t n, got;
+  char *p;
+  if (fscanf(f, "%zu", &n) != 1 || fgetc(f) != '\n' || n > ((size_t)1 << 31))
+    return 0;
+  p = luaL_prepbuffsize(b, n);
+  got = fread(p, 1, n, f);
+  luaL_addsize(b, got);
+  return got == n;
+}
+
+
+/*
+** On a hit, push code, log and a table of lowered names and return 1. The
+** stored key must equal ours byte for byte.
+*/
+static int cache_load (lua_State *L, const char *path, int keyidx, int nnames) {
+  FILE *f = fopen(path, "rb");
+  luaL_Buffer b;
+  int i, ok, top = lua_gettop(L);
+  if (f == NULL) return 0;
+  luaL_buffinit(L, &b);
+  ok = read_part(f, &b);
+  luaL_pushresult(&b);                              /* stored key */
+  ok = ok && lua_rawequal(L, -1, keyidx);
+  lua_pop(L, 1);
+  for (i = 0; ok && i < 2; i++) {                   /* code, log */
+    luaL_buffinit(L, &b);
+    ok = read_part(f, &b);
+    luaL_pushresult(&b);
+  }
+  lua_createtable(L, 0, nnames);                    /* code, log, lowered */
+  for (i = 0; ok && i < 2 * nnames; i++) {          /* expression, lowered name */
+    luaL_buffinit(L, &b);
+    ok = read_part(f, &b);
+    luaL_pushresult(&b);
+    if (i % 2 == 1) lua_rawset(L, -3);
+  }
+  fclose(f);
+  if (!ok) lua_settop(L, top);
+  return ok;
+}
+
+
+/* store key, code, log, lowered (at the stack indices given); errors ignored */
+static void cache_store (lua_State *L, const char *path, int keyidx, int codeidx,
+                         int logidx, int lowidx) {
+  char tmp[4300];
+  FILE *f;
+  int ok;
+  size_t n;
+  const char *s;
+  snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid());
+  if ((f = fopen(tmp, "wb")) == NULL) return;
+  s = lua_tolstring(L, keyidx, &n);
+  ok = write_part(f, s, n);
+  s = lua_tolstring(L, codeidx, &n);
+  ok = ok && write_part(f, s, n);
+  s = lua_tolstring(L, logidx, &n);
+  ok = ok && write_part(f, s, n);
+  lua_pushnil(L);
+  while (lua_next(L, lowidx)) {
+    s = lua_tolstring(L, -2, &n);
+    ok = ok && write_part(f, s, n);
+    s = lua_tolstring(L, -1, &n);
+    ok = ok && write_part(f, s, n);
+    lua_pop(L, 1);
+  }
+  ok = (fclose(f) == 0) && ok;
+  /* rename is atomic: a reader sees the old file or the whole new one */
+  if (!ok || rename(tmp, path) != 0) remove(tmp);
+}
+
+/* }====================================================== */
+
+
+/* {====================================================== compiling */
+
+/*
+** NVRTC's log says "kernel.cu(12): error: ..."; say instead where that line
+** stands in the Lua file, which is what the user can open.
+*/
+static void push_mapped_log (lua_State *L, const Request *q, const char *log) {
+  luaL_Buffer b;
+  size_t nlen = strlen(q->name);
+  const char *p = log;
+  luaL_buffinit(L, &b);
+  while (*p) {
+    const char *hit = strstr(p, q->name);
+    char *end;
+    long n;
+    if (hit == NULL || hit[nlen] != '(') {
+      const char *stop = hit ? hit + nlen : p + strlen(p);
+      luaL_addlstring(&b, p, (size_t)(stop - p));
+      p = stop;
+      continue;
+    }
+    n = strtol(hit + nlen + 1, &end, 10);
+    if (*end != ')' || n <= 0) {
+      luaL_addlstring(&b, p, (size_t)(hit + nlen - p));
+      p = hit + nlen;
+      continue;
+    }
+    luaL_addlstring(&b, p, (size_t)(hit - p));
+    lua_pushfstring(L, "%s:%d", q->file, q->line + (int)n - 1);
+    luaL_addvalue(&b);
+    p = end + 1;
+  }
+  luaL_pushresult(&b);
+}
+
+
+/* compile; push code, log, lowered names (or raise with the mapped log) */
+static void compile (lua_State *L, const Request *q) {
+  const culua_Nvrtc *rtc = culua_rtc(L, "cuda.compile");
+  nvrtcProgram prog;
+  nvrtcResult r;
+  size_t n;
+  int i;
+  char *buf;
+  r = rtc->nvrtcCreateProgram(&prog, q->src, q->name, q->nheaders, q->hsrcs, q->hnames);
+  if (r != NVRTC_SUCCESS)
+    luaL_error(L, "cuda.compile: %s creating program '%s'", rtc->nvrtcGetErrorString(r), q->name);
+  for (i = 0; i < q->nnames && r == NVRTC_SUCCESS; i++)
+    r = rtc->nvrtcAddNameExpression(prog, q->names[i]);
+  if (r == NVRTC_SUCCESS)
+    r = rtc->nvrtcCompileProgram(prog, q->nopts, q->opts);
+  /* the log, whatever happened */
+  if (rtc->nvrtcGetProgramLogSize(prog, &n) != NVRTC_SUCCESS) n = 1;
+  buf = (char *)lua_newuserdatauv(L, n + 1, 0);      /* freed by the GC if we raise */
+  buf[0] = '\0';
+  rtc->nvrtcGetProgramLog(prog, buf);
+  buf[n] = '\0';
+  if (r != NVRTC_SUCCESS) {
+    rtc->nvrtcDestroyProgram(&prog);
+    push_mapped_log(L, q, buf);
+    luaL_error(L, "cuda.compile: %s in %s (source from %s:%d):\n%s",
+               rtc->nvrtcGetErrorString(r), q->name, q->file, q->line, lua_tostring(L, -1));
+  }
+  if (q->cubin) r = rtc->nvrtcGetCUBINSize(prog, &n);
+  else r = rtc->nvrtcGetPTXSize(prog, &n);
+  if (r == NVRTC_SUCCESS) {
+    char *code = (char *)lua_newuserdatauv(L, n, 0);
+    r = q->cubin ? rtc->nvrtcGetCUBIN(prog, code) : rtc->nvrtcGetPTX(prog, code);
+    if (!q->cubin && n > 0) n--;   /* the PTX size counts its final NUL */
+    lua_pushlstring(L, code, n);                    /* log, code-ud, code */
+    lua_replace(L, -2);
+  }
+  if (r != NVRTC_SUCCESS) {
+    rtc->nvrtcDestroyProgram(&prog);
+    luaL_error(L, "cuda.compile: %s reading the output of %s", rtc->nvrtcGetErrorString(r), q->name);
+  }
+  lua_pushstring(L, buf);                           /* logud, code, log */
+  lua_remove(L, -3);                                /* code, log */
+  lua_createtable(L, 0, q->nnames);
+  for (i = 0; i < q->nnames; i++) {
+    const char *lowered = NULL;
+    if (rtc->nvrtcGetLoweredName(prog, q->names[i], &lowered) == NVRTC_SUCCESS && lowered) {
+      lua_pushstring(L, lowered);
+      lua_setfield(L, -2, q->names[i]);
+    }
+  }
+  rtc->nvrtcDestroyProgram(&prog);
+}
+
+
+/* cuda.compile(src [, opts]) -> program */
+static int cuda_compile (lua_State *L) {
+  Request q;
+  char dirbuf[4096], path[4200];
+  const char *dir;
+  int hit = 0, base, keyidx;
+  read_request(L, &q);
+  base = lua_gettop(L);
+  push_key(L, &q);
+  keyidx = base + 1;
+  dir = q.usecache ? cache_dir(dirbuf, sizeof(dirbuf)) : NULL;
+  if (dir != NULL) {
+    size_t klen;
+    const char *key = lua_tolstring(L, keyidx, &klen);
+    cache_path(path, sizeof(path), dir, key, klen);
+    hit = cache_load(L, path, keyidx, q.nnames);
+  }
+  if (!hit) {
+    compile(L, &q);                               /* key, code, log, lowered */
+    if (dir != NULL) cache_store(L, path, keyidx, keyidx + 1, keyidx + 2, keyidx + 3);
+  }
+  /* the program: a userdata whose user value holds its fields */
+  lua_newuserdatauv(L, 1, 1);                     /* key, code, log, lowered, p */
+  luaL_setmetatable(L, CULUA_PROGRAM);
+  lua_createtable(L, 0, 8);                       /* ..., p, fields */
+  lua_pushvalue(L, keyidx + 1);
+  lua_setfield(L, -2, q.cubin ? "cubin" : "ptx");
+  lua_pushvalue(L, keyidx + 2);
+  lua_setfield(L, -2, "log");
+  lua_pushvalue(L, keyidx + 3);
+  lua_setfield(L, -2, "lowered");
+  lua_pushboolean(L, hit);
+  lua_setfield(L, -2, "cached");
+  lua_pushstring(L, q.name);
+  lua_setfield(L, -2, "name");
+  if (q.arch[0] != '\0') {   /* else NVRTC's own default */
+    lua_pushstring(L, strchr(q.arch, '=') + 1);
+    lua_setfield(L, -2, "arch");
+  }
+  lua_setiuservalue(L, -2, 1);
+  return 1;
+}
+
+/* }====================================================== */
+
+
+/* {====================================================== cuda.program */
+
+static int program_index (lua_State *L) {
+  luaL_checkudata(L, 1, CULUA_PROGRAM);
+  lua_getiuservalue(L, 1, 1);
+  lua_pushvalue(L, 2);
+  if (lua_rawget(L, -2) != LUA_TNIL) return 1;
+  return culua_pushmethod(L, CULUA_PROGRAM, 2);
+}
+
+
+/* prog:lowered_name(expr) -> mangled name of a name expression */
+static int program_lowered_name (lua_State *L) {
+  const char *expr;
+  luaL_checkudata(L, 1, CULUA_PROGRAM);
+  expr = luaL_checkstring(L, 2);
+  lua_getiuservalue(L, 1, 1);
+  lua_getfield(L, -1, "lowered");
+  if (lua_getfield(L, -1, expr) == LUA_TNIL)
+    return luaL_argerror(L, 2, lua_pushfstring(L,
+        "'%s' was not among the program's name_expressions", expr));
+  return 1;
+}
+
+
+static int program_tostring (lua_State *L) {
+  luaL_checkudata(L, 1, CULUA_PROGRAM);
+  lua_getiuservalue(L, 1, 1);
+  lua_getfield(L, -1, "name");
+  lua_getfield(L, -2, "arch");
+  lua_getfield(L, -3, "cubin");
+  lua_pushfstring(L, "cuda.program(%s, %s for %s)", lua_tostring(L, -3),
+                  lua_toboolean(L, -1) ? "cubin" : "ptx",
+                  lua_isstring(L, -2) ? lua_tostring(L, -2) : "NVRTC's default arch");
+  return 1;
+}
+
+
+static const luaL_Reg program_meta[] = {
+  {"__index", program_index},
+  {"__tostring", program_tostring},
+  {NULL, NULL}
+};
+
+static const luaL_Reg program_methods[] = {
+  {"lowered_name", program_lowered_name},
+  {NULL, NULL}
+};
+
+static const luaL_Reg funcs[] = {
+  {"compile", cuda_compile},
+  {NULL, NULL}
+};
+
+/* }====================================================== */
+
+
+void culua_open_program (lua_State *L) {
+  culua_newmeta(L, CULUA_PROGRAM, program_meta, program_methods);
+  luaL_setfuncs(L, funcs, 0);
+}

@@ -1,0 +1,68 @@
+-- The culua program: options, arguments, exit status, errors (lua.c's behaviour).
+local T = require "culua.tap"
+local culua = T.culua
+
+local out, status = T.run(culua .. " -v")
+T.like(out, "^Lua 5%.4", "-v prints Lua's version")
+T.like(out, "culua %d+%.%d+%.%d+", "and culua's")
+T.is(status, 0, "-v exits 0")
+
+out, status = T.run(culua .. " --help")
+T.like(out, "usage: .*culua %[options%] %[script %[args%]%]", "--help prints usage")
+T.like(out, "%-e stat", "usage lists -e")
+T.is(status, 0, "--help exits 0")
+
+out, status = T.run(culua .. " -z")
+T.like(out, "unrecognized option '%-z'", "a bad option is named")
+T.isnt(status, 0, "and exits non-zero")
+
+out = T.run(culua .. " -e 'print(1 + 2)' -e 'print(cuda == nil)'")
+T.is(out, "3\ntrue\n", "-e runs statements in order; cuda is not a global by default")
+
+out = T.run(culua .. " -l cuda -e 'print(type(cuda.device_count))'")
+T.is(out, "function\n", "-l cuda makes a global cuda")
+
+out = T.run(culua .. " -l t=culua.tap -e 'print(type(t.ok))'")
+T.is(out, "function\n", "-l g=mod names the global")
+
+local script = os.tmpname()
+local f = assert(io.open(script, "w"))
+f:write([[
+print(#arg, arg[0] ~= nil, arg[1], arg[2], ...)
+local cuda = require "cuda"
+print(type(cuda.compile))
+]])
+f:close()
+out, status = T.run(culua .. " " .. script .. " a b")
+T.is(out, "2\ttrue\ta\tb\ta\tb\nfunction\n", "script gets arg and ... ; cuda is preloaded")
+T.is(status, 0, "script exits 0")
+
+out = T.run(culua .. " - x y", "print(arg[1], arg[2], ...)")
+T.is(out, "x\ty\tx\ty\n", "'-' runs stdin as the script with arguments")
+
+out = T.run(culua, "print('from stdin')")
+T.is(out, "from stdin\n", "no script and a non-terminal stdin: stdin runs")
+
+f = assert(io.open(script, "w"))
+f:write("local function inner() error('deliberate') end\ninner()\n")
+f:close()
+out, status = T.run(culua .. " " .. script)
+T.like(out, "deliberate", "a script error is printed")
+T.like(out, "stack traceback:", "with a traceback")
+T.like(out, "in local 'inner'", "naming the function")
+T.isnt(status, 0, "and the exit status is non-zero")
+
+out, status = T.run(culua .. " /nonexistent/script.lua")
+T.like(out, "cannot open /nonexistent/script%.lua", "a missing script is reported")
+T.isnt(status, 0, "with a non-zero status")
+
+out, status = T.run(culua .. " -e 'error(setmetatable({}, {__tostring = function () return \"custom\" end}))'")
+T.like(out, "custom", "error objects with __tostring are printed")
+
+out, status = T.run("LUA_INIT='print(\"init ran\")' " .. culua .. " -e 'print(2)'")
+T.is(out, "init ran\n2\n", "LUA_INIT runs first")
+out = T.run("LUA_INIT='print(\"init ran\")' " .. culua .. " -E -e 'print(2)'")
+T.is(out, "2\n", "-E ignores LUA_INIT")
+
+os.remove(script)
+T.done_testing()

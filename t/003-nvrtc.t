@@ -1,0 +1,138 @@
+-- cuda.compile: NVRTC from Lua. Runs without a GPU.
+local T = require "culua.tap"
+local cuda = require "cuda"
+
+local saxpy = [[
+extern "C" __global__ void saxpy(int n, float a, const float *x, float *y) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a * x[i] + y[i];
+}
+]]
+
+local prog = cuda.compile(saxpy, {options = {"-arch=compute_80"}, cache = false})
+T.like(tostring(prog), "^cuda%.program%(kernel%.cu, ptx for compute_80%)", "__tostring")
+T.like(prog.ptx, "%.entry saxpy%(", "PTX has the entry")
+T.like(prog.ptx, "%.target sm_80", "and the asked-for target")
+T.is(type(prog.log), "string", "log is a string")
+T.is(prog.cached, false, "cache = false compiles")
+T.is(prog.arch, "compute_80", "arch is the one given")
+
+-- default target: the device's arch, or NVRTC's own without a device
+local p2 = cuda.compile(saxpy, {cache = false})
+if cuda.device_count() > 0 then
+  local dev = cuda.device(0)
+  T.is(p2.arch, "compute_" .. dev.major .. dev.minor, "default target is the current device's")
+else
+  T.is(p2.arch, nil, "no device: NVRTC's default target, no arch recorded")
+end
+
+-- errors carry NVRTC's log, with lines mapped to this file
+local line = debug.getinfo(1, "l").currentline
+local okay, err = pcall(cuda.compile, [[
+__global__ void broken(float *x) {
+  x[0] = undefined_name;
+}
+]], {cache = false})
+T.ok(not okay, "a syntax error raises")
+T.like(err, "^cuda%.compile: NVRTC_ERROR_COMPILATION", "naming NVRTC's error")
+T.like(err, "identifier \"undefined_name\" is undefined", "with NVRTC's log")
+T.like(err, "003%-nvrtc%.t:" .. (line + 3) .. ": error", "log line mapped to the Lua line")
+
+okay, err = pcall(cuda.compile, "__global__ void f() { int x = ; }", {cache = false})
+T.like(err, "003%-nvrtc%.t:%d+: error: expected an expression", "one-line source maps to the call line")
+
+okay, err = pcall(cuda.compile, "bad", {line = 100, file = "my.lua", name = "mine.cu", cache = false})
+T.like(err, "my%.lua:100: error", "opts.file and opts.line override the mapping")
+T.like(err, "in mine%.cu", "opts.name names the program")
+
+-- bad arguments
+T.error_like(function () cuda.compile() end, "bad argument #1 to 'compile' %(string expected, got no value%)", "no source")
+T.error_like(function () cuda.compile("x", 5) end, "bad argument #2 to 'compile' %(table expected, got number%)", "opts not a table")
+T.error_like(function () cuda.compile("x", {options = {1}}) end, "options%[1%] must be a string", "non-string option")
+T.error_like(function () cuda.compile("x", {output = "elf"}) end, "output must be 'ptx' or 'cubin', not 'elf'", "bad output")
+T.error_like(function () cuda.compile("x", {headers = {[1] = "x"}}) end, "headers must map names to source strings", "bad headers")
+T.error_like(function () cuda.compile("x", {options = {"--no-such-flag"}, cache = false}) end,
+             "NVRTC_ERROR_INVALID_OPTION", "unknown NVRTC option")
+T.error_like(function () cuda.compile("x", {options = {"-arch", "sm_80"}}) end, "write the target as '%-arch=NAME'",
+             "two-word -arch is refused rather than misread")
+T.error_like(function () cuda.compile(saxpy, {output = "cubin", options = {"-arch=compute_80"}}) end,
+             "output 'cubin' needs %-arch=sm_XX", "cubin with a virtual arch")
+
+-- CUBIN output
+local cub = cuda.compile(saxpy, {output = "cubin", options = {"-arch=sm_90"}, cache = false})
+T.is(cub.cubin:sub(1, 4), "\127ELF", "CUBIN output is an ELF image")
+T.is(cub.ptx, nil, "and no PTX")
+
+-- named headers and macros
+local p3 = cuda.compile([[
+#include "scale.h"
+extern "C" __global__ void k(float *x) { x[0] = SCALE * 2.0f; }
+]], {headers = {["scale.h"] = "#define SCALE 3.0f\n"}, options = {"-arch=compute_80", "-DUNUSED=1"}, cache = false})
+T.like(p3.ptx, "1086324736", "a named header is included (3*2 = 6.0f folded, 0x40C00000)")
+
+-- toolkit headers with no flags
+local p4 = cuda.compile([[
+#include <cuda_fp16.h>
+#include <cooperative_groups.h>
+#include <cuda/std/limits>
+namespace cg = cooperative_groups;
+extern "C" __global__ void k(__half *h, int *m) {
+  cg::thread_block b = cg::this_thread_block();
+  h[b.thread_rank()] = __float2half(1.0f);
+  m[0] = cuda::std::numeric_limits<int>::max();
+}
+]], {options = {"-arch=compute_80"}, cache = false})
+T.like(p4.ptx, "%.entry k%(", "cuda_fp16.h, cooperative_groups.h and <cuda/std/limits> compile with no flags")
+
+-- templates through name expressions
+local p5 = cuda.compile([[
+template <typename T, int N> __global__ void fill(T *x) { x[threadIdx.x] = T(N); }
+]], {name_expressions = {"fill<float,256>", "fill<int,3>"}, options = {"-arch=compute_80"}, cache = false})
+T.is(p5.lowered["fill<float,256>"], "_Z4fillIfLi256EEvPT_", "lowered name of fill<float,256>")
+T.is(p5:lowered_name("fill<int,3>"), "_Z4fillIiLi3EEvPT_", "lowered_name method")
+T.like(p5.ptx, "%.entry _Z4fillIfLi256EEvPT_", "the instantiation is in the PTX")
+T.error_like(function () p5:lowered_name("fill<char,1>") end, "'fill<char,1>' was not among the program's name_expressions",
+             "asking for an expression not compiled")
+
+-- the disk cache
+local dir = os.tmpname()
+os.remove(dir)
+local function child(code, env)
+  return T.run("CULUA_CACHE=" .. dir .. " " .. (env or "") .. " " .. T.culua .. " -", code)
+end
+local code = [[
+local cuda = require "cuda"
+local t0 = os.clock()
+local p = cuda.compile("extern \"C\" __global__ void k(int *x) { x[0] = 7; }", {options = {"-arch=compute_80"}, name_expressions = {"k"}})
+print(p.cached, p.ptx:match("%.entry k") ~= nil, p.lowered.k)
+]]
+T.is(child(code), "false\ttrue\tk\n", "first compile misses the cache")
+T.is(child(code), "true\ttrue\tk\n", "second compile, in a new process, hits it")
+local files = io.popen("ls " .. dir):read("a")
+T.like(files, "^%x+%.nvrtc\n$", "one cache file named by the key's hash")
+-- corrupt the stored key: the entry must be ignored, never loaded
+local cfile = dir .. "/" .. files:match("^(%S+)")
+local fh = assert(io.open(cfile, "rb"))
+local data = fh:read("a")
+fh:close()
+fh = assert(io.open(cfile, "wb"))
+fh:write((data:gsub("x%[0%] = 7", "x[0] = 8")))
+fh:close()
+T.is(child(code), "false\ttrue\tk\n", "an entry whose stored key differs is not used")
+T.is(child((code:gsub("x%[0%] = 7", "x[0] = 9"))), "false\ttrue\tk\n", "a different source misses")
+T.is(child((code:gsub("compute_80", "compute_90"))), "false\ttrue\tk\n", "a different option misses")
+T.is(child(code, "CULUA_CACHE=off"), "false\ttrue\tk\n", "CULUA_CACHE=off never hits")
+os.execute("rm -rf " .. dir)
+
+-- a header's content is part of the key
+local hk = [==[
+local cuda = require "cuda"
+local p = cuda.compile('#include "v.h"\nextern "C" __global__ void k(int *x) { x[0] = V; }', {headers = {["v.h"] = "#define V VALUE\n"}, options = {"-arch=compute_80"}})
+print(p.cached, p.ptx:match("(%d+);%s+st%.global") or p.ptx:match("st%.global%.u32 %[[^%]]+%], (%d+);"))
+]==]
+T.is(child((hk:gsub("VALUE", "5"))), "false\t5\n", "header V=5 compiled")
+T.is(child((hk:gsub("VALUE", "5"))), "true\t5\n", "same header content hits")
+T.is(child((hk:gsub("VALUE", "6"))), "false\t6\n", "changed header content misses")
+os.execute("rm -rf " .. dir)
+
+T.done_testing()

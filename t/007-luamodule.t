@@ -1,0 +1,24 @@
+-- cuda.so: `require "cuda"` from a stock Lua 5.4 interpreter.
+local T = require "culua.tap"
+local builddir = os.getenv("CULUA_BUILDDIR") or "."
+local lua = os.getenv("LUA_INTERP")
+if not lua or lua == "" then T.skip_all("no stock lua5.4 interpreter (set LUA_INTERP)") end
+local so = builddir .. "/.libs/cuda.so"
+local fh = io.open(so)
+if not fh then T.skip_all(so .. " is not built") end
+fh:close()
+
+local code = ([[
+package.cpath = "%s/.libs/?.so;" .. package.cpath
+local cuda = require "cuda"
+print(type(cuda.compile), cuda.device_count() >= 0, (cuda.nvrtc_version()))
+local p = cuda.compile('extern "C" __global__ void k(float *x) { x[0] = 1; }', {options = {"-arch=compute_80"}, cache = false})
+print(p.ptx:match("%%.entry k") ~= nil)
+print(type(require("culua.tap").ok))
+]]):format(builddir)
+local out, status = T.run(lua .. " -", code)
+T.is(status, 0, "stock lua exits 0: " .. out:gsub("\n", " | "))
+T.like(out, "^function\ttrue\t%d+\n", "require 'cuda' gives the module")
+T.like(out, "\ntrue\n", "NVRTC works through cuda.so")
+T.like(out, "\nfunction\n$", "the embedded Lua modules come along")
+T.done_testing()
