@@ -77,21 +77,25 @@ static void load_driver (void) {
     driver_why = driver_msg;
     return;
   }
-  /* the call can succeed and still hand back NULL: check both */
-#define RESOLVE(name, ver, required) \
-  if (getproc(#name, (void **)&driver.name, ver, CU_GET_PROC_ADDRESS_DEFAULT, \
-              &found) != CUDA_SUCCESS || driver.name == NULL) { \
-    driver.name = NULL; \
+  /*
+  ** The call can succeed and still hand back NULL: check both. The name is
+  ** stringified by REQUIRED/OPTIONAL themselves, before cuda.h's macros
+  ** (cuMemAlloc -> cuMemAlloc_v2) rewrite it: the lookup takes base names.
+  */
+#define RESOLVE(sym, field, ver, required) \
+  if (getproc(sym, (void **)&driver.field, ver, CU_GET_PROC_ADDRESS_DEFAULT, \
+              &found) != CUDA_SUCCESS || driver.field == NULL) { \
+    driver.field = NULL; \
     if (required) { \
       snprintf(driver_msg, sizeof(driver_msg), \
                "%s lacks %s (ABI of CUDA %d.%d): driver too old", \
-               driver_opened, #name, ver / 1000, ver % 1000 / 10); \
+               driver_opened, sym, ver / 1000, ver % 1000 / 10); \
       driver_why = driver_msg; \
       return; \
     } \
   }
-#define REQUIRED(name, ver) RESOLVE(name, ver, 1)
-#define OPTIONAL(name, ver) RESOLVE(name, ver, 0)
+#define REQUIRED(name, ver) RESOLVE(#name, name, ver, 1)
+#define OPTIONAL(name, ver) RESOLVE(#name, name, ver, 0)
   CULUA_DRIVER_REQUIRED(REQUIRED)
   CULUA_DRIVER_OPTIONAL(OPTIONAL)
 #undef REQUIRED
