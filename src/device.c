@@ -373,9 +373,8 @@ static int cuda_device (lua_State *L) {
 
 /* cuda.synchronize(): wait for the current device */
 static int cuda_synchronize (lua_State *L) {
+  lua_settop(L, 0);
   push_device(L, culua_state(L)->device, "cuda.synchronize");
-  lua_replace(L, 1);
-  lua_settop(L, 1);
   return device_synchronize(L);
 }
 
