@@ -269,7 +269,20 @@ static int cuda_libraries (lua_State *L) {
 }
 
 
+/* cuda.bench(fn [, opts]): lua/bench.lua does the work */
+static int cuda_bench (lua_State *L) {
+  int n = lua_gettop(L);
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "culua.bench");
+  lua_call(L, 1, 1);
+  lua_insert(L, 1);
+  lua_call(L, n, LUA_MULTRET);
+  return lua_gettop(L);
+}
+
+
 static const luaL_Reg cuda_funcs[] = {
+  {"bench", cuda_bench},
   {"driver_version", cuda_driver_version},
   {"nvrtc_version", cuda_nvrtc_version},
   {"device_count", cuda_device_count},
@@ -286,6 +299,13 @@ int luaopen_cuda (lua_State *L) {
   lua_pushliteral(L, CULUA_VERSION);
   lua_setfield(L, -2, "version");
   culua_open_device(L);
+  culua_open_array(L);
+  culua_open_hostarray(L);
+  culua_open_stream(L);
+  culua_open_event(L);
+  culua_open_graph(L);
+  culua_open_module(L);
+  culua_open_kernel(L);
   culua_open_program(L);
   culua_open_luamods(L);
   return 1;

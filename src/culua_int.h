@@ -43,7 +43,7 @@
 /* one remembered launch, for naming the culprit of a sticky kernel fault */
 typedef struct culua_Launch {
   CUstream stream;
-  char kernel[64];
+  char kernel[256];
   char where[96];      /* Lua "file:line" of the k:launch call */
 } culua_Launch;
 
@@ -56,6 +56,7 @@ typedef struct culua_State {
   long objects;            /* CUDA objects made so far in this state */
   unsigned journal_next;   /* launches recorded so far */
   culua_Launch journal[CULUA_JOURNAL];
+  size_t device_bytes;     /* held by this state's live device arrays */
 } culua_State;
 
 culua_State *culua_state (lua_State *L);
@@ -114,6 +115,16 @@ void culua_ctx_close (culua_Ctx *c);
 void culua_ctx_enter (lua_State *L, culua_Ctx *c, const char *tname);
 /* 1 when cuda.reset() destroyed what c's object held */
 int culua_ctx_stale (const culua_Ctx *c);
+/*
+** For finalisers: 1 when c is open and what it holds still exists, with its
+** context made current; then free the resource, then culua_ctx_close.
+** After cuda.reset() the resource is gone, and freeing it could hit a new
+** one at the same address.
+*/
+int culua_ctx_live (culua_Ctx *c);
+
+/* push the cuda.device object of an ordinal */
+void culua_pushdevice (lua_State *L, int ordinal, const char *fname);
 
 /* luaL_checkudata for objects that start with a culua_Ctx, refusing closed ones */
 void *culua_checkobj (lua_State *L, int i, const char *tname);
@@ -144,6 +155,20 @@ culua_Dtype culua_checkdtype (lua_State *L, int i);
 void culua_toelem (lua_State *L, int i, culua_Dtype t, void *p, const char *fname);
 /* push the element at p */
 void culua_pushelem (lua_State *L, culua_Dtype t, const void *p);
+/* the element at p as a double, and back (for compare, random, iota) */
+double culua_elem_double (culua_Dtype t, const void *p);
+void culua_elem_set_double (culua_Dtype t, void *p, double x);
+/* a count or {rows, cols} at index i: element count; *rows is 0 for 1-D */
+size_t culua_checkshape (lua_State *L, int i, culua_Dtype t, size_t *rows, size_t *cols);
+void culua_pushshape (lua_State *L, size_t rows, size_t cols);
+/* Lua table (flat, or rows of cols) <-> n packed elements */
+void culua_table_to_elems (lua_State *L, int i, culua_Dtype t, void *dst, size_t n,
+                           size_t cols, const char *fname);
+void culua_elems_to_table (lua_State *L, culua_Dtype t, const void *src, size_t rows,
+                           size_t cols);
+/* "tname(dtype, shape): {a, b, ...}" from the first nfirst of n elements */
+void culua_push_preview (lua_State *L, const char *tname, culua_Dtype t, size_t rows,
+                         size_t cols, const void *first, size_t nfirst, size_t n);
 
 /* fill ar for the nearest Lua function calling the running C function; 0 if none */
 int culua_caller (lua_State *L, lua_Debug *ar);
@@ -153,9 +178,60 @@ const char *culua_where (lua_State *L, char *buf, size_t size);
 /* }====================================================== */
 
 
+/* {====================================================== shared object layouts */
+
+/* cuda.array: device memory, or a view into another array's */
+typedef struct culua_Array {
+  culua_Ctx c;                 /* closed when c.ctx == NULL */
+  CUdeviceptr ptr;
+  size_t n, rows, cols;        /* rows == 0: 1-D of cols == n elements */
+  culua_Dtype dtype;
+  struct culua_Array *parent;  /* a view's owner (kept alive by the user value) */
+  int borrowed;                /* memory owned by another object (a module global) */
+} culua_Array;
+
+/* cuda.hostarray: pageable (malloc) or pinned (cuMemHostAlloc) memory */
+typedef struct culua_HostArray {
+  culua_Ctx c;                 /* pinned only: the context that allocated it */
+  void *data;                  /* NULL: closed */
+  size_t n, rows, cols;
+  culua_Dtype dtype;
+  int pinned;
+} culua_HostArray;
+
+/* the object at i if it is one (open, not reset), else NULL; closed ones raise */
+culua_Array *culua_testarray (lua_State *L, int i);
+culua_HostArray *culua_testhostarray (lua_State *L, int i);
+/* the stream at i (NULL handle for nil/none: the default stream) */
+CUstream culua_optstream (lua_State *L, int i, const char *fname);
+/* the event at i, its context made current */
+CUevent culua_toevent (lua_State *L, int i, const char *fname);
+/* push a cuda.graph that owns g, instantiated */
+void culua_newgraph (lua_State *L, int ordinal, CUgraph g);
+/* cuda.load: the image, cuda.program or {file=} at index 1 -> module */
+int culua_load (lua_State *L);
+/* push a kernel for f, owned by the module at index modidx */
+void culua_newkernel (lua_State *L, int modidx, culua_Ctx *mod, CUfunction f, const char *name,
+                      const char *ptx);
+/* push an array over memory owned by the object at index owner (module globals) */
+void culua_newarray_over (lua_State *L, int owner, int ordinal, CUdeviceptr p, size_t n,
+                          culua_Dtype t);
+/* record a launch in the journal, for fault messages */
+void culua_journal (lua_State *L, CUstream s, const char *kernel);
+
+/* }====================================================== */
+
+
 /* openers, one per binding file: each makes its metatables and adds its
 ** module functions to the `cuda` table at the top of the stack */
 void culua_open_device (lua_State *L);
+void culua_open_array (lua_State *L);
+void culua_open_hostarray (lua_State *L);
+void culua_open_stream (lua_State *L);
+void culua_open_event (lua_State *L);
+void culua_open_graph (lua_State *L);
+void culua_open_module (lua_State *L);
+void culua_open_kernel (lua_State *L);
 void culua_open_program (lua_State *L);
 void culua_open_luamods (lua_State *L);
 

@@ -96,6 +96,13 @@ int culua_ctx_stale (const culua_Ctx *c) {
 }
 
 
+int culua_ctx_live (culua_Ctx *c) {
+  const culua_Driver *cu = culua_load_driver(NULL);
+  return c->ctx != NULL && !culua_ctx_stale(c) && cu != NULL &&
+         cu->cuCtxSetCurrent(c->ctx) == CUDA_SUCCESS;
+}
+
+
 void culua_ctx_enter (lua_State *L, culua_Ctx *c, const char *tname) {
   const culua_Driver *cu = culua_load_driver(NULL);
   CUresult r;
@@ -139,7 +146,7 @@ static culua_Ctx *device_ctx (lua_State *L, Device *d, const char *fname) {
 static const char *const regkey = "cuda.devices";  /* ordinal -> device */
 
 /* push device `ordinal`, one userdata per ordinal and state */
-static void push_device (lua_State *L, int ordinal, const char *fname) {
+void culua_pushdevice (lua_State *L, int ordinal, const char *fname) {
   Device *d;
   CUdevice dev = checkordinal(L, ordinal, fname);
   luaL_getsubtable(L, LUA_REGISTRYINDEX, regkey);   /* devices */
@@ -366,7 +373,7 @@ static const luaL_Reg device_methods[] = {
 /* cuda.device([ordinal]) -> device; the state's current device by default */
 static int cuda_device (lua_State *L) {
   int ordinal = (int)luaL_optinteger(L, 1, culua_state(L)->device);
-  push_device(L, ordinal, "cuda.device");
+  culua_pushdevice(L, ordinal, "cuda.device");
   return 1;
 }
 
@@ -374,7 +381,7 @@ static int cuda_device (lua_State *L) {
 /* cuda.synchronize(): wait for the current device */
 static int cuda_synchronize (lua_State *L) {
   lua_settop(L, 0);
-  push_device(L, culua_state(L)->device, "cuda.synchronize");
+  culua_pushdevice(L, culua_state(L)->device, "cuda.synchronize");
   return device_synchronize(L);
 }
 

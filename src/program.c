@@ -517,6 +517,14 @@ static int program_lowered_name (lua_State *L) {
 }
 
 
+/* prog:module() -> the program loaded on the current device (cuda.load(prog)) */
+static int program_module (lua_State *L) {
+  luaL_checkudata(L, 1, CULUA_PROGRAM);
+  lua_settop(L, 1);
+  return culua_load(L);
+}
+
+
 static int program_tostring (lua_State *L) {
   luaL_checkudata(L, 1, CULUA_PROGRAM);
   lua_getiuservalue(L, 1, 1);
@@ -538,6 +546,7 @@ static const luaL_Reg program_meta[] = {
 
 static const luaL_Reg program_methods[] = {
   {"lowered_name", program_lowered_name},
+  {"module", program_module},
   {NULL, NULL}
 };
 

@@ -1,0 +1,48 @@
+-- culua.bench: time GPU work with events, the way the benchmarks must.
+--
+--   local r = cuda.bench(function () k:launch(cfg, n, x) end, {warmup = 3, reps = 20})
+--   print(r.median, r.min, r.max)          -- milliseconds
+--
+-- fn is called warmup times untimed, then reps times, each between two
+-- events recorded on opts.stream (default stream when nil). fn may also
+-- do several launches; the time is that of one call.
+
+local cuda = require "cuda"
+
+local Result = {}
+Result.__index = Result
+function Result.__tostring(r)
+  return ("median %.4f ms (min %.4f, max %.4f, %d reps)"):format(r.median, r.min, r.max, r.reps)
+end
+
+local function median(sorted)
+  local n = #sorted
+  if n % 2 == 1 then return sorted[(n + 1) // 2] end
+  return (sorted[n // 2] + sorted[n // 2 + 1]) / 2
+end
+
+local function bench(fn, opts)
+  opts = opts or {}
+  if type(fn) ~= "function" then error("bad argument #1 to 'bench' (function expected, got " .. type(fn) .. ")", 2) end
+  if type(opts) ~= "table" then error("bad argument #2 to 'bench' (table expected, got " .. type(opts) .. ")", 2) end
+  local warmup, reps, stream = opts.warmup or 3, opts.reps or 20, opts.stream
+  if math.type(warmup) ~= "integer" or warmup < 0 then error("bench: warmup must be an integer >= 0", 2) end
+  if math.type(reps) ~= "integer" or reps < 1 then error("bench: reps must be an integer >= 1", 2) end
+  for _ = 1, warmup do fn() end
+  local e0 <close> = cuda.event()
+  local e1 <close> = cuda.event()
+  local times, sum = {}, 0
+  for i = 1, reps do
+    e0:record(stream)
+    fn()
+    e1:record(stream)
+    times[i] = e0:elapsed(e1)
+    sum = sum + times[i]
+  end
+  local sorted = table.move(times, 1, reps, 1, {})
+  table.sort(sorted)
+  return setmetatable({median = median(sorted), min = sorted[1], max = sorted[reps],
+                       mean = sum / reps, reps = reps, samples = times}, Result)
+end
+
+return bench

@@ -1,0 +1,436 @@
+/*
+** array.c
+** cuda.array: typed device memory, 1-D or 2-D (row-major), and views of a
+** contiguous range. Every copy in or out of device memory is here.
+*/
+
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "culua_int.h"
+
+
+#define PREVIEW 8   /* elements __tostring shows */
+
+
+/* {====================================================== checks */
+
+static int is_open (const culua_Array *a) {
+  return a->c.ctx != NULL && (a->parent == NULL || a->parent->c.ctx != NULL);
+}
+
+
+culua_Array *culua_testarray (lua_State *L, int i) {
+  culua_Array *a = (culua_Array *)luaL_testudata(L, i, CULUA_ARRAY);
+  if (a == NULL) return NULL;
+  if (!is_open(a))
+    luaL_error(L, "attempt to use a closed %s", a->c.ctx ? "cuda.array (its parent was closed)" : CULUA_ARRAY);
+  culua_ctx_enter(L, &a->c, CULUA_ARRAY);
+  return a;
+}
+
+
+static culua_Array *check_array (lua_State *L, int i) {
+  culua_Array *a = culua_testarray(L, i);
+  if (a == NULL) luaL_typeerror(L, i, CULUA_ARRAY);
+  return a;
+}
+
+
+static size_t nbytes (const culua_Array *a) {
+  return a->n * culua_dtype_size[a->dtype];
+}
+
+/* }====================================================== */
+
+
+/* {====================================================== making arrays */
+
+/*
+** Allocate, and on out-of-memory run a full collection (unreachable arrays
+** give their memory back in __gc) and try once more before raising.
+*/
+static CUdeviceptr alloc (lua_State *L, size_t bytes, int ordinal, const char *fname) {
+  const culua_Driver *cu = culua_cu(L, fname);
+  CUdeviceptr p = 0;
+  CUresult r = cu->cuMemAlloc(&p, bytes);
+  if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+    lua_gc(L, LUA_GCCOLLECT);
+    r = cu->cuMemAlloc(&p, bytes);
+  }
+  if (r != CUDA_SUCCESS) {
+    char buf[32];
+    culua_cufail(L, r, fname, "allocating %s on device %d", culua_bytes(buf, (double)bytes), ordinal);
+  }
+  return p;
+}
+
+
+/* a new closed array userdata: the state an error can leave it in */
+static culua_Array *newarray (lua_State *L) {
+  culua_Array *a = (culua_Array *)lua_newuserdatauv(L, sizeof(culua_Array), 1);
+  memset(a, 0, sizeof(*a));
+  luaL_setmetatable(L, CULUA_ARRAY);
+  return a;
+}
+
+
+/* cuda.array(dtype, n | {rows, cols} [, {device = d}]) -> array */
+static int cuda_array (lua_State *L) {
+  culua_Dtype t = culua_checkdtype(L, 1);
+  size_t rows, cols, n = culua_checkshape(L, 2, t, &rows, &cols);
+  int ordinal = -1;
+  culua_Array *a;
+  if (!lua_isnoneornil(L, 3)) {
+    luaL_checktype(L, 3, LUA_TTABLE);
+    if (lua_getfield(L, 3, "device") != LUA_TNIL) {
+      if (lua_isinteger(L, -1)) ordinal = (int)lua_tointeger(L, -1);
+      else {
+        lua_getfield(L, -1, "ordinal");    /* a cuda.device */
+        ordinal = (int)luaL_checkinteger(L, -1);
+      }
+    }
+    lua_settop(L, 3);
+  }
+  a = newarray(L);
+  culua_ctx_open(L, &a->c, ordinal, "cuda.array");
+  a->ptr = alloc(L, n * culua_dtype_size[t], a->c.ordinal, "cuda.array");
+  a->n = n;
+  a->rows = rows;
+  a->cols = cols;
+  a->dtype = t;
+  culua_state(L)->device_bytes += nbytes(a);
+  return 1;
+}
+
+
+/* x:view(first, count) -> a 1-D array over elements first..first+count-1 */
+static int array_view (lua_State *L) {
+  culua_Array *a = check_array(L, 1);
+  lua_Integer first = luaL_checkinteger(L, 2);
+  lua_Integer count = luaL_optinteger(L, 3, (lua_Integer)a->n - first + 1);
+  culua_Array *v;
+  luaL_argcheck(L, first >= 1 && (size_t)first <= a->n, 2,
+                lua_pushfstring(L, "first element %I outside 1..%I", first, (lua_Integer)a->n));
+  luaL_argcheck(L, count >= 1 && (size_t)(first - 1 + count) <= a->n, 3,
+                lua_pushfstring(L, "count %I runs past the end (%I elements from %I)", count,
+                                (lua_Integer)a->n, first));
+  v = newarray(L);
+  lua_pushvalue(L, 1);
+  lua_setiuservalue(L, -2, 1);   /* the view keeps its parent alive */
+  culua_ctx_open(L, &v->c, a->c.ordinal, "view");
+  v->ptr = a->ptr + (CUdeviceptr)((size_t)(first - 1) * culua_dtype_size[a->dtype]);
+  v->n = v->cols = (size_t)count;
+  v->dtype = a->dtype;
+  v->parent = a->parent ? a->parent : a;
+  return 1;
+}
+
+
+void culua_newarray_over (lua_State *L, int owner, int ordinal, CUdeviceptr p, size_t n,
+                          culua_Dtype t) {
+  culua_Array *a;
+  owner = lua_absindex(L, owner);
+  a = newarray(L);
+  lua_pushvalue(L, owner);
+  lua_setiuservalue(L, -2, 1);   /* the owner outlives the array */
+  culua_ctx_open(L, &a->c, ordinal, "global");
+  a->ptr = p;
+  a->n = a->cols = n;
+  a->dtype = t;
+  a->borrowed = 1;
+}
+
+
+static int array_close (lua_State *L) {
+  culua_Array *a = (culua_Array *)luaL_checkudata(L, 1, CULUA_ARRAY);
+  if (a->c.ctx != NULL && a->parent == NULL && !a->borrowed) {
+    if (culua_ctx_live(&a->c)) culua_load_driver(NULL)->cuMemFree(a->ptr);
+    culua_state(L)->device_bytes -= nbytes(a);
+  }
+  culua_ctx_close(&a->c);
+  return 0;
+}
+
+/* }====================================================== */
+
+
+/* {====================================================== copies */
+
+/* where a copy ends: n elements of dtype at a host or device address */
+typedef struct End {
+  void *host;
+  CUdeviceptr dev;
+  size_t n;
+  culua_Dtype dtype;
+  const culua_Array *array;   /* the device array, when on the device */
+  int anytype;                /* raw bytes (a Lua string): dtype is the other end's */
+} End;
+
+
+/*
+** The other end of a copy, at index i: a device array, a host array, a Lua
+** string (bytes), or for copies in, a Lua table (converted into a staging
+** buffer left on the stack).
+*/
+static void other_end (lua_State *L, int i, const culua_Array *x, int incoming, End *e,
+                       const char *fname) {
+  culua_Array *a;
+  culua_HostArray *h;
+  memset(e, 0, sizeof(*e));
+  if ((a = culua_testarray(L, i)) != NULL) {
+    e->dev = a->ptr;
+    e->n = a->n;
+    e->dtype = a->dtype;
+    e->array = a;
+  }
+  else if ((h = culua_testhostarray(L, i)) != NULL) {
+    e->host = h->data;
+    e->n = h->n;
+    e->dtype = h->dtype;
+  }
+  else if (lua_type(L, i) == LUA_TSTRING && incoming) {
+    size_t len, es = culua_dtype_size[x->dtype];
+    e->host = (void *)lua_tolstring(L, i, &len);
+    if (len % es != 0)
+      luaL_error(L, "%s: a string of %d bytes is not a whole number of %s elements", fname,
+                 (int)len, culua_dtype_names[x->dtype]);
+    e->n = len / es;
+    e->dtype = x->dtype;
+    e->anytype = 1;
+  }
+  else if (lua_type(L, i) == LUA_TTABLE && incoming) {
+    size_t n = (size_t)luaL_len(L, i);
+    if (n > 0 && lua_rawgeti(L, i, 1) == LUA_TTABLE) {   /* rows of a 2-D table */
+      n = n * (size_t)luaL_len(L, -1);
+    }
+    lua_pop(L, n > 0 ? 1 : 0);
+    if (n > x->n)
+      luaL_error(L, "%s: %d values do not fit in %d elements", fname, (int)n, (int)x->n);
+    e->host = lua_newuserdatauv(L, n * culua_dtype_size[x->dtype] + 1, 0);  /* staging */
+    culua_table_to_elems(L, i, x->dtype, e->host, n, x->rows ? x->cols : 0, fname);
+    e->n = n;
+    e->dtype = x->dtype;
+  }
+  else
+    luaL_typeerror(L, i, incoming ? "cuda.array, cuda.hostarray, string or table"
+                                  : "cuda.array or cuda.hostarray");
+}
+
+
+/*
+** copy n elements between x and the other end e, in the direction asked,
+** on stream s (NULL: synchronously). The smaller side decides the count;
+** the source never exceeds the destination (no silent truncation).
+*/
+static void do_copy (lua_State *L, culua_Array *x, End *e, int incoming, CUstream s,
+                     const char *fname) {
+  const culua_Driver *cu = culua_cu(L, fname);
+  size_t n = incoming ? e->n : x->n, bytes;
+  size_t room = incoming ? x->n : e->n;
+  if (e->dtype != x->dtype)
+    luaL_error(L, "%s: dtype mismatch (%s and %s); copies do not convert", fname,
+               culua_dtype_names[x->dtype], culua_dtype_names[e->dtype]);
+  if (n > room)
+    luaL_error(L, "%s: %d elements do not fit in %d", fname, (int)n, (int)room);
+  bytes = n * culua_dtype_size[x->dtype];
+  if (bytes == 0) return;
+  culua_ctx_enter(L, &x->c, CULUA_ARRAY);
+  if (e->array != NULL) {   /* device to device, maybe across devices */
+    CUdeviceptr dst = incoming ? x->ptr : e->dev, src = incoming ? e->dev : x->ptr;
+    if (e->array->c.ctx == x->c.ctx)
+      culua_check(L, s ? cu->cuMemcpyDtoDAsync(dst, src, bytes, s) : cu->cuMemcpyDtoD(dst, src, bytes),
+                  fname, "copying %d bytes on device %d", (int)bytes, x->c.ordinal);
+    else {
+      CUcontext dctx = incoming ? x->c.ctx : e->array->c.ctx;
+      CUcontext sctx = incoming ? e->array->c.ctx : x->c.ctx;
+      culua_check(L, s ? cu->cuMemcpyPeerAsync(dst, dctx, src, sctx, bytes, s)
+                       : cu->cuMemcpyPeer(dst, dctx, src, sctx, bytes),
+                  fname, "copying %d bytes between devices %d and %d", (int)bytes,
+                  x->c.ordinal, e->array->c.ordinal);
+    }
+  }
+  else if (incoming)
+    culua_check(L, s ? cu->cuMemcpyHtoDAsync(x->ptr, e->host, bytes, s)
+                     : cu->cuMemcpyHtoD(x->ptr, e->host, bytes),
+                fname, "copying %d bytes to device %d", (int)bytes, x->c.ordinal);
+  else
+    culua_check(L, s ? cu->cuMemcpyDtoHAsync(e->host, x->ptr, bytes, s)
+                     : cu->cuMemcpyDtoH(e->host, x->ptr, bytes),
+                fname, "copying %d bytes from device %d", (int)bytes, x->c.ordinal);
+}
+
+
+/* x:copy_from(src [, stream]) -> x */
+static int array_copy_from (lua_State *L) {
+  culua_Array *x = check_array(L, 1);
+  CUstream s = culua_optstream(L, 3, "copy_from");
+  End e;
+  other_end(L, 2, x, 1, &e, "copy_from");
+  do_copy(L, x, &e, 1, s, "copy_from");
+  lua_settop(L, 1);
+  return 1;
+}
+
+
+/* x:copy_to(dst [, stream]) -> dst */
+static int array_copy_to (lua_State *L) {
+  culua_Array *x = check_array(L, 1);
+  CUstream s = culua_optstream(L, 3, "copy_to");
+  End e;
+  other_end(L, 2, x, 0, &e, "copy_to");
+  do_copy(L, x, &e, 0, s, "copy_to");
+  lua_settop(L, 2);
+  return 1;
+}
+
+
+/* x:totable() -> Lua table (rows of tables for 2-D) */
+static int array_totable (lua_State *L) {
+  culua_Array *x = check_array(L, 1);
+  void *buf = lua_newuserdatauv(L, nbytes(x) + 1, 0);
+  culua_check(L, culua_cu(L, "totable")->cuMemcpyDtoH(buf, x->ptr, nbytes(x)), "totable",
+              "copying %d bytes from device %d", (int)nbytes(x), x->c.ordinal);
+  culua_elems_to_table(L, x->dtype, buf, x->rows, x->cols);
+  return 1;
+}
+
+
+/* x:bytes() -> the raw contents as a Lua string */
+static int array_bytes (lua_State *L) {
+  culua_Array *x = check_array(L, 1);
+  luaL_Buffer b;
+  char *p = luaL_buffinitsize(L, &b, nbytes(x));
+  culua_check(L, culua_cu(L, "bytes")->cuMemcpyDtoH(p, x->ptr, nbytes(x)), "bytes",
+              "copying %d bytes from device %d", (int)nbytes(x), x->c.ordinal);
+  luaL_pushresultsize(&b, nbytes(x));
+  return 1;
+}
+
+
+/*
+** x:fill(v [, stream]) -> x. memset by element width; 8-byte patterns go as
+** two 4-byte columns of a 2-D memset (pitch 8), as there is no cuMemsetD64.
+*/
+static int array_fill (lua_State *L) {
+  culua_Array *x = check_array(L, 1);
+  CUstream s = culua_optstream(L, 3, "fill");
+  const culua_Driver *cu = culua_cu(L, "fill");
+  union { uint8_t u8; uint16_t u16; uint32_t u32; uint64_t u64; float f; double d; } v;
+  CUresult r;
+  luaL_checkany(L, 2);
+  culua_toelem(L, 2, x->dtype, &v, "fill");
+  switch (culua_dtype_size[x->dtype]) {
+    case 1: r = cu->cuMemsetD8Async(x->ptr, v.u8, x->n, s); break;
+    case 2: r = cu->cuMemsetD16Async(x->ptr, v.u16, x->n, s); break;
+    case 4: r = cu->cuMemsetD32Async(x->ptr, v.u32, x->n, s); break;
+    default:
+      r = cu->cuMemsetD2D32Async(x->ptr, 8, (unsigned)(v.u64 & 0xffffffffu), 1, x->n, s);
+      if (r == CUDA_SUCCESS)
+        r = cu->cuMemsetD2D32Async(x->ptr + 4, 8, (unsigned)(v.u64 >> 32), 1, x->n, s);
+      break;
+  }
+  if (r != CUDA_SUCCESS)
+    culua_cufail(L, r, "fill", "filling %d elements on device %d", (int)x->n, x->c.ordinal);
+  if (s == NULL)   /* like copies without a stream: done when it returns */
+    culua_check(L, cu->cuStreamSynchronize(NULL), "fill", "on device %d", x->c.ordinal);
+  lua_settop(L, 1);
+  return 1;
+}
+
+/* }====================================================== */
+
+
+/* {====================================================== metamethods */
+
+static int array_index (lua_State *L) {
+  culua_Array *x = check_array(L, 1);
+  const char *k = lua_tostring(L, 2);
+  if (k == NULL) return culua_pushmethod(L, CULUA_ARRAY, 2);
+  if (strcmp(k, "dtype") == 0) lua_pushstring(L, culua_dtype_names[x->dtype]);
+  else if (strcmp(k, "shape") == 0) culua_pushshape(L, x->rows, x->cols);
+  else if (strcmp(k, "nbytes") == 0) lua_pushinteger(L, (lua_Integer)nbytes(x));
+  else if (strcmp(k, "size") == 0) lua_pushinteger(L, (lua_Integer)x->n);
+  else if (strcmp(k, "ptr") == 0) lua_pushinteger(L, (lua_Integer)x->ptr);
+  else if (strcmp(k, "device") == 0) culua_pushdevice(L, x->c.ordinal, "cuda.array");
+  else return culua_pushmethod(L, CULUA_ARRAY, 2);
+  return 1;
+}
+
+
+static int array_len (lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)check_array(L, 1)->n);
+  return 1;
+}
+
+
+/* shows dtype, shape and the first few values; never raises on a bad device */
+static int array_tostring (lua_State *L) {
+  culua_Array *x = (culua_Array *)luaL_checkudata(L, 1, CULUA_ARRAY);
+  char buf[PREVIEW * 8];
+  size_t k = x->n < PREVIEW ? x->n : PREVIEW;
+  const culua_Driver *cu = culua_load_driver(NULL);
+  CUresult r;
+  if (!is_open(x)) {
+    lua_pushliteral(L, "cuda.array (closed)");
+    return 1;
+  }
+  if (culua_ctx_stale(&x->c)) {
+    lua_pushliteral(L, "cuda.array (invalidated by cuda.reset)");
+    return 1;
+  }
+  r = cu->cuCtxSetCurrent(x->c.ctx);
+  if (r == CUDA_SUCCESS) r = cu->cuMemcpyDtoH(buf, x->ptr, k * culua_dtype_size[x->dtype]);
+  if (r != CUDA_SUCCESS) {
+    lua_pushfstring(L, "cuda.array(%s, %I) (unreadable: %s)", culua_dtype_names[x->dtype],
+                    (lua_Integer)x->n, culua_cuname(r));
+    return 1;
+  }
+  culua_push_preview(L, CULUA_ARRAY, x->dtype, x->rows, x->cols, buf, k, x->n);
+  return 1;
+}
+
+
+static const luaL_Reg array_meta[] = {
+  {"__index", array_index},
+  {"__len", array_len},
+  {"__tostring", array_tostring},
+  {"__gc", array_close},
+  {"__close", array_close},
+  {NULL, NULL}
+};
+
+static const luaL_Reg array_methods[] = {
+  {"copy_from", array_copy_from},
+  {"copy_to", array_copy_to},
+  {"fill", array_fill},
+  {"view", array_view},
+  {"totable", array_totable},
+  {"bytes", array_bytes},
+  {"close", array_close},
+  {NULL, NULL}
+};
+
+
+/* cuda.memory_in_use() -> bytes held by this state's live device arrays */
+static int cuda_memory_in_use (lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)culua_state(L)->device_bytes);
+  return 1;
+}
+
+
+static const luaL_Reg funcs[] = {
+  {"array", cuda_array},
+  {"memory_in_use", cuda_memory_in_use},
+  {NULL, NULL}
+};
+
+/* }====================================================== */
+
+
+void culua_open_array (lua_State *L) {
+  culua_newmeta(L, CULUA_ARRAY, array_meta, array_methods);
+  luaL_setfuncs(L, funcs, 0);
+}

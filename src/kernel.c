@@ -1,0 +1,576 @@
+/*
+** kernel.c
+** cuda.kernel: a __global__ function of a module, its signature (read from
+** the PTX .entry, or from cuFuncGetParamInfo for binaries), and launches
+** whose arguments are checked against that signature before anything runs.
+*/
+
+#include "config.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "culua_int.h"
+
+
+#define MAXPARAMS 128
+#define ARGBYTES  4096   /* kernel parameter space is 4 KiB (32 KiB on Hopper+) */
+
+/* one parameter: its kind and width; bytes > 8 only for .b8 arrays (structs) */
+typedef struct Param {
+  char kind;      /* 'u' unsigned, 's' signed, 'f' float, 'b' bits (untyped) */
+  short bits;     /* 8, 16, 32, 64 */
+  int bytes;      /* size in the parameter buffer */
+} Param;
+
+typedef struct Kernel {
+  culua_Ctx *mod;          /* the module's context (module kept by user value) */
+  CUfunction f;
+  int nparams;
+  int fromptx;             /* signature read from PTX (else sizes only) */
+  int maxblock[3], maxgrid[3], maxthreads, smcount;
+  char name[256];
+  Param p[MAXPARAMS];
+} Kernel;
+
+
+static Kernel *check_kernel (lua_State *L, int i) {
+  Kernel *k = (Kernel *)luaL_checkudata(L, i, CULUA_KERNEL);
+  culua_ctx_enter(L, k->mod, "cuda.kernel (its module)");
+  return k;
+}
+
+
+/* {====================================================== signatures */
+
+/* skip blanks and commas */
+static const char *skipws (const char *s) {
+  while (*s && (isspace((unsigned char)*s))) s++;
+  return s;
+}
+
+
+/*
+** Parse the parameter list of `.entry name(` in PTX text: each is
+** `.param [.align N] .TYPE [.ptr .global .align N] pname[[N]]`.
+** Returns the count, or -1 when the entry is not found.
+*/
+static int parse_entry (const char *ptx, const char *name, Param *p, int max) {
+  const char *s = ptx, *end;
+  size_t len = strlen(name);
+  int n = 0;
+  for (;;) {
+    s = strstr(s, ".entry");
+    if (s == NULL) return -1;
+    s = skipws(s + 6);
+    if (strncmp(s, name, len) == 0 && (isspace((unsigned char)s[len]) || s[len] == '(')) break;
+  }
+  s = skipws(s + len);
+  if (*s != '(') return 0;   /* no parameter list */
+  end = strchr(s, ')');
+  if (end == NULL) return -1;
+  s++;
+  while (s < end && n < max) {
+    const char *param = strstr(s, ".param");
+    Param q = {'b', 32, 4};
+    const char *t, *next;
+    if (param == NULL || param > end) break;
+    next = strchr(param + 6, ',');
+    if (next == NULL || next > end) next = end;
+    /* the type is the first .TYPE token that is not .param/.align/.ptr/state */
+    for (t = param + 6; t < next; t++) {
+      if (*t != '.') continue;
+      if (strncmp(t, ".align", 6) == 0 || strncmp(t, ".ptr", 4) == 0 ||
+          strncmp(t, ".global", 7) == 0 || strncmp(t, ".const", 6) == 0 ||
+          strncmp(t, ".shared", 7) == 0 || strncmp(t, ".local", 6) == 0)
+        continue;
+      if (strchr("usfb", t[1]) && isdigit((unsigned char)t[2])) {
+        q.kind = t[1];
+        q.bits = (short)atoi(t + 2);
+        q.bytes = q.bits / 8;
+        break;
+      }
+    }
+    /* an array parameter (a struct passed by value): name[N] */
+    {
+      const char *br = memchr(param, '[', (size_t)(next - param));
+      if (br != NULL) q.bytes *= atoi(br + 1);
+    }
+    p[n++] = q;
+    s = next + 1;
+  }
+  return n;
+}
+
+
+/* binaries carry no PTX: ask the driver for each parameter's size */
+static int param_sizes (const culua_Driver *cu, CUfunction f, Param *p, int max) {
+  int n = 0;
+  size_t off, size;
+  if (cu->cuFuncGetParamInfo == NULL) return -1;
+  while (n < max && cu->cuFuncGetParamInfo(f, (size_t)n, &off, &size) == CUDA_SUCCESS) {
+    p[n].kind = 'b';
+    p[n].bits = (short)(size <= 8 ? size * 8 : 8);
+    p[n].bytes = (int)size;
+    n++;
+  }
+  return n;
+}
+
+
+static void push_typename (lua_State *L, const Param *p) {
+  if (p->bytes > p->bits / 8) lua_pushfstring(L, "%c%d[%d]", p->kind, (int)p->bits, p->bytes / (p->bits / 8));
+  else lua_pushfstring(L, "%c%d", p->kind, (int)p->bits);
+}
+
+
+void culua_newkernel (lua_State *L, int modidx, culua_Ctx *mod, CUfunction f, const char *name,
+                      const char *ptx) {
+  const culua_Driver *cu = culua_cu(L, "kernel");
+  Kernel *k;
+  int n = -1, i;
+  static const CUdevice_attribute limits[] = {
+    CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y,
+    CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X,
+    CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z
+  };
+  modidx = lua_absindex(L, modidx);
+  k = (Kernel *)lua_newuserdatauv(L, sizeof(Kernel), 1);
+  memset(k, 0, sizeof(*k));
+  luaL_setmetatable(L, CULUA_KERNEL);
+  lua_pushvalue(L, modidx);
+  lua_setiuservalue(L, -2, 1);          /* the kernel keeps its module alive */
+  k->mod = mod;
+  k->f = f;
+  snprintf(k->name, sizeof(k->name), "%s", name);
+  if (ptx != NULL) {
+    n = parse_entry(ptx, name, k->p, MAXPARAMS);
+    k->fromptx = n >= 0;
+  }
+  if (n < 0) n = param_sizes(cu, f, k->p, MAXPARAMS);
+  if (n < 0) luaL_error(L, "kernel: cannot read the parameters of '%s' (no PTX, driver too old)", name);
+  k->nparams = n;
+  /* device limits, read once so that each launch checks without a driver call */
+  for (i = 0; i < 6; i++)
+    culua_check(L, cu->cuDeviceGetAttribute(i < 3 ? &k->maxblock[i] : &k->maxgrid[i - 3], limits[i], mod->dev),
+                "kernel", "reading device limits");
+  culua_check(L, cu->cuFuncGetAttribute(&k->maxthreads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f),
+              "kernel", "reading the attributes of '%s'", name);
+  culua_check(L, cu->cuDeviceGetAttribute(&k->smcount, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, mod->dev),
+              "kernel", "reading device limits");
+}
+
+/* }====================================================== */
+
+
+/* {====================================================== launches */
+
+typedef struct Config {
+  unsigned grid[3], block[3];
+  unsigned shared;
+  CUstream stream;
+  int cooperative;
+} Config;
+
+
+/* a dimension: n or {x [, y [, z]]} */
+static void getdims (lua_State *L, int i, const char *what, unsigned d[3]) {
+  int t = lua_getfield(L, i, what), j;
+  d[0] = d[1] = d[2] = 1;
+  if (t == LUA_TNUMBER) {
+    lua_Integer v = lua_tointeger(L, -1);
+    if (!lua_isinteger(L, -1) || v < 1 || v > 0x7fffffff)
+      luaL_error(L, "launch: %s must be a positive integer or {x, y, z}", what);
+    d[0] = (unsigned)v;
+  }
+  else if (t == LUA_TTABLE) {
+    int n = (int)luaL_len(L, -1);
+    if (n < 1 || n > 3) luaL_error(L, "launch: %s must have 1 to 3 dimensions, got %d", what, n);
+    for (j = 0; j < n; j++) {
+      lua_Integer v;
+      lua_rawgeti(L, -1, j + 1);
+      v = lua_tointeger(L, -1);
+      if (!lua_isinteger(L, -1) || v < 1 || v > 0x7fffffff)
+        luaL_error(L, "launch: %s[%d] must be a positive integer", what, j + 1);
+      d[j] = (unsigned)v;
+      lua_pop(L, 1);
+    }
+  }
+  else
+    luaL_error(L, "launch: config.%s is required (a number or {x, y, z})", what);
+  lua_pop(L, 1);
+}
+
+
+static void getconfig (lua_State *L, int i, Config *c) {
+  luaL_checktype(L, i, LUA_TTABLE);
+  getdims(L, i, "grid", c->grid);
+  getdims(L, i, "block", c->block);
+  if (lua_getfield(L, i, "shared") == LUA_TNIL) c->shared = 0;
+  else {
+    lua_Integer v = luaL_checkinteger(L, -1);
+    if (v < 0 || v > 0x7fffffff) luaL_error(L, "launch: shared must be a byte count, got %I", v);
+    c->shared = (unsigned)v;
+  }
+  lua_getfield(L, i, "stream");
+  c->stream = culua_optstream(L, -1, "launch");
+  lua_getfield(L, i, "cooperative");
+  c->cooperative = lua_toboolean(L, -1);
+  lua_pop(L, 3);
+}
+
+
+static void checkconfig (lua_State *L, const Kernel *k, const Config *c) {
+  static const char xyz[] = "xyz";
+  unsigned long threads = (unsigned long)c->block[0] * c->block[1] * c->block[2];
+  int j;
+  for (j = 0; j < 3; j++) {
+    if (c->block[j] > (unsigned)k->maxblock[j])
+      luaL_error(L, "launch: block.%c = %d exceeds the device's %d", xyz[j], (int)c->block[j], k->maxblock[j]);
+    if (c->grid[j] > (unsigned)k->maxgrid[j])
+      luaL_error(L, "launch: grid.%c = %d exceeds the device's %d", xyz[j], (int)c->grid[j], k->maxgrid[j]);
+  }
+  if (threads > (unsigned long)k->maxthreads)
+    luaL_error(L, "launch: a block of %d threads exceeds the %d that '%s' allows", (int)threads,
+               k->maxthreads, k->name);
+}
+
+
+/*
+** Convert argument i for parameter p into buf. A device array fits any
+** 64-bit parameter (PTX writes pointers as .u64); integers are range
+** checked for the parameter's width; numbers go to f32/f64.
+*/
+static void putarg (lua_State *L, int i, int pos, const Param *p, char *buf) {
+  culua_Array *a;
+  int t = lua_type(L, i);
+  if (p->bytes > 8) {   /* a struct by value: exactly its bytes */
+    size_t len;
+    const char *s = lua_tolstring(L, i, &len);
+    if (t != LUA_TSTRING || len != (size_t)p->bytes)
+      luaL_error(L, "launch: argument %d must be a string of %d bytes (a struct by value), got %s",
+                 pos, p->bytes, t == LUA_TSTRING ? lua_pushfstring(L, "%d bytes", (int)len) : luaL_typename(L, i));
+    memcpy(buf, s, len);
+    return;
+  }
+  if (t == LUA_TUSERDATA && (a = culua_testarray(L, i)) != NULL) {
+    if (p->bytes != 8 || p->kind == 'f')
+      luaL_error(L, "launch: argument %d is a cuda.array but parameter %d is %c%d, not a pointer",
+                 pos, pos, p->kind, (int)p->bits);
+    memcpy(buf, &a->ptr, 8);
+    return;
+  }
+  if (p->kind == 'f' || (p->kind == 'b' && !lua_isinteger(L, i) && t == LUA_TNUMBER)) {
+    lua_Number x;
+    if (t != LUA_TNUMBER)
+      luaL_error(L, "launch: argument %d must be a number for %c%d, got %s", pos, p->kind, (int)p->bits,
+                 luaL_typename(L, i));
+    x = lua_tonumber(L, i);
+    if (p->bits == 32) { float f = (float)x; memcpy(buf, &f, 4); }
+    else if (p->bits == 64) memcpy(buf, &x, 8);
+    else luaL_error(L, "launch: argument %d: %c%d parameters are not supported", pos, p->kind, (int)p->bits);
+    return;
+  }
+  {
+    int isint;
+    lua_Integer v = lua_tointegerx(L, i, &isint);
+    lua_Integer lo, hi;
+    if (!isint || t != LUA_TNUMBER)
+      luaL_error(L, "launch: argument %d must be an integer for %c%d%s, got %s", pos, p->kind, (int)p->bits,
+                 p->bits == 64 ? " (or a cuda.array)" : "",
+                 t == LUA_TNUMBER ? lua_pushfstring(L, "%f", lua_tonumber(L, i)) : luaL_typename(L, i));
+    /* NVRTC declares int and short parameters .u32/.u16, so an unsigned or
+    ** untyped parameter takes either signedness's range; the value must
+    ** still fit the width */
+    if (p->bits < 64) {
+      lua_Integer span = (lua_Integer)1 << p->bits;
+      lo = -(span / 2);
+      hi = p->kind == 's' ? span / 2 - 1 : span - 1;
+      if (v < lo || v > hi)
+        luaL_error(L, "launch: argument %d = %I out of range for %c%d", pos, v, p->kind, (int)p->bits);
+    }
+    switch (p->bytes) {
+      case 1: { uint8_t x = (uint8_t)v; memcpy(buf, &x, 1); break; }
+      case 2: { uint16_t x = (uint16_t)v; memcpy(buf, &x, 2); break; }
+      case 4: { uint32_t x = (uint32_t)v; memcpy(buf, &x, 4); break; }
+      default: memcpy(buf, &v, 8); break;
+    }
+  }
+}
+
+
+void culua_journal (lua_State *L, CUstream s, const char *kernel) {
+  culua_State *S = culua_state(L);
+  culua_Launch *e = &S->journal[S->journal_next++ % CULUA_JOURNAL];
+  e->stream = s;
+  snprintf(e->kernel, sizeof(e->kernel), "%s", kernel);
+  culua_where(L, e->where, sizeof(e->where));
+}
+
+
+/* k:launch(config, ...) -> k */
+static int kernel_launch (lua_State *L) {
+  Kernel *k = check_kernel(L, 1);
+  const culua_Driver *cu = culua_cu(L, "launch");
+  int nargs = lua_gettop(L) - 2, j;
+  Config c;
+  char buf[ARGBYTES];
+  void *args[MAXPARAMS];
+  size_t off = 0;
+  CUresult r;
+  getconfig(L, 2, &c);
+  if (nargs != k->nparams)
+    return luaL_error(L, "launch: '%s' takes %d argument%s, got %d", k->name, k->nparams,
+                      k->nparams == 1 ? "" : "s", nargs);
+  checkconfig(L, k, &c);
+  for (j = 0; j < nargs; j++) {
+    int align = k->p[j].bytes >= 8 ? 8 : k->p[j].bytes;
+    off = (off + (size_t)align - 1) / (size_t)align * (size_t)align;
+    if (off + (size_t)k->p[j].bytes > sizeof(buf))
+      return luaL_error(L, "launch: the arguments of '%s' exceed %d bytes", k->name, ARGBYTES);
+    putarg(L, j + 3, j + 1, &k->p[j], buf + off);
+    args[j] = buf + off;
+    off += (size_t)k->p[j].bytes;
+  }
+  culua_ctx_enter(L, k->mod, "cuda.kernel (its module)");
+  if (c.cooperative) {
+    int per = 0;
+    long blocks = (long)c.grid[0] * c.grid[1] * c.grid[2];
+    culua_check(L, cu->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per, k->f,
+                (int)(c.block[0] * c.block[1] * c.block[2]), c.shared), "launch", "computing occupancy");
+    if (blocks > (long)per * k->smcount)
+      return luaL_error(L, "launch: a cooperative grid of %d blocks cannot be co-resident "
+                        "(at most %d: %d per multiprocessor x %d)", (int)blocks, per * k->smcount, per, k->smcount);
+    r = cu->cuLaunchCooperativeKernel(k->f, c.grid[0], c.grid[1], c.grid[2], c.block[0], c.block[1],
+                                      c.block[2], c.shared, c.stream, args);
+  }
+  else
+    r = cu->cuLaunchKernel(k->f, c.grid[0], c.grid[1], c.grid[2], c.block[0], c.block[1], c.block[2],
+                           c.shared, c.stream, args, NULL);
+  culua_journal(L, c.stream, k->name);
+  if (r != CUDA_SUCCESS)
+    culua_cufail(L, r, "launch", "launching '%s' with grid {%d, %d, %d}, block {%d, %d, %d}, %d bytes shared",
+                 k->name, (int)c.grid[0], (int)c.grid[1], (int)c.grid[2], (int)c.block[0],
+                 (int)c.block[1], (int)c.block[2], (int)c.shared);
+  if (culua_state(L)->debug) {
+    r = cu->cuStreamSynchronize(c.stream);
+    if (r != CUDA_SUCCESS) culua_cufail(L, r, "launch", "running '%s' (cuda.debug is on)", k->name);
+  }
+  lua_settop(L, 1);
+  return 1;
+}
+
+/* }====================================================== */
+
+
+/* {====================================================== attributes, occupancy */
+
+/* k:attributes() -> {num_regs, shared_size_bytes, ...} */
+static int kernel_attributes (lua_State *L) {
+  static const struct { const char *name; CUfunction_attribute a; } attrs[] = {
+    {"max_threads_per_block", CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK},
+    {"shared_size_bytes", CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES},
+    {"const_size_bytes", CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES},
+    {"local_size_bytes", CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES},
+    {"num_regs", CU_FUNC_ATTRIBUTE_NUM_REGS},
+    {"ptx_version", CU_FUNC_ATTRIBUTE_PTX_VERSION},
+    {"binary_version", CU_FUNC_ATTRIBUTE_BINARY_VERSION},
+    {"max_dynamic_shared_size_bytes", CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES},
+    {"preferred_shared_memory_carveout", CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT},
+  };
+  Kernel *k = check_kernel(L, 1);
+  const culua_Driver *cu = culua_cu(L, "attributes");
+  size_t j;
+  lua_createtable(L, 0, 9);
+  for (j = 0; j < sizeof(attrs) / sizeof(attrs[0]); j++) {
+    int v = 0;
+    culua_check(L, cu->cuFuncGetAttribute(&v, attrs[j].a, k->f), "attributes", "reading %s of '%s'",
+                attrs[j].name, k->name);
+    lua_pushinteger(L, v);
+    lua_setfield(L, -2, attrs[j].name);
+  }
+  return 1;
+}
+
+
+/* k:set_max_dynamic_shared(bytes) -> k: allow more than 48 KiB of dynamic shared memory */
+static int kernel_set_max_dynamic_shared (lua_State *L) {
+  Kernel *k = check_kernel(L, 1);
+  lua_Integer bytes = luaL_checkinteger(L, 2);
+  luaL_argcheck(L, bytes >= 0 && bytes <= 0x7fffffff, 2, "byte count expected");
+  culua_check(L, culua_cu(L, "set_max_dynamic_shared")->cuFuncSetAttribute(k->f,
+              CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)bytes),
+              "set_max_dynamic_shared", "allowing %d bytes for '%s'", (int)bytes, k->name);
+  lua_settop(L, 1);
+  return 1;
+}
+
+
+static int active_blocks (lua_State *L, Kernel *k, const char *fname) {
+  lua_Integer block = luaL_checkinteger(L, 2), shared = luaL_optinteger(L, 3, 0);
+  int per = 0;
+  luaL_argcheck(L, block >= 1 && block <= k->maxthreads, 2,
+                lua_pushfstring(L, "block size must be 1..%d for '%s'", k->maxthreads, k->name));
+  luaL_argcheck(L, shared >= 0 && shared <= 0x7fffffff, 3, "byte count expected");
+  culua_check(L, culua_cu(L, fname)->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per, k->f, (int)block,
+              (size_t)shared), fname, "for '%s' with %d threads", k->name, (int)block);
+  return per;
+}
+
+
+/* k:max_active_blocks(block [, shared]) -> blocks per multiprocessor */
+static int kernel_max_active_blocks (lua_State *L) {
+  Kernel *k = check_kernel(L, 1);
+  lua_pushinteger(L, active_blocks(L, k, "max_active_blocks"));
+  return 1;
+}
+
+
+/* k:max_cooperative_grid(block [, shared]) -> the most blocks that are all co-resident */
+static int kernel_max_cooperative_grid (lua_State *L) {
+  Kernel *k = check_kernel(L, 1);
+  lua_pushinteger(L, (lua_Integer)active_blocks(L, k, "max_cooperative_grid") * k->smcount);
+  return 1;
+}
+
+/* }====================================================== */
+
+
+static int kernel_index (lua_State *L) {
+  Kernel *k = (Kernel *)luaL_checkudata(L, 1, CULUA_KERNEL);
+  const char *key = lua_tostring(L, 2);
+  int j;
+  if (key != NULL && strcmp(key, "name") == 0) lua_pushstring(L, k->name);
+  else if (key != NULL && strcmp(key, "signature") == 0) {
+    lua_createtable(L, k->nparams, 0);
+    for (j = 0; j < k->nparams; j++) {
+      push_typename(L, &k->p[j]);
+      lua_rawseti(L, -2, j + 1);
+    }
+  }
+  else return culua_pushmethod(L, CULUA_KERNEL, 2);
+  return 1;
+}
+
+
+static int kernel_tostring (lua_State *L) {
+  Kernel *k = (Kernel *)luaL_checkudata(L, 1, CULUA_KERNEL);
+  luaL_Buffer b;
+  int j;
+  luaL_buffinit(L, &b);
+  lua_pushfstring(L, "cuda.kernel %s(", k->name);
+  luaL_addvalue(&b);
+  for (j = 0; j < k->nparams; j++) {
+    if (j > 0) luaL_addstring(&b, ", ");
+    push_typename(L, &k->p[j]);
+    luaL_addvalue(&b);
+  }
+  luaL_addchar(&b, ')');
+  luaL_pushresult(&b);
+  return 1;
+}
+
+
+static const luaL_Reg kernel_meta[] = {
+  {"__index", kernel_index},
+  {"__tostring", kernel_tostring},
+  {NULL, NULL}
+};
+
+static const luaL_Reg kernel_methods[] = {
+  {"launch", kernel_launch},
+  {"attributes", kernel_attributes},
+  {"set_max_dynamic_shared", kernel_set_max_dynamic_shared},
+  {"max_active_blocks", kernel_max_active_blocks},
+  {"max_cooperative_grid", kernel_max_cooperative_grid},
+  {NULL, NULL}
+};
+
+
+/* {====================================================== without a GPU */
+
+/* cuda.signature(ptx, name) -> {"u32", "f32", "u64", ...} of `.entry name` */
+static int cuda_signature (lua_State *L) {
+  const char *ptx = luaL_checkstring(L, 1), *name = luaL_checkstring(L, 2);
+  Param p[MAXPARAMS];
+  int n = parse_entry(ptx, name, p, MAXPARAMS), j;
+  if (n < 0) return luaL_error(L, "cuda.signature: no entry '%s' in the PTX", name);
+  lua_createtable(L, n, 0);
+  for (j = 0; j < n; j++) {
+    push_typename(L, &p[j]);
+    lua_rawseti(L, -2, j + 1);
+  }
+  return 1;
+}
+
+
+/* a type name as k.signature writes it ("u32", "b8[16]") back into a Param */
+static void totype (lua_State *L, int pos, const char *s, Param *p) {
+  int bits = 0, count = 1;
+  char kind = s[0];
+  if (strchr("usfb", kind) == NULL || sscanf(s + 1, "%d", &bits) != 1 ||
+      (bits != 8 && bits != 16 && bits != 32 && bits != 64))
+    luaL_error(L, "cuda.check_args: signature[%d] = '%s' is not a parameter type", pos, s);
+  if (strchr(s, '[')) sscanf(strchr(s, '[') + 1, "%d", &count);
+  p->kind = kind;
+  p->bits = (short)bits;
+  p->bytes = bits / 8 * (count > 0 ? count : 1);
+}
+
+
+/*
+** cuda.check_args(signature, ...) -> true, or the error a launch with these
+** arguments would raise: the same checks, with no kernel or GPU needed.
+*/
+static int cuda_check_args (lua_State *L) {
+  int n, nargs = lua_gettop(L) - 1, j;
+  char buf[64];
+  luaL_checktype(L, 1, LUA_TTABLE);
+  n = (int)luaL_len(L, 1);
+  if (n > MAXPARAMS) return luaL_error(L, "cuda.check_args: more than %d parameters", MAXPARAMS);
+  if (nargs != n)
+    return luaL_error(L, "launch: the kernel takes %d argument%s, got %d", n, n == 1 ? "" : "s", nargs);
+  for (j = 0; j < n; j++) {
+    Param p;
+    lua_rawgeti(L, 1, j + 1);
+    totype(L, j + 1, luaL_checkstring(L, -1), &p);
+    lua_pop(L, 1);
+    if (p.bytes > (int)sizeof(buf)) {   /* only the size matters for big structs */
+      size_t len;
+      if (lua_type(L, j + 2) != LUA_TSTRING || (lua_tolstring(L, j + 2, &len), len != (size_t)p.bytes))
+        return luaL_error(L, "launch: argument %d must be a string of %d bytes (a struct by value)",
+                          j + 1, p.bytes);
+      continue;
+    }
+    putarg(L, j + 2, j + 1, &p, buf);
+  }
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* }====================================================== */
+
+
+/* cuda.debug(on) -> previous setting: synchronize after every launch */
+static int cuda_debug (lua_State *L) {
+  culua_State *S = culua_state(L);
+  int old = S->debug;
+  if (!lua_isnone(L, 1)) S->debug = lua_toboolean(L, 1);
+  lua_pushboolean(L, old);
+  return 1;
+}
+
+
+static const luaL_Reg funcs[] = {
+  {"debug", cuda_debug},
+  {"signature", cuda_signature},
+  {"check_args", cuda_check_args},
+  {NULL, NULL}
+};
+
+
+void culua_open_kernel (lua_State *L) {
+  culua_newmeta(L, CULUA_KERNEL, kernel_meta, kernel_methods);
+  luaL_setfuncs(L, funcs, 0);
+}

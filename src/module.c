@@ -1,0 +1,200 @@
+/*
+** module.c
+** cuda.module: PTX, CUBIN or fatbin loaded onto a device, with its
+** kernels (mod:kernel) and its __device__/__constant__ symbols (mod:global).
+*/
+
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "culua_int.h"
+
+
+#define LOGSIZE 8192
+
+
+typedef struct Module {
+  culua_Ctx c;
+  CUmodule m;
+} Module;
+
+
+static Module *check_module (lua_State *L, int i) {
+  return (Module *)culua_checkobj(L, i, CULUA_MODULE);
+}
+
+
+/* PTX is text that declares its version; CUBIN and fatbin are binary */
+static int is_ptx (const char *s, size_t n) {
+  return memchr(s, '\0', n) == NULL && strstr(s, ".version") != NULL;
+}
+
+
+/* the image at i: a string, a cuda.program, or {file = path} (read here) */
+static const char *get_image (lua_State *L, int i, size_t *n) {
+  if (luaL_testudata(L, i, CULUA_PROGRAM)) {
+    lua_getfield(L, i, "cubin");
+    if (lua_isnil(L, -1)) {
+      lua_pop(L, 1);
+      lua_getfield(L, i, "ptx");
+    }
+  }
+  else if (lua_istable(L, i)) {
+    const char *path;
+    FILE *f;
+    luaL_Buffer b;
+    size_t got;
+    lua_getfield(L, i, "file");
+    path = luaL_checkstring(L, -1);
+    if ((f = fopen(path, "rb")) == NULL)
+      luaL_error(L, "cuda.load: cannot open %s", path);
+    luaL_buffinit(L, &b);
+    do {
+      char *p = luaL_prepbuffer(&b);
+      got = fread(p, 1, LUAL_BUFFERSIZE, f);
+      luaL_addsize(&b, got);
+    } while (got == LUAL_BUFFERSIZE);
+    fclose(f);
+    luaL_pushresult(&b);
+  }
+  else
+    lua_pushvalue(L, i);
+  if (lua_type(L, -1) != LUA_TSTRING)
+    luaL_typeerror(L, i, "string, cuda.program or {file = path}");
+  return lua_tolstring(L, -1, n);
+}
+
+
+/* cuda.load(image | program | {file = path}) -> module */
+int culua_load (lua_State *L) {
+  size_t n;
+  const char *image = get_image(L, 1, &n);
+  int imgidx = lua_gettop(L);
+  Module *m;
+  CUresult r;
+  char *info = (char *)lua_newuserdatauv(L, 2 * LOGSIZE, 0), *err = info + LOGSIZE;
+  CUjit_option opts[5] = {CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+                          CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                          CU_JIT_LOG_VERBOSE};
+  void *vals[5];
+  info[0] = err[0] = '\0';
+  vals[0] = info;
+  vals[1] = (void *)(uintptr_t)LOGSIZE;
+  vals[2] = err;
+  vals[3] = (void *)(uintptr_t)LOGSIZE;
+  vals[4] = (void *)(uintptr_t)0;
+  m = (Module *)lua_newuserdatauv(L, sizeof(Module), 1);
+  memset(m, 0, sizeof(Module));
+  luaL_setmetatable(L, CULUA_MODULE);
+  culua_ctx_open(L, &m->c, -1, "cuda.load");
+  r = culua_cu(L, "cuda.load")->cuModuleLoadDataEx(&m->m, image, 5, opts, vals);
+  if (r != CUDA_SUCCESS) {
+    culua_ctx_close(&m->c);
+    culua_cufail(L, r, "cuda.load", "loading a %s of %d bytes on device %d%s%s",
+                 is_ptx(image, n) ? "PTX module" : "binary image", (int)n, m->c.ordinal,
+                 err[0] ? ": " : "", err);
+  }
+  lua_createtable(L, 0, 2);                 /* fields: ptx (for signatures), log */
+  if (is_ptx(image, n)) {
+    lua_pushvalue(L, imgidx);
+    lua_setfield(L, -2, "ptx");
+  }
+  lua_pushstring(L, info);
+  lua_setfield(L, -2, "log");
+  lua_setiuservalue(L, -2, 1);
+  return 1;
+}
+
+
+static int module_close (lua_State *L) {
+  Module *m = (Module *)luaL_checkudata(L, 1, CULUA_MODULE);
+  if (culua_ctx_live(&m->c)) culua_load_driver(NULL)->cuModuleUnload(m->m);
+  culua_ctx_close(&m->c);
+  return 0;
+}
+
+
+/* mod:kernel(name) -> kernel */
+static int module_kernel (lua_State *L) {
+  Module *m = check_module(L, 1);
+  const char *name = luaL_checkstring(L, 2);
+  CUfunction f;
+  CUresult r = culua_cu(L, "kernel")->cuModuleGetFunction(&f, m->m, name);
+  if (r == CUDA_ERROR_NOT_FOUND)
+    return luaL_error(L, "kernel: no kernel '%s' in the module (C++ names are mangled: use "
+                      "extern \"C\" or name_expressions)", name);
+  if (r != CUDA_SUCCESS) culua_cufail(L, r, "kernel", "looking up '%s'", name);
+  lua_getiuservalue(L, 1, 1);
+  lua_getfield(L, -1, "ptx");
+  culua_newkernel(L, 1, &m->c, f, name, lua_tostring(L, -1));
+  return 1;
+}
+
+
+/* mod:global(name [, dtype]) -> cuda.array over a __device__ or __constant__ symbol */
+static int module_global (lua_State *L) {
+  Module *m = check_module(L, 1);
+  const char *name = luaL_checkstring(L, 2);
+  culua_Dtype t = lua_isnoneornil(L, 3) ? CULUA_FLOAT32 : culua_checkdtype(L, 3);
+  CUdeviceptr p;
+  size_t bytes;
+  CUresult r = culua_cu(L, "global")->cuModuleGetGlobal(&p, &bytes, m->m, name);
+  if (r == CUDA_ERROR_NOT_FOUND)
+    return luaL_error(L, "global: no symbol '%s' in the module", name);
+  if (r != CUDA_SUCCESS) culua_cufail(L, r, "global", "looking up '%s'", name);
+  if (bytes % culua_dtype_size[t] != 0)
+    return luaL_error(L, "global: '%s' has %d bytes, not a whole number of %s", name, (int)bytes,
+                      culua_dtype_names[t]);
+  culua_newarray_over(L, 1, m->c.ordinal, p, bytes / culua_dtype_size[t], t);
+  return 1;
+}
+
+
+static int module_index (lua_State *L) {
+  const char *k = lua_tostring(L, 2);
+  check_module(L, 1);
+  if (k != NULL && (strcmp(k, "log") == 0 || strcmp(k, "ptx") == 0)) {
+    lua_getiuservalue(L, 1, 1);
+    lua_getfield(L, -1, k);
+    return 1;
+  }
+  return culua_pushmethod(L, CULUA_MODULE, 2);
+}
+
+
+static int module_tostring (lua_State *L) {
+  Module *m = (Module *)luaL_checkudata(L, 1, CULUA_MODULE);
+  if (m->c.ctx == NULL) lua_pushliteral(L, "cuda.module (closed)");
+  else lua_pushfstring(L, "cuda.module (%p) on device %d", (void *)m->m, m->c.ordinal);
+  return 1;
+}
+
+
+static const luaL_Reg module_meta[] = {
+  {"__index", module_index},
+  {"__tostring", module_tostring},
+  {"__gc", module_close},
+  {"__close", module_close},
+  {NULL, NULL}
+};
+
+static const luaL_Reg module_methods[] = {
+  {"kernel", module_kernel},
+  {"global", module_global},
+  {"close", module_close},
+  {NULL, NULL}
+};
+
+static const luaL_Reg funcs[] = {
+  {"load", culua_load},
+  {NULL, NULL}
+};
+
+
+void culua_open_module (lua_State *L) {
+  culua_newmeta(L, CULUA_MODULE, module_meta, module_methods);
+  luaL_setfuncs(L, funcs, 0);
+}
