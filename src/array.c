@@ -346,8 +346,10 @@ static int array_fill (lua_State *L) {
 /* {====================================================== metamethods */
 
 static int array_index (lua_State *L) {
-  culua_Array *x = check_array(L, 1);
+  culua_Array *x;
   const char *k = lua_tostring(L, 2);
+  if (culua_pushmethod(L, CULUA_ARRAY, 2) && !lua_isnil(L, -1)) return 1;  /* close works when closed */
+  x = check_array(L, 1);
   if (k == NULL) return culua_pushmethod(L, CULUA_ARRAY, 2);
   if (strcmp(k, "dtype") == 0) lua_pushstring(L, culua_dtype_names[x->dtype]);
   else if (strcmp(k, "shape") == 0) culua_pushshape(L, x->rows, x->cols);

@@ -394,12 +394,30 @@ static int cuda_reset (lua_State *L) {
   culua_State *S = culua_state(L);
   int ordinal = (int)luaL_optinteger(L, 1, S->device);
   CUdevice dev = checkordinal(L, ordinal, "cuda.reset");
+  const culua_Driver *cu = culua_cu(L, "cuda.reset");
+  CUcontext ctx;
+  CUresult r;
+  int version = 0;
   luaL_argcheck(L, S->host_ctx == NULL, 1, "the host owns the context; reset it there");
-  culua_check(L, culua_cu(L, "cuda.reset")->cuDevicePrimaryCtxReset(dev), "cuda.reset",
-              "resetting device %d", ordinal);
+  cu->cuCtxSetCurrent(NULL);   /* no thread of ours keeps the old context bound */
+  culua_check(L, cu->cuDevicePrimaryCtxReset(dev), "cuda.reset", "resetting device %d", ordinal);
   generation[ordinal]++;
   S->journal_next = 0;
-  return 0;
+  /*
+  ** A kernel fault (illegal address and the like) can outlive the reset:
+  ** drivers may keep it for the life of the process (seen with 580 on an
+  ** H100, where even a new context reports it). Find out now and say so,
+  ** rather than fail later at some unrelated call.
+  */
+  r = cu->cuDevicePrimaryCtxRetain(&ctx, dev);
+  if (r == CUDA_SUCCESS) {
+    cu->cuDevicePrimaryCtxRelease(dev);
+    return 0;
+  }
+  cu->cuDriverGetVersion(&version);
+  return luaL_error(L, "cuda.reset: %s persists after resetting device %d: this driver (CUDA %d.%d) "
+                    "keeps a kernel fault for the life of the process; run the work again in a "
+                    "new culua process", culua_cuname(r), ordinal, version / 1000, version % 1000 / 10);
 }
 
 

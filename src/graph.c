@@ -61,8 +61,10 @@ static int graph_launch (lua_State *L) {
 
 
 static int graph_index (lua_State *L) {
-  Graph *g = (Graph *)culua_checkobj(L, 1, CULUA_GRAPH);
+  Graph *g;
   const char *k = lua_tostring(L, 2);
+  if (culua_pushmethod(L, CULUA_GRAPH, 2) && !lua_isnil(L, -1)) return 1;  /* close works when closed */
+  g = (Graph *)culua_checkobj(L, 1, CULUA_GRAPH);
   if (k != NULL && strcmp(k, "nodes") == 0) lua_pushinteger(L, (lua_Integer)g->nodes);
   else return culua_pushmethod(L, CULUA_GRAPH, 2);
   return 1;

@@ -296,8 +296,10 @@ static int cuda_compare (lua_State *L) {
 /* {====================================================== metamethods */
 
 static int host_index (lua_State *L) {
-  culua_HostArray *h = check_host(L, 1);
+  culua_HostArray *h;
   const char *k;
+  if (culua_pushmethod(L, CULUA_HOSTARRAY, 2) && !lua_isnil(L, -1)) return 1;  /* close works when closed */
+  h = check_host(L, 1);
   if (lua_type(L, 2) == LUA_TNUMBER) {
     culua_pushelem(L, h->dtype, elem(h, checkindex(L, h, 2)));
     return 1;

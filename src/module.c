@@ -155,6 +155,7 @@ static int module_global (lua_State *L) {
 
 static int module_index (lua_State *L) {
   const char *k = lua_tostring(L, 2);
+  if (culua_pushmethod(L, CULUA_MODULE, 2) && !lua_isnil(L, -1)) return 1;  /* close works when closed */
   check_module(L, 1);
   if (k != NULL && (strcmp(k, "log") == 0 || strcmp(k, "ptx") == 0)) {
     lua_getiuservalue(L, 1, 1);

@@ -136,8 +136,10 @@ static int stream_end_capture (lua_State *L) {
 
 
 static int stream_index (lua_State *L) {
-  Stream *s = check_stream(L, 1);
+  Stream *s;
   const char *k = lua_tostring(L, 2);
+  if (culua_pushmethod(L, CULUA_STREAM, 2) && !lua_isnil(L, -1)) return 1;  /* close works when closed */
+  s = check_stream(L, 1);
   if (k != NULL && strcmp(k, "priority") == 0) lua_pushinteger(L, s->priority);
   else if (k != NULL && strcmp(k, "device") == 0) culua_pushdevice(L, s->c.ordinal, CULUA_STREAM);
   else return culua_pushmethod(L, CULUA_STREAM, 2);

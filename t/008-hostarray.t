@@ -1,0 +1,107 @@
+-- cuda.host_array: host memory, bulk fills, reproducible random data, compare. No GPU needed
+-- (pinned memory needs one).
+local T = require "culua.tap"
+local cuda = require "cuda"
+
+local dtypes = {"int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float32", "float64"}
+local sizes = {int8 = 1, uint8 = 1, int16 = 2, uint16 = 2, int32 = 4, uint32 = 4, int64 = 8, uint64 = 8,
+               float32 = 4, float64 = 8}
+for _, dt in ipairs(dtypes) do
+  local h = cuda.host_array(dt, 37)
+  T.ok(#h == 37 and h.dtype == dt and h.nbytes == 37 * sizes[dt] and h.size == 37,
+       dt .. ": length, dtype, nbytes")
+  h:iota()
+  T.ok(h[1] == 1 and h[37] == 37, dt .. ": iota 1..37")
+  h:fill(5)
+  local all = true
+  for i = 1, #h do all = all and h[i] == 5 end
+  T.ok(all, dt .. ": fill(5) reaches every element")
+end
+
+-- ranges are checked, nothing silently truncates
+T.error_like(function () cuda.host_array("int8", 2):fill(128) end, "128 out of range for int8", "int8 overflow")
+T.error_like(function () cuda.host_array("uint8", 2):fill(-1) end, "%-1 out of range for uint8", "uint8 negative")
+T.error_like(function () cuda.host_array("uint32", 2)[1] = 2^32 end, "out of range for uint32", "uint32 overflow")
+T.error_like(function () cuda.host_array("int32", 2)[1] = 1.5 end, "1%.5 has no exact int32 representation",
+             "fraction into an integer array")
+T.error_like(function () cuda.host_array("float32", 2)[1] = "x" end, "number expected for float32, got string",
+             "string into a float array")
+local h = cuda.host_array("float64", 4)
+T.error_like(function () return h[0] end, "index 0 outside 1%.%.4", "index 0")
+T.error_like(function () h[5] = 1 end, "index 5 outside 1%.%.4", "index past the end")
+T.error_like(function () cuda.host_array("float16", 4) end, "bad argument #1 to 'host_array' %(invalid option 'float16'%)",
+             "unknown dtype")
+T.error_like(function () cuda.host_array("float32", 0) end, "element count must be positive, got 0", "zero size")
+T.error_like(function () cuda.host_array("float32", {2}) end, "shape must be {rows, cols}", "bad shape")
+T.error_like(function () cuda.host_array("float64", 2^62) end, "shape too large", "absurd size")
+
+-- 2-D
+local m = cuda.host_array("int32", {3, 4}):iota(0)
+T.is_deeply(m.shape, {3, 4}, "2-D shape")
+T.is_deeply(m:totable(), {{0, 1, 2, 3}, {4, 5, 6, 7}, {8, 9, 10, 11}}, "2-D totable gives rows")
+m:copy_from({{1, 1, 1, 1}, {2, 2, 2, 2}, {3, 3, 3, 3}})
+T.is(m[9], 3, "2-D copy_from rows")
+T.error_like(function () m:copy_from({{1, 2}, {3}}) end, "row 1 has 2 values, expected 4",
+             "ragged rows are refused")
+
+-- copies between host buffers
+local a = cuda.host_array("float32", 5):copy_from({1.5, 2.5, 3.5})
+T.is_deeply(a:totable(), {1.5, 2.5, 3.5, 0.0, 0.0}, "copy_from a table; new arrays start zeroed")
+local b = cuda.host_array("float32", 5):copy_from(a)
+T.is(b[3], 3.5, "copy_from another host array")
+T.is(cuda.host_array("float32", 5):copy_from(a:bytes())[2], 2.5, "copy_from bytes")
+T.error_like(function () cuda.host_array("float32", 2):copy_from({1, 2, 3}) end, "3 values do not fit in 2 elements",
+             "too many values")
+T.error_like(function () cuda.host_array("float64", 5):copy_from(a) end, "dtype mismatch %(float64 and float32%)",
+             "copies do not convert")
+T.error_like(function () a:copy_from("abc") end, "string of 3 bytes does not fit", "odd byte count")
+
+-- random: reproducible, in range, different per seed
+local r1 = cuda.host_array("float64", 1000):random(7)
+local r2 = cuda.host_array("float64", 1000):random(7)
+local r3 = cuda.host_array("float64", 1000):random(8)
+T.is_deeply(r1:totable(), r2:totable(), "same seed, same numbers")
+T.ok(r1[1] ~= r3[1], "another seed, other numbers")
+local lo, hi, sum = math.huge, -math.huge, 0
+for i = 1, #r1 do lo = math.min(lo, r1[i]); hi = math.max(hi, r1[i]); sum = sum + r1[i] end
+T.ok(lo >= 0 and hi < 1 and math.abs(sum / #r1 - 0.5) < 0.05, ("uniform [0,1): min %.3f max %.3f mean %.3f"):format(lo, hi, sum / #r1))
+local ri = cuda.host_array("int16", 5000):random(1, -3, 3)
+local seen = {}
+for i = 1, #ri do seen[ri[i]] = true end
+local all = true
+for v = -3, 3 do all = all and seen[v] end
+T.ok(all and not seen[4] and not seen[-4], "integers cover [lo, hi] inclusive and nothing else")
+T.error_like(function () cuda.host_array("uint8", 3):random(1, 0, 300) end, "300 out of range for uint8", "random range beyond dtype")
+
+-- compare
+local x = cuda.host_array("float64", 3):copy_from({1, 2, 4})
+local y = cuda.host_array("float32", 3):copy_from({1, 2.5, 4})
+local maxabs, maxrel, normrel = cuda.compare(y, x)
+T.near(maxabs, 0.5, 1e-12, "max abs error")
+T.near(maxrel, 0.25, 1e-12, "max rel error")
+T.near(normrel, 0.5 / math.sqrt(21), 1e-12, "norm-wise relative error")
+local z = cuda.host_array("float32", 3):copy_from({1, 0/0, 4})
+T.is(cuda.compare(z, x), math.huge, "a NaN the reference lacks is infinitely wrong")
+T.error_like(function () cuda.compare(x, cuda.host_array("float64", 4)) end, "sizes differ %(3 and 4 elements%)", "size mismatch")
+T.error_like(function () cuda.compare(x, {}) end, "cuda.hostarray or cuda.array expected, got table", "not an array")
+
+-- text and lifetime
+T.like(tostring(cuda.host_array("int32", 20):iota()), "^cuda%.hostarray%(int32, 20%): {1, 2, 3, 4, 5, 6, 7, 8, %.%.%.}$", "__tostring")
+do
+  local c <close> = cuda.host_array("uint8", 4)
+  c:close()
+  T.is(tostring(c), "cuda.hostarray (closed)", "closed __tostring")
+  T.error_like(function () return c[1] end, "attempt to use a closed cuda%.hostarray", "use after close raises")
+  T.lives_ok(function () c:close() end, "closing twice is harmless")
+end
+
+if cuda.device_count() > 0 then
+  local p = cuda.host_array("float32", 1024, {pinned = true}):iota()
+  T.ok(p.pinned and p[1024] == 1024, "pinned host memory")
+  p:close()
+  T.error_like(function () return p[1] end, "closed", "closed pinned array")
+else
+  T.error_like(function () cuda.host_array("float32", 4, {pinned = true}) end, "cuda%.host_array: no CUDA",
+               "pinned memory needs a GPU")
+end
+T.done_testing()

@@ -1,0 +1,116 @@
+-- cuda.array: device memory, copies in every direction, fill, views, errors, accounting.
+local T = require "culua.tap"
+local cuda = require "cuda"
+if cuda.device_count() == 0 then
+  T.error_like(function () cuda.array("float32", 4) end, "^.-cuda%.array: ", "no GPU: cuda.array raises")
+  T.done_testing()
+  return
+end
+local dev = T.need_gpu()
+
+local dtypes = {"int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float32", "float64"}
+for _, dt in ipairs(dtypes) do
+  for _, n in ipairs{1, 17, 1000, 65537} do
+    local h = cuda.host_array(dt, n):random(n, 0, dt:match("int8") and 100 or 1000)
+    local x = cuda.array(dt, n):fill(dt:match("float") and -1 or 77)   -- poison
+    x:copy_from(h)
+    local back = cuda.host_array(dt, n)
+    x:copy_to(back)
+    T.is(select(1, cuda.compare(back, h)), 0.0, ("%s[%d]: host -> device -> host round trip"):format(dt, n))
+  end
+  local x = cuda.array(dt, 1001)
+  local v = dt:match("int8") and 99 or dt:match("int16") and 12345 or (dt:match("float") and 2.5 or 123456)
+  x:fill(v)
+  local t = x:totable()
+  T.ok(#t == 1001 and t[1] == v and t[1001] == v and t[500] == v, dt .. ": fill " .. v)
+end
+-- 8-byte fill patterns land in both halves
+local w = cuda.array("int64", 3):fill(-2)
+T.is_deeply(w:totable(), {-2, -2, -2}, "int64 fill of a negative number")
+T.is_deeply(cuda.array("float64", 2):fill(1 / 3):totable(), {1 / 3, 1 / 3}, "float64 fill is exact")
+
+-- fields and text
+local x = cuda.array("float32", {3, 5})
+T.is(x.dtype, "float32", "dtype")
+T.is_deeply(x.shape, {3, 5}, "shape")
+T.is(#x, 15, "#x")
+T.is(x.nbytes, 60, "nbytes")
+T.ok(rawequal(x.device, dev), "device")
+T.ok(math.type(x.ptr) == "integer" and x.ptr ~= 0, "ptr")
+x:copy_from({{1, 2, 3, 4, 5}, {6, 7, 8, 9, 10}, {11, 12, 13, 14, 15}})
+T.is_deeply(x:totable(), {{1, 2, 3, 4, 5}, {6, 7, 8, 9, 10}, {11, 12, 13, 14, 15}}, "2-D table in and out")
+T.like(tostring(x), "^cuda%.array%(float32, {3, 5}%): {1%.0, 2%.0, 3%.0, 4%.0, 5%.0, 6%.0, 7%.0, 8%.0, %.%.%.}$", "__tostring")
+
+-- strings
+local s = cuda.array("int32", 4):copy_from(string.pack("<i4i4i4i4", 1, -2, 3, -4))
+T.is_deeply(s:totable(), {1, -2, 3, -4}, "copy_from a byte string")
+T.is(s:bytes(), string.pack("<i4i4i4i4", 1, -2, 3, -4), "bytes() gives them back")
+
+-- device to device, views
+local a = cuda.array("float64", 100)
+local ha = cuda.host_array("float64", 100):iota()
+a:copy_from(ha)
+local b = cuda.array("float64", 100):fill(0)
+b:copy_from(a)
+T.is_deeply(b:totable(), ha:totable(), "device to device copy")
+local v = a:view(11, 5)
+T.is_deeply(v:totable(), {11, 12, 13, 14, 15}, "view(11, 5)")
+v:fill(-1)
+T.is_deeply(a:view(10, 7):totable(), {10, -1, -1, -1, -1, -1, 16}, "writing a view writes its parent only there")
+T.is(#a:view(91), 10, "view(first) runs to the end")
+T.error_like(function () a:view(0, 1) end, "first element 0 outside 1%.%.100", "view before the start")
+T.error_like(function () a:view(95, 10) end, "count 10 runs past the end", "view past the end")
+
+-- async copies on a stream with pinned memory
+local st = cuda.stream()
+local hp = cuda.host_array("float32", 1 << 20, {pinned = true}):random(3)
+local d = cuda.array("float32", 1 << 20)
+d:copy_from(hp, st)
+local hb = cuda.host_array("float32", 1 << 20, {pinned = true}):fill(-7)
+d:copy_to(hb, st)
+st:synchronize()
+T.is(select(1, cuda.compare(hb, hp)), 0.0, "async pinned copies on a stream")
+T.is(select(1, cuda.compare(d, hp)), 0.0, "cuda.compare reads device arrays too")
+
+-- bounds and types: nothing truncates silently
+T.error_like(function () cuda.array("float32", 4):copy_from({1, 2, 3, 4, 5}) end, "5 values do not fit in 4 elements", "too many values")
+T.error_like(function () cuda.array("float32", 4):copy_from(cuda.host_array("float32", 5)) end, "5 elements do not fit in 4", "host array too big")
+T.error_like(function () cuda.array("float32", 4):copy_to(cuda.host_array("float32", 3)) end, "4 elements do not fit in 3", "destination too small")
+T.error_like(function () cuda.array("float32", 4):copy_from(cuda.array("float64", 4)) end, "dtype mismatch %(float32 and float64%)", "dtype mismatch")
+T.error_like(function () cuda.array("int16", 4):copy_from("abc") end, "string of 3 bytes is not a whole number of int16", "odd string")
+T.error_like(function () cuda.array("uint8", 4):copy_from({1, 2, 300}) end, "300 out of range for uint8", "value out of range")
+T.error_like(function () cuda.array("float32", 4):copy_from(42) end, "bad argument #1 to 'copy_from' %(cuda%.array, cuda%.hostarray, string or table expected, got number%)", "bad source")
+T.error_like(function () cuda.array("float32", 4):copy_to({}) end, "cuda%.array or cuda%.hostarray expected, got table", "bad destination")
+T.error_like(function () cuda.array("float32", 4):copy_from({1}, 5) end, "cuda%.stream expected, got number", "bad stream")
+T.error_like(function () cuda.array("int32", 2):fill(1.5) end, "1%.5 has no exact int32 representation", "fill with a fraction")
+T.error_like(function () cuda.array("float32", -1) end, "element count must be positive", "negative size")
+
+-- out of memory: clear message, after a collection and one retry
+local okay, err = pcall(cuda.array, "uint8", 1 << 40)
+T.ok(not okay, "1 TiB cannot be allocated")
+T.like(err, "cuda%.array: CUDA_ERROR_OUT_OF_MEMORY allocating 1%.00 TiB on device 0", "OOM names the error, size and device")
+do   -- unreachable arrays are collected to make room
+  local free = dev:memory_info()
+  local chunk = math.floor(free * 0.45)
+  for _ = 1, 4 do local _ = cuda.array("uint8", chunk) end   -- each loses its last reference
+  T.ok(true, "allocating 4 x 45% of free memory succeeds: OOM runs the GC and retries")
+end
+
+-- lifetime
+local c = cuda.array("float32", 8)
+local cv = c:view(2, 3)
+c:close()
+T.error_like(function () c:fill(1) end, "attempt to use a closed cuda%.array", "use after close")
+T.error_like(function () cv:fill(1) end, "closed cuda%.array %(its parent was closed%)", "a view of a closed array")
+T.lives_ok(function () c:close(); c:close() end, "closing twice is harmless")
+T.is(tostring(c), "cuda.array (closed)", "closed __tostring")
+do
+  local scoped <close> = cuda.array("float32", 1024)
+  T.ok(cuda.memory_in_use() >= 4096, "memory_in_use counts live arrays")
+end
+
+a, b, d, v, x, s, w, st, hp, hb = nil
+collectgarbage()
+collectgarbage()
+T.is(cuda.memory_in_use(), 0, "no device memory leaked by this file")
+T.done_testing()

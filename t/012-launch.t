@@ -1,0 +1,244 @@
+-- Modules, kernels and launches: the seed programs as culua scripts, and every launch check.
+local T = require "culua.tap"
+local cuda = require "cuda"
+if cuda.device_count() == 0 then
+  T.error_like(function () cuda.load(cuda.compile("extern \"C\" __global__ void k() {}").ptx) end,
+               "cuda%.load: ", "no GPU: cuda.load raises")
+  T.done_testing()
+  return
+end
+local dev = T.need_gpu()
+
+-- seed 000: incr over 16M floats, timed with events
+local mod = cuda.compile([[
+extern "C" __global__ void incKernel(float *data) {
+  int idx = blockIdx.x * blockDim.x + threadIdx.x;
+  data[idx] = data[idx] + 1.0f;
+}
+]]):module()
+local incr = mod:kernel("incKernel")
+T.is_deeply(incr.signature, {"u64"}, "incKernel signature")
+T.is(incr.name, "incKernel", "kernel name")
+T.is(tostring(incr), "cuda.kernel incKernel(u64)", "kernel __tostring")
+local n = 16 * 1024 * 1024
+local h = cuda.host_array("float32", n)            -- zeros, as in the seed
+local d = cuda.array("float32", n):fill(-5)        -- poisoned
+local e0, e1 = cuda.event(), cuda.event()
+e0:record()
+d:copy_from(h)
+incr:launch({grid = n // 512, block = 512}, d)
+d:copy_to(h)
+e1:record()
+local ms = e0:elapsed(e1)
+local maxabs = cuda.compare(h, cuda.host_array("float32", n):fill(1))
+T.is(maxabs, 0.0, ("seed 000 incr: all 16M elements are 1.0 (%.2f ms with copies)"):format(ms))
+
+-- saxpy through NVRTC on random data, against a float64 CPU reference, odd sizes
+local saxpy = cuda.compile([[
+extern "C" __global__ void saxpy(int n, float a, const float *x, float *y) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a * x[i] + y[i];
+}
+]]):module():kernel("saxpy")
+for _, size in ipairs{1, 255, 257, 100003, 1 << 22} do
+  local hx = cuda.host_array("float32", size):random(size, -1, 1)
+  local hy = cuda.host_array("float32", size):random(size + 1, -1, 1)
+  local ref = cuda.host_array("float64", size)
+  for i = 1, size do ref[i] = 2.5 * hx[i] + hy[i] end
+  local x, y = cuda.array("float32", size), cuda.array("float32", size)
+  x:copy_from(hx); y:copy_from(hy)
+  saxpy:launch({grid = (size + 255) // 256, block = 256}, size, 2.5, x, y)
+  local out = cuda.host_array("float32", size):fill(0 / 0)     -- poisoned with NaN
+  y:copy_to(out)
+  local _, _, rel = cuda.compare(out, ref)
+  T.ok(rel < 1e-6, ("saxpy n=%d: relative error %.2e"):format(size, rel))
+end
+
+-- a template kernel through name expressions
+local tprog = cuda.compile([[
+template <typename T, int N> __global__ void fill_n(T *x) { if (threadIdx.x < N) x[threadIdx.x] = T(N) / 2; }
+]], {name_expressions = {"fill_n<double,7>", "fill_n<int,5>"}})
+local tmod = tprog:module()
+local fd = tmod:kernel(tprog.lowered["fill_n<double,7>"])
+local fi = tmod:kernel(tprog:lowered_name("fill_n<int,5>"))
+local xd, xi = cuda.array("float64", 8):fill(-1), cuda.array("int32", 6):fill(-1)
+fd:launch({grid = 1, block = 32}, xd)
+fi:launch({grid = 1, block = 32}, xi)
+T.is_deeply(xd:totable(), {3.5, 3.5, 3.5, 3.5, 3.5, 3.5, 3.5, -1}, "fill_n<double,7> through its lowered name")
+T.is_deeply(xi:totable(), {2, 2, 2, 2, 2, -1}, "fill_n<int,5>")
+
+-- constant memory written through mod:global (seed 003's convolution filter)
+local cprog = cuda.compile([[
+#define R 3
+__constant__ float filter[2 * R + 1];
+__device__ int calls;
+extern "C" __global__ void conv1d(const float *in, float *out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  float s = 0.0f;
+  for (int k = -R; k <= R; k++) {
+    int j = i + k;
+    if (j >= 0 && j < n) s += filter[k + R] * in[j];
+  }
+  out[i] = s;
+  if (i == 0) atomicAdd(&calls, 1);
+}
+]])
+local cmod = cprog:module()
+local filt = {0.05, 0.1, 0.2, 0.3, 0.2, 0.1, 0.05}
+local gf = cmod:global("filter")
+T.is(#gf, 7, "mod:global sizes the symbol: 7 floats")
+gf:copy_from(filt)
+local calls = cmod:global("calls", "int32"):fill(0)
+local cn = 10007
+local hin = cuda.host_array("float32", cn):random(11)
+local din, dout = cuda.array("float32", cn), cuda.array("float32", cn):fill(0 / 0)
+din:copy_from(hin)
+cmod:kernel("conv1d"):launch({grid = (cn + 127) // 128, block = 128}, din, dout, cn)
+local cref = cuda.host_array("float64", cn)
+for i = 1, cn do
+  local s = 0
+  for k = -3, 3 do if i + k >= 1 and i + k <= cn then s = s + filt[k + 4] * hin[i + k] end end
+  cref[i] = s
+end
+local _, _, crel = cuda.compare(dout, cref)
+T.ok(crel < 1e-6, ("convolution with a __constant__ filter: relative error %.2e"):format(crel))
+T.is(calls:totable()[1], 1, "a __device__ counter read back through mod:global")
+T.error_like(function () cmod:global("nothing") end, "no symbol 'nothing' in the module", "missing symbol")
+T.error_like(function () cmod:global("filter", "float64") end, "'filter' has 28 bytes, not a whole number of float64", "size mismatch")
+
+-- seed 003: 4 streams overlapping copies and a vector add
+local vadd = cuda.compile([[
+extern "C" __global__ void vadd(const float *a, const float *b, float *c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = a[i] + b[i];
+}
+]]):module():kernel("vadd")
+local total, nstreams = (1 << 22) + 13, 4
+local ha = cuda.host_array("float32", total, {pinned = true}):random(1)
+local hb = cuda.host_array("float32", total, {pinned = true}):random(2)
+local hc = cuda.host_array("float32", total, {pinned = true}):fill(0 / 0)
+local da, db, dc = cuda.array("float32", total), cuda.array("float32", total), cuda.array("float32", total)
+local streams = {}
+local chunk = (total + nstreams - 1) // nstreams
+for i = 1, nstreams do
+  local s = cuda.stream{non_blocking = true}
+  streams[i] = s
+  local first = (i - 1) * chunk + 1
+  local count = math.min(chunk, total - first + 1)
+  local va, vb, vc = da:view(first, count), db:view(first, count), dc:view(first, count)
+  -- host halves of the chunk go through host arrays of their own size
+  local pa = cuda.host_array("float32", count, {pinned = true}):copy_from(ha:bytes():sub((first - 1) * 4 + 1, (first - 1 + count) * 4))
+  local pb = cuda.host_array("float32", count, {pinned = true}):copy_from(hb:bytes():sub((first - 1) * 4 + 1, (first - 1 + count) * 4))
+  va:copy_from(pa, s)
+  vb:copy_from(pb, s)
+  vadd:launch({grid = (count + 255) // 256, block = 256, stream = s}, va, vb, vc, count)
+  s:synchronize()
+end
+dc:copy_to(hc)
+-- a float32 sum is the float64 sum of the two rounded once to float32
+local vref = cuda.host_array("float32", total)
+for i = 1, total do vref[i] = ha[i] + hb[i] end
+T.is(select(1, cuda.compare(hc, vref)), 0.0, "4-stream vector add is exact")
+
+-- a graph captured from a stream and replayed
+local gs = cuda.stream{non_blocking = true}
+local gx = cuda.array("float32", 4096):fill(0)
+gs:begin_capture()
+for _ = 1, 3 do incr:launch({grid = 8, block = 512, stream = gs}, gx) end
+local graph = gs:end_capture()
+T.is(graph.nodes, 3, "the graph holds the 3 captured launches")
+T.like(tostring(graph), "^cuda%.graph %(3 nodes%)", "graph __tostring")
+for _ = 1, 5 do graph:launch(gs) end
+gs:synchronize()
+local gt = gx:totable()
+T.ok(gt[1] == 15 and gt[4096] == 15, "5 replays of 3 increments: every element is 15")
+
+-- launch checks: each refused before anything runs
+local cfg = {grid = 1, block = 32}
+local bad = {
+  {function () saxpy:launch(cfg, 1, 2.0, d) end, "'saxpy' takes 4 arguments, got 3", "too few arguments"},
+  {function () saxpy:launch(cfg, 1, 2.0, d, d, d) end, "takes 4 arguments, got 5", "too many"},
+  {function () saxpy:launch(cfg, 1.5, 2.0, d, d) end, "argument 1 must be an integer for u32, got 1%.5", "a float for an int"},
+  {function () saxpy:launch(cfg, 1, d, d, d) end, "argument 2 is a cuda%.array but parameter 2 is f32", "an array for a float"},
+  {function () saxpy:launch(cfg, 1, 2.0, "x", d) end, "argument 3 must be an integer for u64 %(or a cuda%.array%), got string", "a string for a pointer"},
+  {function () saxpy:launch({grid = 1, block = 2048}, 1, 2.0, d, d) end, "block%.x = 2048 exceeds the device's 1024", "block too large"},
+  {function () saxpy:launch({grid = 1, block = {32, 32, 2}}, 1, 2.0, d, d) end, "a block of 2048 threads exceeds the 1024", "too many threads"},
+  {function () saxpy:launch({grid = {1, 70000}, block = 32}, 1, 2.0, d, d) end, "grid%.y = 70000 exceeds the device's 65535", "grid.y too large"},
+  {function () saxpy:launch({grid = 0, block = 32}, 1, 2.0, d, d) end, "grid must be a positive integer", "zero grid"},
+  {function () saxpy:launch({block = 32}, 1, 2.0, d, d) end, "config%.grid is required", "missing grid"},
+  {function () saxpy:launch({grid = 1, block = {1, 2, 3, 4}}, 1, 2.0, d, d) end, "block must have 1 to 3 dimensions, got 4", "4-D block"},
+  {function () saxpy:launch({grid = 1, block = 32, shared = -1}, 1, 2.0, d, d) end, "shared must be a byte count", "negative shared"},
+  {function () saxpy:launch({grid = 1, block = 32, shared = 1 << 20}, 1, 2.0, d, d) end, "CUDA_ERROR_INVALID_VALUE launching 'saxpy'", "too much shared memory"},
+  {function () saxpy:launch(5, 1, 2.0, d, d) end, "bad argument #1 to 'launch' %(table expected, got number%)", "config not a table"},
+  {function () saxpy:launch({grid = 1, block = 32, stream = 1}, 1, 2.0, d, d) end, "cuda%.stream expected, got number", "bad stream"},
+}
+for _, b in ipairs(bad) do T.error_like(b[1], b[2], b[3]) end
+T.error_like(function () mod:kernel("incKernal") end, "no kernel 'incKernal' in the module", "missing kernel name")
+
+-- attributes and occupancy
+local attrs = saxpy:attributes()
+T.ok(attrs.num_regs > 0 and attrs.max_threads_per_block == 1024 and attrs.ptx_version >= 80,
+     ("attributes: %d registers, PTX %d, binary %d"):format(attrs.num_regs, attrs.ptx_version, attrs.binary_version))
+local per = saxpy:max_active_blocks(256)
+T.ok(per >= 1 and per <= 32, "max_active_blocks(256) = " .. per)
+local sms = dev:attribute("multiprocessor_count")
+T.is(saxpy:max_cooperative_grid(256), per * sms, "max_cooperative_grid = blocks per SM x SMs")
+T.error_like(function () saxpy:max_active_blocks(0) end, "block size must be 1%.%.1024", "occupancy for a bad block size")
+local big = cuda.compile([[
+extern "C" __global__ void big(float *x) { extern __shared__ float s[]; s[threadIdx.x] = 1; x[threadIdx.x] = s[threadIdx.x]; }
+]]):module():kernel("big")
+T.error_like(function () big:launch({grid = 1, block = 32, shared = 100 * 1024}, d) end, "CUDA_ERROR_INVALID_VALUE", "100 KiB of dynamic shared memory is refused by default")
+big:set_max_dynamic_shared(100 * 1024)
+T.lives_ok(function () big:launch({grid = 1, block = 32, shared = 100 * 1024}, d); cuda.synchronize() end,
+           "set_max_dynamic_shared(100 KiB) allows it")
+
+-- cooperative launches: refused when the grid cannot be co-resident
+local coop = cuda.compile([[
+#include <cooperative_groups.h>
+extern "C" __global__ void twice(int *x) {
+  auto g = cooperative_groups::this_grid();
+  atomicAdd(x, 1);
+  g.sync();
+  if (g.thread_rank() == 0) atomicAdd(x + 1, x[0]);
+}
+]]):module():kernel("twice")
+local cx = cuda.array("int32", 2):fill(0)
+local maxgrid = coop:max_cooperative_grid(128)
+coop:launch({grid = maxgrid, block = 128, cooperative = true}, cx)
+T.is_deeply(cx:totable(), {maxgrid * 128, maxgrid * 128}, ("a cooperative grid of %d blocks syncs"):format(maxgrid))
+T.error_like(function () coop:launch({grid = maxgrid + 1, block = 128, cooperative = true}, cx) end,
+             "a cooperative grid of " .. (maxgrid + 1) .. " blocks cannot be co%-resident", "an oversize cooperative grid is refused, not hung")
+
+-- binaries: CUBIN loads, and its signature comes from the driver
+local cub = cuda.compile([[extern "C" __global__ void k3(int a, double b, float *c) { c[0] = a + b; }]], {output = "cubin"})
+local ck = cuda.load(cub.cubin):kernel("k3")
+T.is_deeply(ck.signature, {"b32", "b64", "b64"}, "a CUBIN kernel's signature: sizes from cuFuncGetParamInfo")
+local cc = cuda.array("float32", 1)
+ck:launch({grid = 1, block = 1}, 2, 0.5, cc)
+T.is(cc:totable()[1], 2.5, "a CUBIN kernel launches (integer, float, array by size)")
+local ptxfile = os.tmpname()
+local f = assert(io.open(ptxfile, "w"))
+f:write(tprog.ptx)
+f:close()
+T.ok(cuda.load{file = ptxfile}:kernel(tprog.lowered["fill_n<int,5>"]), "cuda.load{file = path}")
+os.remove(ptxfile)
+T.error_like(function () cuda.load(".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry x( { bogus; }") end,
+             "cuda%.load: CUDA_ERROR_INVALID_PTX loading a PTX module", "bad PTX names the JIT error")
+T.error_like(function () cuda.load{file = "/nonexistent.ptx"} end, "cannot open /nonexistent%.ptx", "missing file")
+T.error_like(function () cuda.load(42) end, "string, cuda%.program or {file = path} expected", "bad image")
+
+-- cuda.debug synchronizes after each launch; cuda.bench times with events
+T.is(cuda.debug(true), false, "debug was off")
+incr:launch({grid = 1, block = 32}, gx)
+T.is(cuda.debug(false), true, "debug was on")
+local r = cuda.bench(function () incr:launch({grid = n // 512, block = 512}, d) end, {warmup = 2, reps = 9})
+T.ok(r.min > 0 and r.min <= r.median and r.median <= r.max and r.reps == 9 and #r.samples == 9,
+     "cuda.bench: " .. tostring(r))
+T.error_like(function () cuda.bench(function () end, {reps = 0}) end, "reps must be an integer >= 1", "bench checks reps")
+
+d, h, da, db, dc, ha, hb, hc, gx, xd, xi, din, dout, cc, cx = nil
+collectgarbage()
+collectgarbage()
+T.is(cuda.memory_in_use(), 0, "no device memory leaked by this file")
+T.done_testing()
