@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include <lualib.h>
 
@@ -269,6 +270,15 @@ static int cuda_libraries (lua_State *L) {
 }
 
 
+/* cuda.clock() -> seconds on a monotonic clock, for host-side timings */
+static int cuda_clock (lua_State *L) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  lua_pushnumber(L, (lua_Number)ts.tv_sec + (lua_Number)ts.tv_nsec * 1e-9);
+  return 1;
+}
+
+
 /* cuda.bench(fn [, opts]): lua/bench.lua does the work */
 static int cuda_bench (lua_State *L) {
   int n = lua_gettop(L);
@@ -283,6 +293,7 @@ static int cuda_bench (lua_State *L) {
 
 static const luaL_Reg cuda_funcs[] = {
   {"bench", cuda_bench},
+  {"clock", cuda_clock},
   {"driver_version", cuda_driver_version},
   {"nvrtc_version", cuda_nvrtc_version},
   {"device_count", cuda_device_count},

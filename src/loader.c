@@ -6,6 +6,7 @@
 ** This is the only file that knows about dlopen.
 */
 
+#define _GNU_SOURCE   /* dladdr */
 #include "config.h"
 
 #include <dlfcn.h>
@@ -165,6 +166,14 @@ const culua_Nvrtc *culua_load_nvrtc (const char **why) {
 
 const char *culua_nvrtc_path (void) {
   return culua_load_nvrtc(NULL) ? nvrtc_opened : NULL;
+}
+
+
+const char *culua_nvrtc_file (void) {
+  Dl_info info;
+  const culua_Nvrtc *rtc = culua_load_nvrtc(NULL);
+  if (rtc == NULL || dladdr(*(void **)&rtc->nvrtcVersion, &info) == 0) return NULL;
+  return info.dli_fname;
 }
 
 /* }====================================================== */

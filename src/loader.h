@@ -130,6 +130,9 @@ const culua_Nvrtc *culua_load_nvrtc (const char **why);
 /* what cuInit(0) returned when the driver was loaded */
 CUresult culua_driver_init (void);
 
+/* the file NVRTC was loaded from, symbolic links resolved by ld.so, or NULL */
+const char *culua_nvrtc_file (void);
+
 /* the path actually opened, or NULL */
 const char *culua_driver_path (void);
 const char *culua_nvrtc_path (void);

@@ -32,6 +32,7 @@ typedef struct Request {
   int line;
   int cubin;                 /* output CUBIN instead of PTX */
   int usecache;
+  int userarch;              /* options include -arch= */
   int nopts;
   const char *opts[MAXOPTS];
   int nheaders;
@@ -45,6 +46,14 @@ typedef struct Request {
 
 
 /* {====================================================== options */
+
+/* what the cache key and the default target need to know of NVRTC */
+typedef struct NvrtcId {
+  int major, minor;
+  int narchs;
+  int archs[128];
+} NvrtcId;
+
 
 static int hasprefix (const char *s, const char *p) {
   return strncmp(s, p, strlen(p)) == 0;
@@ -62,10 +71,9 @@ static void addopt (lua_State *L, Request *q, const char *opt) {
 ** The target: the current device's architecture when a GPU is there (PTX
 ** for compute_XY, CUBIN for sm_XY), clamped to what this NVRTC supports.
 */
-static void default_arch (lua_State *L, Request *q) {
+static void default_arch (lua_State *L, Request *q, const NvrtcId *id) {
   const culua_Driver *cu = culua_load_driver(NULL);
-  const culua_Nvrtc *rtc = culua_rtc(L, "cuda.compile");
-  int n = 0, major = 0, minor = 0, cc, best = 0, archs[128], i, count = 0;
+  int major = 0, minor = 0, cc, best = 0, i, count = 0;
   CUdevice dev;
   if (cu == NULL || culua_driver_init() != CUDA_SUCCESS ||
       cu->cuDeviceGetCount(&count) != CUDA_SUCCESS ||
@@ -78,10 +86,9 @@ static void default_arch (lua_State *L, Request *q) {
     return;  /* NVRTC's own default target */
   }
   cc = major * 10 + minor;
-  if (rtc->nvrtcGetNumSupportedArchs(&n) == NVRTC_SUCCESS && n > 0 && n <= 128 &&
-      rtc->nvrtcGetSupportedArchs(archs) == NVRTC_SUCCESS) {
-    for (i = 0; i < n; i++)
-      if (archs[i] <= cc && archs[i] > best) best = archs[i];
+  if (id->narchs > 0) {
+    for (i = 0; i < id->narchs; i++)
+      if (id->archs[i] <= cc && id->archs[i] > best) best = id->archs[i];
     if (best == 0)
       luaL_error(L, "cuda.compile: this NVRTC cannot target sm_%d", cc);
     if (q->cubin && best != cc)
@@ -179,7 +186,13 @@ static void read_request (lua_State *L, Request *q) {
     }
   }
  defaults:
-  if (!userarch) default_arch(L, q);
+  q->userarch = userarch;
+}
+
+
+/* the options culua adds: the target (unless given) and the include path */
+static void finish_request (lua_State *L, Request *q, const NvrtcId *id) {
+  if (!q->userarch) default_arch(L, q, id);
   else if (q->cubin && strstr(q->arch, "compute_"))
     luaL_error(L, "cuda.compile: output 'cubin' needs -arch=sm_XX, not '%s'", q->arch);
   default_includes(L, q);
@@ -195,14 +208,12 @@ static void read_request (lua_State *L, Request *q) {
 ** the file name is its hash, and the key itself is stored in the file and
 ** compared on a hit, so a hash collision can never load the wrong code.
 */
-static void push_key (lua_State *L, const Request *q) {
-  const culua_Nvrtc *rtc = culua_rtc(L, "cuda.compile");
+static void push_key (lua_State *L, const Request *q, const NvrtcId *id) {
   luaL_Buffer b;
-  int i, major = 0, minor = 0;
+  int i;
   char head[96];
-  rtc->nvrtcVersion(&major, &minor);
   luaL_buffinit(L, &b);
-  snprintf(head, sizeof(head), "culua-nvrtc-1 nvrtc=%d.%d out=%s", major, minor,
+  snprintf(head, sizeof(head), "culua-nvrtc-1 nvrtc=%d.%d out=%s", id->major, id->minor,
            q->cubin ? "cubin" : "ptx");
   luaL_addstring(&b, head);
   luaL_addchar(&b, '\0');
@@ -356,6 +367,90 @@ static void cache_store (lua_State *L, const char *path, int keyidx, int codeidx
 /* }====================================================== */
 
 
+/* {====================================================== NVRTC identity */
+
+/*
+** Loading NVRTC takes milliseconds (a 100 MB library), more than a cache hit
+** may cost. So the version and targets of the NVRTC in use are kept in
+** <cache>/nvrtc.id with the library's real path, size and mtime, and the
+** environment that decides which library is opened. The record is used only
+** while all of that is unchanged; otherwise NVRTC is loaded and it is rewritten.
+*/
+static void env_key (char *buf, size_t size) {
+  const char *forced = getenv("CULUA_LIBNVRTC"), *ldpath = getenv("LD_LIBRARY_PATH");
+  struct stat st;
+  long long t = stat("/etc/ld.so.cache", &st) == 0 ? (long long)st.st_mtime : 0;
+  snprintf(buf, size, "%s|%s|%lld|%s", forced ? forced : "", ldpath ? ldpath : "", t, CULUA_CUDA_LIBDIR);
+}
+
+
+static int file_stamp (const char *path, long long *size, long long *mtime) {
+  struct stat st;
+  if (path == NULL || stat(path, &st) != 0) return 0;
+  *size = (long long)st.st_size;
+  *mtime = (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+  return 1;
+}
+
+
+static int read_id (const char *file, const char *env, NvrtcId *id) {
+  char line[8192], path[4096];
+  long long size, mtime, s2, m2;
+  int i, ok = 0;
+  FILE *f = fopen(file, "r");
+  if (f == NULL) return 0;
+  if (fgets(line, sizeof(line), f) && strcmp(line, "culua-nvrtc-id 1\n") == 0 &&
+      fgets(line, sizeof(line), f) && strncmp(line, env, strlen(env)) == 0 && line[strlen(env)] == '\n' &&
+      fgets(path, sizeof(path), f) && (path[strcspn(path, "\n")] = '\0', 1) &&
+      fscanf(f, "%lld %lld %d %d %d", &size, &mtime, &id->major, &id->minor, &id->narchs) == 5 &&
+      id->narchs >= 0 && id->narchs <= 128 &&
+      file_stamp(path, &s2, &m2) && s2 == size && m2 == mtime) {
+    for (i = 0; i < id->narchs; i++)
+      if (fscanf(f, "%d", &id->archs[i]) != 1) break;
+    ok = i == id->narchs;
+  }
+  fclose(f);
+  return ok;
+}
+
+
+static void write_id (const char *file, const char *env, const NvrtcId *id) {
+  char tmp[4300];
+  const char *path = culua_nvrtc_file();
+  long long size, mtime;
+  int i, ok;
+  FILE *f;
+  if (!file_stamp(path, &size, &mtime)) return;
+  snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", file, (long)getpid());
+  if ((f = fopen(tmp, "w")) == NULL) return;
+  ok = fprintf(f, "culua-nvrtc-id 1\n%s\n%s\n%lld %lld %d %d %d\n", env, path, size, mtime,
+               id->major, id->minor, id->narchs) > 0;
+  for (i = 0; ok && i < id->narchs; i++) ok = fprintf(f, "%d\n", id->archs[i]) > 0;
+  ok = (fclose(f) == 0) && ok;
+  if (!ok || rename(tmp, file) != 0) remove(tmp);
+}
+
+
+static void nvrtc_identity (lua_State *L, const char *dir, NvrtcId *id) {
+  char file[4200], env[8192];
+  const culua_Nvrtc *rtc;
+  memset(id, 0, sizeof(*id));
+  env_key(env, sizeof(env));
+  if (dir != NULL) {
+    snprintf(file, sizeof(file), "%s/nvrtc.id", dir);
+    if (read_id(file, env, id)) return;
+  }
+  rtc = culua_rtc(L, "cuda.compile");
+  rtc->nvrtcVersion(&id->major, &id->minor);
+  if (rtc->nvrtcGetNumSupportedArchs(&id->narchs) != NVRTC_SUCCESS || id->narchs > 128 ||
+      rtc->nvrtcGetSupportedArchs(id->archs) != NVRTC_SUCCESS)
+    id->narchs = 0;
+  if (dir != NULL) write_id(file, env, id);
+}
+
+/* }====================================================== */
+
+
 /* {====================================================== compiling */
 
 /*
@@ -449,14 +544,16 @@ static void compile (lua_State *L, const Request *q) {
 /* cuda.compile(src [, opts]) -> program */
 static int cuda_compile (lua_State *L) {
   Request q;
+  NvrtcId id;
   char dirbuf[4096], path[4200];
   const char *dir;
-  int hit = 0, base, keyidx;
+  int hit = 0, keyidx;
   read_request(L, &q);
-  base = lua_gettop(L);
-  push_key(L, &q);
-  keyidx = base + 1;
   dir = q.usecache ? cache_dir(dirbuf, sizeof(dirbuf)) : NULL;
+  nvrtc_identity(L, dir, &id);
+  finish_request(L, &q, &id);
+  push_key(L, &q, &id);
+  keyidx = lua_gettop(L);
   if (dir != NULL) {
     size_t klen;
     const char *key = lua_tolstring(L, keyidx, &klen);

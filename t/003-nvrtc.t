@@ -109,7 +109,7 @@ print(p.cached, p.ptx:match("%.entry k") ~= nil, p.lowered.k)
 T.is(child(code), "false\ttrue\tk\n", "first compile misses the cache")
 T.is(child(code), "true\ttrue\tk\n", "second compile, in a new process, hits it")
 local files = io.popen("ls " .. dir):read("a")
-T.like(files, "^%x+%.nvrtc\n$", "one cache file named by the key's hash")
+T.like(files, "^%x+%.nvrtc\nnvrtc%.id\n$", "one cache file named by the key's hash, and the NVRTC record")
 -- corrupt the stored key: the entry must be ignored, never loaded
 local cfile = dir .. "/" .. files:match("^(%S+)")
 local fh = assert(io.open(cfile, "rb"))
@@ -122,6 +122,31 @@ T.is(child(code), "false\ttrue\tk\n", "an entry whose stored key differs is not 
 T.is(child((code:gsub("x%[0%] = 7", "x[0] = 9"))), "false\ttrue\tk\n", "a different source misses")
 T.is(child((code:gsub("compute_80", "compute_90"))), "false\ttrue\tk\n", "a different option misses")
 T.is(child(code, "CULUA_CACHE=off"), "false\ttrue\tk\n", "CULUA_CACHE=off never hits")
+os.execute("rm -rf " .. dir)
+
+-- a hit needs no NVRTC at all: its version comes from nvrtc.id
+local maps = [==[
+local cuda = require "cuda"
+local p = cuda.compile("extern \"C\" __global__ void m(int *x) { x[0] = 1; }", {options = {"-arch=compute_80"}})
+local f = io.open("/proc/self/maps")
+print(p.cached, f and (f:read("a"):find("libnvrtc", 1, true) ~= nil))
+]==]
+T.is(child(maps), "false\ttrue\n", "a miss loads NVRTC")
+T.is(child(maps), "true\tfalse\n", "a hit, in a new process, does not load NVRTC")
+local idf = io.open(dir .. "/nvrtc.id")
+local id = idf and idf:read("a") or ""
+if idf then idf:close() end
+local ma, mi = cuda.nvrtc_version()
+T.like(id, "^culua%-nvrtc%-id 1\n.-\n/.-libnvrtc[^\n]*\n%d+ %d+ " .. ma .. " " .. mi .. " %d+\n",
+       "nvrtc.id records the library file, its stamp and version " .. ma .. "." .. mi)
+T.is(child(maps, "LD_LIBRARY_PATH=/nonexistent"), "true\ttrue\n",
+     "another LD_LIBRARY_PATH could pick another NVRTC: the record is not trusted, NVRTC is loaded")
+-- a replaced library (another size or mtime) makes the record stale: NVRTC is loaded, the record rewritten
+local fh2 = assert(io.open(dir .. "/nvrtc.id", "w"))
+fh2:write((id:gsub("\n(%d+) (%d+) ", "\n1%1 %2 ", 1)))
+fh2:close()
+T.is(child(maps), "true\ttrue\n", "a record whose library stamp changed is not trusted")
+T.is(child(maps), "true\tfalse\n", "and the rewritten record serves the next process")
 os.execute("rm -rf " .. dir)
 
 -- a header's content is part of the key

@@ -1,0 +1,17 @@
+#!/bin/sh
+# bench/run.sh: build the C anchors and run every benchmark, on the GPU machine.
+#   sh bench/run.sh [CULUA] [OUTDIR]
+# Prints each table; with OUTDIR, also writes them to OUTDIR/bench.txt.
+set -e
+culua=${1:-./culua}
+out=${2:-}
+cuda=${CUDA_HOME:-/usr/local/cuda}
+cc -O2 -I"$cuda/include" bench/anchor.c -o bench/anchor -L"$cuda/lib64/stubs" -lcuda
+{
+  echo "== $(date -u '+%Y-%m-%d %H:%M UTC') $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null)"
+  "$culua" bench/launch.lua bench/anchor
+  echo
+  "$culua" bench/copy.lua bench/anchor
+  echo
+  "$culua" bench/nvrtc_cache.lua
+} 2>&1 | if [ -n "$out" ]; then tee "$out/bench.txt"; else cat; fi
