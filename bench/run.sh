@@ -7,9 +7,12 @@ culua=${1:-./culua}
 out=${2:-}
 cuda=${CUDA_HOME:-/usr/local/cuda}
 cc -O2 -I"$cuda/include" bench/anchor.c -o bench/anchor -L"$cuda/lib64/stubs" -lcuda
+# one core for culua and its anchor child alike: less scheduler noise in launch timings
+pin=
+if command -v taskset >/dev/null 2>&1; then pin="taskset -c 2"; fi
 {
   echo "== $(date -u '+%Y-%m-%d %H:%M UTC') $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null)"
-  "$culua" bench/launch.lua bench/anchor
+  $pin "$culua" bench/launch.lua bench/anchor
   echo
   "$culua" bench/copy.lua bench/anchor
   echo

@@ -22,18 +22,20 @@ static int is_open (const culua_Array *a) {
 }
 
 
-culua_Array *culua_testarray (lua_State *L, int i) {
+culua_Array *culua_testarray (lua_State *L, int i, int enter) {
   culua_Array *a = (culua_Array *)luaL_testudata(L, i, CULUA_ARRAY);
   if (a == NULL) return NULL;
   if (!is_open(a))
     luaL_error(L, "attempt to use a closed %s", a->c.ctx ? "cuda.array (its parent was closed)" : CULUA_ARRAY);
-  culua_ctx_enter(L, &a->c, CULUA_ARRAY);
+  if (enter) culua_ctx_enter(L, &a->c, CULUA_ARRAY);
+  else if (culua_ctx_stale(&a->c))
+    luaL_error(L, "attempt to use a %s whose device was reset by cuda.reset()", CULUA_ARRAY);
   return a;
 }
 
 
 static culua_Array *check_array (lua_State *L, int i) {
-  culua_Array *a = culua_testarray(L, i);
+  culua_Array *a = culua_testarray(L, i, 1);
   if (a == NULL) luaL_typeerror(L, i, CULUA_ARRAY);
   return a;
 }
@@ -180,7 +182,7 @@ static void other_end (lua_State *L, int i, const culua_Array *x, int incoming, 
   culua_Array *a;
   culua_HostArray *h;
   memset(e, 0, sizeof(*e));
-  if ((a = culua_testarray(L, i)) != NULL) {
+  if ((a = culua_testarray(L, i, 1)) != NULL) {
     e->dev = a->ptr;
     e->n = a->n;
     e->dtype = a->dtype;

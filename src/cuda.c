@@ -107,7 +107,7 @@ static void add_journal (lua_State *L, luaL_Buffer *b) {
   luaL_addstring(b, "; most recent launches:");
   for (i = n; i > 0 && shown < 4; i--, shown++) {
     const culua_Launch *e = &S->journal[(i - 1) % CULUA_JOURNAL];
-    lua_pushfstring(L, " kernel '%s' at %s%s", e->kernel, e->where,
+    lua_pushfstring(L, " kernel '%s' at %s:%d%s", e->kernel, e->source, e->line,
                     shown == 0 ? " (last)" : "");
     luaL_addvalue(b);
   }
@@ -151,16 +151,6 @@ int culua_caller (lua_State *L, lua_Debug *ar) {
     if (ar->currentline > 0) return 1;
   }
   return 0;
-}
-
-
-const char *culua_where (lua_State *L, char *buf, size_t size) {
-  lua_Debug ar;
-  if (culua_caller(L, &ar))
-    snprintf(buf, size, "%s:%d", ar.short_src, ar.currentline);
-  else
-    snprintf(buf, size, "?");
-  return buf;
 }
 
 

@@ -43,8 +43,9 @@
 /* one remembered launch, for naming the culprit of a sticky kernel fault */
 typedef struct culua_Launch {
   CUstream stream;
+  int line;            /* Lua line of the k:launch call */
   char kernel[256];
-  char where[96];      /* Lua "file:line" of the k:launch call */
+  char source[LUA_IDSIZE];   /* its chunk's short name */
 } culua_Launch;
 
 #define CULUA_JOURNAL 16
@@ -172,8 +173,6 @@ void culua_push_preview (lua_State *L, const char *tname, culua_Dtype t, size_t 
 
 /* fill ar for the nearest Lua function calling the running C function; 0 if none */
 int culua_caller (lua_State *L, lua_Debug *ar);
-/* "file:line" of the Lua code that called the running C function */
-const char *culua_where (lua_State *L, char *buf, size_t size);
 
 /* }====================================================== */
 
@@ -199,8 +198,9 @@ typedef struct culua_HostArray {
   int pinned;
 } culua_HostArray;
 
-/* the object at i if it is one (open, not reset), else NULL; closed ones raise */
-culua_Array *culua_testarray (lua_State *L, int i);
+/* the object at i if it is one (open, not reset), else NULL; closed ones raise.
+** enter: make the array's context current (copies); launches only check */
+culua_Array *culua_testarray (lua_State *L, int i, int enter);
 culua_HostArray *culua_testhostarray (lua_State *L, int i);
 /* the stream at i (NULL handle for nil/none: the default stream) */
 CUstream culua_optstream (lua_State *L, int i, const char *fname);
@@ -216,8 +216,8 @@ void culua_newkernel (lua_State *L, int modidx, culua_Ctx *mod, CUfunction f, co
 /* push an array over memory owned by the object at index owner (module globals) */
 void culua_newarray_over (lua_State *L, int owner, int ordinal, CUdeviceptr p, size_t n,
                           culua_Dtype t);
-/* record a launch in the journal, for fault messages */
-void culua_journal (lua_State *L, CUstream s, const char *kernel);
+/* record a launch in S's journal, for fault messages (on the hot path: no formatting) */
+void culua_journal (lua_State *L, culua_State *S, CUstream s, const char *kernel);
 
 /* }====================================================== */
 

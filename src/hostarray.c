@@ -244,7 +244,7 @@ static const void *operand (lua_State *L, int i, size_t *n, culua_Dtype *t) {
     return h->data;
   }
   else {
-    culua_Array *a = culua_testarray(L, i);
+    culua_Array *a = culua_testarray(L, i, 1);
     void *buf;
     if (a == NULL) luaL_typeerror(L, i, "cuda.hostarray or cuda.array");
     buf = lua_newuserdatauv(L, a->n * culua_dtype_size[a->dtype] + 1, 0);

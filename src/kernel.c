@@ -26,6 +26,7 @@ typedef struct Param {
 
 typedef struct Kernel {
   culua_Ctx *mod;          /* the module's context (module kept by user value) */
+  culua_State *S;          /* per-state data, looked up once rather than per launch */
   CUfunction f;
   int nparams;
   int fromptx;             /* signature read from PTX (else sizes only) */
@@ -35,9 +36,36 @@ typedef struct Kernel {
 } Kernel;
 
 
+/*
+** kernel_launch runs as a closure whose upvalues are the kernel metatable
+** and the config keys as Lua strings: a launch then checks its kernel and
+** reads its config without interning a string or searching the registry.
+*/
+#define UP_META      lua_upvalueindex(1)
+#define UP_GRID      lua_upvalueindex(2)
+#define UP_BLOCK     lua_upvalueindex(3)
+#define UP_SHARED    lua_upvalueindex(4)
+#define UP_STREAM    lua_upvalueindex(5)
+#define UP_COOP      lua_upvalueindex(6)
+static const char *const launch_keys[] = {"grid", "block", "shared", "stream", "cooperative"};
+
+
 static Kernel *check_kernel (lua_State *L, int i) {
   Kernel *k = (Kernel *)luaL_checkudata(L, i, CULUA_KERNEL);
   culua_ctx_enter(L, k->mod, "cuda.kernel (its module)");
+  return k;
+}
+
+
+/* for launches: check only; the context is entered once, after the arguments */
+static Kernel *test_kernel (lua_State *L, int i) {
+  Kernel *k = (Kernel *)lua_touserdata(L, i);
+  if (k == NULL || !lua_getmetatable(L, i) || !lua_rawequal(L, -1, UP_META))
+    luaL_typeerror(L, i, CULUA_KERNEL);
+  lua_pop(L, 1);
+  if (k->mod->ctx == NULL) luaL_error(L, "attempt to use a cuda.kernel whose module was closed");
+  if (culua_ctx_stale(k->mod))
+    luaL_error(L, "attempt to use a cuda.kernel whose device was reset by cuda.reset()");
   return k;
 }
 
@@ -142,6 +170,7 @@ void culua_newkernel (lua_State *L, int modidx, culua_Ctx *mod, CUfunction f, co
   lua_pushvalue(L, modidx);
   lua_setiuservalue(L, -2, 1);          /* the kernel keeps its module alive */
   k->mod = mod;
+  k->S = culua_state(L);
   k->f = f;
   snprintf(k->name, sizeof(k->name), "%s", name);
   if (ptx != NULL) {
@@ -174,9 +203,11 @@ typedef struct Config {
 } Config;
 
 
-/* a dimension: n or {x [, y [, z]]} */
-static void getdims (lua_State *L, int i, const char *what, unsigned d[3]) {
-  int t = lua_getfield(L, i, what), j;
+
+
+/* a dimension at the top of the stack: n or {x [, y [, z]]} */
+static void todims (lua_State *L, const char *what, unsigned d[3]) {
+  int t = lua_type(L, -1), j;
   d[0] = d[1] = d[2] = 1;
   if (t == LUA_TNUMBER) {
     lua_Integer v = lua_tointeger(L, -1);
@@ -198,26 +229,41 @@ static void getdims (lua_State *L, int i, const char *what, unsigned d[3]) {
     }
   }
   else
-    luaL_error(L, "launch: config.%s is required (a number or {x, y, z})", what);
-  lua_pop(L, 1);
+    luaL_error(L, "launch: %s must be a positive integer or {x, y, z}, got %s", what, luaL_typename(L, -1));
 }
 
 
+/*
+** One pass over the keys present (a config usually holds two), matched
+** against the key strings in the upvalues by identity; a key that is none
+** of them is a typo, and raises.
+*/
 static void getconfig (lua_State *L, int i, Config *c) {
+  int seen = 0;
   luaL_checktype(L, i, LUA_TTABLE);
-  getdims(L, i, "grid", c->grid);
-  getdims(L, i, "block", c->block);
-  if (lua_getfield(L, i, "shared") == LUA_TNIL) c->shared = 0;
-  else {
-    lua_Integer v = luaL_checkinteger(L, -1);
-    if (v < 0 || v > 0x7fffffff) luaL_error(L, "launch: shared must be a byte count, got %I", v);
-    c->shared = (unsigned)v;
+  c->shared = 0;
+  c->stream = NULL;
+  c->cooperative = 0;
+  lua_pushnil(L);
+  while (lua_next(L, i)) {                        /* key, value */
+    if (lua_rawequal(L, -2, UP_GRID)) { todims(L, "grid", c->grid); seen |= 1; }
+    else if (lua_rawequal(L, -2, UP_BLOCK)) { todims(L, "block", c->block); seen |= 2; }
+    else if (lua_rawequal(L, -2, UP_SHARED)) {
+      lua_Integer v = lua_isinteger(L, -1) ? lua_tointeger(L, -1) : -1;
+      if (v < 0 || v > 0x7fffffff)
+        luaL_error(L, "launch: shared must be a byte count, got %s", luaL_tolstring(L, -1, NULL));
+      c->shared = (unsigned)v;
+    }
+    else if (lua_rawequal(L, -2, UP_STREAM)) c->stream = culua_optstream(L, lua_gettop(L), "launch");
+    else if (lua_rawequal(L, -2, UP_COOP)) c->cooperative = lua_toboolean(L, -1);
+    else
+      luaL_error(L, "launch: unknown config key %s (grid, block, shared, stream, cooperative)",
+                 lua_type(L, -2) == LUA_TSTRING ? lua_pushfstring(L, "'%s'", lua_tostring(L, -2))
+                                               : luaL_typename(L, -2));
+    lua_pop(L, 1);                                /* key */
   }
-  lua_getfield(L, i, "stream");
-  c->stream = culua_optstream(L, -1, "launch");
-  lua_getfield(L, i, "cooperative");
-  c->cooperative = lua_toboolean(L, -1);
-  lua_pop(L, 3);
+  if (!(seen & 1)) luaL_error(L, "launch: config.grid is required (a number or {x, y, z})");
+  if (!(seen & 2)) luaL_error(L, "launch: config.block is required (a number or {x, y, z})");
 }
 
 
@@ -254,7 +300,7 @@ static void putarg (lua_State *L, int i, int pos, const Param *p, char *buf) {
     memcpy(buf, s, len);
     return;
   }
-  if (t == LUA_TUSERDATA && (a = culua_testarray(L, i)) != NULL) {
+  if (t == LUA_TUSERDATA && (a = culua_testarray(L, i, 0)) != NULL) {
     if (p->bytes != 8 || p->kind == 'f')
       luaL_error(L, "launch: argument %d is a cuda.array but parameter %d is %c%d, not a pointer",
                  pos, pos, p->kind, (int)p->bits);
@@ -300,18 +346,32 @@ static void putarg (lua_State *L, int i, int pos, const Param *p, char *buf) {
 }
 
 
-void culua_journal (lua_State *L, CUstream s, const char *kernel) {
-  culua_State *S = culua_state(L);
+void culua_journal (lua_State *L, culua_State *S, CUstream s, const char *kernel) {
   culua_Launch *e = &S->journal[S->journal_next++ % CULUA_JOURNAL];
+  lua_Debug ar;
   e->stream = s;
-  snprintf(e->kernel, sizeof(e->kernel), "%s", kernel);
-  culua_where(L, e->where, sizeof(e->where));
+  /* a loop launches the same kernel again and again: copy only on change */
+  if (strcmp(e->kernel, kernel) != 0) {
+    size_t n = strlen(kernel);
+    if (n >= sizeof(e->kernel)) n = sizeof(e->kernel) - 1;
+    memcpy(e->kernel, kernel, n);
+    e->kernel[n] = '\0';
+  }
+  if (culua_caller(L, &ar)) {
+    memcpy(e->source, ar.short_src, sizeof(e->source));
+    e->line = ar.currentline;
+  }
+  else {
+    e->source[0] = '?';
+    e->source[1] = '\0';
+    e->line = 0;
+  }
 }
 
 
 /* k:launch(config, ...) -> k */
 static int kernel_launch (lua_State *L) {
-  Kernel *k = check_kernel(L, 1);
+  Kernel *k = test_kernel(L, 1);
   const culua_Driver *cu = culua_cu(L, "launch");
   int nargs = lua_gettop(L) - 2, j;
   Config c;
@@ -348,16 +408,16 @@ static int kernel_launch (lua_State *L) {
   else
     r = cu->cuLaunchKernel(k->f, c.grid[0], c.grid[1], c.grid[2], c.block[0], c.block[1], c.block[2],
                            c.shared, c.stream, args, NULL);
-  culua_journal(L, c.stream, k->name);
+  culua_journal(L, k->S, c.stream, k->name);
   if (r != CUDA_SUCCESS)
     culua_cufail(L, r, "launch", "launching '%s' with grid {%d, %d, %d}, block {%d, %d, %d}, %d bytes shared",
                  k->name, (int)c.grid[0], (int)c.grid[1], (int)c.grid[2], (int)c.block[0],
                  (int)c.block[1], (int)c.block[2], (int)c.shared);
-  if (culua_state(L)->debug) {
+  if (k->S->debug) {
     r = cu->cuStreamSynchronize(c.stream);
     if (r != CUDA_SUCCESS) culua_cufail(L, r, "launch", "running '%s' (cuda.debug is on)", k->name);
   }
-  lua_settop(L, 1);
+  lua_pushvalue(L, 1);
   return 1;
 }
 
@@ -479,7 +539,7 @@ static const luaL_Reg kernel_meta[] = {
 };
 
 static const luaL_Reg kernel_methods[] = {
-  {"launch", kernel_launch},
+  {"launch", NULL},   /* a closure, made in culua_open_kernel */
   {"attributes", kernel_attributes},
   {"set_max_dynamic_shared", kernel_set_max_dynamic_shared},
   {"max_active_blocks", kernel_max_active_blocks},
@@ -571,6 +631,15 @@ static const luaL_Reg funcs[] = {
 
 
 void culua_open_kernel (lua_State *L) {
+  size_t j;
   culua_newmeta(L, CULUA_KERNEL, kernel_meta, kernel_methods);
+  luaL_getmetatable(L, CULUA_KERNEL);             /* mt */
+  lua_getfield(L, -1, "methods");                 /* mt, methods */
+  lua_pushvalue(L, -2);
+  for (j = 0; j < sizeof(launch_keys) / sizeof(launch_keys[0]); j++)
+    lua_pushstring(L, launch_keys[j]);
+  lua_pushcclosure(L, kernel_launch, 6);          /* mt, methods, launch */
+  lua_setfield(L, -2, "launch");
+  lua_pop(L, 2);
   luaL_setfuncs(L, funcs, 0);
 }

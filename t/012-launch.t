@@ -167,6 +167,9 @@ local bad = {
   {function () saxpy:launch({grid = {1, 70000}, block = 32}, 1, 2.0, d, d) end, "grid%.y = 70000 exceeds the device's 65535", "grid.y too large"},
   {function () saxpy:launch({grid = 0, block = 32}, 1, 2.0, d, d) end, "grid must be a positive integer", "zero grid"},
   {function () saxpy:launch({block = 32}, 1, 2.0, d, d) end, "config%.grid is required", "missing grid"},
+  {function () saxpy:launch({grid = 1}, 1, 2.0, d, d) end, "config%.block is required", "missing block"},
+  {function () saxpy:launch({grid = 1, block = 32, gird = 2}, 1, 2.0, d, d) end, "unknown config key 'gird' %(grid, block, shared, stream, cooperative%)", "a misspelt key is refused"},
+  {function () saxpy:launch({grid = "1", block = 32}, 1, 2.0, d, d) end, "grid must be a positive integer or {x, y, z}, got string", "a string grid"},
   {function () saxpy:launch({grid = 1, block = {1, 2, 3, 4}}, 1, 2.0, d, d) end, "block must have 1 to 3 dimensions, got 4", "4-D block"},
   {function () saxpy:launch({grid = 1, block = 32, shared = -1}, 1, 2.0, d, d) end, "shared must be a byte count", "negative shared"},
   {function () saxpy:launch({grid = 1, block = 32, shared = 1 << 20}, 1, 2.0, d, d) end, "CUDA_ERROR_INVALID_VALUE launching 'saxpy'", "too much shared memory"},
@@ -227,6 +230,13 @@ T.error_like(function () cuda.load(".version 8.0\n.target sm_90\n.address_size 6
              "cuda%.load: CUDA_ERROR_INVALID_PTX loading a PTX module", "bad PTX names the JIT error")
 T.error_like(function () cuda.load{file = "/nonexistent.ptx"} end, "cannot open /nonexistent%.ptx", "missing file")
 T.error_like(function () cuda.load(42) end, "string, cuda%.program or {file = path} expected", "bad image")
+
+-- a kernel of a closed module refuses to launch
+local lone = cuda.compile([[extern "C" __global__ void lone() {}]]):module()
+local lk = lone:kernel("lone")
+lone:close()
+T.error_like(function () lk:launch({grid = 1, block = 1}) end, "cuda%.kernel whose module was closed", "closed module")
+T.error_like(function () lone:kernel("lone") end, "attempt to use a closed cuda%.module", "closed module refuses lookups")
 
 -- cuda.debug synchronizes after each launch; cuda.bench times with events
 T.is(cuda.debug(true), false, "debug was off")
