@@ -265,28 +265,19 @@ static void do_copy (lua_State *L, culua_Array *x, End *e, int incoming, CUstrea
 }
 
 
-/* x:copy_from(src [, stream]) -> x */
-static int array_copy_from (lua_State *L) {
+/* x:copy_from(src [, stream]) -> x  and  x:copy_to(dst [, stream]) -> dst */
+static int copy (lua_State *L, int incoming, const char *fname) {
   culua_Array *x = check_array(L, 1);
-  CUstream s = culua_optstream(L, 3, "copy_from");
+  CUstream s = culua_optstream(L, 3, fname);
   End e;
-  other_end(L, 2, x, 1, &e, "copy_from");
-  do_copy(L, x, &e, 1, s, "copy_from");
-  lua_settop(L, 1);
+  other_end(L, 2, x, incoming, &e, fname);
+  do_copy(L, x, &e, incoming, s, fname);
+  lua_settop(L, incoming ? 1 : 2);
   return 1;
 }
 
-
-/* x:copy_to(dst [, stream]) -> dst */
-static int array_copy_to (lua_State *L) {
-  culua_Array *x = check_array(L, 1);
-  CUstream s = culua_optstream(L, 3, "copy_to");
-  End e;
-  other_end(L, 2, x, 0, &e, "copy_to");
-  do_copy(L, x, &e, 0, s, "copy_to");
-  lua_settop(L, 2);
-  return 1;
-}
+static int array_copy_from (lua_State *L) { return copy(L, 1, "copy_from"); }
+static int array_copy_to (lua_State *L) { return copy(L, 0, "copy_to"); }
 
 
 /* x:totable() -> Lua table (rows of tables for 2-D) */

@@ -133,6 +133,14 @@ culua_noret culua_cufail (lua_State *L, CUresult r, const char *fname,
 }
 
 
+int culua_pushready (lua_State *L, CUresult r, const char *fname, const char *what, int ordinal) {
+  if (r != CUDA_SUCCESS && r != CUDA_ERROR_NOT_READY)
+    culua_cufail(L, r, fname, "%s on device %d", what, ordinal);
+  lua_pushboolean(L, r == CUDA_SUCCESS);
+  return 1;
+}
+
+
 const char *culua_bytes (char *buf, double n) {
   static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
   int u = 0;

@@ -87,6 +87,9 @@ culua_noret culua_cufail (lua_State *L, CUresult r, const char *fname,
        if (r_ != CUDA_SUCCESS) culua_cufail(L, r_, fname, __VA_ARGS__); \
   } while (0)
 
+/* for query(): push true (done) or false (CUDA_ERROR_NOT_READY); raise otherwise */
+int culua_pushready (lua_State *L, CUresult r, const char *fname, const char *what, int ordinal);
+
 /* "1.00 GiB" and the like, into buf (at least 32 bytes) */
 const char *culua_bytes (char *buf, double n);
 

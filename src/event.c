@@ -89,11 +89,7 @@ static int event_synchronize (lua_State *L) {
 /* e:query() -> true once the work before the record is done */
 static int event_query (lua_State *L) {
   Event *e = check_event(L, 1);
-  CUresult r = culua_cu(L, "query")->cuEventQuery(e->e);
-  if (r != CUDA_SUCCESS && r != CUDA_ERROR_NOT_READY)
-    culua_cufail(L, r, "query", "an event on device %d", e->c.ordinal);
-  lua_pushboolean(L, r == CUDA_SUCCESS);
-  return 1;
+  return culua_pushready(L, culua_cu(L, "query")->cuEventQuery(e->e), "query", "an event", e->c.ordinal);
 }
 
 

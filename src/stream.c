@@ -91,11 +91,7 @@ static int stream_synchronize (lua_State *L) {
 /* s:query() -> true when all its work is done */
 static int stream_query (lua_State *L) {
   Stream *s = check_stream(L, 1);
-  CUresult r = culua_cu(L, "query")->cuStreamQuery(s->s);
-  if (r != CUDA_SUCCESS && r != CUDA_ERROR_NOT_READY)
-    culua_cufail(L, r, "query", "on a stream of device %d", s->c.ordinal);
-  lua_pushboolean(L, r == CUDA_SUCCESS);
-  return 1;
+  return culua_pushready(L, culua_cu(L, "query")->cuStreamQuery(s->s), "query", "a stream", s->c.ordinal);
 }
 
 
