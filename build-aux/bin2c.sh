@@ -1,17 +1,19 @@
 #!/bin/sh
-# bin2c.sh PREFIX FILE...: each file as a C byte array, then a table
-# {"PREFIX.<basename without .lua>", bytes, size} ending in {NULL, NULL, 0}.
+# bin2c.sh NAME FILE [NAME FILE ...]: each file as a C byte array, then a
+# table {NAME, bytes, size} ending in {NULL, NULL, 0}. The bytes are followed
+# by a NUL that size does not count, so text can be used as a C string.
 # The same od | sed trick jq uses for its builtins; no xxd needed.
 set -e
-prefix=$1; shift
 i=0
 table=
-for f in "$@"; do
-  base=`basename "$f" .lua`
+while [ $# -ge 2 ]; do
+  name=$1
+  file=$2
+  shift 2
   echo "static const unsigned char embedded_$i[] = {"
-  od -An -v -tx1 "$f" | sed -e 's/[0-9a-f][0-9a-f]/0x&,/g'
-  echo "};"
-  table="$table  {\"$prefix.$base\", embedded_$i, sizeof(embedded_$i)},
+  od -An -v -tx1 "$file" | sed -e 's/[0-9a-f][0-9a-f]/0x&,/g'
+  echo "0x00};"
+  table="$table  {\"$name\", embedded_$i, sizeof(embedded_$i) - 1},
 "
   i=`expr $i + 1`
 done

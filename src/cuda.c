@@ -289,7 +289,26 @@ static int cuda_bench (lua_State *L) {
 }
 
 
+/* cuda.type(x) -> "cuda.array", "cuda.stream", ... or nil, like io.type */
+static int cuda_type (lua_State *L) {
+  static const char *const names[] = {
+    CULUA_DEVICE, CULUA_ARRAY, CULUA_HOSTARRAY, CULUA_STREAM, CULUA_EVENT,
+    CULUA_MODULE, CULUA_KERNEL, CULUA_PROGRAM, CULUA_GRAPH, NULL
+  };
+  int i;
+  luaL_checkany(L, 1);
+  for (i = 0; names[i] != NULL; i++)
+    if (luaL_testudata(L, 1, names[i])) {
+      lua_pushstring(L, names[i]);
+      return 1;
+    }
+  luaL_pushfail(L);
+  return 1;
+}
+
+
 static const luaL_Reg cuda_funcs[] = {
+  {"type", cuda_type},
   {"bench", cuda_bench},
   {"clock", cuda_clock},
   {"driver_version", cuda_driver_version},
@@ -316,6 +335,7 @@ int luaopen_cuda (lua_State *L) {
   culua_open_module(L);
   culua_open_kernel(L);
   culua_open_program(L);
+  culua_open_catalog(L);
   culua_open_luamods(L);
   return 1;
 }

@@ -236,6 +236,11 @@ void culua_open_graph (lua_State *L);
 void culua_open_module (lua_State *L);
 void culua_open_kernel (lua_State *L);
 void culua_open_program (lua_State *L);
+void culua_open_catalog (lua_State *L);
+
+/* the catalog's device headers: fills up to max names ("culua/barrier.cuh")
+** and NUL-terminated texts, returns the count */
+int culua_catalog_headers (const char **names, const char **texts, int max);
 void culua_open_luamods (lua_State *L);
 
 #endif

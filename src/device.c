@@ -403,6 +403,12 @@ static int cuda_reset (lua_State *L) {
   culua_check(L, cu->cuDevicePrimaryCtxReset(dev), "cuda.reset", "resetting device %d", ordinal);
   generation[ordinal]++;
   S->journal_next = 0;
+  /* the catalog's loaded modules are gone with everything else */
+  lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+  if (lua_getfield(L, -1, "culua.catalog") == LUA_TTABLE &&
+      lua_getfield(L, -1, "clear") == LUA_TFUNCTION)
+    lua_call(L, 0, 0);
+  lua_settop(L, 1);
   /*
   ** A kernel fault (illegal address and the like) can outlive the reset:
   ** drivers may keep it for the life of the process (seen with 580 on an

@@ -112,6 +112,33 @@ static void default_includes (lua_State *L, Request *q) {
 }
 
 
+/* <culua/...> device headers with no flags; a user header of the same name wins */
+static void add_catalog_headers (lua_State *L, Request *q) {
+  const char *names[32], *texts[32];
+  int n = culua_catalog_headers(names, texts, 32), i, j;
+  for (i = 0; i < n; i++) {
+    for (j = 0; j < q->nheaders; j++)
+      if (strcmp(q->hnames[j], names[i]) == 0) break;
+    if (j < q->nheaders) continue;
+    if (q->nheaders >= MAXHEADERS)
+      luaL_error(L, "cuda.compile: more than %d headers", MAXHEADERS);
+    q->hnames[q->nheaders] = names[i];
+    q->hsrcs[q->nheaders++] = texts[i];
+  }
+  /* by name: lua_next's order varies between processes (per-state hash
+  ** seeds), and the cache key must not */
+  for (i = 1; i < q->nheaders; i++) {
+    const char *hn = q->hnames[i], *hs = q->hsrcs[i];
+    for (j = i; j > 0 && strcmp(q->hnames[j - 1], hn) > 0; j--) {
+      q->hnames[j] = q->hnames[j - 1];
+      q->hsrcs[j] = q->hsrcs[j - 1];
+    }
+    q->hnames[j] = hn;
+    q->hsrcs[j] = hs;
+  }
+}
+
+
 static void read_request (lua_State *L, Request *q) {
   int i, userarch = 0;
   lua_Debug ar;
@@ -187,6 +214,7 @@ static void read_request (lua_State *L, Request *q) {
   }
  defaults:
   q->userarch = userarch;
+  add_catalog_headers(L, q);
 }
 
 

@@ -1,0 +1,155 @@
+/*
+** culua/barrier.cuh
+** Grid-wide barriers for kernels whose blocks must all meet, without ending
+** the kernel. Include it from cuda.compile'd kernels as <culua/barrier.cuh>.
+**
+** Every block of the grid must be resident at once, or a barrier waits for
+** blocks that never start: launch through cuda.catalog.barrier.launch, which
+** sizes the grid from occupancy and refuses a grid that cannot be resident.
+** The state is CULUA_BARRIER_WORDS words of global memory, zero at launch
+** (cuda.catalog.barrier.state() makes it; the launch helper zeroes it).
+**
+**   culua_seed_barrier(state)      seed 001: atomicInc counter, __threadfence,
+**                                  spin on a volatile read
+**   culua_seed_barrier_asm(state)  the same, spinning in inline PTX as the seed shows
+**   culua_sense_barrier(state)     sense-reversing, release/acquire, one atomic per block
+**   culua::grid_barrier b(state);  b.sync();   arrivals as fire-and-forget reductions,
+**                                  one master releases everybody (the fastest here)
+**   cooperative_groups::this_grid().sync()  with a cooperative launch (not in here)
+*/
+
+#ifndef culua_barrier_cuh
+#define culua_barrier_cuh
+
+#include <culua/common.cuh>
+
+#define CULUA_BARRIER_WORDS 64   /* 256 bytes: the words live on their own lines */
+
+/* word offsets in the state: each barrier kind uses its own */
+#define CULUA_SEED_COUNT    0
+#define CULUA_SENSE_COUNT   32
+#define CULUA_SENSE_FLAG    33
+#define CULUA_GRID_ARRIVED  16
+#define CULUA_GRID_EPOCH    48
+
+
+/*
+** Seed 001's barrier. The counter wraps to 0 when the last block arrives
+** (atomicInc with limit nblocks-1); the others spin until they see the 0.
+** Faithful to the seed, including its weakness: if the phase after the
+** barrier is very short, the first block out can increment the counter
+** again before a slow block has seen it at 0. Keep work between barriers.
+*/
+__device__ __forceinline__ void culua_seed_barrier (unsigned *state) {
+  unsigned *count = state + CULUA_SEED_COUNT;
+  __threadfence();
+  if (culua_thread_rank() == 0) {
+    unsigned nb = culua_grid_blocks();
+    unsigned old = atomicInc(count, nb - 1);
+    __threadfence();
+    if (old != nb - 1)
+      while (*(volatile unsigned *)count != 0) {}
+  }
+  __syncthreads();
+}
+
+
+/* the seed's second way to stop the compiler deleting the spin: PTX */
+__device__ __forceinline__ void culua_spin_while_not (const unsigned *p, unsigned val) {
+  asm volatile("{\n\t"
+               ".reg .u32 r_count;\n\t"
+               ".reg .pred p;\n\t"
+               "culua_spin:\n\t"
+               "ld.volatile.global.u32 r_count, [%0];\n\t"
+               "setp.ne.u32 p, r_count, %1;\n\t"
+               "@p bra culua_spin;\n\t"
+               "}"
+               : : "l"(p), "r"(val) : "memory");
+}
+
+
+__device__ __forceinline__ void culua_seed_barrier_asm (unsigned *state) {
+  unsigned *count = state + CULUA_SEED_COUNT;
+  __threadfence();
+  if (culua_thread_rank() == 0) {
+    unsigned nb = culua_grid_blocks();
+    unsigned old = atomicInc(count, nb - 1);
+    __threadfence();
+    if (old != nb - 1) culua_spin_while_not(count, 0);
+  }
+  __syncthreads();
+}
+
+
+__device__ __forceinline__ unsigned culua_ld_acquire (const unsigned *p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+
+__device__ __forceinline__ void culua_st_release (unsigned *p, unsigned v) {
+  asm volatile("st.release.gpu.global.u32 [%0], %1;" : : "l"(p), "r"(v) : "memory");
+}
+
+
+/*
+** Sense reversal: each block reads the sense, arrives with one atomic; the
+** last to arrive resets the count and flips the sense (release), the others
+** wait for the flip (acquire). Safe for barriers back to back.
+*/
+__device__ __forceinline__ void culua_sense_barrier (unsigned *state) {
+  unsigned *count = state + CULUA_SENSE_COUNT, *sense = state + CULUA_SENSE_FLAG;
+  __syncthreads();
+  if (culua_thread_rank() == 0) {
+    unsigned nb = culua_grid_blocks();
+    unsigned s = culua_ld_acquire(sense), arrived;
+    __threadfence();   /* the block's writes, ordered by __syncthreads, go first */
+    asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(arrived) : "l"(count) : "memory");
+    if (arrived == nb - 1) {
+      *(volatile unsigned *)count = 0;
+      culua_st_release(sense, s ^ 1u);
+    }
+    else
+      while (culua_ld_acquire(sense) == s) {}
+  }
+  __syncthreads();
+}
+
+
+namespace culua {
+
+/*
+** Arrivals are reductions (red, no reply to wait for) on a counter that only
+** grows; block 0 waits until it reaches nblocks * epoch and publishes the
+** epoch; the rest wait on that one word. The epoch lives in a register of
+** each block, so nothing is reset between barriers.
+*/
+struct grid_barrier {
+  unsigned *state;
+  unsigned epoch;
+
+  __device__ explicit grid_barrier (unsigned *s) : state(s), epoch(0) {}
+
+  __device__ __forceinline__ void sync () {
+    unsigned *arrived = state + CULUA_GRID_ARRIVED, *published = state + CULUA_GRID_EPOCH;
+    __syncthreads();
+    epoch++;
+    if (culua_thread_rank() == 0) {
+      __threadfence();
+      asm volatile("red.release.gpu.global.add.u32 [%0], 1;" : : "l"(arrived) : "memory");
+      if (culua_block_rank() == 0) {
+        unsigned target = culua_grid_blocks() * epoch;
+        while (culua_ld_acquire(arrived) != target) {}
+        culua_st_release(published, epoch);
+      }
+      else
+        while (culua_ld_acquire(published) != epoch) {}
+    }
+    __syncthreads();
+  }
+};
+
+}  /* namespace culua */
+
+#endif

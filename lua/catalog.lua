@@ -1,0 +1,290 @@
+-- culua.catalog: cuda.catalog, the prebuilt kernel families.
+--
+-- Kernels come from the fatbin that nvcc built (loaded once per device, on
+-- first use); a variant that is not prebuilt (another tile, unroll factor or
+-- block shape) is compiled by NVRTC from the same embedded source with -D
+-- values, through the disk cache. Catalog functions check shapes, dtypes and
+-- devices, take an optional stream, and never synchronize.
+
+local cuda = require "cuda"
+local C = cuda._catalog
+
+local catalog = {}
+
+-- {====================================================== kernels
+
+-- per state, per device ordinal: loaded family modules and kernels by name
+local cache = {}
+
+-- forget every loaded module (cuda.reset() calls this: they are gone)
+function catalog.clear()
+  cache = {}
+end
+
+local function device_cache()
+  local dev = cuda.device()
+  local c = cache[dev.ordinal]
+  if not c then
+    c = {modules = {}, kernels = {}}
+    cache[dev.ordinal] = c
+  end
+  return c, dev
+end
+
+local families = {}
+for _, f in ipairs(C.families()) do families[f] = true end
+
+-- the kernel `name` of `family`: prebuilt, or compiled with `defines` ({"A=1", ...})
+function catalog.kernel(family, name, defines)
+  if not families[family] then error(("cuda.catalog: no kernel family '%s'"):format(tostring(family)), 2) end
+  local c = device_cache()
+  local k = c.kernels[name]
+  if k then return k end
+  local mod = c.modules[family]
+  if mod == nil then
+    mod = cuda.load(C.fatbin(family))
+    c.modules[family] = mod
+  end
+  local ok, res = pcall(mod.kernel, mod, name)
+  if ok then
+    k = res
+  elseif defines and tostring(res):find("no kernel", 1, true) then
+    local opts = {"-std=c++17"}
+    for _, d in ipairs(defines) do opts[#opts + 1] = "-D" .. d end
+    local prog = cuda.compile(C.source(family), {options = opts, name = family .. ".cu", file = "kernels/" .. family .. ".cu", line = 1})
+    k = prog:module():kernel(name)
+  else
+    error(res, 2)
+  end
+  c.kernels[name] = k
+  return k
+end
+
+-- }======================================================
+
+
+-- {====================================================== argument checks
+
+local function fail(fname, fmt, ...)
+  error(("cuda.catalog.%s: " .. fmt):format(fname, ...), 3)
+end
+
+local function check_array(fname, what, x)
+  if cuda.type(x) ~= "cuda.array" then fail(fname, "%s must be a cuda.array, got %s", what, cuda.type(x) or type(x)) end
+  return x
+end
+
+-- rows, cols of a 2-D array, or of a 1-D array with the dims given
+local function dims(fname, what, x, rows, cols)
+  local shape = x.shape
+  if #shape == 2 then
+    if (rows and rows ~= shape[1]) or (cols and cols ~= shape[2]) then
+      fail(fname, "%s is %dx%d, expected %dx%d", what, shape[1], shape[2], rows or shape[1], cols or shape[2])
+    end
+    return shape[1], shape[2]
+  end
+  if not (rows and cols) then
+    fail(fname, "%s is 1-D (%d elements): make it 2-D, or give m, n and k", what, #x)
+  end
+  if #x < rows * cols then
+    fail(fname, "%s has %d elements, fewer than %dx%d", what, #x, rows, cols)
+  end
+  return rows, cols
+end
+
+local function ceil_div(a, b) return (a + b - 1) // b end
+
+local function one_of(fname, what, v, allowed)
+  for _, a in ipairs(allowed) do if v == a then return v end end
+  local s = {}
+  for _, a in ipairs(allowed) do s[#s + 1] = tostring(a) end
+  fail(fname, "%s must be one of %s, got %s", what, table.concat(s, ", "), tostring(v))
+end
+
+-- }======================================================
+
+
+-- {====================================================== matmul
+
+local matmul_variants = {"naive", "row", "column", "tiled", "fast", "tf32"}
+local unrolls = {1, 2, 4, 8}
+
+-- kernel name, -D values, grid and block for one variant
+local function matmul_plan(fname, variant, t, m, n, A, B, opts)
+  local unroll = one_of(fname, "unroll", opts.unroll or 1, unrolls)
+  if variant == "naive" then
+    local bs = opts.block or 16
+    if math.type(bs) ~= "integer" or bs < 1 or bs * bs > 1024 then fail(fname, "block must be a side of 1..32 (a square block), got %s", tostring(bs)) end
+    return ("culua_matmul_naive_%s_%d_%d"):format(t, bs, unroll), {"CULUA_ALGO=naive", "CULUA_T=" .. t, "CULUA_P1=" .. bs, "CULUA_P2=" .. unroll},
+           {ceil_div(n, bs), ceil_div(m, bs)}, {bs, bs}
+  elseif variant == "row" or variant == "column" then
+    if t ~= "f32" then fail(fname, "variant '%s' is float32 only", variant) end
+    local nt = opts.threads or 256
+    if math.type(nt) ~= "integer" or nt < 1 or nt > 1024 then fail(fname, "threads must be 1..1024, got %s", tostring(nt)) end
+    local grid = variant == "row" and {ceil_div(n, nt), m} or {ceil_div(m, nt), n}
+    return ("culua_matmul_%s_%s_%d_%d"):format(variant, t, nt, unroll), {"CULUA_ALGO=" .. variant, "CULUA_T=" .. t, "CULUA_P1=" .. nt, "CULUA_P2=" .. unroll},
+           grid, {nt}
+  elseif variant == "tiled" then
+    local s = one_of(fname, "tile", opts.tile or 16, {8, 16, 32})
+    return ("culua_matmul_tiled_%s_%d_%d"):format(t, s, unroll), {"CULUA_ALGO=tiled", "CULUA_T=" .. t, "CULUA_P1=" .. s, "CULUA_P2=" .. unroll},
+           {ceil_div(n, s), ceil_div(m, s)}, {s, s}
+  end
+  -- fast, tf32: 16-byte loads when rows are whole float4s and the bases aligned
+  local vec = (opts.k % 4 == 0) and (n % 4 == 0) and (A.ptr % 16 == 0) and (B.ptr % 16 == 0) and (opts.cptr % 16 == 0)
+  if variant == "tf32" then
+    if t ~= "f32" then fail(fname, "variant 'tf32' is float32 only") end
+    return vec and "culua_matmul_tf32_vec" or "culua_matmul_tf32", nil, {ceil_div(n, 128), ceil_div(m, 128)}, {256}
+  end
+  if t == "f64" then
+    return "culua_matmul_fast_f64", nil, {ceil_div(n, 64), ceil_div(m, 64)}, {256}
+  end
+  return vec and "culua_matmul_fast_f32_vec" or "culua_matmul_fast_f32", nil, {ceil_div(n, 128), ceil_div(m, 128)}, {256}
+end
+
+-- cuda.catalog.matmul(A, B, C [, opts]) -> C = alpha*A*B + beta*C
+--   opts: variant ("fast"), alpha (1), beta (0), unroll, tile, block, threads,
+--         m, n, k (for 1-D arrays), stream
+function catalog.matmul(A, B, Cm, opts)
+  local fname = "matmul"
+  opts = opts or {}
+  if type(opts) ~= "table" then fail(fname, "opts must be a table, got %s", type(opts)) end
+  check_array(fname, "A", A); check_array(fname, "B", B); check_array(fname, "C", Cm)
+  local dt = A.dtype
+  if dt ~= "float32" and dt ~= "float64" then fail(fname, "A must be float32 or float64, got %s", dt) end
+  if B.dtype ~= dt or Cm.dtype ~= dt then
+    fail(fname, "dtypes differ (A %s, B %s, C %s)", dt, B.dtype, Cm.dtype)
+  end
+  if A.device.ordinal ~= B.device.ordinal or A.device.ordinal ~= Cm.device.ordinal then
+    fail(fname, "A, B and C must be on one device (%d, %d, %d)", A.device.ordinal, B.device.ordinal, Cm.device.ordinal)
+  end
+  local m, k = dims(fname, "A", A, opts.m, opts.k)
+  local k2, n = dims(fname, "B", B, k, opts.n)
+  if k2 ~= k then fail(fname, "A is %dx%d but B is %dx%d: inner dimensions differ", m, k, k2, n) end
+  dims(fname, "C", Cm, m, n)
+  local variant = one_of(fname, "variant", opts.variant or "fast", matmul_variants)
+  local t = dt == "float32" and "f32" or "f64"
+  if t == "f64" and not (variant == "naive" or variant == "tiled" or variant == "fast") then
+    fail(fname, "variant '%s' is float32 only (float64: naive, tiled, fast)", variant)
+  end
+  local name, defines, grid, block = matmul_plan(fname, variant, t, m, n, A, B, {unroll = opts.unroll, tile = opts.tile, block = opts.block, threads = opts.threads, k = k, cptr = Cm.ptr})
+  local dev = A.device
+  if dev.ordinal ~= cuda.device().ordinal then dev:use() end
+  local kern = catalog.kernel("matmul", name, defines)
+  kern:launch({grid = grid, block = block, stream = opts.stream}, m, n, k, opts.alpha or 1.0, A, B, opts.beta or 0.0, Cm)
+  return Cm
+end
+
+-- }======================================================
+
+
+-- {====================================================== grid barrier
+
+local barrier = {}
+catalog.barrier = barrier
+
+barrier.kinds = {"seed", "seed_asm", "sense", "grid", "coop"}
+barrier.words = 64
+
+-- the barrier state: CULUA_BARRIER_WORDS words, zeroed before each launch
+function barrier.state(device)
+  return cuda.array("uint32", barrier.words, device and {device = device} or nil)
+end
+
+-- the most blocks of `block` threads that are all resident at once
+function barrier.max_grid(kern, block, shared)
+  return kern:max_cooperative_grid(block, shared or 0)
+end
+
+-- barrier.launch(kernel, {grid =, block =, shared =, stream =, state =, cooperative =}, ...)
+-- sizes the grid from occupancy when grid is not given, refuses a grid that cannot
+-- be co-resident (it would hang at the first barrier), zeroes state, launches.
+function barrier.launch(kern, cfg, ...)
+  local fname = "barrier.launch"
+  if type(cfg) ~= "table" then fail(fname, "config must be a table, got %s", type(cfg)) end
+  local block = cfg.block
+  if math.type(block) ~= "integer" then fail(fname, "block must be a thread count (1-D), got %s", tostring(block)) end
+  local max = barrier.max_grid(kern, block, cfg.shared)
+  local grid = cfg.grid or max
+  if math.type(grid) ~= "integer" or grid < 1 then fail(fname, "grid must be a positive block count, got %s", tostring(grid)) end
+  if grid > max then
+    fail(fname, "a grid of %d blocks of %d threads cannot be co-resident on %s (at most %d); " ..
+         "the barrier would wait forever", grid, block, cuda.device().name, max)
+  end
+  if cfg.state then cfg.state:fill(0, cfg.stream) end
+  kern:launch({grid = grid, block = block, shared = cfg.shared, stream = cfg.stream, cooperative = cfg.cooperative}, ...)
+  return grid
+end
+
+local xpx_kinds = {"none", "block", "seed", "seed_asm", "sense", "grid", "coop"}
+
+-- seed 001's experiment: `transforms` X -> P -> X transforms in one launch (SKL).
+-- opts: blocks, threads, transforms (1), state, stream. X and P hold blocks*threads floats.
+function barrier.xpx(kind, X, P, opts)
+  local fname = "barrier.xpx"
+  one_of(fname, "kind", kind, xpx_kinds)
+  check_array(fname, "X", X); check_array(fname, "P", P)
+  opts = opts or {}
+  local blocks, threads = opts.blocks, opts.threads
+  if math.type(blocks) ~= "integer" or math.type(threads) ~= "integer" then fail(fname, "opts.blocks and opts.threads are required integers") end
+  local n = blocks * threads
+  if X.dtype ~= "float32" or P.dtype ~= "float32" then fail(fname, "X and P must be float32") end
+  if #X < n or #P < n then fail(fname, "X and P need %d elements (blocks x threads), have %d and %d", n, #X, #P) end
+  local state = opts.state or barrier.state()
+  local kern = catalog.kernel("barrier", "culua_xpx_" .. kind)
+  local args = {X, P, n, state, opts.transforms or 1}
+  if kind == "none" or kind == "block" then
+    kern:launch({grid = blocks, block = threads, stream = opts.stream}, table.unpack(args))
+  else
+    barrier.launch(kern, {grid = blocks, block = threads, state = state, stream = opts.stream, cooperative = kind == "coop"},
+                   table.unpack(args))
+  end
+  return X
+end
+
+-- the same transforms as two launches each (MKL): the kernel boundary is the barrier
+function barrier.mkl(X, P, opts)
+  local fname = "barrier.mkl"
+  check_array(fname, "X", X); check_array(fname, "P", P)
+  opts = opts or {}
+  local blocks, threads = opts.blocks, opts.threads
+  if math.type(blocks) ~= "integer" or math.type(threads) ~= "integer" then fail(fname, "opts.blocks and opts.threads are required integers") end
+  local n = blocks * threads
+  local kern = catalog.kernel("barrier", "culua_xpx_phase")
+  local cfg = {grid = blocks, block = threads, stream = opts.stream}
+  for _ = 1, opts.transforms or 1 do
+    kern:launch(cfg, X, P, n)
+    kern:launch(cfg, P, X, n)
+  end
+  return X
+end
+
+-- }======================================================
+
+
+-- {====================================================== CPU references
+
+-- in double precision, on host arrays, for checking the GPU's results
+catalog.reference = {
+  -- C = alpha*A*B + beta*C; A, B, C 2-D host arrays of any dtypes
+  matmul = function (A, B, Cm, alpha, beta) return C.ref_matmul(A, B, Cm, alpha, beta) end,
+}
+
+-- }======================================================
+
+
+-- cuda.catalog.list() -> what is there
+function catalog.list()
+  return {
+    families = C.families(),
+    headers = (function () local h = {} for name in pairs(C.headers()) do h[#h + 1] = name end table.sort(h) return h end)(),
+    matmul = {
+      variants = matmul_variants,
+      dtypes = {float32 = matmul_variants, float64 = {"naive", "tiled", "fast"}},
+      knobs = {unroll = unrolls, tile = {8, 16, 32}, block = "naive: square side 1..32", threads = "row/column: 1..1024"},
+      default = "fast",
+    },
+    barrier = {kinds = barrier.kinds, experiment = xpx_kinds},
+  }
+end
+
+return catalog

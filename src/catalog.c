@@ -1,0 +1,171 @@
+/*
+** catalog.c
+** The C half of cuda.catalog: the kernel files of kernels/, embedded at
+** build time (a fatbin per family, its source for NVRTC variants, and the
+** <culua/...> device headers). lua/catalog.lua does the rest: lazy loading
+** per device, variants through cuda.compile, argument checks. This file and
+** that one are the only code that knows kernels/.
+*/
+
+#include "config.h"
+
+#include <string.h>
+
+#include "culua_int.h"
+
+#include "catalog.inc"
+
+
+/* the embedded item "<kind>.<name>", or NULL */
+static const struct Embedded *find (const char *kind, const char *name) {
+  size_t kl = strlen(kind);
+  int i;
+  for (i = 0; embedded[i].name != NULL; i++)
+    if (strncmp(embedded[i].name, kind, kl) == 0 && embedded[i].name[kl] == '.' &&
+        strcmp(embedded[i].name + kl + 1, name) == 0)
+      return &embedded[i];
+  return NULL;
+}
+
+
+static int push_item (lua_State *L, const char *kind) {
+  const char *name = luaL_checkstring(L, 1);
+  const struct Embedded *e = find(kind, name);
+  if (e == NULL) return luaL_error(L, "cuda.catalog: no kernel family '%s'", name);
+  lua_pushlstring(L, (const char *)e->data, e->size);
+  return 1;
+}
+
+
+/* _catalog.fatbin(family) -> the nvcc-built image */
+static int catalog_fatbin (lua_State *L) { return push_item(L, "fatbin"); }
+
+/* _catalog.source(family) -> the .cu text, for NVRTC variants */
+static int catalog_source (lua_State *L) { return push_item(L, "source"); }
+
+
+/* _catalog.families() -> {"matmul", "barrier", ...} */
+static int catalog_families (lua_State *L) {
+  int i, n = 0;
+  lua_newtable(L);
+  for (i = 0; embedded[i].name != NULL; i++)
+    if (strncmp(embedded[i].name, "source.", 7) == 0) {
+      lua_pushstring(L, embedded[i].name + 7);
+      lua_rawseti(L, -2, ++n);
+    }
+  return 1;
+}
+
+
+int culua_catalog_headers (const char **names, const char **texts, int max) {
+  int i, n = 0;
+  for (i = 0; embedded[i].name != NULL && n < max; i++)
+    if (strncmp(embedded[i].name, "header.", 7) == 0) {
+      names[n] = embedded[i].name + 7;          /* "culua/barrier.cuh" */
+      texts[n++] = (const char *)embedded[i].data;
+    }
+  return n;
+}
+
+
+/* _catalog.headers() -> {["culua/barrier.cuh"] = text, ...} */
+static int catalog_headers (lua_State *L) {
+  const char *names[32], *texts[32];
+  int i, n = culua_catalog_headers(names, texts, 32);
+  lua_createtable(L, 0, n);
+  for (i = 0; i < n; i++) {
+    lua_pushstring(L, texts[i]);
+    lua_setfield(L, -2, names[i]);
+  }
+  return 1;
+}
+
+
+/* {====================================================== CPU references */
+
+/* the rows and columns of a 2-D host array at i */
+static culua_HostArray *check_matrix (lua_State *L, int i, size_t *rows, size_t *cols) {
+  culua_HostArray *h = culua_testhostarray(L, i);
+  if (h == NULL) luaL_typeerror(L, i, CULUA_HOSTARRAY);
+  luaL_argcheck(L, h->rows > 0, i, "a 2-D host array expected");
+  *rows = h->rows;
+  *cols = h->cols;
+  return h;
+}
+
+
+/*
+** _catalog.ref_matmul(A, B, C [, alpha, beta]): C = alpha*A*B + beta*C on
+** host arrays of any dtypes, accumulated in double, in C: the reference the
+** tests and the lab compare the GPU against (a Lua loop would take minutes
+** at 1000^3).
+*/
+static int catalog_ref_matmul (lua_State *L) {
+  size_t m, k, k2, n, m2, n2, i, j, q;
+  culua_HostArray *a = check_matrix(L, 1, &m, &k), *b = check_matrix(L, 2, &k2, &n);
+  culua_HostArray *c = check_matrix(L, 3, &m2, &n2);
+  double alpha = luaL_optnumber(L, 4, 1), beta = luaL_optnumber(L, 5, 0);
+  double *row;
+  size_t ea = culua_dtype_size[a->dtype], eb = culua_dtype_size[b->dtype], ec = culua_dtype_size[c->dtype];
+  if (k2 != k || m2 != m || n2 != n)
+    return luaL_error(L, "reference.matmul: shapes %dx%d * %dx%d -> %dx%d do not fit", (int)m, (int)k,
+                      (int)k2, (int)n, (int)m2, (int)n2);
+  row = (double *)lua_newuserdatauv(L, n * sizeof(double), 0);
+  for (i = 0; i < m; i++) {
+    for (j = 0; j < n; j++) row[j] = 0;
+    for (q = 0; q < k; q++) {   /* i-k-j order: B is read along its rows */
+      double x = culua_elem_double(a->dtype, (char *)a->data + (i * k + q) * ea);
+      const char *brow = (const char *)b->data + q * n * eb;
+      if (b->dtype == CULUA_FLOAT32)
+        for (j = 0; j < n; j++) row[j] += x * ((const float *)brow)[j];
+      else
+        for (j = 0; j < n; j++) row[j] += x * culua_elem_double(b->dtype, brow + j * eb);
+    }
+    for (j = 0; j < n; j++) {
+      char *p = (char *)c->data + (i * n + j) * ec;
+      double old = beta != 0 ? culua_elem_double(c->dtype, p) : 0;
+      culua_elem_set_double(c->dtype, p, alpha * row[j] + beta * old);
+    }
+  }
+  lua_settop(L, 3);
+  return 1;
+}
+
+/* }====================================================== */
+
+
+static const luaL_Reg catalog_funcs[] = {
+  {"ref_matmul", catalog_ref_matmul},
+  {"fatbin", catalog_fatbin},
+  {"source", catalog_source},
+  {"families", catalog_families},
+  {"headers", catalog_headers},
+  {NULL, NULL}
+};
+
+
+/*
+** cuda.catalog is lua/catalog.lua, required on first use: it requires
+** "cuda" itself, which it can only do once luaopen_cuda has returned.
+*/
+static int cuda_index (lua_State *L) {
+  if (lua_type(L, 2) == LUA_TSTRING && strcmp(lua_tostring(L, 2), "catalog") == 0) {
+    lua_getglobal(L, "require");
+    lua_pushliteral(L, "culua.catalog");
+    lua_call(L, 1, 1);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, 1, "catalog");   /* once: later reads find it directly */
+    return 1;
+  }
+  return 0;
+}
+
+
+void culua_open_catalog (lua_State *L) {
+  luaL_newlib(L, catalog_funcs);
+  lua_setfield(L, -2, "_catalog");
+  lua_createtable(L, 0, 1);             /* the module's metatable */
+  lua_pushcfunction(L, cuda_index);
+  lua_setfield(L, -2, "__index");
+  lua_setmetatable(L, -2);
+}

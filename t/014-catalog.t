@@ -1,0 +1,63 @@
+-- cuda.catalog without a GPU: what is listed, argument checks, NVRTC variants of the
+-- embedded sources, the device headers in user kernels, the CPU reference.
+local T = require "culua.tap"
+local cuda = require "cuda"
+
+local list = cuda.catalog.list()
+T.is_deeply(list.families, {"matmul", "barrier"}, "two kernel families")
+T.is_deeply(list.headers, {"culua/barrier.cuh", "culua/common.cuh"}, "two device headers")
+T.is_deeply(list.matmul.variants, {"naive", "row", "column", "tiled", "fast", "tf32"}, "matmul variants")
+T.is_deeply(list.matmul.dtypes.float64, {"naive", "tiled", "fast"}, "float64 variants")
+T.is_deeply(list.barrier.kinds, {"seed", "seed_asm", "sense", "grid", "coop"}, "barrier kinds")
+T.ok(rawequal(cuda.catalog, require "culua.catalog"), "cuda.catalog is the culua.catalog module")
+T.is(cuda.type(cuda.catalog), nil, "cuda.type of a table is fail")
+
+-- argument checks that need no device memory
+T.error_like(function () cuda.catalog.matmul(1, 2, 3) end, "cuda%.catalog%.matmul: A must be a cuda%.array, got number", "A not an array")
+T.error_like(function () cuda.catalog.matmul(cuda.host_array("float32", {2, 2}), 2, 3) end,
+             "A must be a cuda%.array, got cuda%.hostarray", "a host array is not a device array")
+T.error_like(function () cuda.catalog.barrier.xpx("nope") end, "kind must be one of none, block, seed, seed_asm, sense, grid, coop, got nope", "unknown barrier kind")
+T.error_like(function () cuda.catalog.kernel("fft", "x") end, "no kernel family 'fft'", "unknown family")
+
+-- every family's source compiles with NVRTC (as on-demand variants do)
+local src = cuda._catalog.source("matmul")
+local cases = {
+  {"tiled", "f32", 32, 8}, {"tiled", "f32", 8, 2}, {"tiled", "f64", 32, 4}, {"naive", "f32", 32, 4},
+  {"row", "f32", 128, 2}, {"column", "f32", 512, 8}, {"naive", "f64", 8, 1},
+}
+for _, c in ipairs(cases) do
+  local name = ("culua_matmul_%s_%s_%d_%d"):format(c[1], c[2], c[3], c[4])
+  local p = cuda.compile(src, {options = {"-std=c++17", "-arch=compute_90", "-DCULUA_ALGO=" .. c[1], "-DCULUA_T=" .. c[2],
+                                           "-DCULUA_P1=" .. c[3], "-DCULUA_P2=" .. c[4]}, name = "matmul.cu"})
+  T.is_deeply(cuda.signature(p.ptx, name), {"u32", "u32", "u32", c[2], "u64", "u64", c[2], "u64"},
+              name .. " compiles by NVRTC with the expected signature")
+end
+local pb = cuda.compile(cuda._catalog.source("barrier"), {options = {"-std=c++17", "-arch=compute_90"}, name = "barrier.cu"})
+T.like(pb.ptx, "%.entry culua_xpx_grid", "the barrier family compiles by NVRTC")
+
+-- the device headers in a user kernel, no flags
+local user = cuda.compile([[
+#include <culua/barrier.cuh>
+extern "C" __global__ void twophase(float *x, unsigned *state) {
+  culua::grid_barrier bar(state);
+  x[culua_block_rank()] = 1.0f;
+  bar.sync();
+  culua_sense_barrier(state);
+  culua_seed_barrier(state);
+  culua_seed_barrier_asm(state);
+}
+]], {options = {"-arch=compute_90"}})
+T.like(user.ptx, "%.entry twophase", "<culua/barrier.cuh> is found by user kernels")
+T.like(user.ptx, "red%.release%.gpu%.global%.add%.u32", "with the grid barrier's release reduction")
+local mine = cuda.compile('#include <culua/common.cuh>\nextern "C" __global__ void k(int *x) { x[0] = MINE; }',
+                          {headers = {["culua/common.cuh"] = "#define MINE 42\n"}, options = {"-arch=compute_90"}})
+T.like(mine.ptx, "42", "a user header of the same name wins over the catalog's")
+
+-- the CPU reference
+local A = cuda.host_array("float32", {2, 3}):copy_from({{1, 2, 3}, {4, 5, 6}})
+local B = cuda.host_array("float64", {3, 2}):copy_from({{1, 0}, {0, 1}, {1, 1}})
+local Cr = cuda.host_array("float64", {2, 2}):fill(1)
+cuda.catalog.reference.matmul(A, B, Cr, 2, 1)
+T.is_deeply(Cr:totable(), {{9, 11}, {21, 23}}, "reference.matmul computes alpha*A*B + beta*C")
+T.error_like(function () cuda.catalog.reference.matmul(A, A, Cr) end, "shapes 2x3 %* 2x3 %-> 2x2 do not fit", "reference checks shapes")
+T.done_testing()

@@ -1,0 +1,139 @@
+-- cuda.catalog.matmul against a float64 CPU reference: every variant and unroll factor,
+-- sizes that are not multiples of any tile, float32 and float64, alpha and beta.
+local T = require "culua.tap"
+local cuda = require "cuda"
+if cuda.device_count() == 0 then
+  T.skip_all("no CUDA device (" .. (cuda.libraries().driver_error or "driver reports none") .. ")")
+end
+T.need_gpu()
+local mm, ref = cuda.catalog.matmul, cuda.catalog.reference.matmul
+
+-- random A, B on the host and the device; C poisoned with NaN
+local function problem(dtype, m, n, k, seed)
+  local hA = cuda.host_array(dtype, {m, k}):random(seed, -1, 1)
+  local hB = cuda.host_array(dtype, {k, n}):random(seed + 1, -1, 1)
+  local A, B = cuda.array(dtype, {m, k}):copy_from(hA), cuda.array(dtype, {k, n}):copy_from(hB)
+  local Cd = cuda.array(dtype, {m, n}):fill(0 / 0)
+  local R = cuda.host_array("float64", {m, n})
+  ref(hA, hB, R)
+  return A, B, Cd, R
+end
+
+local function check(Cd, R, tol, what)
+  local _, _, rel = cuda.compare(Cd, R)
+  return T.ok(rel <= tol, ("%s: relative error %.2e (<= %.0e)"):format(what, rel, tol))
+end
+
+local sizes = {{1, 1, 1}, {17, 33, 65}, {64, 64, 64}, {130, 67, 129}, {1000, 1000, 1000}}
+local f32 = 1e-5
+for _, s in ipairs(sizes) do
+  local m, n, k = s[1], s[2], s[3]
+  local A, B, Cd, R = problem("float32", m, n, k, m + n + k)
+  local tag = ("%dx%dx%d"):format(m, k, n)
+  for _, u in ipairs{1, 2, 4, 8} do
+    check(mm(A, B, Cd:fill(0 / 0), {variant = "naive", unroll = u}), R, f32, tag .. " naive unroll " .. u)
+    check(mm(A, B, Cd:fill(0 / 0), {variant = "row", unroll = u}), R, f32, tag .. " row unroll " .. u)
+    check(mm(A, B, Cd:fill(0 / 0), {variant = "column", unroll = u}), R, f32, tag .. " column unroll " .. u)
+    for _, tile in ipairs{8, 16, 32} do
+      check(mm(A, B, Cd:fill(0 / 0), {variant = "tiled", tile = tile, unroll = u}), R, f32, ("%s tiled %d unroll %d"):format(tag, tile, u))
+    end
+  end
+  check(mm(A, B, Cd:fill(0 / 0)), R, f32, tag .. " fast (the default)")
+  check(mm(A, B, Cd:fill(0 / 0), {variant = "tf32"}), R, 5e-3, tag .. " tf32")
+  check(mm(A, B, Cd:fill(0 / 0), {variant = "naive", block = 8}), R, f32, tag .. " naive, 8x8 blocks")
+  check(mm(A, B, Cd:fill(0 / 0), {variant = "row", threads = 64}), R, f32, tag .. " row, 64 threads")
+  check(mm(A, B, Cd:fill(0 / 0), {variant = "column", threads = 1024}), R, f32, tag .. " column, 1024 threads")
+end
+
+-- the scalar paths of fast and tf32 (rows not whole float4s) and aligned ones
+for _, s in ipairs{{128, 128, 128}, {257, 255, 131}, {4096 // 8, 4096 // 8, 4096 // 8}} do
+  local A, B, Cd, R = problem("float32", s[1], s[2], s[3], 7)
+  check(mm(A, B, Cd:fill(0 / 0), {variant = "fast"}), R, f32, ("fast %dx%dx%d"):format(s[1], s[3], s[2]))
+  check(mm(A, B, Cd:fill(0 / 0), {variant = "tf32"}), R, 5e-3, ("tf32 %dx%dx%d"):format(s[1], s[3], s[2]))
+end
+
+-- float64
+for _, s in ipairs{{1, 1, 1}, {17, 33, 65}, {300, 200, 100}} do
+  local A, B, Cd, R = problem("float64", s[1], s[2], s[3], 3)
+  local tag = ("float64 %dx%dx%d"):format(s[1], s[3], s[2])
+  for _, u in ipairs{1, 4} do
+    check(mm(A, B, Cd:fill(0 / 0), {variant = "naive", unroll = u}), R, 1e-13, tag .. " naive unroll " .. u)
+    check(mm(A, B, Cd:fill(0 / 0), {variant = "tiled", tile = 16, unroll = u}), R, 1e-13, tag .. " tiled unroll " .. u)
+  end
+  check(mm(A, B, Cd:fill(0 / 0), {variant = "tiled", tile = 32, unroll = 8}), R, 1e-13, tag .. " tiled 32 unroll 8")
+  check(mm(A, B, Cd:fill(0 / 0), {variant = "fast"}), R, 1e-13, tag .. " fast")
+end
+
+-- alpha and beta: C is read only when beta ~= 0
+do
+  local m, n, k = 33, 47, 29
+  local hA = cuda.host_array("float32", {m, k}):random(1, -1, 1)
+  local hB = cuda.host_array("float32", {k, n}):random(2, -1, 1)
+  local hC = cuda.host_array("float32", {m, n}):random(3, -1, 1)
+  local A, B = cuda.array("float32", {m, k}):copy_from(hA), cuda.array("float32", {k, n}):copy_from(hB)
+  local R = cuda.host_array("float64", {m, n})
+  R:copy_from(cuda.host_array("float64", {m, n}):copy_from(hC:totable()))
+  ref(hA, hB, R, 2.5, -0.5)
+  for _, v in ipairs{"naive", "row", "column", "tiled", "fast", "tf32"} do
+    local Cd = cuda.array("float32", {m, n}):copy_from(hC)
+    check(mm(A, B, Cd, {variant = v, alpha = 2.5, beta = -0.5}), R, v == "tf32" and 5e-3 or f32, v .. ": alpha 2.5, beta -0.5")
+  end
+end
+
+-- 1-D arrays and views, with the dims given
+do
+  local m, n, k = 5, 6, 7
+  local hA = cuda.host_array("float32", {m, k}):random(9)
+  local hB = cuda.host_array("float32", {k, n}):random(10)
+  local R = cuda.host_array("float64", {m, n})
+  ref(hA, hB, R)
+  local big = cuda.array("float32", 1000)
+  local A, B, Cd = big:view(1, m * k), big:view(101, k * n), big:view(501, m * n):fill(0 / 0)
+  A:copy_from(hA); B:copy_from(hB)
+  mm(A, B, Cd, {m = m, n = n, k = k, variant = "tiled"})
+  local _, _, rel = cuda.compare(Cd, cuda.host_array("float64", m * n):copy_from(R:bytes()))
+  T.ok(rel < 1e-5, "views of one array, dims given: relative error " .. rel)
+end
+
+-- on a stream, without synchronizing
+do
+  local s = cuda.stream()
+  local A, B, Cd, R = problem("float32", 200, 300, 100, 4)
+  mm(A, B, Cd, {stream = s})
+  s:synchronize()
+  check(Cd, R, f32, "fast on a stream")
+end
+
+-- refusals
+local A = cuda.array("float32", {4, 3})
+local B = cuda.array("float32", {3, 5})
+local Cd = cuda.array("float32", {4, 5})
+local bad = {
+  {function () mm(A, A, Cd) end, "A is 4x3 but B is 4x3: inner dimensions differ|B is 4x3, expected 3x", "inner dimensions"},
+  {function () mm(A, B, cuda.array("float32", {5, 4})) end, "C is 5x4, expected 4x5", "C shape"},
+  {function () mm(A, cuda.array("float64", {3, 5}), Cd) end, "dtypes differ %(A float32, B float64, C float32%)", "mixed dtypes"},
+  {function () mm(cuda.array("int32", {4, 3}), B, Cd) end, "A must be float32 or float64, got int32", "integer matrices"},
+  {function () mm(A, B, Cd, {variant = "strassen"}) end, "variant must be one of naive, row, column, tiled, fast, tf32, got strassen", "unknown variant"},
+  {function () mm(A, B, Cd, {variant = "tiled", tile = 12}) end, "tile must be one of 8, 16, 32, got 12", "bad tile"},
+  {function () mm(A, B, Cd, {variant = "tiled", unroll = 3}) end, "unroll must be one of 1, 2, 4, 8, got 3", "bad unroll"},
+  {function () mm(A, B, Cd, {variant = "naive", block = 33}) end, "block must be a side of 1%.%.32", "naive block too big"},
+  {function () mm(cuda.array("float64", {4, 3}), cuda.array("float64", {3, 5}), cuda.array("float64", {4, 5}), {variant = "tf32"}) end,
+   "variant 'tf32' is float32 only", "tf32 in float64"},
+  {function () mm(cuda.array("float32", 12), B, Cd) end, "A is 1%-D %(12 elements%): make it 2%-D, or give m, n and k", "1-D without dims"},
+  {function () mm(A, B, Cd, 5) end, "opts must be a table, got number", "opts not a table"},
+}
+for _, b in ipairs(bad) do
+  local ok, err = pcall(b[1])
+  local pass = not ok
+  if pass then
+    pass = false
+    for alt in (b[2] .. "|"):gmatch("(.-)|") do pass = pass or err:find(alt) ~= nil end
+  end
+  T.ok(pass, "refused: " .. b[3], err)
+end
+
+A, B, Cd = nil
+collectgarbage()
+collectgarbage()
+T.is(cuda.memory_in_use(), 0, "no device memory leaked by this file")
+T.done_testing()
