@@ -1,12 +1,14 @@
 #!/bin/sh
 # bench/run.sh: build the C anchors and run every benchmark, on the GPU machine.
 #   sh bench/run.sh [CULUA] [OUTDIR]
+# Needs nvcc and cuBLAS (the toolkit) for the anchors.
 # Prints each table; with OUTDIR, also writes them to OUTDIR/bench.txt.
 set -e
 culua=${1:-./culua}
 out=${2:-}
 cuda=${CUDA_HOME:-/usr/local/cuda}
 cc -O2 -I"$cuda/include" bench/anchor.c -o bench/anchor -L"$cuda/lib64/stubs" -lcuda
+nvcc -O2 -o bench/anchor_cublas bench/anchor_cublas.cu -lcublas
 # one core for culua and its anchor child alike: less scheduler noise in launch timings
 pin=
 if command -v taskset >/dev/null 2>&1; then pin="taskset -c 2"; fi
@@ -17,4 +19,10 @@ if command -v taskset >/dev/null 2>&1; then pin="taskset -c 2"; fi
   "$culua" bench/copy.lua bench/anchor
   echo
   "$culua" bench/nvrtc_cache.lua
+  echo
+  "$culua" bench/matmul.lua bench/anchor_cublas
+  echo
+  "$culua" bench/barrier.lua
+  echo
+  "$culua" examples/grid_barrier.lua grid "${out:-/tmp}/grid_barrier.csv" | sed -n '/Part 2/,$p'
 } 2>&1 | if [ -n "$out" ]; then tee "$out/bench.txt"; else cat; fi

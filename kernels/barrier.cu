@@ -47,6 +47,7 @@ extern "C" __global__ void culua_xpx_block (float *X, float *P, int n, unsigned 
 
 #define CULUA_XPX(name, BARRIER) \
   extern "C" __global__ void culua_xpx_##name (float *X, float *P, int n, unsigned *state, int transforms) { \
+    culua_seed_barrier_init(); \
     for (int t = 0; t < transforms; t++) { \
       phase(X, P, n); \
       BARRIER; \
@@ -98,12 +99,9 @@ extern "C" __global__ void culua_barrier_loop_grid (unsigned *state, int rounds)
   for (int r = 0; r < rounds; r++) bar.sync();
 }
 
-/* the seed barrier needs work between barriers (see barrier.cuh): a little */
 extern "C" __global__ void culua_barrier_loop_seed (unsigned *state, int rounds) {
-  for (int r = 0; r < rounds; r++) {
-    culua_seed_barrier(state);
-    __nanosleep(200);
-  }
+  culua_seed_barrier_init();
+  for (int r = 0; r < rounds; r++) culua_seed_barrier(state);
 }
 
 /* }====================================================== */

@@ -40,6 +40,7 @@ local user = cuda.compile([[
 #include <culua/barrier.cuh>
 extern "C" __global__ void twophase(float *x, unsigned *state) {
   culua::grid_barrier bar(state);
+  culua_seed_barrier_init();
   x[culua_block_rank()] = 1.0f;
   bar.sync();
   culua_sense_barrier(state);

@@ -9,6 +9,7 @@
 ** The state is CULUA_BARRIER_WORDS words of global memory, zero at launch
 ** (cuda.catalog.barrier.state() makes it; the launch helper zeroes it).
 **
+**   culua_seed_barrier_init();     once at the kernel's start, then
 **   culua_seed_barrier(state)      seed 001: atomicInc counter, __threadfence,
 **                                  spin on a volatile read
 **   culua_seed_barrier_asm(state)  the same, spinning in inline PTX as the seed shows
@@ -34,16 +35,29 @@
 
 
 /*
-** Seed 001's barrier. The counter wraps to 0 when the last block arrives
-** (atomicInc with limit nblocks-1); the others spin until they see the 0.
-** Faithful to the seed, including its weakness: if the phase after the
-** barrier is very short, the first block out can increment the counter
-** again before a slow block has seen it at 0. Keep work between barriers.
+** Seed 001's barrier: the counter wraps to 0 when the last block arrives
+** (atomicInc with limit nblocks-1), the others spin until they see the 0.
+** The seed used one counter, and so can deadlock: the first block out of
+** barrier i may increment it for barrier i+1 before a slow block has seen
+** the 0 (this hung on an H100 with short phases). So, as the seed's
+** InitSyncWholeDevice does, a kernel calls culua_seed_barrier_init() once
+** at its start, and successive barriers alternate between two counters: no
+** block reaches barrier i+2, the same counter, before all have left barrier i.
 */
+__device__ __forceinline__ unsigned &culua_seed_round () {
+  __shared__ unsigned round;   /* per block: barriers passed */
+  return round;
+}
+
+__device__ __forceinline__ void culua_seed_barrier_init () {
+  if (culua_thread_rank() == 0) culua_seed_round() = 0;
+  __syncthreads();
+}
+
 __device__ __forceinline__ void culua_seed_barrier (unsigned *state) {
-  unsigned *count = state + CULUA_SEED_COUNT;
   __threadfence();
   if (culua_thread_rank() == 0) {
+    unsigned *count = state + CULUA_SEED_COUNT + (culua_seed_round()++ & 1u);
     unsigned nb = culua_grid_blocks();
     unsigned old = atomicInc(count, nb - 1);
     __threadfence();
@@ -69,9 +83,9 @@ __device__ __forceinline__ void culua_spin_while_not (const unsigned *p, unsigne
 
 
 __device__ __forceinline__ void culua_seed_barrier_asm (unsigned *state) {
-  unsigned *count = state + CULUA_SEED_COUNT;
   __threadfence();
   if (culua_thread_rank() == 0) {
+    unsigned *count = state + CULUA_SEED_COUNT + (culua_seed_round()++ & 1u);
     unsigned nb = culua_grid_blocks();
     unsigned old = atomicInc(count, nb - 1);
     __threadfence();
