@@ -62,6 +62,43 @@ for _, kind in ipairs{"none", "block", "seed", "seed_asm", "sense", "grid", "coo
         total == 0 and "correct every time" or
         (table.concat(firsts, " ") .. (aligned and "  (whole warps, as the seed found)" or "  (not always whole warps)"))))
 end
+
+-- blocks in two waves (twice what can be resident): later blocks write P
+-- after earlier ones have read it; only the kinds without a grid barrier can
+-- run so (a grid barrier would wait forever, and culua refuses the launch)
+do
+  local threads1 = 1024
+  local probe = cuda.catalog.kernel("barrier", "culua_xpx_grid")
+  local waves = 2 * bar.max_grid(probe, threads1)
+  local nn = waves * threads1
+  local hh = cuda.host_array("float32", nn):random(7, -1, 1)
+  local Xw, Pw = cuda.array("float32", nn), cuda.array("float32", nn)
+  -- every correct element equals the one value a correct transform gives
+  local ok_run = cuda.array("float32", nn)
+  local Pr = cuda.array("float32", nn)
+  ok_run:copy_from(hh)
+  bar.mkl(ok_run, Pr, {blocks = waves, threads = threads1})
+  local want1 = ok_run:view(1, 1):totable()[1]
+  print(("
+%d blocks x %d threads (two waves; %d elements):"):format(waves, threads1, nn))
+  for _, kind in ipairs{"none", "block"} do
+    Xw:copy_from(hh)
+    Pw:fill(0)
+    bar.xpx(kind, Xw, Pw, {blocks = waves, threads = threads1})
+    local got, wrong, groups, aligned = Xw:totable(), 0, {}, true
+    for j = 1, nn do
+      if got[j] ~= want1 then
+        wrong = wrong + 1
+        local g = (j - 1) // 32 * 32
+        groups[g] = (groups[g] or 0) + 1
+      end
+    end
+    local count = 0
+    for _, c in pairs(groups) do count = count + 1; aligned = aligned and c == 32 end
+    print(("%-10s %7d wrong, in %d groups of 32 consecutive elements%s"):format(kind, wrong, count,
+          wrong == 0 and "" or (aligned and " (every group a whole warp, as the seed found)" or " (not all whole warps)")))
+  end
+end
 -- }======================================================
 
 
