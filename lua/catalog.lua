@@ -183,7 +183,7 @@ local barrier = {}
 catalog.barrier = barrier
 
 barrier.kinds = {"seed", "seed_asm", "sense", "grid", "coop"}
-barrier.words = 64
+barrier.words = 2176   -- CULUA_BARRIER_WORDS of <culua/barrier.cuh>
 
 -- the barrier state: CULUA_BARRIER_WORDS words, zeroed before each launch
 function barrier.state(device)

@@ -49,7 +49,7 @@ extern "C" __global__ void twophase(float *x, unsigned *state) {
 }
 ]], {options = {"-arch=compute_90"}})
 T.like(user.ptx, "%.entry twophase", "<culua/barrier.cuh> is found by user kernels")
-T.like(user.ptx, "red%.release%.gpu%.global%.add%.u32", "with the grid barrier's release reduction")
+T.like(user.ptx, "atom%.global%.inc%.u32", "with the grid barrier's counters")
 local mine = cuda.compile('#include <culua/common.cuh>\nextern "C" __global__ void k(int *x) { x[0] = MINE; }',
                           {headers = {["culua/common.cuh"] = "#define MINE 42\n"}, options = {"-arch=compute_90"}})
 T.like(mine.ptx, "42", "a user header of the same name wins over the catalog's")
