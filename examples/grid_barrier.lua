@@ -79,8 +79,7 @@ do
   ok_run:copy_from(hh)
   bar.mkl(ok_run, Pr, {blocks = waves, threads = threads1})
   local want1 = ok_run:view(1, 1):totable()[1]
-  print(("
-%d blocks x %d threads (two waves; %d elements):"):format(waves, threads1, nn))
+  print(("\n%d blocks x %d threads (two waves; %d elements):"):format(waves, threads1, nn))
   for _, kind in ipairs{"none", "block"} do
     Xw:copy_from(hh)
     Pw:fill(0)

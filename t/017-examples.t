@@ -1,0 +1,33 @@
+-- The examples and benchmark scripts: every one parses; devices.lua runs anywhere;
+-- with a GPU, a small run of the matmul lab checks every variant and writes its CSVs.
+local T = require "culua.tap"
+local cuda = require "cuda"
+local srcdir = os.getenv("CULUA_SRCDIR") or "."
+
+for _, f in ipairs{"examples/devices.lua", "examples/embed.lua", "examples/grid_barrier.lua", "examples/matmul_lab.lua",
+                   "bench/launch.lua", "bench/copy.lua", "bench/nvrtc_cache.lua", "bench/matmul.lua", "bench/barrier.lua"} do
+  local chunk, err = loadfile(srcdir .. "/" .. f)
+  T.ok(chunk ~= nil, f .. " parses", err)
+end
+
+local out, status = T.run(T.culua .. " " .. srcdir .. "/examples/devices.lua")
+T.is(status, 0, "devices.lua exits 0")
+if cuda.device_count() > 0 then
+  T.like(out, "Device 0\n  Name +: %S.-\n  Compute capability +: %d+%.%d.-Warp size +: 32.-Multiprocessor count +: %d+",
+         "devices.lua prints the seed-000 table")
+  local dir = os.tmpname()
+  os.remove(dir)
+  out, status = T.run(("%s %s/examples/matmul_lab.lua %s 512"):format(T.culua, srcdir, dir))
+  T.is(status, 0, "matmul_lab.lua (N up to 512) exits 0")
+  T.like(out, "N=256: all variants and unroll factors correct", "the lab checks every variant against the CPU")
+  T.like(out, "Seed 000.s claim", "and reports seed 000.s claim")
+  for _, csv in ipairs{"lab_size.csv", "lab_block.csv", "lab_unroll.csv", "lab_launch.csv"} do
+    local f = io.open(dir .. "/" .. csv)
+    T.ok(f and f:read("l") ~= nil, csv .. " written")
+    if f then f:close() end
+  end
+  os.execute("rm -rf " .. dir)
+else
+  T.like(out, "No CUDA device found", "devices.lua says plainly that there is none")
+end
+T.done_testing()
