@@ -17,8 +17,8 @@ if cuda.device_count() > 0 then
          "devices.lua prints the seed-000 table")
   local dir = os.tmpname()
   os.remove(dir)
-  out, status = T.run(("%s %s/examples/matmul_lab.lua %s 512"):format(T.culua, srcdir, dir))
-  T.is(status, 0, "matmul_lab.lua (N up to 512) exits 0")
+  out, status = T.run(("%s %s/examples/matmul_lab.lua %s 1024"):format(T.culua, srcdir, dir))
+  T.is(status, 0, "matmul_lab.lua (N up to 1024) exits 0")
   T.like(out, "N=256: all variants and unroll factors correct", "the lab checks every variant against the CPU")
   T.like(out, "Seed 000.s claim", "and reports seed 000.s claim")
   for _, csv in ipairs{"lab_size.csv", "lab_block.csv", "lab_unroll.csv", "lab_launch.csv"} do
