@@ -122,6 +122,43 @@ __device__ void tiled (int M, int N, int K, T alpha, const T *A, const T *B, T b
 /* {====================================================== fast: register-blocked, double-buffered */
 
 /*
+** The next A (BM x BK) and B (BK x BN) tiles from global memory into the
+** registers ra, rb of this thread: element e = tid*L + q of each tile in
+** row-major order, zero outside the matrices. VEC: four elements at a time
+** (K and N multiples of 4, pointers aligned: the dispatcher checks).
+*/
+template <typename T, int BM, int BN, int BK, int NT, bool VEC>
+__device__ __forceinline__ void fetch_tiles (T *ra, T *rb, int tid, int bm, int bn, int k0,
+                                             int M, int N, int K, const T *A, const T *B) {
+  constexpr int LA = BM * BK / NT, LB = BK * BN / NT;
+#pragma unroll
+  for (int q = 0; q < LA; q += (VEC ? 4 : 1)) {
+    int e = tid * LA + q, r = bm + e / BK, c = k0 + e % BK;
+    if (VEC) {
+      float4 v = make_float4(0, 0, 0, 0);
+      if (r < M && c < K) v = *(const float4 *)(A + (size_t)r * K + c);
+      ra[q] = v.x; ra[q + 1] = v.y; ra[q + 2] = v.z; ra[q + 3] = v.w;
+    }
+    else
+      ra[q] = (r < M && c < K) ? A[(size_t)r * K + c] : T(0);
+  }
+#pragma unroll
+  for (int q = 0; q < LB; q += (VEC ? 4 : 1)) {
+    int e = tid * LB + q, r = k0 + e / BN, c = bn + e % BN;
+    if (VEC) {
+      float4 v = make_float4(0, 0, 0, 0);
+      if (r < K && c < N) v = *(const float4 *)(B + (size_t)r * N + c);
+      rb[q] = v.x; rb[q + 1] = v.y; rb[q + 2] = v.z; rb[q + 3] = v.w;
+    }
+    else
+      rb[q] = (r < K && c < N) ? B[(size_t)r * N + c] : T(0);
+  }
+}
+
+
+
+
+/*
 ** A BM x BN block of C per block of (BM/TM) * (BN/TN) threads, each thread a
 ** TM x TN tile in registers. A and B tiles of depth BK go through shared
 ** memory, A transposed so that a thread reads its TM values of a column as
@@ -145,30 +182,8 @@ __device__ void fast (int M, int N, int K, T alpha, const T *A, const T *B, T be
 #pragma unroll
     for (int j = 0; j < TN; j++) acc[i][j] = 0;
 
-  /* global -> registers: element e = tid*LA + q of the tile, row-major */
   auto fetch = [&] (int k0) {
-#pragma unroll
-    for (int q = 0; q < LA; q += (VEC ? 4 : 1)) {
-      int e = tid * LA + q, r = bm + e / BK, c = k0 + e % BK;
-      if (VEC) {
-        float4 v = make_float4(0, 0, 0, 0);
-        if (r < M && c < K) v = *(const float4 *)(A + (size_t)r * K + c);
-        ra[q] = v.x; ra[q + 1] = v.y; ra[q + 2] = v.z; ra[q + 3] = v.w;
-      }
-      else
-        ra[q] = (r < M && c < K) ? A[(size_t)r * K + c] : T(0);
-    }
-#pragma unroll
-    for (int q = 0; q < LB; q += (VEC ? 4 : 1)) {
-      int e = tid * LB + q, r = k0 + e / BN, c = bn + e % BN;
-      if (VEC) {
-        float4 v = make_float4(0, 0, 0, 0);
-        if (r < K && c < N) v = *(const float4 *)(B + (size_t)r * N + c);
-        rb[q] = v.x; rb[q + 1] = v.y; rb[q + 2] = v.z; rb[q + 3] = v.w;
-      }
-      else
-        rb[q] = (r < K && c < N) ? B[(size_t)r * N + c] : T(0);
-    }
+    fetch_tiles<T, BM, BN, BK, NT, VEC>(ra, rb, tid, bm, bn, k0, M, N, K, A, B);
   };
   /* registers -> shared buffer s */
   auto stash = [&] (int s) {
@@ -265,28 +280,7 @@ __device__ void tf32 (int M, int N, int K, float alpha, const float *A, const fl
       for (int q = 0; q < 4; q++) acc[i][j][q] = 0.0f;
 
   auto fetch = [&] (int k0) {
-#pragma unroll
-    for (int q = 0; q < LA; q += (VEC ? 4 : 1)) {
-      int e = tid * LA + q, r = bm + e / BK, c = k0 + e % BK;
-      if (VEC) {
-        float4 v = make_float4(0, 0, 0, 0);
-        if (r < M && c < K) v = *(const float4 *)(A + (size_t)r * K + c);
-        ra[q] = v.x; ra[q + 1] = v.y; ra[q + 2] = v.z; ra[q + 3] = v.w;
-      }
-      else
-        ra[q] = (r < M && c < K) ? A[(size_t)r * K + c] : 0.0f;
-    }
-#pragma unroll
-    for (int q = 0; q < LB; q += (VEC ? 4 : 1)) {
-      int e = tid * LB + q, r = k0 + e / BN, c = bn + e % BN;
-      if (VEC) {
-        float4 v = make_float4(0, 0, 0, 0);
-        if (r < K && c < N) v = *(const float4 *)(B + (size_t)r * N + c);
-        rb[q] = v.x; rb[q + 1] = v.y; rb[q + 2] = v.z; rb[q + 3] = v.w;
-      }
-      else
-        rb[q] = (r < K && c < N) ? B[(size_t)r * N + c] : 0.0f;
-    }
+    fetch_tiles<float, BM, BN, BK, NT, VEC>(ra, rb, tid, bm, bn, k0, M, N, K, A, B);
   };
   auto stash = [&] (int s) {
 #pragma unroll

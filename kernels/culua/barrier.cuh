@@ -58,20 +58,6 @@ __device__ __forceinline__ void culua_seed_barrier_init () {
   __syncthreads();
 }
 
-__device__ __forceinline__ void culua_seed_barrier (unsigned *state) {
-  __threadfence();
-  if (culua_thread_rank() == 0) {
-    unsigned *count = state + CULUA_SEED_COUNT + (culua_seed_round()++ & 1u);
-    unsigned nb = culua_grid_blocks();
-    unsigned old = atomicInc(count, nb - 1);
-    __threadfence();
-    if (old != nb - 1)
-      while (*(volatile unsigned *)count != 0) {}
-  }
-  __syncthreads();
-}
-
-
 /* the seed's second way to stop the compiler deleting the spin: PTX */
 __device__ __forceinline__ void culua_spin_while_not (const unsigned *p, unsigned val) {
   asm volatile("{\n\t"
@@ -86,17 +72,25 @@ __device__ __forceinline__ void culua_spin_while_not (const unsigned *p, unsigne
 }
 
 
-__device__ __forceinline__ void culua_seed_barrier_asm (unsigned *state) {
+/* ASM: spin in inline PTX (culua_seed_barrier_asm) rather than on a volatile read */
+template <bool ASM>
+__device__ __forceinline__ void culua_seed_barrier_ (unsigned *state) {
   __threadfence();
   if (culua_thread_rank() == 0) {
     unsigned *count = state + CULUA_SEED_COUNT + (culua_seed_round()++ & 1u);
     unsigned nb = culua_grid_blocks();
     unsigned old = atomicInc(count, nb - 1);
     __threadfence();
-    if (old != nb - 1) culua_spin_while_not(count, 0);
+    if (old != nb - 1) {
+      if (ASM) culua_spin_while_not(count, 0);
+      else while (*(volatile unsigned *)count != 0) {}
+    }
   }
   __syncthreads();
 }
+
+__device__ __forceinline__ void culua_seed_barrier (unsigned *state) { culua_seed_barrier_<false>(state); }
+__device__ __forceinline__ void culua_seed_barrier_asm (unsigned *state) { culua_seed_barrier_<true>(state); }
 
 
 __device__ __forceinline__ unsigned culua_ld_acquire (const unsigned *p) {
