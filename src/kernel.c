@@ -369,57 +369,102 @@ void culua_journal (lua_State *L, culua_State *S, CUstream s, const char *kernel
 }
 
 
-/* k:launch(config, ...) -> k */
-static int kernel_launch (lua_State *L) {
-  Kernel *k = test_kernel(L, 1);
+/* convert the arguments at argbase.. (nargs of them) and launch with c */
+static void do_launch (lua_State *L, Kernel *k, const Config *c, int argbase, int nargs) {
   const culua_Driver *cu = culua_cu(L, "launch");
-  int nargs = lua_gettop(L) - 2, j;
-  Config c;
   char buf[ARGBYTES];
   void *args[MAXPARAMS];
   size_t off = 0;
   CUresult r;
-  getconfig(L, 2, &c);
+  int j;
   if (nargs != k->nparams)
-    return luaL_error(L, "launch: '%s' takes %d argument%s, got %d", k->name, k->nparams,
-                      k->nparams == 1 ? "" : "s", nargs);
-  checkconfig(L, k, &c);
+    luaL_error(L, "launch: '%s' takes %d argument%s, got %d", k->name, k->nparams,
+               k->nparams == 1 ? "" : "s", nargs);
   for (j = 0; j < nargs; j++) {
     int align = k->p[j].bytes >= 8 ? 8 : k->p[j].bytes;
     off = (off + (size_t)align - 1) / (size_t)align * (size_t)align;
     if (off + (size_t)k->p[j].bytes > sizeof(buf))
-      return luaL_error(L, "launch: the arguments of '%s' exceed %d bytes", k->name, ARGBYTES);
-    putarg(L, j + 3, j + 1, &k->p[j], buf + off);
+      luaL_error(L, "launch: the arguments of '%s' exceed %d bytes", k->name, ARGBYTES);
+    putarg(L, argbase + j, j + 1, &k->p[j], buf + off);
     args[j] = buf + off;
     off += (size_t)k->p[j].bytes;
   }
   culua_ctx_enter(L, k->mod, "cuda.kernel (its module)");
-  if (c.cooperative) {
+  if (c->cooperative) {
     int per = 0;
-    long blocks = (long)c.grid[0] * c.grid[1] * c.grid[2];
+    long blocks = (long)c->grid[0] * c->grid[1] * c->grid[2];
     culua_check(L, cu->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per, k->f,
-                (int)(c.block[0] * c.block[1] * c.block[2]), c.shared), "launch", "computing occupancy");
+                (int)(c->block[0] * c->block[1] * c->block[2]), c->shared), "launch", "computing occupancy");
     if (blocks > (long)per * k->smcount)
-      return luaL_error(L, "launch: a cooperative grid of %d blocks cannot be co-resident "
-                        "(at most %d: %d per multiprocessor x %d)", (int)blocks, per * k->smcount, per, k->smcount);
-    r = cu->cuLaunchCooperativeKernel(k->f, c.grid[0], c.grid[1], c.grid[2], c.block[0], c.block[1],
-                                      c.block[2], c.shared, c.stream, args);
+      luaL_error(L, "launch: a cooperative grid of %d blocks cannot be co-resident "
+                 "(at most %d: %d per multiprocessor x %d)", (int)blocks, per * k->smcount, per, k->smcount);
+    r = cu->cuLaunchCooperativeKernel(k->f, c->grid[0], c->grid[1], c->grid[2], c->block[0], c->block[1],
+                                      c->block[2], c->shared, c->stream, args);
   }
   else
-    r = cu->cuLaunchKernel(k->f, c.grid[0], c.grid[1], c.grid[2], c.block[0], c.block[1], c.block[2],
-                           c.shared, c.stream, args, NULL);
-  culua_journal(L, k->S, c.stream, k->name);
+    r = cu->cuLaunchKernel(k->f, c->grid[0], c->grid[1], c->grid[2], c->block[0], c->block[1], c->block[2],
+                           c->shared, c->stream, args, NULL);
+  culua_journal(L, k->S, c->stream, k->name);
   if (r != CUDA_SUCCESS)
     culua_cufail(L, r, "launch", "launching '%s' with grid {%d, %d, %d}, block {%d, %d, %d}, %d bytes shared",
-                 k->name, (int)c.grid[0], (int)c.grid[1], (int)c.grid[2], (int)c.block[0],
-                 (int)c.block[1], (int)c.block[2], (int)c.shared);
+                 k->name, (int)c->grid[0], (int)c->grid[1], (int)c->grid[2], (int)c->block[0],
+                 (int)c->block[1], (int)c->block[2], (int)c->shared);
   if (k->S->debug) {
-    r = cu->cuStreamSynchronize(c.stream);
+    r = cu->cuStreamSynchronize(c->stream);
     if (r != CUDA_SUCCESS) culua_cufail(L, r, "launch", "running '%s' (cuda.debug is on)", k->name);
   }
+}
+
+
+/* k:launch(config, ...) -> k */
+static int kernel_launch (lua_State *L) {
+  Kernel *k = test_kernel(L, 1);
+  Config c;
+  getconfig(L, 2, &c);
+  checkconfig(L, k, &c);
+  do_launch(L, k, &c, 3, lua_gettop(L) - 2);
   lua_pushvalue(L, 1);
   return 1;
 }
+
+
+/*
+** A prepared launch: upvalues are the kernel, the parsed config (a full
+** userdata) and the config's stream (nil for the default stream), which is
+** checked on each call since it may have been closed since.
+*/
+static int prepared_call (lua_State *L) {
+  Kernel *k = (Kernel *)lua_touserdata(L, lua_upvalueindex(1));
+  Config *c = (Config *)lua_touserdata(L, lua_upvalueindex(2));
+  if (k->mod->ctx == NULL) return luaL_error(L, "attempt to use a cuda.kernel whose module was closed");
+  if (culua_ctx_stale(k->mod))
+    return luaL_error(L, "attempt to use a cuda.kernel whose device was reset by cuda.reset()");
+  if (c->stream != NULL) culua_optstream(L, lua_upvalueindex(3), "launch");
+  do_launch(L, k, c, 1, lua_gettop(L));
+  return 0;
+}
+
+
+/*
+** k:prepare(config) -> launcher: launcher(...) launches k with config and
+** the arguments, checking them as k:launch does; the config is checked once,
+** here (PyCUDA's prepared call: less work per launch in a hot loop).
+*/
+static int kernel_prepare (lua_State *L) {
+  Kernel *k = check_kernel(L, 1);
+  Config *c;
+  luaL_checktype(L, 2, LUA_TTABLE);
+  lua_settop(L, 2);
+  c = (Config *)lua_newuserdatauv(L, sizeof(Config), 0);   /* k, cfg, c */
+  getconfig(L, 2, c);
+  checkconfig(L, k, c);
+  lua_pushvalue(L, 1);
+  lua_insert(L, 3);                                         /* k, cfg, k, c */
+  lua_getfield(L, 2, "stream");                             /* k, cfg, k, c, stream */
+  lua_pushcclosure(L, prepared_call, 3);
+  return 1;
+}
+
 
 /* }====================================================== */
 
@@ -539,7 +584,8 @@ static const luaL_Reg kernel_meta[] = {
 };
 
 static const luaL_Reg kernel_methods[] = {
-  {"launch", NULL},   /* a closure, made in culua_open_kernel */
+  {"launch", NULL},   /* closures, made in culua_open_kernel */
+  {"prepare", NULL},
   {"attributes", kernel_attributes},
   {"set_max_dynamic_shared", kernel_set_max_dynamic_shared},
   {"max_active_blocks", kernel_max_active_blocks},
@@ -631,15 +677,19 @@ static const luaL_Reg funcs[] = {
 
 
 void culua_open_kernel (lua_State *L) {
-  size_t j;
+  static const lua_CFunction withkeys[] = {kernel_launch, kernel_prepare};
+  static const char *const names[] = {"launch", "prepare"};
+  size_t i, j;
   culua_newmeta(L, CULUA_KERNEL, kernel_meta, kernel_methods);
   luaL_getmetatable(L, CULUA_KERNEL);             /* mt */
   lua_getfield(L, -1, "methods");                 /* mt, methods */
-  lua_pushvalue(L, -2);
-  for (j = 0; j < sizeof(launch_keys) / sizeof(launch_keys[0]); j++)
-    lua_pushstring(L, launch_keys[j]);
-  lua_pushcclosure(L, kernel_launch, 6);          /* mt, methods, launch */
-  lua_setfield(L, -2, "launch");
+  for (i = 0; i < 2; i++) {
+    lua_pushvalue(L, -2);
+    for (j = 0; j < sizeof(launch_keys) / sizeof(launch_keys[0]); j++)
+      lua_pushstring(L, launch_keys[j]);
+    lua_pushcclosure(L, withkeys[i], 6);          /* mt, methods, f */
+    lua_setfield(L, -2, names[i]);
+  }
   lua_pop(L, 2);
   luaL_setfuncs(L, funcs, 0);
 }

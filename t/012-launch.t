@@ -231,6 +231,35 @@ T.error_like(function () cuda.load(".version 8.0\n.target sm_90\n.address_size 6
 T.error_like(function () cuda.load{file = "/nonexistent.ptx"} end, "cannot open /nonexistent%.ptx", "missing file")
 T.error_like(function () cuda.load(42) end, "string, cuda%.program or {file = path} expected", "bad image")
 
+-- prepared launches: the config checked once, the arguments on every call
+do
+  local size = 1000
+  local hx = cuda.host_array("float32", size):random(77, -1, 1)
+  local x, y = cuda.array("float32", size):copy_from(hx), cuda.array("float32", size):fill(1)
+  local ps = cuda.stream()
+  local go = saxpy:prepare{grid = (size + 255) // 256, block = 256, stream = ps}
+  T.is(type(go), "function", "k:prepare(config) gives a function")
+  go(size, 2.0, x, y)
+  go(size, 2.0, x, y)
+  ps:synchronize()
+  local ref = cuda.host_array("float64", size)
+  for i = 1, size do ref[i] = 1 + 2 * (2.0 * hx[i]) end
+  local _, _, rel = cuda.compare(y, ref)
+  T.ok(rel < 1e-6, "two prepared launches on a stream: relative error " .. rel)
+  T.error_like(function () go(size, 2.0, x) end, "'saxpy' takes 4 arguments, got 3", "prepared: argument count")
+  T.error_like(function () go(size, x, x, y) end, "argument 2 is a cuda%.array but parameter 2 is f32", "prepared: argument types")
+  T.error_like(function () saxpy:prepare{grid = 1, block = 4096} end, "block%.x = 4096 exceeds the device's 1024", "prepare checks the config")
+  T.error_like(function () saxpy:prepare{grid = 1} end, "config%.block is required", "prepare: missing block")
+  T.error_like(function () saxpy:prepare(3) end, "bad argument #1 to 'prepare' %(table expected, got number%)", "prepare: config not a table")
+  ps:close()
+  T.error_like(function () go(size, 2.0, x, y) end, "attempt to use a closed cuda%.stream", "prepared: its stream was closed")
+  local lonely = cuda.compile([[extern "C" __global__ void lonely() {}]]):module()
+  local lgo = lonely:kernel("lonely"):prepare{grid = 1, block = 1}
+  lgo()
+  lonely:close()
+  T.error_like(function () lgo() end, "cuda%.kernel whose module was closed", "prepared: its module was closed")
+end
+
 -- a kernel of a closed module refuses to launch
 local lone = cuda.compile([[extern "C" __global__ void lone() {}]]):module()
 local lk = lone:kernel("lone")
