@@ -122,50 +122,36 @@ __device__ void tiled (int M, int N, int K, T alpha, const T *A, const T *B, T b
 /* {====================================================== fast: register-blocked, double-buffered */
 
 /*
-** The next A (BM x BK) and B (BK x BN) tiles from global memory into the
-** registers ra, rb of this thread: element e = tid*L + q of each tile in
-** row-major order, zero outside the matrices. VEC: four elements at a time
-** (K and N multiples of 4, pointers aligned: the dispatcher checks).
+** This thread's L elements of a tile W wide whose corner is (r0, c0) in a
+** rows x cols row-major matrix, into registers: element e = tid*L + q of the
+** tile in row-major order, zero outside the matrix. VEC: four at a time
+** (cols a multiple of 4, P aligned: the dispatcher checks).
 */
-template <typename T, int BM, int BN, int BK, int NT, bool VEC>
-__device__ __forceinline__ void fetch_tiles (T *ra, T *rb, int tid, int bm, int bn, int k0,
-                                             int M, int N, int K, const T *A, const T *B) {
-  constexpr int LA = BM * BK / NT, LB = BK * BN / NT;
+template <typename T, int W, int L, bool VEC>
+__device__ __forceinline__ void fetch_tile (T *reg, int tid, int r0, int c0, int rows, int cols, const T *P) {
 #pragma unroll
-  for (int q = 0; q < LA; q += (VEC ? 4 : 1)) {
-    int e = tid * LA + q, r = bm + e / BK, c = k0 + e % BK;
+  for (int q = 0; q < L; q += (VEC ? 4 : 1)) {
+    int e = tid * L + q, r = r0 + e / W, c = c0 + e % W;
     if (VEC) {
       float4 v = make_float4(0, 0, 0, 0);
-      if (r < M && c < K) v = *(const float4 *)(A + (size_t)r * K + c);
-      ra[q] = v.x; ra[q + 1] = v.y; ra[q + 2] = v.z; ra[q + 3] = v.w;
+      if (r < rows && c < cols) v = *(const float4 *)(P + (size_t)r * cols + c);
+      reg[q] = v.x; reg[q + 1] = v.y; reg[q + 2] = v.z; reg[q + 3] = v.w;
     }
     else
-      ra[q] = (r < M && c < K) ? A[(size_t)r * K + c] : T(0);
-  }
-#pragma unroll
-  for (int q = 0; q < LB; q += (VEC ? 4 : 1)) {
-    int e = tid * LB + q, r = k0 + e / BN, c = bn + e % BN;
-    if (VEC) {
-      float4 v = make_float4(0, 0, 0, 0);
-      if (r < K && c < N) v = *(const float4 *)(B + (size_t)r * N + c);
-      rb[q] = v.x; rb[q + 1] = v.y; rb[q + 2] = v.z; rb[q + 3] = v.w;
-    }
-    else
-      rb[q] = (r < K && c < N) ? B[(size_t)r * N + c] : T(0);
+      reg[q] = (r < rows && c < cols) ? P[(size_t)r * cols + c] : T(0);
   }
 }
 
 
+/* the next A (BM x BK) and B (BK x BN) tiles, from k0 on */
+template <typename T, int BM, int BN, int BK, int NT, bool VEC>
+__device__ __forceinline__ void fetch_tiles (T *ra, T *rb, int tid, int bm, int bn, int k0,
+                                             int M, int N, int K, const T *A, const T *B) {
+  fetch_tile<T, BK, BM * BK / NT, VEC>(ra, tid, bm, k0, M, K, A);
+  fetch_tile<T, BN, BK * BN / NT, VEC>(rb, tid, k0, bn, K, N, B);
+}
 
 
-/*
-** A BM x BN block of C per block of (BM/TM) * (BN/TN) threads, each thread a
-** TM x TN tile in registers. A and B tiles of depth BK go through shared
-** memory, A transposed so that a thread reads its TM values of a column as
-** vectors; the next tiles are fetched into registers while the current ones
-** are used. VEC: 16-byte loads and stores (the dispatcher checks that K and
-** N are multiples of 4 and the pointers aligned).
-*/
 template <typename T, int BM, int BN, int BK, int TM, int TN, bool VEC>
 __device__ void fast (int M, int N, int K, T alpha, const T *A, const T *B, T beta, T *C) {
   constexpr int NT = (BM / TM) * (BN / TN);
