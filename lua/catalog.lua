@@ -21,38 +21,39 @@ function catalog.clear()
   cache = {}
 end
 
-local function device_cache()
-  local dev = cuda.device()
+local function device_cache(dev)
   local c = cache[dev.ordinal]
   if not c then
     c = {modules = {}, kernels = {}}
     cache[dev.ordinal] = c
   end
-  return c, dev
+  return c
 end
 
 local families = {}
 for _, f in ipairs(C.families()) do families[f] = true end
 
--- the kernel `name` of `family`: prebuilt, or compiled with `defines` ({"A=1", ...})
-function catalog.kernel(family, name, defines)
+-- the kernel `name` of `family` on `dev` (default: the current device): prebuilt,
+-- or compiled for that device with `defines` ({"A=1", ...})
+function catalog.kernel(family, name, defines, dev)
   if not families[family] then error(("cuda.catalog: no kernel family '%s'"):format(tostring(family)), 2) end
-  local c = device_cache()
+  dev = dev or cuda.device()
+  local c = device_cache(dev)
   local k = c.kernels[name]
   if k then return k end
   local mod = c.modules[family]
   if mod == nil then
-    mod = cuda.load(C.fatbin(family))
+    mod = cuda.load(C.fatbin(family), {device = dev.ordinal})
     c.modules[family] = mod
   end
   local ok, res = pcall(mod.kernel, mod, name)
   if ok then
     k = res
   elseif defines and tostring(res):find("no kernel", 1, true) then
-    local opts = {"-std=c++17"}
+    local opts = {"-std=c++17", ("-arch=compute_%d%d"):format(dev.major, dev.minor)}
     for _, d in ipairs(defines) do opts[#opts + 1] = "-D" .. d end
     local prog = cuda.compile(C.source(family), {options = opts, name = family .. ".cu", file = "kernels/" .. family .. ".cu", line = 1})
-    k = prog:module():kernel(name)
+    k = prog:module({device = dev.ordinal}):kernel(name)
   else
     error(res, 2)
   end
@@ -167,9 +168,7 @@ function catalog.matmul(A, B, Cm, opts)
     fail(fname, "variant '%s' is float32 only (float64: naive, tiled, fast)", variant)
   end
   local name, defines, grid, block = matmul_plan(fname, variant, t, m, n, A, B, {unroll = opts.unroll, tile = opts.tile, block = opts.block, threads = opts.threads, k = k, cptr = Cm.ptr})
-  local dev = A.device
-  if dev.ordinal ~= cuda.device().ordinal then dev:use() end
-  local kern = catalog.kernel("matmul", name, defines)
+  local kern = catalog.kernel("matmul", name, defines, A.device)
   kern:launch({grid = grid, block = block, stream = opts.stream}, m, n, k, opts.alpha or 1.0, A, B, opts.beta or 0.0, Cm)
   return Cm
 end
@@ -229,8 +228,8 @@ function barrier.xpx(kind, X, P, opts)
   local n = blocks * threads
   if X.dtype ~= "float32" or P.dtype ~= "float32" then fail(fname, "X and P must be float32") end
   if #X < n or #P < n then fail(fname, "X and P need %d elements (blocks x threads), have %d and %d", n, #X, #P) end
-  local state = opts.state or barrier.state()
-  local kern = catalog.kernel("barrier", "culua_xpx_" .. kind)
+  local state = opts.state or barrier.state(X.device.ordinal)
+  local kern = catalog.kernel("barrier", "culua_xpx_" .. kind, nil, X.device)
   local args = {X, P, n, state, opts.transforms or 1}
   if kind == "none" or kind == "block" then
     kern:launch({grid = blocks, block = threads, stream = opts.stream}, table.unpack(args))
@@ -249,7 +248,7 @@ function barrier.mkl(X, P, opts)
   local blocks, threads = opts.blocks, opts.threads
   if math.type(blocks) ~= "integer" or math.type(threads) ~= "integer" then fail(fname, "opts.blocks and opts.threads are required integers") end
   local n = blocks * threads
-  local kern = catalog.kernel("barrier", "culua_xpx_phase")
+  local kern = catalog.kernel("barrier", "culua_xpx_phase", nil, X.device)
   local cfg = {grid = blocks, block = threads, stream = opts.stream}
   for _ = 1, opts.transforms or 1 do
     kern:launch(cfg, X, P, n)

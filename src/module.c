@@ -68,18 +68,27 @@ static const char *get_image (lua_State *L, int i, size_t *n) {
 }
 
 
-/* cuda.load(image | program | {file = path}) -> module */
+/* cuda.load(image | program | {file = path} [, {device = ordinal}]) -> module */
 int culua_load (lua_State *L) {
   size_t n;
-  const char *image = get_image(L, 1, &n);
-  int imgidx = lua_gettop(L);
+  int ordinal = -1, imgidx;
+  const char *image;
   Module *m;
   CUresult r;
-  char *info = (char *)lua_newuserdatauv(L, 2 * LOGSIZE, 0), *err = info + LOGSIZE;
+  char *info, *err;
   CUjit_option opts[5] = {CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
                           CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
                           CU_JIT_LOG_VERBOSE};
   void *vals[5];
+  if (!lua_isnoneornil(L, 2)) {
+    luaL_checktype(L, 2, LUA_TTABLE);
+    if (lua_getfield(L, 2, "device") != LUA_TNIL) ordinal = (int)luaL_checkinteger(L, -1);
+    lua_pop(L, 1);
+  }
+  image = get_image(L, 1, &n);
+  imgidx = lua_gettop(L);
+  info = (char *)lua_newuserdatauv(L, 2 * LOGSIZE, 0);
+  err = info + LOGSIZE;
   info[0] = err[0] = '\0';
   vals[0] = info;
   vals[1] = (void *)(uintptr_t)LOGSIZE;
@@ -89,7 +98,7 @@ int culua_load (lua_State *L) {
   m = (Module *)lua_newuserdatauv(L, sizeof(Module), 1);
   memset(m, 0, sizeof(Module));
   luaL_setmetatable(L, CULUA_MODULE);
-  culua_ctx_open(L, &m->c, -1, "cuda.load");
+  culua_ctx_open(L, &m->c, ordinal, "cuda.load");
   r = culua_cu(L, "cuda.load")->cuModuleLoadDataEx(&m->m, image, 5, opts, vals);
   if (r != CUDA_SUCCESS) {
     culua_ctx_close(&m->c);

@@ -642,10 +642,10 @@ static int program_lowered_name (lua_State *L) {
 }
 
 
-/* prog:module() -> the program loaded on the current device (cuda.load(prog)) */
+/* prog:module([{device = ordinal}]) -> the program loaded (cuda.load(prog, opts)) */
 static int program_module (lua_State *L) {
   luaL_checkudata(L, 1, CULUA_PROGRAM);
-  lua_settop(L, 1);
+  lua_settop(L, 2);
   return culua_load(L);
 }
 

@@ -225,6 +225,8 @@ local f = assert(io.open(ptxfile, "w"))
 f:write(tprog.ptx)
 f:close()
 T.ok(cuda.load{file = ptxfile}:kernel(tprog.lowered["fill_n<int,5>"]), "cuda.load{file = path}")
+T.ok(cuda.load(tprog.ptx, {device = 0}):kernel(tprog.lowered["fill_n<int,5>"]), "cuda.load(image, {device = 0})")
+T.error_like(function () cuda.load(tprog.ptx, {device = 99}) end, "cuda%.load: no CUDA device 99", "cuda.load on a missing device")
 os.remove(ptxfile)
 T.error_like(function () cuda.load(".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry x( { bogus; }") end,
              "cuda%.load: CUDA_ERROR_INVALID_PTX loading a PTX module", "bad PTX names the JIT error")
