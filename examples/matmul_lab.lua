@@ -136,69 +136,69 @@ local ok, why = plot.lines{output = outdir .. "/lab_size.png", title = "matmul: 
 
 
 -- {====================================================== block size, unroll, launch configuration
-local sweep_n = {1024, math.min(4096, nmax)}
-local block_rows, block_series = {}, {}
-print("\nGFLOP/s against block size (naive: side of a square block; tiled: tile side):")
-for _, n in ipairs(sweep_n) do
-  for _, alg in ipairs{{"naive", "block", {4, 8, 16, 32}}, {"tiled", "tile", {8, 16, 32}}} do
-    local s = {name = ("%s N=%d"):format(alg[1], n), x = {}, y = {}}
-    local cells = {}
-    for _, b in ipairs(alg[3]) do
-      local ms = measure(n, {variant = alg[1], [alg[2]] = b})
-      block_rows[#block_rows + 1] = {alg[1], n, b, ms, gflops(n, ms)}
-      s.x[#s.x + 1] = b
-      s.y[#s.y + 1] = gflops(n, ms)
-      cells[#cells + 1] = ("%d: %.0f"):format(b, gflops(n, ms))
-    end
-    block_series[#block_series + 1] = s
-    print(("  %-6s N=%-5d %s"):format(alg[1], n, table.concat(cells, "  ")))
-  end
-end
-plot.csv(outdir .. "/lab_block.csv", {"algorithm", "N", "block", "ms", "gflops"}, block_rows)
-plot.lines{output = outdir .. "/lab_block.png", title = "matmul: GFLOP/s against block size", xlabel = "block side",
-           ylabel = "GFLOP/s", logx = true, series = block_series}
 
-local unroll_rows, unroll_series = {}, {}
-print("\nGFLOP/s against the unroll factor of the inner loop (N = 2048):")
+-- one knob against GFLOP/s at size n: rows for the CSV, a plot series, a printed line
+local function sweep(alg, label, n, values, opts_of, fmt)
+  local series, rows, cells = {name = label, x = {}, y = {}}, {}, {}
+  for _, v in ipairs(values) do
+    local ms = measure(n, opts_of(v))
+    rows[#rows + 1] = {alg, n, v, ms, gflops(n, ms)}
+    series.x[#series.x + 1] = v
+    series.y[#series.y + 1] = gflops(n, ms)
+    cells[#cells + 1] = fmt:format(v, gflops(n, ms))
+  end
+  return series, rows, table.concat(cells, "  ")
+end
+
+-- run several sweeps into one CSV and one plot
+local function family(spec)
+  local all_rows, all_series = {}, {}
+  print(spec.heading)
+  for _, sw in ipairs(spec.sweeps) do
+    local series, rows, line = sweep(sw.alg, sw.label, sw.n, sw.values, sw.opts, sw.fmt)
+    all_series[#all_series + 1] = series
+    table.move(rows, 1, #rows, #all_rows + 1, all_rows)
+    print(("  %-16s %s"):format(sw.label, line))
+  end
+  plot.csv(outdir .. "/" .. spec.file .. ".csv", {"algorithm", "N", spec.knob, "ms", "gflops"}, all_rows)
+  plot.lines{output = outdir .. "/" .. spec.file .. ".png", title = spec.title, xlabel = spec.xlabel,
+             ylabel = "GFLOP/s", logx = true, series = all_series}
+end
+
+local function with(base, key, v)
+  local o = {[key] = v}
+  for k, x in pairs(base) do o[k] = x end
+  return o
+end
+
+local sweeps = {}
+for _, n in ipairs{1024, math.min(4096, nmax)} do
+  sweeps[#sweeps + 1] = {alg = "naive", label = ("naive N=%d"):format(n), n = n, values = {4, 8, 16, 32}, fmt = "%d: %.0f",
+                         opts = function (b) return {variant = "naive", block = b} end}
+  sweeps[#sweeps + 1] = {alg = "tiled", label = ("tiled N=%d"):format(n), n = n, values = {8, 16, 32}, fmt = "%d: %.0f",
+                         opts = function (b) return {variant = "tiled", tile = b} end}
+end
+family{heading = "\nGFLOP/s against block size (naive: side of a square block; tiled: tile side):", sweeps = sweeps,
+       file = "lab_block", knob = "block", title = "matmul: GFLOP/s against block size", xlabel = "block side"}
+
 local un = math.min(2048, nmax)
+sweeps = {}
 for _, alg in ipairs{{"naive", {variant = "naive"}}, {"row", {variant = "row"}}, {"column", {variant = "column"}},
                      {"tiled 16", {variant = "tiled", tile = 16}}, {"tiled 32", {variant = "tiled", tile = 32}}} do
-  local s = {name = alg[1], x = {}, y = {}}
-  local cells = {}
-  for _, u in ipairs{1, 2, 4, 8} do
-    local o = {unroll = u}
-    for k, x in pairs(alg[2]) do o[k] = x end
-    local ms = measure(un, o)
-    unroll_rows[#unroll_rows + 1] = {alg[1], un, u, ms, gflops(un, ms)}
-    s.x[#s.x + 1] = u
-    s.y[#s.y + 1] = gflops(un, ms)
-    cells[#cells + 1] = ("x%d: %.0f"):format(u, gflops(un, ms))
-  end
-  unroll_series[#unroll_series + 1] = s
-  print(("  %-9s %s"):format(alg[1], table.concat(cells, "  ")))
+  sweeps[#sweeps + 1] = {alg = alg[1], label = alg[1], n = un, values = {1, 2, 4, 8}, fmt = "x%d: %.0f",
+                         opts = function (u) return with(alg[2], "unroll", u) end}
 end
-plot.csv(outdir .. "/lab_unroll.csv", {"algorithm", "N", "unroll", "ms", "gflops"}, unroll_rows)
-plot.lines{output = outdir .. "/lab_unroll.png", title = ("matmul: GFLOP/s against unroll (N = %d)"):format(un),
-           xlabel = "unroll factor", ylabel = "GFLOP/s", logx = true, series = unroll_series}
+family{heading = ("\nGFLOP/s against the unroll factor of the inner loop (N = %d):"):format(un), sweeps = sweeps,
+       file = "lab_unroll", knob = "unroll", title = ("matmul: GFLOP/s against unroll (N = %d)"):format(un), xlabel = "unroll factor"}
 
-local launch_rows, launch_series = {}, {}
-print("\nRow and column caching against the launch configuration (threads per block, N = 2048):")
+sweeps = {}
 for _, alg in ipairs{"row", "column"} do
-  local s = {name = alg, x = {}, y = {}}
-  local cells = {}
-  for _, t in ipairs{32, 64, 128, 256, 512, 1024} do
-    local ms = measure(un, {variant = alg, threads = t})
-    launch_rows[#launch_rows + 1] = {alg, un, t, ms, gflops(un, ms)}
-    s.x[#s.x + 1] = t
-    s.y[#s.y + 1] = gflops(un, ms)
-    cells[#cells + 1] = ("%d: %.0f"):format(t, gflops(un, ms))
-  end
-  launch_series[#launch_series + 1] = s
-  print(("  %-7s %s"):format(alg, table.concat(cells, "  ")))
+  sweeps[#sweeps + 1] = {alg = alg, label = alg, n = un, values = {32, 64, 128, 256, 512, 1024}, fmt = "%d: %.0f",
+                         opts = function (t) return {variant = alg, threads = t} end}
 end
-plot.csv(outdir .. "/lab_launch.csv", {"algorithm", "N", "threads", "ms", "gflops"}, launch_rows)
-plot.lines{output = outdir .. "/lab_launch.png", title = ("row/column caching against threads per block (N = %d)"):format(un),
-           xlabel = "threads per block", ylabel = "GFLOP/s", logx = true, series = launch_series}
+family{heading = ("\nRow and column caching against the launch configuration (threads per block, N = %d):"):format(un),
+       sweeps = sweeps, file = "lab_launch", knob = "threads", xlabel = "threads per block",
+       title = ("row/column caching against threads per block (N = %d)"):format(un)}
 -- }======================================================
 
 if ok then

@@ -168,9 +168,6 @@ __device__ void fast (int M, int N, int K, T alpha, const T *A, const T *B, T be
 #pragma unroll
     for (int j = 0; j < TN; j++) acc[i][j] = 0;
 
-  auto fetch = [&] (int k0) {
-    fetch_tiles<T, BM, BN, BK, NT, VEC>(ra, rb, tid, bm, bn, k0, M, N, K, A, B);
-  };
   /* registers -> shared buffer s */
   auto stash = [&] (int s) {
 #pragma unroll
@@ -185,13 +182,14 @@ __device__ void fast (int M, int N, int K, T alpha, const T *A, const T *B, T be
     }
   };
 
-  fetch(0);
+  fetch_tiles<T, BM, BN, BK, NT, VEC>(ra, rb, tid, bm, bn, 0, M, N, K, A, B);
   stash(0);
   __syncthreads();
   int s = 0;
   for (int k0 = 0; k0 < K; k0 += BK) {
     bool more = k0 + BK < K;
-    if (more) fetch(k0 + BK);          /* in flight while we compute */
+    if (more)   /* the next tiles are in flight while we compute */
+      fetch_tiles<T, BM, BN, BK, NT, VEC>(ra, rb, tid, bm, bn, k0 + BK, M, N, K, A, B);
 #pragma unroll
     for (int k = 0; k < BK; k++) {
       T a[TM], b[TN];
@@ -265,9 +263,6 @@ __device__ void tf32 (int M, int N, int K, float alpha, const float *A, const fl
 #pragma unroll
       for (int q = 0; q < 4; q++) acc[i][j][q] = 0.0f;
 
-  auto fetch = [&] (int k0) {
-    fetch_tiles<float, BM, BN, BK, NT, VEC>(ra, rb, tid, bm, bn, k0, M, N, K, A, B);
-  };
   auto stash = [&] (int s) {
 #pragma unroll
     for (int q = 0; q < LA; q++) {
@@ -281,13 +276,13 @@ __device__ void tf32 (int M, int N, int K, float alpha, const float *A, const fl
     }
   };
 
-  fetch(0);
+  fetch_tiles<float, BM, BN, BK, NT, VEC>(ra, rb, tid, bm, bn, 0, M, N, K, A, B);
   stash(0);
   __syncthreads();
   int s = 0;
   for (int k0 = 0; k0 < K; k0 += BK) {
     bool more = k0 + BK < K;
-    if (more) fetch(k0 + BK);
+    if (more) fetch_tiles<float, BM, BN, BK, NT, VEC>(ra, rb, tid, bm, bn, k0 + BK, M, N, K, A, B);
 #pragma unroll
     for (int kk = 0; kk < BK; kk += 8) {
       unsigned a[4][4], b[4][2];
