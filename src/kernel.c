@@ -58,14 +58,20 @@ static Kernel *check_kernel (lua_State *L, int i) {
 
 
 /* for launches: check only; the context is entered once, after the arguments */
+/* a kernel is usable while its module is open and its device not reset */
+static void check_live (lua_State *L, const Kernel *k) {
+  if (k->mod->ctx == NULL) luaL_error(L, "attempt to use a cuda.kernel whose module was closed");
+  if (culua_ctx_stale(k->mod))
+    luaL_error(L, "attempt to use a cuda.kernel whose device was reset by cuda.reset()");
+}
+
+
 static Kernel *test_kernel (lua_State *L, int i) {
   Kernel *k = (Kernel *)lua_touserdata(L, i);
   if (k == NULL || !lua_getmetatable(L, i) || !lua_rawequal(L, -1, UP_META))
     luaL_typeerror(L, i, CULUA_KERNEL);
   lua_pop(L, 1);
-  if (k->mod->ctx == NULL) luaL_error(L, "attempt to use a cuda.kernel whose module was closed");
-  if (culua_ctx_stale(k->mod))
-    luaL_error(L, "attempt to use a cuda.kernel whose device was reset by cuda.reset()");
+  check_live(L, k);
   return k;
 }
 
@@ -436,9 +442,7 @@ static int kernel_launch (lua_State *L) {
 static int prepared_call (lua_State *L) {
   Kernel *k = (Kernel *)lua_touserdata(L, lua_upvalueindex(1));
   Config *c = (Config *)lua_touserdata(L, lua_upvalueindex(2));
-  if (k->mod->ctx == NULL) return luaL_error(L, "attempt to use a cuda.kernel whose module was closed");
-  if (culua_ctx_stale(k->mod))
-    return luaL_error(L, "attempt to use a cuda.kernel whose device was reset by cuda.reset()");
+  check_live(L, k);
   if (c->stream != NULL) culua_optstream(L, lua_upvalueindex(3), "launch");
   do_launch(L, k, c, 1, lua_gettop(L));
   return 0;
