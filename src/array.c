@@ -336,6 +336,71 @@ static int array_fill (lua_State *L) {
 /* }====================================================== */
 
 
+/* {====================================================== tensor maps */
+
+/* the TMA element type that moves `d` unchanged (signedness does not matter to a copy) */
+static CUtensorMapDataType tma_type (culua_Dtype d) {
+  switch (d) {
+    case CULUA_INT8: case CULUA_UINT8: return CU_TENSOR_MAP_DATA_TYPE_UINT8;
+    case CULUA_INT16: case CULUA_UINT16: return CU_TENSOR_MAP_DATA_TYPE_UINT16;
+    case CULUA_INT32: return CU_TENSOR_MAP_DATA_TYPE_INT32;
+    case CULUA_UINT32: return CU_TENSOR_MAP_DATA_TYPE_UINT32;
+    case CULUA_INT64: return CU_TENSOR_MAP_DATA_TYPE_INT64;
+    case CULUA_UINT64: return CU_TENSOR_MAP_DATA_TYPE_UINT64;
+    case CULUA_FLOAT32: return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+    default: return CU_TENSOR_MAP_DATA_TYPE_FLOAT64;
+  }
+}
+
+
+/*
+** x:tensor_map(box_rows, box_cols [, swizzle]) -> a 128-byte string: the
+** CUtensorMap that lets a kernel copy box_rows x box_cols tiles of the 2-D
+** array x into shared memory with the Tensor Memory Accelerator (sm_90+).
+** Pass it as a `const __grid_constant__ CUtensorMap` argument. swizzle is
+** 0 (none), 32, 64 or 128 bytes; reads outside x fill with zeros.
+*/
+static int array_tensor_map (lua_State *L) {
+  static const struct { int bytes; CUtensorMapSwizzle s; } swz[] = {
+    {0, CU_TENSOR_MAP_SWIZZLE_NONE}, {32, CU_TENSOR_MAP_SWIZZLE_32B},
+    {64, CU_TENSOR_MAP_SWIZZLE_64B}, {128, CU_TENSOR_MAP_SWIZZLE_128B}
+  };
+  culua_Array *x = check_array(L, 1);
+  lua_Integer br = luaL_checkinteger(L, 2), bc = luaL_checkinteger(L, 3);
+  lua_Integer sw = luaL_optinteger(L, 4, 0);
+  const culua_Driver *cu = culua_cu(L, "tensor_map");
+  size_t es = culua_dtype_size[x->dtype];
+  CUtensorMap map;
+  cuuint64_t dims[2], strides[1];
+  cuuint32_t box[2], estr[2] = {1, 1};
+  int i;
+  luaL_argcheck(L, x->rows > 0, 1, "a 2-D cuda.array expected");
+  luaL_argcheck(L, br >= 1 && br <= 256, 2, "box rows must be 1..256");
+  luaL_argcheck(L, bc >= 1 && bc <= 256 && (bc * (lua_Integer)es) % 16 == 0, 3,
+                "box columns must be 1..256 and a multiple of 16 bytes");
+  for (i = 0; i < 4 && swz[i].bytes != sw; i++) ;
+  luaL_argcheck(L, i < 4, 4, "swizzle must be 0, 32, 64 or 128 (bytes)");
+  luaL_argcheck(L, sw == 0 || bc * (lua_Integer)es <= sw, 3, "a swizzled box row must fit the swizzle span");
+  if (x->ptr % 16 != 0 || (x->cols * es) % 16 != 0)
+    return luaL_error(L, "tensor_map: the array's base and rows must be 16-byte aligned (rows of %d bytes at 0x%p)",
+                      (int)(x->cols * es), (void *)(uintptr_t)x->ptr);
+  if (cu->cuTensorMapEncodeTiled == NULL)
+    return luaL_error(L, "tensor_map: this driver has no cuTensorMapEncodeTiled (CUDA 12 or newer needed)");
+  dims[0] = x->cols; dims[1] = x->rows;
+  strides[0] = x->cols * es;
+  box[0] = (cuuint32_t)bc; box[1] = (cuuint32_t)br;
+  culua_check(L, cu->cuTensorMapEncodeTiled(&map, tma_type(x->dtype), 2, (void *)(uintptr_t)x->ptr, dims, strides,
+                                            box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, swz[i].s,
+                                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+              "tensor_map", "encoding %dx%d boxes of a %dx%d %s array", (int)br, (int)bc, (int)x->rows,
+              (int)x->cols, culua_dtype_names[x->dtype]);
+  lua_pushlstring(L, (const char *)&map, sizeof(map));
+  return 1;
+}
+
+/* }====================================================== */
+
+
 /* {====================================================== metamethods */
 
 static int array_index (lua_State *L) {
@@ -404,6 +469,7 @@ static const luaL_Reg array_methods[] = {
   {"view", array_view},
   {"totable", array_totable},
   {"bytes", array_bytes},
+  {"tensor_map", array_tensor_map},
   {"close", array_close},
   {NULL, NULL}
 };

@@ -86,7 +86,8 @@
 /* entry points culua can do without on an older driver (NULL when missing) */
 #define CULUA_DRIVER_OPTIONAL(X) \
   X(cuDeviceGetUuid, 11040) \
-  X(cuFuncGetParamInfo, 12040)
+  X(cuFuncGetParamInfo, 12040) \
+  X(cuTensorMapEncodeTiled, 12000)
 
 typedef struct culua_Driver {
 #define CULUA_FIELD(name, ver) PFN_##name##_v##ver name;

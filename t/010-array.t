@@ -112,5 +112,20 @@ end
 a, b, d, v, x, s, w, st, hp, hb = nil
 collectgarbage()
 collectgarbage()
+-- tensor maps for TMA: 128 bytes, checked before the driver sees them
+do
+  local m = cuda.array("float32", {100, 64})
+  local ok, map = pcall(m.tensor_map, m, 32, 32, 128)
+  T.ok(ok and #map == 128, "tensor_map: a 128-byte CUtensorMap (encoded on the host)", not ok and map or nil)
+  T.error_like(function () cuda.array("float32", 64):tensor_map(1, 16) end, "tensor_map.-2%-D cuda.array expected", "tensor_map: 1-D refused")
+  T.error_like(function () m:tensor_map(0, 32) end, "tensor_map.-box rows must be 1%.%.256", "tensor_map: box rows")
+  T.error_like(function () m:tensor_map(8, 3) end, "tensor_map.-multiple of 16 bytes", "tensor_map: box row not 16 bytes")
+  T.error_like(function () m:tensor_map(8, 64, 128) end, "tensor_map.-fit the swizzle span", "tensor_map: box wider than the swizzle")
+  T.error_like(function () m:tensor_map(8, 32, 100) end, "tensor_map.-swizzle must be 0, 32, 64 or 128", "tensor_map: bad swizzle")
+  T.error_like(function () cuda.array("float32", {4, 5}):tensor_map(4, 4) end, "tensor_map: the array's base and rows must be 16%-byte aligned",
+               "tensor_map: rows of 20 bytes refused")
+end
+
+collectgarbage()
 T.is(cuda.memory_in_use(), 0, "no device memory leaked by this file")
 T.done_testing()

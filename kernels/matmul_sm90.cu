@@ -1,0 +1,216 @@
+/*
+** matmul_sm90.cu
+** The Hopper half of the matmul family: the tf32 variant with wgmma and the
+** Tensor Memory Accelerator. Built for sm_90a only (wgmma and setmaxnreg
+** exist nowhere else); the catalog loads it on devices of compute
+** capability 9.0 and uses matmul.cu's mma.sync kernel elsewhere.
+**
+** C = alpha * A * B + beta * C, row-major float32, M x K times K x N, with
+** K and N multiples of 4 and 16-byte aligned bases (what TMA can address).
+** Parameters: (int M, int N, int K, float alpha, tensor map of A (256 x 32
+** boxes, 128-byte swizzle), tensor map of B (32 x 32 boxes, 128-byte
+** swizzle), float beta, float *C); 384 threads, CULUA_SM90_SHARED bytes of
+** dynamic shared memory.
+**
+** wgmma takes tf32 operands from shared memory only in K-major layout, and
+** B is row-major (N-major). So the kernel computes C^T = B^T A^T: A's tile
+** (K-major, as TMA lays it out) is wgmma's shared-memory operand, and B^T's
+** fragments come from registers, read out of B's tile by each thread.
+**
+** One producer warpgroup issues TMA copies into a ring of STAGES buffers;
+** two consumer warpgroups each own 64 columns x 256 rows of C's 256 x 128
+** tile (128 accumulators a thread). Full and empty mbarriers replace
+** __syncthreads, so the two consumers drift apart and keep the tensor cores
+** busy while the other reads fragments.
+*/
+
+#include <culua/common.cuh>
+
+#define CULUA_SM90_STAGES 4
+#define CULUA_SM90_SHARED (CULUA_SM90_STAGES * (256 * 128 + 32 * 128 * 4) + 2 * CULUA_SM90_STAGES * 8 + 1024)
+
+/* CUtensorMap without cuda.h: 128 opaque bytes, 64-byte aligned */
+struct __align__(64) culua_tmap { unsigned long long w[16]; };
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+
+/* {====================================================== PTX wrappers */
+
+__device__ __forceinline__ unsigned smem_u32 (const void *p) {
+  return (unsigned)__cvta_generic_to_shared(p);
+}
+
+__device__ __forceinline__ unsigned lds (unsigned a) {
+  unsigned v;
+  asm volatile("ld.shared.b32 %0, [%1];" : "=r"(v) : "r"(a));
+  return v;
+}
+
+__device__ __forceinline__ unsigned to_tf32 (unsigned x) {
+  unsigned r;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(__uint_as_float(x)));
+  return r;
+}
+
+__device__ __forceinline__ void mbar_init (unsigned bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(bar), "r"(count));
+}
+
+__device__ __forceinline__ void mbar_expect_tx (unsigned bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(bar), "r"(bytes) : "memory");
+}
+
+__device__ __forceinline__ void mbar_arrive (unsigned bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(bar) : "memory");
+}
+
+__device__ __forceinline__ void mbar_wait (unsigned bar, unsigned parity) {
+  asm volatile("{\n.reg .pred p;\nWAIT: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n@!p bra WAIT;\n}"
+               :: "r"(bar), "r"(parity) : "memory");
+}
+
+/* a 2-D TMA copy of the box at (c0 = column, c1 = row) that signals bar */
+__device__ __forceinline__ void tma_load (unsigned dst, const culua_tmap *map, unsigned bar, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+               :: "r"(dst), "l"(map), "r"(c0), "r"(c1), "r"(bar) : "memory");
+}
+
+/* the descriptor of a K-major operand with 128-byte swizzle (8-row groups 1024 bytes apart) */
+__device__ __forceinline__ unsigned long long desc_k128 (unsigned addr) {
+  return (unsigned long long)((addr & 0x3FFFF) >> 4) | (1ull << 16) | ((unsigned long long)(1024 >> 4) << 32) | (1ull << 62);
+}
+
+/* d (64 x 256, f32) += a (64 x 8, tf32 fragments in registers) * the 8 x 256 tile at desc */
+__device__ __forceinline__ void wgmma_m64n256k8 (float *d, const unsigned *a, unsigned long long desc) {
+  asm volatile("{\n"
+               "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 {"
+               "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, "
+               "%21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, "
+               "%40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, "
+               "%59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, "
+               "%78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, "
+               "%97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, "
+               "%113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+               "}, {%128, %129, %130, %131}, %132, 1, 1, 1;\n"
+               "}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                 "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]),
+                 "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]),
+                 "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]),
+                 "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
+                 "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]),
+                 "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]),
+                 "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),
+                 "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+                 "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]),
+                 "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]),
+                 "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]),
+                 "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]),
+                 "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]),
+                 "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]),
+                 "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]),
+                 "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]),
+                 "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]),
+                 "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+}
+
+/* }====================================================== */
+
+
+/* {====================================================== the kernel */
+
+extern "C" __global__ void __launch_bounds__(384, 1)
+culua_matmul_tf32_wgmma (int M, int N, int K, float alpha, const __grid_constant__ culua_tmap tmA,
+                         const __grid_constant__ culua_tmap tmB, float beta, float *C) {
+  constexpr int STAGES = CULUA_SM90_STAGES, BM = 256, BN = 128, BK = 32, GROUP = 8;
+  constexpr int A_BYTES = BM * BK * 4, B_BYTES = BK * BN * 4;
+  extern __shared__ unsigned char smem_raw[];
+  /* 128-byte swizzle repeats every 1024 bytes: tiles start on that boundary */
+  const unsigned base = (smem_u32(smem_raw) + 1023) & ~1023u;
+  const unsigned abase = base, bbase = base + STAGES * A_BYTES, bars = bbase + STAGES * B_BYTES;
+  const int tid = threadIdx.x;
+  /* groups of GROUP tile rows walk the columns together, so B's columns are
+  ** read from L2 once per group rather than once per tile row */
+  const int tm = (M + BM - 1) / BM, tn = (N + BN - 1) / BN, b = blockIdx.x;
+  const int first = b / (GROUP * tn) * GROUP, gs = min(GROUP, tm - first), r = b % (GROUP * tn);
+  const int n0 = (r / gs) * BN, m0 = (first + r % gs) * BM;
+  const int KT = (K + BK - 1) / BK;
+#define FULL(s) (bars + 8 * (s))
+#define EMPTY(s) (bars + 8 * (STAGES + (s)))
+
+  if (tid == 0) {
+    for (int s = 0; s < STAGES; s++) {
+      mbar_init(FULL(s), 1);     /* the producer's expect_tx */
+      mbar_init(EMPTY(s), 2);    /* one arrival per consumer warpgroup */
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+
+  if (tid < 128) {   /* the producer: one thread issues every copy */
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+    if (tid == 0)
+      for (int kt = 0; kt < KT; kt++) {
+        const int s = kt % STAGES, k0 = kt * BK;
+        if (kt >= STAGES) mbar_wait(EMPTY(s), (kt / STAGES - 1) & 1);
+        mbar_expect_tx(FULL(s), A_BYTES + B_BYTES);
+        tma_load(abase + s * A_BYTES, &tmA, FULL(s), k0, m0);
+        for (int q = 0; q < BN / 32; q++)   /* B in 32-column panels: a swizzled row is 128 bytes */
+          tma_load(bbase + s * B_BYTES + q * (B_BYTES / 4), &tmB, FULL(s), n0 + 32 * q, k0);
+      }
+    return;
+  }
+
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+  const int ct = tid - 128, wg = ct >> 7, warp = (ct >> 5) & 3, lane = ct & 31, g = lane >> 2, t = lane & 3;
+  const int r0 = wg * 64 + warp * 16 + g;    /* the tile column of fragment rows r0 and r0 + 8 */
+  float d[BM / 2];
+#pragma unroll
+  for (int i = 0; i < BM / 2; i++) d[i] = 0.0f;
+  /* element (k, n) of B's tile: panel n / 32, row k, 16-byte chunk swizzled by k % 8 */
+  auto boff = [] (int k, int n) {
+    return (n >> 5) * (B_BYTES / 4) + k * 128 + ((((n & 31) >> 2) ^ (k & 7)) << 4) + ((n & 3) << 2);
+  };
+  for (int kt = 0; kt < KT; kt++) {
+    const int s = kt % STAGES;
+    mbar_wait(FULL(s), (kt / STAGES) & 1);
+    const unsigned as = abase + s * A_BYTES, bs = bbase + s * B_BYTES;
+    unsigned a[4][4];
+#pragma unroll
+    for (int kk = 0; kk < 4; kk++) {   /* m16n8k8 fragment layout: rows g, g + 8; columns t, t + 4 */
+      const int k = kk * 8 + t;
+      a[kk][0] = to_tf32(lds(bs + boff(k, r0)));
+      a[kk][1] = to_tf32(lds(bs + boff(k, r0 + 8)));
+      a[kk][2] = to_tf32(lds(bs + boff(k + 4, r0)));
+      a[kk][3] = to_tf32(lds(bs + boff(k + 4, r0 + 8)));
+    }
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+    for (int kk = 0; kk < 4; kk++) wgmma_m64n256k8(d, a[kk], desc_k128(as + kk * 32));
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+    /* waiting for all (not all but one) keeps ptxas from serializing: the
+    ** next fragments are written while no wgmma is in flight */
+    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+    if ((ct & 127) == 0) mbar_arrive(EMPTY(s));
+  }
+#undef FULL
+#undef EMPTY
+
+  /* accumulator 4j + q: C^T row r0 (+8 for q >= 2), column 8j + 2t (+1 for odd q) */
+  const int n = n0 + r0;
+#pragma unroll
+  for (int j = 0; j < BM / 8; j++)
+#pragma unroll
+    for (int q = 0; q < 4; q++) {
+      const int nn = n + (q >= 2 ? 8 : 0), mm = m0 + 8 * j + 2 * t + (q & 1);
+      if (mm < M && nn < N) {
+        const size_t idx = (size_t)mm * N + nn;
+        C[idx] = beta == 0.0f ? alpha * d[4 * j + q] : alpha * d[4 * j + q] + beta * C[idx];
+      }
+    }
+}
+
+/* }====================================================== */
+
+#endif
