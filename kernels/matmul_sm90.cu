@@ -1,38 +1,50 @@
 /*
 ** matmul_sm90.cu
-** The Hopper half of the matmul family: the tf32 variant with wgmma and the
-** Tensor Memory Accelerator. Built for sm_90a only (wgmma and setmaxnreg
-** exist nowhere else); the catalog loads it on devices of compute
-** capability 9.0 and uses matmul.cu's mma.sync kernel elsewhere.
+** The Hopper half of the matmul family: fast and tf32 fed by the Tensor
+** Memory Accelerator, tf32 on wgmma. Built for sm_90a only (wgmma and
+** setmaxnreg exist nowhere else); the catalog loads it on devices of compute
+** capability 9.0 and uses matmul.cu's kernels elsewhere.
 **
 ** C = alpha * A * B + beta * C, row-major float32, M x K times K x N, with
 ** K and N multiples of 4 and 16-byte aligned bases (what TMA can address).
-** Parameters: (int M, int N, int K, float alpha, tensor map of A (256 x 32
-** boxes, 128-byte swizzle), tensor map of B (32 x 32 boxes, 128-byte
-** swizzle), float beta, float *C); 384 threads, CULUA_SM90_SHARED bytes of
-** dynamic shared memory.
+** Both kernels take (int M, int N, int K, float alpha, tensor map of A,
+** tensor map of B, float beta, float *C), 384 threads and dynamic shared
+** memory: one producer warpgroup issues TMA copies into a ring of STAGES
+** buffers guarded by full and empty mbarriers, and two consumer warpgroups
+** compute. The mbarriers replace __syncthreads, so consumers drift apart and
+** keep the math units busy while others wait.
+**
+** culua_matmul_tf32_wgmma: A in 256 x 32 boxes with the 128-byte swizzle, B
+** in 32 x 32 boxes with the 128-byte swizzle, CULUA_SM90_SHARED bytes.
 **
 ** wgmma takes tf32 operands from shared memory only in K-major layout, and
 ** B is row-major (N-major). So the kernel computes C^T = B^T A^T: A's tile
 ** (K-major, as TMA lays it out) is wgmma's shared-memory operand, and B^T's
 ** fragments come from registers, read out of B's tile by each thread.
+** Each consumer warpgroup owns 64 columns x 256 rows of C's 256 x 128 tile
+** (128 accumulators a thread).
 **
-** One producer warpgroup issues TMA copies into a ring of STAGES buffers;
-** two consumer warpgroups each own 64 columns x 256 rows of C's 256 x 128
-** tile (128 accumulators a thread). Full and empty mbarriers replace
-** __syncthreads, so the two consumers drift apart and keep the tensor cores
-** busy while the other reads fragments.
+** culua_matmul_fast_tma: FFMA, no tensor cores. A in 128 x 32 boxes with the
+** 128-byte swizzle, B in 32 x 128 boxes unswizzled, CULUA_SM90_FAST_SHARED
+** bytes. C's 128 x 256 tile, 8 x 16 a thread: TMA takes the staging loads,
+** stores and block barriers out of the FFMA warps.
 */
 
 #include <culua/common.cuh>
 
 #define CULUA_SM90_STAGES 4
 #define CULUA_SM90_SHARED (CULUA_SM90_STAGES * (256 * 128 + 32 * 128 * 4) + 2 * CULUA_SM90_STAGES * 8 + 1024)
+#define CULUA_SM90_FAST_SHARED (CULUA_SM90_STAGES * (128 * 32 * 4 + 32 * 256 * 4) + 2 * CULUA_SM90_STAGES * 8 + 1024)
 
 /* CUtensorMap without cuda.h: 128 opaque bytes, 64-byte aligned */
 struct __align__(64) culua_tmap { unsigned long long w[16]; };
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+
+/* the final write of one element, as in matmul.cu: C is not read when beta == 0 */
+__device__ __forceinline__ void store_c (float *C, size_t idx, float alpha, float acc, float beta) {
+  C[idx] = beta == 0.0f ? alpha * acc : alpha * acc + beta * C[idx];
+}
 
 /* {====================================================== PTX wrappers */
 
@@ -43,6 +55,12 @@ __device__ __forceinline__ unsigned smem_u32 (const void *p) {
 __device__ __forceinline__ unsigned lds (unsigned a) {
   unsigned v;
   asm volatile("ld.shared.b32 %0, [%1];" : "=r"(v) : "r"(a));
+  return v;
+}
+
+__device__ __forceinline__ float4 lds4 (unsigned a) {
+  float4 v;
+  asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(a));
   return v;
 }
 
@@ -118,47 +136,90 @@ __device__ __forceinline__ void wgmma_m64n256k8 (float *d, const unsigned *a, un
 /* }====================================================== */
 
 
-/* {====================================================== the kernel */
+
+/* {====================================================== the ring */
+
+/*
+** The origin of this block's BM x BN tile of C. Groups of GROUP tile rows
+** walk the columns together, so B's columns are read from L2 once per group
+** rather than once per tile row.
+*/
+template <int BM, int BN>
+__device__ __forceinline__ void tile_origin (int M, int N, int &m0, int &n0) {
+  constexpr int GROUP = 8;
+  const int tm = (M + BM - 1) / BM, tn = (N + BN - 1) / BN, b = blockIdx.x;
+  const int first = b / (GROUP * tn) * GROUP, gs = min(GROUP, tm - first), r = b % (GROUP * tn);
+  n0 = (r / gs) * BN;
+  m0 = (first + r % gs) * BM;
+}
+
+/*
+** A ring of STAGES buffers of A_BYTES + B_BYTES in dynamic shared memory,
+** after its 1024-byte aligned start (the 128-byte swizzle repeats every 1024
+** bytes), then a full and an empty mbarrier per stage. The empty barrier
+** expects `consumers` arrivals.
+*/
+template <int STAGES, int A_BYTES, int B_BYTES>
+struct Ring {
+  unsigned a, b, bars;
+  __device__ Ring (unsigned char *smem) {
+    a = (smem_u32(smem) + 1023) & ~1023u;
+    b = a + STAGES * A_BYTES;
+    bars = b + STAGES * B_BYTES;
+  }
+  __device__ unsigned full (int s) const { return bars + 8 * s; }
+  __device__ unsigned empty (int s) const { return bars + 8 * (STAGES + s); }
+  __device__ unsigned abuf (int s) const { return a + s * A_BYTES; }
+  __device__ unsigned bbuf (int s) const { return b + s * B_BYTES; }
+  __device__ void init (unsigned consumers) const {
+    if (threadIdx.x == 0) {
+      for (int s = 0; s < STAGES; s++) {
+        mbar_init(full(s), 1);     /* the producer's expect_tx */
+        mbar_init(empty(s), consumers);
+      }
+      asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+  }
+  /* the producer's thread: fill stage after stage with load(stage, k-tile),
+  ** each once its consumers have released it */
+  template <class Load>
+  __device__ void produce (int KT, Load load) const {
+    for (int kt = 0; kt < KT; kt++) {
+      const int s = kt % STAGES;
+      if (kt >= STAGES) mbar_wait(empty(s), (kt / STAGES - 1) & 1);
+      mbar_expect_tx(full(s), A_BYTES + B_BYTES);
+      load(s, kt);
+    }
+  }
+  /* a consumer: wait until k-tile kt has landed */
+  __device__ void wait (int kt) const { mbar_wait(full(kt % STAGES), (kt / STAGES) & 1); }
+};
+
+/* }====================================================== */
+
+/* {====================================================== tf32: wgmma */
 
 extern "C" __global__ void __launch_bounds__(384, 1)
 culua_matmul_tf32_wgmma (int M, int N, int K, float alpha, const __grid_constant__ culua_tmap tmA,
                          const __grid_constant__ culua_tmap tmB, float beta, float *C) {
-  constexpr int STAGES = CULUA_SM90_STAGES, BM = 256, BN = 128, BK = 32, GROUP = 8;
+  constexpr int BM = 256, BN = 128, BK = 32;
   constexpr int A_BYTES = BM * BK * 4, B_BYTES = BK * BN * 4;
   extern __shared__ unsigned char smem_raw[];
-  /* 128-byte swizzle repeats every 1024 bytes: tiles start on that boundary */
-  const unsigned base = (smem_u32(smem_raw) + 1023) & ~1023u;
-  const unsigned abase = base, bbase = base + STAGES * A_BYTES, bars = bbase + STAGES * B_BYTES;
-  const int tid = threadIdx.x;
-  /* groups of GROUP tile rows walk the columns together, so B's columns are
-  ** read from L2 once per group rather than once per tile row */
-  const int tm = (M + BM - 1) / BM, tn = (N + BN - 1) / BN, b = blockIdx.x;
-  const int first = b / (GROUP * tn) * GROUP, gs = min(GROUP, tm - first), r = b % (GROUP * tn);
-  const int n0 = (r / gs) * BN, m0 = (first + r % gs) * BM;
-  const int KT = (K + BK - 1) / BK;
-#define FULL(s) (bars + 8 * (s))
-#define EMPTY(s) (bars + 8 * (STAGES + (s)))
-
-  if (tid == 0) {
-    for (int s = 0; s < STAGES; s++) {
-      mbar_init(FULL(s), 1);     /* the producer's expect_tx */
-      mbar_init(EMPTY(s), 2);    /* one arrival per consumer warpgroup */
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  }
-  __syncthreads();
+  const Ring<CULUA_SM90_STAGES, A_BYTES, B_BYTES> ring(smem_raw);
+  const int tid = threadIdx.x, KT = (K + BK - 1) / BK;
+  int m0, n0;
+  tile_origin<BM, BN>(M, N, m0, n0);
+  ring.init(2);   /* one arrival per consumer warpgroup */
 
   if (tid < 128) {   /* the producer: one thread issues every copy */
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
     if (tid == 0)
-      for (int kt = 0; kt < KT; kt++) {
-        const int s = kt % STAGES, k0 = kt * BK;
-        if (kt >= STAGES) mbar_wait(EMPTY(s), (kt / STAGES - 1) & 1);
-        mbar_expect_tx(FULL(s), A_BYTES + B_BYTES);
-        tma_load(abase + s * A_BYTES, &tmA, FULL(s), k0, m0);
+      ring.produce(KT, [&] (int s, int kt) {
+        tma_load(ring.abuf(s), &tmA, ring.full(s), kt * BK, m0);
         for (int q = 0; q < BN / 32; q++)   /* B in 32-column panels: a swizzled row is 128 bytes */
-          tma_load(bbase + s * B_BYTES + q * (B_BYTES / 4), &tmB, FULL(s), n0 + 32 * q, k0);
-      }
+          tma_load(ring.bbuf(s) + q * (B_BYTES / 4), &tmB, ring.full(s), n0 + 32 * q, kt * BK);
+      });
     return;
   }
 
@@ -173,9 +234,9 @@ culua_matmul_tf32_wgmma (int M, int N, int K, float alpha, const __grid_constant
     return (n >> 5) * (B_BYTES / 4) + k * 128 + ((((n & 31) >> 2) ^ (k & 7)) << 4) + ((n & 3) << 2);
   };
   for (int kt = 0; kt < KT; kt++) {
-    const int s = kt % STAGES;
-    mbar_wait(FULL(s), (kt / STAGES) & 1);
-    const unsigned as = abase + s * A_BYTES, bs = bbase + s * B_BYTES;
+    const int s = kt % CULUA_SM90_STAGES;
+    ring.wait(kt);
+    const unsigned as = ring.abuf(s), bs = ring.bbuf(s);
     unsigned a[4][4];
 #pragma unroll
     for (int kk = 0; kk < 4; kk++) {   /* m16n8k8 fragment layout: rows g, g + 8; columns t, t + 4 */
@@ -192,10 +253,8 @@ culua_matmul_tf32_wgmma (int M, int N, int K, float alpha, const __grid_constant
     /* waiting for all (not all but one) keeps ptxas from serializing: the
     ** next fragments are written while no wgmma is in flight */
     asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-    if ((ct & 127) == 0) mbar_arrive(EMPTY(s));
+    if ((ct & 127) == 0) mbar_arrive(ring.empty(s));
   }
-#undef FULL
-#undef EMPTY
 
   /* accumulator 4j + q: C^T row r0 (+8 for q >= 2), column 8j + 2t (+1 for odd q) */
   const int n = n0 + r0;
@@ -204,11 +263,91 @@ culua_matmul_tf32_wgmma (int M, int N, int K, float alpha, const __grid_constant
 #pragma unroll
     for (int q = 0; q < 4; q++) {
       const int nn = n + (q >= 2 ? 8 : 0), mm = m0 + 8 * j + 2 * t + (q & 1);
-      if (mm < M && nn < N) {
-        const size_t idx = (size_t)mm * N + nn;
-        C[idx] = beta == 0.0f ? alpha * d[4 * j + q] : alpha * d[4 * j + q] + beta * C[idx];
+      if (mm < M && nn < N) store_c(C, (size_t)mm * N + nn, alpha, d[4 * j + q], beta);
+    }
+}
+
+/* }====================================================== */
+
+
+/* {====================================================== fast: FFMA */
+
+extern "C" __global__ void __launch_bounds__(384, 1)
+culua_matmul_fast_tma (int M, int N, int K, float alpha, const __grid_constant__ culua_tmap tmA,
+                       const __grid_constant__ culua_tmap tmB, float beta, float *C) {
+  constexpr int BM = 128, BN = 256, BK = 32;
+  constexpr int A_BYTES = BM * BK * 4, B_BYTES = BK * BN * 4;
+  extern __shared__ unsigned char smem_raw[];
+  const Ring<CULUA_SM90_STAGES, A_BYTES, B_BYTES> ring(smem_raw);
+  const int tid = threadIdx.x, KT = (K + BK - 1) / BK;
+  int m0, n0;
+  tile_origin<BM, BN>(M, N, m0, n0);
+  ring.init(8);   /* one arrival per consumer warp */
+
+  if (tid < 128) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+    if (tid == 0)
+      ring.produce(KT, [&] (int s, int kt) {
+        tma_load(ring.abuf(s), &tmA, ring.full(s), kt * BK, m0);
+        tma_load(ring.bbuf(s), &tmB, ring.full(s), n0, kt * BK);   /* two 128-column halves */
+        tma_load(ring.bbuf(s) + B_BYTES / 2, &tmB, ring.full(s), n0 + 128, kt * BK);
+      });
+    return;
+  }
+
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+  /* 8 warps as 2 x 4 of 64 x 64; a thread: rows lm + 8i, columns 4ln + 16j (+0..3).
+  ** The 8 lanes of a quarter-warp read 8 rows of A whose swizzled chunks differ,
+  ** and one 16-byte piece of B (a broadcast): no bank conflicts. */
+  const int ct = tid - 128, warp = ct >> 5, lane = ct & 31, lm = lane & 7, ln = lane >> 3;
+  const int wm = (warp >> 2) * 64, wn = (warp & 3) * 64;
+  float acc[8][16];
+#pragma unroll
+  for (int i = 0; i < 8; i++)
+#pragma unroll
+    for (int j = 0; j < 16; j++) acc[i][j] = 0.0f;
+  for (int kt = 0; kt < KT; kt++) {
+    const int s = kt % CULUA_SM90_STAGES;
+    ring.wait(kt);
+    const unsigned as = ring.abuf(s), bs = ring.bbuf(s);
+#pragma unroll
+    for (int kc = 0; kc < BK / 4; kc++) {   /* 4 k at a time: one 16-byte chunk of each A row */
+      float4 a[8];
+#pragma unroll
+      for (int i = 0; i < 8; i++) {
+        const int m = wm + lm + 8 * i;
+        a[i] = lds4(as + m * 128 + ((kc ^ (m & 7)) << 4));
+      }
+#pragma unroll
+      for (int kk = 0; kk < 4; kk++) {
+        const int k = kc * 4 + kk;
+        float bv[16];
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+          const int n = wn + ln * 4 + 16 * j;
+          const float4 v = lds4(bs + (n >> 7) * (B_BYTES / 2) + (k * 128 + (n & 127)) * 4);
+          bv[4 * j] = v.x; bv[4 * j + 1] = v.y; bv[4 * j + 2] = v.z; bv[4 * j + 3] = v.w;
+        }
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+          const float av = kk == 0 ? a[i].x : kk == 1 ? a[i].y : kk == 2 ? a[i].z : a[i].w;
+#pragma unroll
+          for (int j = 0; j < 16; j++) acc[i][j] = fmaf(av, bv[j], acc[i][j]);
+        }
       }
     }
+    __syncwarp();
+    if (lane == 0) mbar_arrive(ring.empty(s));
+  }
+#pragma unroll
+  for (int i = 0; i < 8; i++) {
+    const int m = m0 + wm + lm + 8 * i;
+#pragma unroll
+    for (int j = 0; j < 16; j++) {
+      const int n = n0 + wn + ln * 4 + 16 * (j >> 2) + (j & 3);
+      if (m < M && n < N) store_c(C, (size_t)m * N + n, alpha, acc[i][j], beta);
+    }
+  }
 }
 
 /* }====================================================== */

@@ -142,32 +142,41 @@ local function matmul_plan(fname, variant, t, m, n, A, B, opts)
   return vec and "culua_matmul_fast_f32_vec" or "culua_matmul_fast_f32", nil, {ceil_div(n, 128), ceil_div(m, 128)}, {256}
 end
 
--- tf32 on compute capability 9.0: kernels/matmul_sm90.cu (wgmma fed by TMA),
--- when TMA can address the operands: 2-D arrays, K and N multiples of 4,
--- 16-byte aligned bases. Elsewhere tf32 is matmul.cu's mma.sync kernel.
-local SM90_SHARED = 4 * (256 * 128 + 32 * 128 * 4) + 2 * 4 * 8 + 1024   -- CULUA_SM90_SHARED
+-- fast and tf32 in float32 on compute capability 9.0: kernels/matmul_sm90.cu
+-- (TMA-fed, warp-specialized; tf32 on wgmma), when TMA can address the
+-- operands: 2-D arrays, K and N multiples of 4, 16-byte aligned bases.
+-- Elsewhere they are matmul.cu's kernels.
+local STAGE_BARS = 2 * 4 * 8 + 1024   -- CULUA_SM90_STAGES = 4: two mbarriers a stage, 1024 for alignment
+local sm90 = {
+  tf32 = {kernel = "culua_matmul_tf32_wgmma", bm = 256, bn = 128, abox = {256, 32, 128}, bbox = {32, 32, 128},
+          shared = 4 * (256 * 128 + 32 * 128 * 4) + STAGE_BARS},   -- CULUA_SM90_SHARED
+  fast = {kernel = "culua_matmul_fast_tma", bm = 128, bn = 256, abox = {128, 32, 128}, bbox = {32, 128, 0},
+          shared = 4 * (128 * 32 * 4 + 32 * 256 * 4) + STAGE_BARS},   -- CULUA_SM90_FAST_SHARED
+}
 local sm90_ready = setmetatable({}, {__mode = "k"})
 
-local function use_sm90(A, B, m, n, k, opts)
+local function use_sm90(variant, t, A, B, m, n, k, opts)
   local dev = A.device
-  return opts.wgmma ~= false and dev.major == 9 and dev.minor == 0 and #A.shape == 2 and #B.shape == 2
-         and m > 0 and k % 4 == 0 and n % 4 == 0 and A.ptr % 16 == 0 and B.ptr % 16 == 0
+  return sm90[variant] and t == "f32" and opts.tma ~= false and dev.major == 9 and dev.minor == 0
+         and #A.shape == 2 and #B.shape == 2 and m > 0 and k % 4 == 0 and n % 4 == 0
+         and A.ptr % 16 == 0 and B.ptr % 16 == 0
 end
 
-local function matmul_sm90(A, B, Cm, m, n, k, opts)
-  local kern = catalog.kernel("matmul_sm90", "culua_matmul_tf32_wgmma", nil, A.device)
+local function matmul_sm90(plan, A, B, Cm, m, n, k, opts)
+  local kern = catalog.kernel("matmul_sm90", plan.kernel, nil, A.device)
   if not sm90_ready[kern] then
-    kern:set_max_dynamic_shared(SM90_SHARED)
+    kern:set_max_dynamic_shared(plan.shared)
     sm90_ready[kern] = true
   end
-  kern:launch({grid = ceil_div(m, 256) * ceil_div(n, 128), block = 384, shared = SM90_SHARED, stream = opts.stream},
-              m, n, k, opts.alpha or 1.0, A:tensor_map(256, 32, 128), B:tensor_map(32, 32, 128), opts.beta or 0.0, Cm)
+  kern:launch({grid = ceil_div(m, plan.bm) * ceil_div(n, plan.bn), block = 384, shared = plan.shared, stream = opts.stream},
+              m, n, k, opts.alpha or 1.0, A:tensor_map(table.unpack(plan.abox)), B:tensor_map(table.unpack(plan.bbox)),
+              opts.beta or 0.0, Cm)
   return Cm
 end
 
 -- cuda.catalog.matmul(A, B, C [, opts]) -> C = alpha*A*B + beta*C
 --   opts: variant ("fast"), alpha (1), beta (0), unroll, tile, block, threads,
---         m, n, k (for 1-D arrays), stream, wgmma (tf32: false keeps mma.sync)
+--         m, n, k (for 1-D arrays), stream, tma (false: not the sm_90a kernels)
 function catalog.matmul(A, B, Cm, opts)
   local fname = "matmul"
   opts = opts or {}
@@ -190,8 +199,8 @@ function catalog.matmul(A, B, Cm, opts)
   if t == "f64" and not (variant == "naive" or variant == "tiled" or variant == "fast") then
     fail(fname, "variant '%s' is float32 only (float64: naive, tiled, fast)", variant)
   end
-  if opts.wgmma ~= nil and type(opts.wgmma) ~= "boolean" then fail(fname, "wgmma must be a boolean, got %s", type(opts.wgmma)) end
-  if variant == "tf32" and use_sm90(A, B, m, n, k, opts) then return matmul_sm90(A, B, Cm, m, n, k, opts) end
+  if opts.tma ~= nil and type(opts.tma) ~= "boolean" then fail(fname, "tma must be a boolean, got %s", type(opts.tma)) end
+  if use_sm90(variant, t, A, B, m, n, k, opts) then return matmul_sm90(sm90[variant], A, B, Cm, m, n, k, opts) end
   local name, defines, grid, block = matmul_plan(fname, variant, t, m, n, A, B, {unroll = opts.unroll, tile = opts.tile, block = opts.block, threads = opts.threads, k = k, cptr = Cm.ptr})
   local kern = catalog.kernel("matmul", name, defines, A.device)
   kern:launch({grid = grid, block = block, stream = opts.stream}, m, n, k, opts.alpha or 1.0, A, B, opts.beta or 0.0, Cm)
@@ -305,7 +314,7 @@ function catalog.list()
       variants = matmul_variants,
       dtypes = {float32 = matmul_variants, float64 = {"naive", "tiled", "fast"}},
       knobs = {unroll = unrolls, tile = {8, 16, 32}, block = "naive: square side 1..32", threads = "row/column: 1..1024",
-               wgmma = "tf32 on compute capability 9.0: false keeps the mma.sync kernel"},
+               tma = "fast and tf32 (float32) on compute capability 9.0: false keeps the kernels of other devices"},
       default = "fast",
     },
     barrier = {kinds = barrier.kinds, experiment = xpx_kinds},

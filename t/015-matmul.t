@@ -49,15 +49,18 @@ for _, s in ipairs{{128, 128, 128}, {257, 255, 131}, {4096 // 8, 4096 // 8, 4096
   check(mm(A, B, Cd:fill(0 / 0), {variant = "tf32"}), R, 5e-3, ("tf32 %dx%dx%d"):format(s[1], s[3], s[2]))
 end
 
--- tf32 on compute capability 9.0 takes the wgmma kernel when TMA can address
--- the operands: partial tiles in every dimension, K over several turns of the
--- 4-stage ring, beta; wgmma = false keeps the mma.sync kernel
-for _, s in ipairs{{4, 4, 4}, {1001, 1000, 1004}, {257, 132, 36}, {300, 516, 2052}} do
+-- fast and tf32 on compute capability 9.0 take the TMA-fed kernels when TMA can
+-- address the operands: partial tiles in every dimension, K over several turns
+-- of the 4-stage ring, beta; tma = false keeps the other kernels
+local hopper = (dev.major == 9 and dev.minor == 0) and " (TMA)" or ""
+for _, s in ipairs{{4, 4, 4}, {1001, 1000, 1004}, {257, 132, 36}, {300, 516, 2052}, {129, 260, 100}} do
   local m, n, k = s[1], s[2], s[3]
   local A, B, Cd, R = problem("float32", m, n, k, 11)
-  local tag = ("tf32 %dx%dx%d"):format(m, k, n)
-  check(mm(A, B, Cd:fill(0 / 0), {variant = "tf32"}), R, 5e-3, tag .. (dev.major == 9 and " (wgmma)" or ""))
-  check(mm(A, B, Cd:fill(0 / 0), {variant = "tf32", wgmma = false}), R, 5e-3, tag .. " (mma.sync)")
+  local tag = ("%dx%dx%d"):format(m, k, n)
+  check(mm(A, B, Cd:fill(0 / 0), {variant = "tf32"}), R, 5e-3, "tf32 " .. tag .. hopper)
+  check(mm(A, B, Cd:fill(0 / 0), {variant = "tf32", tma = false}), R, 5e-3, "tf32 " .. tag .. " (mma.sync)")
+  check(mm(A, B, Cd:fill(0 / 0), {variant = "fast"}), R, f32, "fast " .. tag .. hopper)
+  check(mm(A, B, Cd:fill(0 / 0), {variant = "fast", tma = false}), R, f32, "fast " .. tag .. " (registers)")
 end
 do
   local m, n, k = 260, 136, 68
@@ -69,6 +72,8 @@ do
   ref(hA, hB, R, -1.5, 0.25)
   local Cd = cuda.array("float32", {m, n}):copy_from(hC)
   check(mm(A, B, Cd, {variant = "tf32", alpha = -1.5, beta = 0.25}), R, 5e-3, "tf32 260x68x136: alpha -1.5, beta 0.25")
+  Cd:copy_from(hC)
+  check(mm(A, B, Cd, {variant = "fast", alpha = -1.5, beta = 0.25}), R, f32, "fast 260x68x136: alpha -1.5, beta 0.25")
 end
 
 -- float64
@@ -140,7 +145,7 @@ local bad = {
    "variant 'tf32' is float32 only", "tf32 in float64"},
   {function () mm(cuda.array("float32", 12), B, Cd) end, "A is 1%-D %(12 elements%): make it 2%-D, or give m, n and k", "1-D without dims"},
   {function () mm(A, B, Cd, 5) end, "opts must be a table, got number", "opts not a table"},
-  {function () mm(A, B, Cd, {variant = "tf32", wgmma = 1}) end, "wgmma must be a boolean, got number", "wgmma not a boolean"},
+  {function () mm(A, B, Cd, {variant = "tf32", tma = 1}) end, "tma must be a boolean, got number", "tma not a boolean"},
 }
 for _, b in ipairs(bad) do
   local ok, err = pcall(b[1])
