@@ -196,6 +196,33 @@ struct Ring {
   __device__ void wait (int kt) const { mbar_wait(full(kt % STAGES), (kt / STAGES) & 1); }
 };
 
+
+/*
+** What both kernels share: a BM x BN x 32 tile of C, a ring of 4 stages
+** (ARRIVALS releases free a stage), warpgroup 0 the producer (one thread
+** calls load(ring, stage, k-tile, m0, n0) for each k-tile), warpgroups 1
+** and 2 the consumers (consume(ring, m0, n0, k-tiles)), with their
+** registers taken from the producer by setmaxnreg.
+*/
+template <int BM, int BN, int ARRIVALS, class Load, class Consume>
+__device__ __forceinline__ void pipeline (int M, int N, int K, Load load, Consume consume) {
+  constexpr int BK = 32;
+  extern __shared__ unsigned char smem_raw[];
+  const Ring<CULUA_SM90_STAGES, BM * BK * 4, BK * BN * 4> ring(smem_raw);
+  const int KT = (K + BK - 1) / BK;
+  int m0, n0;
+  tile_origin<BM, BN>(M, N, m0, n0);
+  ring.init(ARRIVALS);
+  if (threadIdx.x < 128) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+    if (threadIdx.x == 0)
+      ring.produce(KT, [&] (int s, int kt) { load(ring, s, kt, m0, n0); });
+    return;
+  }
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+  consume(ring, m0, n0, KT);
+}
+
 /* }====================================================== */
 
 /* {====================================================== tf32: wgmma */
@@ -203,68 +230,54 @@ struct Ring {
 extern "C" __global__ void __launch_bounds__(384, 1)
 culua_matmul_tf32_wgmma (int M, int N, int K, float alpha, const __grid_constant__ culua_tmap tmA,
                          const __grid_constant__ culua_tmap tmB, float beta, float *C) {
-  constexpr int BM = 256, BN = 128, BK = 32;
-  constexpr int A_BYTES = BM * BK * 4, B_BYTES = BK * BN * 4;
-  extern __shared__ unsigned char smem_raw[];
-  const Ring<CULUA_SM90_STAGES, A_BYTES, B_BYTES> ring(smem_raw);
-  const int tid = threadIdx.x, KT = (K + BK - 1) / BK;
-  int m0, n0;
-  tile_origin<BM, BN>(M, N, m0, n0);
-  ring.init(2);   /* one arrival per consumer warpgroup */
-
-  if (tid < 128) {   /* the producer: one thread issues every copy */
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
-    if (tid == 0)
-      ring.produce(KT, [&] (int s, int kt) {
-        tma_load(ring.abuf(s), &tmA, ring.full(s), kt * BK, m0);
-        for (int q = 0; q < BN / 32; q++)   /* B in 32-column panels: a swizzled row is 128 bytes */
-          tma_load(ring.bbuf(s) + q * (B_BYTES / 4), &tmB, ring.full(s), n0 + 32 * q, kt * BK);
-      });
-    return;
-  }
-
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
-  const int ct = tid - 128, wg = ct >> 7, warp = (ct >> 5) & 3, lane = ct & 31, g = lane >> 2, t = lane & 3;
-  const int r0 = wg * 64 + warp * 16 + g;    /* the tile column of fragment rows r0 and r0 + 8 */
-  float d[BM / 2];
+  constexpr int BM = 256, BN = 128, B_BYTES = 32 * BN * 4;
+  pipeline<BM, BN, 2>(M, N, K, [&] (const auto &ring, int s, int kt, int m0, int n0) {
+    tma_load(ring.abuf(s), &tmA, ring.full(s), kt * 32, m0);
+    for (int q = 0; q < BN / 32; q++)   /* B in 32-column panels: a swizzled row is 128 bytes */
+      tma_load(ring.bbuf(s) + q * (B_BYTES / 4), &tmB, ring.full(s), n0 + 32 * q, kt * 32);
+  }, [&] (const auto &ring, int m0, int n0, int KT) {   /* one release per consumer warpgroup */
+    const int ct = threadIdx.x - 128, wg = ct >> 7, warp = (ct >> 5) & 3, lane = ct & 31, g = lane >> 2, t = lane & 3;
+    const int r0 = wg * 64 + warp * 16 + g;    /* the tile column of fragment rows r0 and r0 + 8 */
+    float d[BM / 2];
 #pragma unroll
-  for (int i = 0; i < BM / 2; i++) d[i] = 0.0f;
-  /* element (k, n) of B's tile: panel n / 32, row k, 16-byte chunk swizzled by k % 8 */
-  auto boff = [] (int k, int n) {
-    return (n >> 5) * (B_BYTES / 4) + k * 128 + ((((n & 31) >> 2) ^ (k & 7)) << 4) + ((n & 3) << 2);
-  };
-  for (int kt = 0; kt < KT; kt++) {
-    const int s = kt % CULUA_SM90_STAGES;
-    ring.wait(kt);
-    const unsigned as = ring.abuf(s), bs = ring.bbuf(s);
-    unsigned a[4][4];
+    for (int i = 0; i < BM / 2; i++) d[i] = 0.0f;
+    /* element (k, n) of B's tile: panel n / 32, row k, 16-byte chunk swizzled by k % 8 */
+    auto boff = [] (int k, int n) {
+      return (n >> 5) * (B_BYTES / 4) + k * 128 + ((((n & 31) >> 2) ^ (k & 7)) << 4) + ((n & 3) << 2);
+    };
+    for (int kt = 0; kt < KT; kt++) {
+      const int s = kt % CULUA_SM90_STAGES;
+      ring.wait(kt);
+      const unsigned as = ring.abuf(s), bs = ring.bbuf(s);
+      unsigned a[4][4];
 #pragma unroll
-    for (int kk = 0; kk < 4; kk++) {   /* m16n8k8 fragment layout: rows g, g + 8; columns t, t + 4 */
-      const int k = kk * 8 + t;
-      a[kk][0] = to_tf32(lds(bs + boff(k, r0)));
-      a[kk][1] = to_tf32(lds(bs + boff(k, r0 + 8)));
-      a[kk][2] = to_tf32(lds(bs + boff(k + 4, r0)));
-      a[kk][3] = to_tf32(lds(bs + boff(k + 4, r0 + 8)));
+      for (int kk = 0; kk < 4; kk++) {   /* m16n8k8 fragment layout: rows g, g + 8; columns t, t + 4 */
+        const int k = kk * 8 + t;
+        a[kk][0] = to_tf32(lds(bs + boff(k, r0)));
+        a[kk][1] = to_tf32(lds(bs + boff(k, r0 + 8)));
+        a[kk][2] = to_tf32(lds(bs + boff(k + 4, r0)));
+        a[kk][3] = to_tf32(lds(bs + boff(k + 4, r0 + 8)));
+      }
+      asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+      for (int kk = 0; kk < 4; kk++) wgmma_m64n256k8(d, a[kk], desc_k128(as + kk * 32));
+      asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+      /* waiting for all (not all but one) keeps ptxas from serializing: the
+      ** next fragments are written while no wgmma is in flight */
+      asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+      if ((ct & 127) == 0) mbar_arrive(ring.empty(s));
     }
-    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-#pragma unroll
-    for (int kk = 0; kk < 4; kk++) wgmma_m64n256k8(d, a[kk], desc_k128(as + kk * 32));
-    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-    /* waiting for all (not all but one) keeps ptxas from serializing: the
-    ** next fragments are written while no wgmma is in flight */
-    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-    if ((ct & 127) == 0) mbar_arrive(ring.empty(s));
-  }
 
-  /* accumulator 4j + q: C^T row r0 (+8 for q >= 2), column 8j + 2t (+1 for odd q) */
-  const int n = n0 + r0;
+    /* accumulator 4j + q: C^T row r0 (+8 for q >= 2), column 8j + 2t (+1 for odd q) */
+    const int n = n0 + r0;
 #pragma unroll
-  for (int j = 0; j < BM / 8; j++)
+    for (int j = 0; j < BM / 8; j++)
 #pragma unroll
-    for (int q = 0; q < 4; q++) {
-      const int nn = n + (q >= 2 ? 8 : 0), mm = m0 + 8 * j + 2 * t + (q & 1);
-      if (mm < M && nn < N) store_c(C, (size_t)mm * N + nn, alpha, d[4 * j + q], beta);
-    }
+      for (int q = 0; q < 4; q++) {
+        const int nn = n + (q >= 2 ? 8 : 0), mm = m0 + 8 * j + 2 * t + (q & 1);
+        if (mm < M && nn < N) store_c(C, (size_t)mm * N + nn, alpha, d[4 * j + q], beta);
+      }
+  });
 }
 
 /* }====================================================== */
@@ -275,79 +288,65 @@ culua_matmul_tf32_wgmma (int M, int N, int K, float alpha, const __grid_constant
 extern "C" __global__ void __launch_bounds__(384, 1)
 culua_matmul_fast_tma (int M, int N, int K, float alpha, const __grid_constant__ culua_tmap tmA,
                        const __grid_constant__ culua_tmap tmB, float beta, float *C) {
-  constexpr int BM = 128, BN = 256, BK = 32;
-  constexpr int A_BYTES = BM * BK * 4, B_BYTES = BK * BN * 4;
-  extern __shared__ unsigned char smem_raw[];
-  const Ring<CULUA_SM90_STAGES, A_BYTES, B_BYTES> ring(smem_raw);
-  const int tid = threadIdx.x, KT = (K + BK - 1) / BK;
-  int m0, n0;
-  tile_origin<BM, BN>(M, N, m0, n0);
-  ring.init(8);   /* one arrival per consumer warp */
-
-  if (tid < 128) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
-    if (tid == 0)
-      ring.produce(KT, [&] (int s, int kt) {
-        tma_load(ring.abuf(s), &tmA, ring.full(s), kt * BK, m0);
-        tma_load(ring.bbuf(s), &tmB, ring.full(s), n0, kt * BK);   /* two 128-column halves */
-        tma_load(ring.bbuf(s) + B_BYTES / 2, &tmB, ring.full(s), n0 + 128, kt * BK);
-      });
-    return;
-  }
-
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
-  /* 8 warps as 2 x 4 of 64 x 64; a thread: rows lm + 8i, columns 4ln + 16j (+0..3).
-  ** The 8 lanes of a quarter-warp read 8 rows of A whose swizzled chunks differ,
-  ** and one 16-byte piece of B (a broadcast): no bank conflicts. */
-  const int ct = tid - 128, warp = ct >> 5, lane = ct & 31, lm = lane & 7, ln = lane >> 3;
-  const int wm = (warp >> 2) * 64, wn = (warp & 3) * 64;
-  float acc[8][16];
+  constexpr int BM = 128, BN = 256, BK = 32, B_BYTES = BK * BN * 4;
+  pipeline<BM, BN, 8>(M, N, K, [&] (const auto &ring, int s, int kt, int m0, int n0) {
+    tma_load(ring.abuf(s), &tmA, ring.full(s), kt * BK, m0);
+    tma_load(ring.bbuf(s), &tmB, ring.full(s), n0, kt * BK);   /* two 128-column halves */
+    tma_load(ring.bbuf(s) + B_BYTES / 2, &tmB, ring.full(s), n0 + 128, kt * BK);
+  }, [&] (const auto &ring, int m0, int n0, int KT) {   /* one release per consumer warp */
+    /* 8 warps as 2 x 4 of 64 x 64; a thread: rows lm + 8i, columns 4ln + 16j (+0..3).
+    ** The 8 lanes of a quarter-warp read 8 rows of A whose swizzled chunks differ,
+    ** and one 16-byte piece of B (a broadcast): no bank conflicts. */
+    const int ct = threadIdx.x - 128, warp = ct >> 5, lane = ct & 31, lm = lane & 7, ln = lane >> 3;
+    const int wm = (warp >> 2) * 64, wn = (warp & 3) * 64;
+    float acc[8][16];
 #pragma unroll
-  for (int i = 0; i < 8; i++)
+    for (int i = 0; i < 8; i++)
 #pragma unroll
-    for (int j = 0; j < 16; j++) acc[i][j] = 0.0f;
-  for (int kt = 0; kt < KT; kt++) {
-    const int s = kt % CULUA_SM90_STAGES;
-    ring.wait(kt);
-    const unsigned as = ring.abuf(s), bs = ring.bbuf(s);
+      for (int j = 0; j < 16; j++) acc[i][j] = 0.0f;
+    for (int kt = 0; kt < KT; kt++) {
+      const int s = kt % CULUA_SM90_STAGES;
+      ring.wait(kt);
+      const unsigned as = ring.abuf(s), bs = ring.bbuf(s);
 #pragma unroll
-    for (int kc = 0; kc < BK / 4; kc++) {   /* 4 k at a time: one 16-byte chunk of each A row */
-      float4 a[8];
-#pragma unroll
-      for (int i = 0; i < 8; i++) {
-        const int m = wm + lm + 8 * i;
-        a[i] = lds4(as + m * 128 + ((kc ^ (m & 7)) << 4));
-      }
-#pragma unroll
-      for (int kk = 0; kk < 4; kk++) {
-        const int k = kc * 4 + kk;
-        float bv[16];
-#pragma unroll
-        for (int j = 0; j < 4; j++) {
-          const int n = wn + ln * 4 + 16 * j;
-          const float4 v = lds4(bs + (n >> 7) * (B_BYTES / 2) + (k * 128 + (n & 127)) * 4);
-          bv[4 * j] = v.x; bv[4 * j + 1] = v.y; bv[4 * j + 2] = v.z; bv[4 * j + 3] = v.w;
-        }
+      for (int kc = 0; kc < BK / 4; kc++) {   /* 4 k at a time: one 16-byte chunk of each A row */
+        float4 a[8];
 #pragma unroll
         for (int i = 0; i < 8; i++) {
-          const float av = kk == 0 ? a[i].x : kk == 1 ? a[i].y : kk == 2 ? a[i].z : a[i].w;
+          const int m = wm + lm + 8 * i;
+          a[i] = lds4(as + m * 128 + ((kc ^ (m & 7)) << 4));
+        }
 #pragma unroll
-          for (int j = 0; j < 16; j++) acc[i][j] = fmaf(av, bv[j], acc[i][j]);
+        for (int kk = 0; kk < 4; kk++) {
+          const int k = kc * 4 + kk;
+          float bv[16];
+#pragma unroll
+          for (int j = 0; j < 4; j++) {
+            const int n = wn + ln * 4 + 16 * j;
+            const float4 v = lds4(bs + (n >> 7) * (B_BYTES / 2) + (k * 128 + (n & 127)) * 4);
+            bv[4 * j] = v.x; bv[4 * j + 1] = v.y; bv[4 * j + 2] = v.z; bv[4 * j + 3] = v.w;
+          }
+#pragma unroll
+          for (int i = 0; i < 8; i++) {
+            const float av = kk == 0 ? a[i].x : kk == 1 ? a[i].y : kk == 2 ? a[i].z : a[i].w;
+#pragma unroll
+            for (int j = 0; j < 16; j++) acc[i][j] = fmaf(av, bv[j], acc[i][j]);
+          }
         }
       }
+      __syncwarp();
+      if (lane == 0) mbar_arrive(ring.empty(s));
     }
-    __syncwarp();
-    if (lane == 0) mbar_arrive(ring.empty(s));
-  }
 #pragma unroll
-  for (int i = 0; i < 8; i++) {
-    const int m = m0 + wm + lm + 8 * i;
+    for (int i = 0; i < 8; i++) {
+      const int m = m0 + wm + lm + 8 * i;
 #pragma unroll
-    for (int j = 0; j < 16; j++) {
-      const int n = n0 + wn + ln * 4 + 16 * (j >> 2) + (j & 3);
-      if (m < M && n < N) store_c(C, (size_t)m * N + n, alpha, acc[i][j], beta);
+      for (int j = 0; j < 16; j++) {
+        const int n = n0 + wn + ln * 4 + 16 * (j >> 2) + (j & 3);
+        if (m < M && n < N) store_c(C, (size_t)m * N + n, alpha, acc[i][j], beta);
+      }
     }
-  }
+  });
 }
 
 /* }====================================================== */
