@@ -15,7 +15,7 @@
 ** keep the math units busy while others wait.
 **
 ** culua_matmul_tf32_wgmma: A in 256 x 32 boxes with the 128-byte swizzle, B
-** in 32 x 32 boxes with the 128-byte swizzle, CULUA_SM90_SHARED bytes.
+** in 32 x 32 boxes with the 128-byte swizzle, CULUA_SM90_SHARED(256, 128) bytes.
 **
 ** wgmma takes tf32 operands from shared memory only in K-major layout, and
 ** B is row-major (N-major). So the kernel computes C^T = B^T A^T: A's tile
@@ -25,16 +25,19 @@
 ** (128 accumulators a thread).
 **
 ** culua_matmul_fast_tma: FFMA, no tensor cores. A in 128 x 32 boxes with the
-** 128-byte swizzle, B in 32 x 128 boxes unswizzled, CULUA_SM90_FAST_SHARED
-** bytes. C's 128 x 256 tile, 8 x 16 a thread: TMA takes the staging loads,
+** 128-byte swizzle, B in 32 x 128 boxes unswizzled, CULUA_SM90_SHARED(128,
+** 256) bytes. C's 128 x 256 tile, 8 x 16 a thread: TMA takes the staging loads,
 ** stores and block barriers out of the FFMA warps.
 */
 
 #include <culua/common.cuh>
 
 #define CULUA_SM90_STAGES 4
-#define CULUA_SM90_SHARED (CULUA_SM90_STAGES * (256 * 128 + 32 * 128 * 4) + 2 * CULUA_SM90_STAGES * 8 + 1024)
-#define CULUA_SM90_FAST_SHARED (CULUA_SM90_STAGES * (128 * 32 * 4 + 32 * 256 * 4) + 2 * CULUA_SM90_STAGES * 8 + 1024)
+#define CULUA_SM90_BK 32
+/* the dynamic shared memory of a BM x BN tile's ring: its buffers, two
+** mbarriers a stage, and room to align the start to 1024 bytes */
+#define CULUA_SM90_SHARED(BM, BN) \
+  (CULUA_SM90_STAGES * ((BM) * CULUA_SM90_BK * 4 + CULUA_SM90_BK * (BN) * 4) + 2 * CULUA_SM90_STAGES * 8 + 1024)
 
 /* CUtensorMap without cuda.h: 128 opaque bytes, 64-byte aligned */
 struct __align__(64) culua_tmap { unsigned long long w[16]; };
@@ -192,8 +195,11 @@ struct Ring {
       load(s, kt);
     }
   }
-  /* a consumer: wait until k-tile kt has landed */
-  __device__ void wait (int kt) const { mbar_wait(full(kt % STAGES), (kt / STAGES) & 1); }
+  /* a consumer: wait until k-tile kt has landed; returns its stage */
+  __device__ int wait (int kt) const {
+    mbar_wait(full(kt % STAGES), (kt / STAGES) & 1);
+    return kt % STAGES;
+  }
 };
 
 
@@ -206,7 +212,7 @@ struct Ring {
 */
 template <int BM, int BN, int ARRIVALS, class Load, class Consume>
 __device__ __forceinline__ void pipeline (int M, int N, int K, Load load, Consume consume) {
-  constexpr int BK = 32;
+  constexpr int BK = CULUA_SM90_BK;
   extern __shared__ unsigned char smem_raw[];
   const Ring<CULUA_SM90_STAGES, BM * BK * 4, BK * BN * 4> ring(smem_raw);
   const int KT = (K + BK - 1) / BK;
@@ -230,11 +236,11 @@ __device__ __forceinline__ void pipeline (int M, int N, int K, Load load, Consum
 extern "C" __global__ void __launch_bounds__(384, 1)
 culua_matmul_tf32_wgmma (int M, int N, int K, float alpha, const __grid_constant__ culua_tmap tmA,
                          const __grid_constant__ culua_tmap tmB, float beta, float *C) {
-  constexpr int BM = 256, BN = 128, B_BYTES = 32 * BN * 4;
+  constexpr int BM = 256, BN = 128, BK = CULUA_SM90_BK, B_BYTES = BK * BN * 4;
   pipeline<BM, BN, 2>(M, N, K, [&] (const auto &ring, int s, int kt, int m0, int n0) {
-    tma_load(ring.abuf(s), &tmA, ring.full(s), kt * 32, m0);
+    tma_load(ring.abuf(s), &tmA, ring.full(s), kt * BK, m0);
     for (int q = 0; q < BN / 32; q++)   /* B in 32-column panels: a swizzled row is 128 bytes */
-      tma_load(ring.bbuf(s) + q * (B_BYTES / 4), &tmB, ring.full(s), n0 + 32 * q, kt * 32);
+      tma_load(ring.bbuf(s) + q * (B_BYTES / 4), &tmB, ring.full(s), n0 + 32 * q, kt * BK);
   }, [&] (const auto &ring, int m0, int n0, int KT) {   /* one release per consumer warpgroup */
     const int ct = threadIdx.x - 128, wg = ct >> 7, warp = (ct >> 5) & 3, lane = ct & 31, g = lane >> 2, t = lane & 3;
     const int r0 = wg * 64 + warp * 16 + g;    /* the tile column of fragment rows r0 and r0 + 8 */
@@ -246,8 +252,7 @@ culua_matmul_tf32_wgmma (int M, int N, int K, float alpha, const __grid_constant
       return (n >> 5) * (B_BYTES / 4) + k * 128 + ((((n & 31) >> 2) ^ (k & 7)) << 4) + ((n & 3) << 2);
     };
     for (int kt = 0; kt < KT; kt++) {
-      const int s = kt % CULUA_SM90_STAGES;
-      ring.wait(kt);
+      const int s = ring.wait(kt);
       const unsigned as = ring.abuf(s), bs = ring.bbuf(s);
       unsigned a[4][4];
 #pragma unroll
@@ -288,7 +293,7 @@ culua_matmul_tf32_wgmma (int M, int N, int K, float alpha, const __grid_constant
 extern "C" __global__ void __launch_bounds__(384, 1)
 culua_matmul_fast_tma (int M, int N, int K, float alpha, const __grid_constant__ culua_tmap tmA,
                        const __grid_constant__ culua_tmap tmB, float beta, float *C) {
-  constexpr int BM = 128, BN = 256, BK = 32, B_BYTES = BK * BN * 4;
+  constexpr int BM = 128, BN = 256, BK = CULUA_SM90_BK, B_BYTES = BK * BN * 4;
   pipeline<BM, BN, 8>(M, N, K, [&] (const auto &ring, int s, int kt, int m0, int n0) {
     tma_load(ring.abuf(s), &tmA, ring.full(s), kt * BK, m0);
     tma_load(ring.bbuf(s), &tmB, ring.full(s), n0, kt * BK);   /* two 128-column halves */
@@ -305,8 +310,7 @@ culua_matmul_fast_tma (int M, int N, int K, float alpha, const __grid_constant__
 #pragma unroll
       for (int j = 0; j < 16; j++) acc[i][j] = 0.0f;
     for (int kt = 0; kt < KT; kt++) {
-      const int s = kt % CULUA_SM90_STAGES;
-      ring.wait(kt);
+      const int s = ring.wait(kt);
       const unsigned as = ring.abuf(s), bs = ring.bbuf(s);
 #pragma unroll
       for (int kc = 0; kc < BK / 4; kc++) {   /* 4 k at a time: one 16-byte chunk of each A row */

@@ -146,12 +146,14 @@ end
 -- (TMA-fed, warp-specialized; tf32 on wgmma), when TMA can address the
 -- operands: 2-D arrays, K and N multiples of 4, 16-byte aligned bases.
 -- Elsewhere they are matmul.cu's kernels.
-local STAGE_BARS = 2 * 4 * 8 + 1024   -- CULUA_SM90_STAGES = 4: two mbarriers a stage, 1024 for alignment
+local function sm90_shared(bm, bn)   -- CULUA_SM90_SHARED(BM, BN): 4 stages, BK = 32
+  return 4 * (bm * 32 * 4 + 32 * bn * 4) + 2 * 4 * 8 + 1024
+end
 local sm90 = {
   tf32 = {kernel = "culua_matmul_tf32_wgmma", bm = 256, bn = 128, abox = {256, 32, 128}, bbox = {32, 32, 128},
-          shared = 4 * (256 * 128 + 32 * 128 * 4) + STAGE_BARS},   -- CULUA_SM90_SHARED
+          shared = sm90_shared(256, 128)},
   fast = {kernel = "culua_matmul_fast_tma", bm = 128, bn = 256, abox = {128, 32, 128}, bbox = {32, 128, 0},
-          shared = 4 * (128 * 32 * 4 + 32 * 256 * 4) + STAGE_BARS},   -- CULUA_SM90_FAST_SHARED
+          shared = sm90_shared(128, 256)},
 }
 local sm90_ready = setmetatable({}, {__mode = "k"})
 
