@@ -5,8 +5,11 @@
 -- Part 2: 100 transforms, 10 times, as one launch with barriers inside (SKL)
 -- against two launches per transform (MKL), over the seed's grid of blocks x
 -- threads and its 1024-thread diagonal, as the seed's table of % gain of SKL.
+-- Part 1 uses the seed's phase, which reads X from global memory; part 2 by
+-- default the same sums with X staged in shared memory (see kernels/barrier.cu).
 --
---   ./culua examples/grid_barrier.lua [kind]     kind: grid (default), sense, seed, seed_asm, coop
+--   ./culua examples/grid_barrier.lua [kind [csv [phase]]]
+--     kind: grid (default), sense, seed, seed_asm, coop; phase: shared (default), global
 
 local cuda = require "cuda"
 if cuda.device_count() == 0 then
@@ -15,6 +18,7 @@ if cuda.device_count() == 0 then
 end
 local bar = cuda.catalog.barrier
 local best = arg and arg[1] or "grid"
+local phase_kind = arg and arg[3] or "shared"
 local dev = cuda.device()
 print(("%s, %d multiprocessors"):format(dev.name, dev:attribute("multiprocessor_count")))
 
@@ -29,7 +33,7 @@ local function phase(src, n)
 end
 
 -- {====================================================== part 1
-print("\nPart 1: one X -> P -> X transform, 4 blocks x 64 threads (the seed used 2 x 64)")
+print("\nPart 1: one X -> P -> X transform, 4 blocks x 64 threads (the seed used 2 x 64), the seed's phase")
 local blocks, threads = 4, 64
 local n = blocks * threads
 local h = cuda.host_array("float32", n):random(2024, -1, 1)
@@ -42,7 +46,7 @@ for _, kind in ipairs{"none", "block", "seed", "seed_asm", "sense", "grid", "coo
   for _ = 1, runs do
     X:copy_from(h)
     P:fill(0)
-    bar.xpx(kind, X, P, {blocks = blocks, threads = threads})
+    bar.xpx(kind, X, P, {blocks = blocks, threads = threads, phase = "global"})
     local got = X:totable()
     for j = 1, n do
       if got[j] ~= want[j] then
@@ -68,7 +72,7 @@ end
 -- run so (a grid barrier would wait forever, and culua refuses the launch)
 do
   local threads1 = 1024
-  local probe = cuda.catalog.kernel("barrier", "culua_xpx_grid")
+  local probe = cuda.catalog.kernel("barrier", "culua_xpx_grid_global")
   local waves = 2 * bar.max_grid(probe, threads1)
   local nn = waves * threads1
   local hh = cuda.host_array("float32", nn):random(7, -1, 1)
@@ -83,7 +87,7 @@ do
   for _, kind in ipairs{"none", "block"} do
     Xw:copy_from(hh)
     Pw:fill(0)
-    bar.xpx(kind, Xw, Pw, {blocks = waves, threads = threads1})
+    bar.xpx(kind, Xw, Pw, {blocks = waves, threads = threads1, phase = "global"})
     local got, wrong, groups, aligned = Xw:totable(), 0, {}, true
     for j = 1, nn do
       if got[j] ~= want1 then
@@ -102,7 +106,8 @@ end
 
 
 -- {====================================================== part 2
-print(("\nPart 2: 100 transforms x 10 repeats, SKL (one launch, %s barrier) vs MKL (200 launches)"):format(best))
+print(("\nPart 2: 100 transforms x 10 repeats, SKL (one launch, %s barrier) vs MKL (200 launches), %s phase")
+      :format(best, phase_kind))
 local transforms, reps = 100, 10
 
 local function time(fn)
@@ -115,8 +120,8 @@ local function compare(b, t)
   local Xs, Ps = cuda.array("float32", nn), cuda.array("float32", nn)
   local Xm, Pm = cuda.array("float32", nn), cuda.array("float32", nn)
   local state = bar.state()
-  local function run_skl() bar.xpx(best, Xs, Ps, {blocks = b, threads = t, transforms = transforms, state = state}) end
-  local function run_mkl() bar.mkl(Xm, Pm, {blocks = b, threads = t, transforms = transforms}) end
+  local function run_skl() bar.xpx(best, Xs, Ps, {blocks = b, threads = t, transforms = transforms, state = state, phase = phase_kind}) end
+  local function run_mkl() bar.mkl(Xm, Pm, {blocks = b, threads = t, transforms = transforms, phase = phase_kind}) end
   Xs:copy_from(x0); run_skl()
   Xm:copy_from(x0); run_mkl()
   local same = Xs:bytes() == Xm:bytes()    -- the same transforms, bit for bit

@@ -7,6 +7,15 @@
 ** One transform: every thread j sums all n elements of X into P[j] (scaled
 ** by 1/n), then, after the whole grid has written P, sums P into X[j]. With
 ** no grid barrier some threads read P before it is written.
+**
+** Each experiment kernel comes with two phases that add the same numbers in
+** the same order: culua_xpx_<kind>_global reads X straight from global
+** memory, as the seed's kernel does; culua_xpx_<kind> first stages it in
+** shared memory. The seed's loop makes a dependent global load per element:
+** after any barrier (or kernel boundary) the SM's L1 is cold, so every
+** 128-byte line costs a full L2 round trip, and that, not the barrier,
+** decided seed 001's experiment on an H100. Staged, a block fetches a chunk
+** with all its loads in flight at once and the sum runs from shared memory.
 */
 
 #include <cooperative_groups.h>
@@ -14,8 +23,18 @@
 
 namespace cg = cooperative_groups;
 
+#define CULUA_XPX_CHUNK 8192   /* floats staged at a time: 32 KiB of shared memory */
 
-__device__ __forceinline__ void phase (const float *src, float *dst, int n) {
+
+/*
+** The phases are functions, not inlined: SKL's kernels and MKL's run the
+** same machine code for them. Inlined, each kernel got its own schedule of
+** the summing loop, and those differed by up to 30% on an H100, more than
+** a barrier costs; which barrier "won" followed the code layout.
+*/
+
+/* the seed's phase: every thread reads all of src from global memory */
+__device__ __noinline__ void phase_global (const float *src, float *dst, int n) {
   int j = blockIdx.x * blockDim.x + threadIdx.x;
   float a = src[0];
   for (int k = 1; k < n; k++) a += src[k];
@@ -23,53 +42,64 @@ __device__ __forceinline__ void phase (const float *src, float *dst, int n) {
 }
 
 
+/*
+** The same sums, src staged in shared memory a chunk at a time by the whole
+** block. Every thread reads every element, so the sum reads four at a time:
+** one 32-bit broadcast read per element would make shared memory, not the
+** additions, the limit.
+*/
+__device__ __noinline__ void phase_shared (const float *src, float *dst, int n) {
+  __shared__ __align__(16) float buf[CULUA_XPX_CHUNK];
+  int j = blockIdx.x * blockDim.x + threadIdx.x;
+  float a = 0.0f;
+  for (int base = 0; base < n; base += CULUA_XPX_CHUNK) {
+    int m = min(CULUA_XPX_CHUNK, n - base), k = 0;
+    __syncthreads();   /* the previous chunk is summed by every thread */
+#pragma unroll 8
+    for (int i = threadIdx.x; i < m; i += blockDim.x) buf[i] = src[base + i];
+    __syncthreads();
+    if (base == 0) a = buf[k++];
+    for (; k < m && (k & 3); k++) a += buf[k];
+    for (; k + 4 <= m; k += 4) {   /* in order: a + x + y + z + w */
+      float4 v = *(const float4 *)&buf[k];
+      a += v.x; a += v.y; a += v.z; a += v.w;
+    }
+    for (; k < m; k++) a += buf[k];
+  }
+  if (j < n) dst[j] = a / n;
+}
+
+
 /* {====================================================== one launch, barriers inside (SKL) */
 
-/* no barrier at all: the seed's first, racy kernel */
-extern "C" __global__ void culua_xpx_none (float *X, float *P, int n, unsigned *state, int transforms) {
-  (void)state;
-  for (int t = 0; t < transforms; t++) {
-    phase(X, P, n);
-    phase(P, X, n);
-  }
-}
-
-/* __syncthreads only: right within a block, wrong across blocks */
-extern "C" __global__ void culua_xpx_block (float *X, float *P, int n, unsigned *state, int transforms) {
-  (void)state;
-  for (int t = 0; t < transforms; t++) {
-    phase(X, P, n);
-    __syncthreads();
-    phase(P, X, n);
-    __syncthreads();
-  }
-}
-
-#define CULUA_XPX(name, BARRIER) \
-  extern "C" __global__ void culua_xpx_##name (float *X, float *P, int n, unsigned *state, int transforms) { \
-    culua_seed_barrier_init(); \
+/*
+** CULUA_XPX(name, INIT, BARRIER) makes culua_xpx_<name> and
+** culua_xpx_<name>_global: `transforms` transforms with BARRIER after each
+** phase. none: no barrier at all, the seed's first, racy kernel; block:
+** __syncthreads only, right within a block and wrong across blocks.
+*/
+#define CULUA_XPX_(name, PHASE, INIT, BARRIER) \
+  extern "C" __global__ void name (float *X, float *P, int n, unsigned *state, int transforms) { \
+    INIT; \
+    (void)state; \
     for (int t = 0; t < transforms; t++) { \
-      phase(X, P, n); \
+      PHASE(X, P, n); \
       BARRIER; \
-      phase(P, X, n); \
+      PHASE(P, X, n); \
       BARRIER; \
     } \
   }
+#define CULUA_XPX(name, INIT, BARRIER) \
+  CULUA_XPX_(culua_xpx_##name, phase_shared, INIT, BARRIER) \
+  CULUA_XPX_(culua_xpx_##name##_global, phase_global, INIT, BARRIER)
 
-CULUA_XPX(seed, culua_seed_barrier(state))
-CULUA_XPX(seed_asm, culua_seed_barrier_asm(state))
-CULUA_XPX(sense, culua_sense_barrier(state))
-CULUA_XPX(coop, cg::this_grid().sync())
-
-extern "C" __global__ void culua_xpx_grid (float *X, float *P, int n, unsigned *state, int transforms) {
-  culua::grid_barrier bar(state);
-  for (int t = 0; t < transforms; t++) {
-    phase(X, P, n);
-    bar.sync();
-    phase(P, X, n);
-    bar.sync();
-  }
-}
+CULUA_XPX(none, , )
+CULUA_XPX(block, , __syncthreads())
+CULUA_XPX(seed, culua_seed_barrier_init(), culua_seed_barrier(state))
+CULUA_XPX(seed_asm, culua_seed_barrier_init(), culua_seed_barrier_asm(state))
+CULUA_XPX(sense, , culua_sense_barrier(state))
+CULUA_XPX(coop, , cg::this_grid().sync())
+CULUA_XPX(grid, culua::grid_barrier bar(state), bar.sync())
 
 /* }====================================================== */
 
@@ -78,7 +108,11 @@ extern "C" __global__ void culua_xpx_grid (float *X, float *P, int n, unsigned *
 
 /* one phase per launch: the kernel boundary is the barrier */
 extern "C" __global__ void culua_xpx_phase (const float *src, float *dst, int n) {
-  phase(src, dst, n);
+  phase_shared(src, dst, n);
+}
+
+extern "C" __global__ void culua_xpx_phase_global (const float *src, float *dst, int n) {
+  phase_global(src, dst, n);
 }
 
 /* }====================================================== */

@@ -251,21 +251,33 @@ function barrier.launch(kern, cfg, ...)
 end
 
 local xpx_kinds = {"none", "block", "seed", "seed_asm", "sense", "grid", "coop"}
+local xpx_phases = {"shared", "global"}
 
--- seed 001's experiment: `transforms` X -> P -> X transforms in one launch (SKL).
--- opts: blocks, threads, transforms (1), state, stream. X and P hold blocks*threads floats.
-function barrier.xpx(kind, X, P, opts)
-  local fname = "barrier.xpx"
-  one_of(fname, "kind", kind, xpx_kinds)
+-- the experiment's common options: blocks, threads, phase; the kernel's name suffix
+local function xpx_opts(fname, X, P, opts)
   check_array(fname, "X", X); check_array(fname, "P", P)
   opts = opts or {}
+  if type(opts) ~= "table" then fail(fname, "opts must be a table, got %s", type(opts)) end
   local blocks, threads = opts.blocks, opts.threads
   if math.type(blocks) ~= "integer" or math.type(threads) ~= "integer" then fail(fname, "opts.blocks and opts.threads are required integers") end
   local n = blocks * threads
   if X.dtype ~= "float32" or P.dtype ~= "float32" then fail(fname, "X and P must be float32") end
   if #X < n or #P < n then fail(fname, "X and P need %d elements (blocks x threads), have %d and %d", n, #X, #P) end
+  local phase = one_of(fname, "phase", opts.phase or "shared", xpx_phases)
+  return opts, blocks, threads, n, phase == "global" and "_global" or ""
+end
+
+-- seed 001's experiment: `transforms` X -> P -> X transforms in one launch (SKL).
+-- opts: blocks, threads, transforms (1), phase ("shared": X staged in shared
+-- memory; "global": read from global memory as the seed's kernel does), state, stream.
+-- X and P hold blocks*threads floats.
+function barrier.xpx(kind, X, P, opts)
+  local fname = "barrier.xpx"
+  one_of(fname, "kind", kind, xpx_kinds)
+  local blocks, threads, n, suffix
+  opts, blocks, threads, n, suffix = xpx_opts(fname, X, P, opts)
   local state = opts.state or barrier.state(X.device.ordinal)
-  local kern = catalog.kernel("barrier", "culua_xpx_" .. kind, nil, X.device)
+  local kern = catalog.kernel("barrier", "culua_xpx_" .. kind .. suffix, nil, X.device)
   local args = {X, P, n, state, opts.transforms or 1}
   if kind == "none" or kind == "block" then
     kern:launch({grid = blocks, block = threads, stream = opts.stream}, table.unpack(args))
@@ -278,13 +290,9 @@ end
 
 -- the same transforms as two launches each (MKL): the kernel boundary is the barrier
 function barrier.mkl(X, P, opts)
-  local fname = "barrier.mkl"
-  check_array(fname, "X", X); check_array(fname, "P", P)
-  opts = opts or {}
-  local blocks, threads = opts.blocks, opts.threads
-  if math.type(blocks) ~= "integer" or math.type(threads) ~= "integer" then fail(fname, "opts.blocks and opts.threads are required integers") end
-  local n = blocks * threads
-  local kern = catalog.kernel("barrier", "culua_xpx_phase", nil, X.device)
+  local blocks, threads, n, suffix
+  opts, blocks, threads, n, suffix = xpx_opts("barrier.mkl", X, P, opts)
+  local kern = catalog.kernel("barrier", "culua_xpx_phase" .. suffix, nil, X.device)
   local cfg = {grid = blocks, block = threads, stream = opts.stream}
   for _ = 1, opts.transforms or 1 do
     kern:launch(cfg, X, P, n)
@@ -319,7 +327,7 @@ function catalog.list()
                tma = "fast and tf32 (float32) on compute capability 9.0: false keeps the kernels of other devices"},
       default = "fast",
     },
-    barrier = {kinds = barrier.kinds, experiment = xpx_kinds},
+    barrier = {kinds = barrier.kinds, experiment = xpx_kinds, phases = xpx_phases},
   }
 end
 

@@ -27,19 +27,24 @@ local function setup(n, seed)
   return h, X, P
 end
 
+-- both phases (X staged in shared memory, or read from global memory); 132 x 128
+-- is n = 16896, more than one staged chunk
 local configs = {{1, 64}, {2, 64}, {4, 128}, {32, 32}, {8, 256}, {132, 128}}
-for _, kind in ipairs(bar.kinds) do
-  for _, c in ipairs(configs) do
-    local blocks, threads = c[1], c[2]
-    local n = blocks * threads
-    for _, transforms in ipairs{1, 10} do
-      local h, X, P = setup(n, n + transforms)
-      bar.xpx(kind, X, P, {blocks = blocks, threads = threads, transforms = transforms})
-      local want = reference(h:totable(), n, transforms)
-      local got = X:totable()
-      local wrong = 0
-      for j = 1, n do if got[j] ~= want[j] then wrong = wrong + 1 end end
-      T.is(wrong, 0, ("%s barrier, %d x %d, %d transform%s: exact"):format(kind, blocks, threads, transforms, transforms > 1 and "s" or ""))
+for _, phase in ipairs{"shared", "global"} do
+  for _, kind in ipairs(bar.kinds) do
+    for _, c in ipairs(configs) do
+      local blocks, threads = c[1], c[2]
+      local n = blocks * threads
+      for _, transforms in ipairs{1, 10} do
+        local h, X, P = setup(n, n + transforms)
+        bar.xpx(kind, X, P, {blocks = blocks, threads = threads, transforms = transforms, phase = phase})
+        local want = reference(h:totable(), n, transforms)
+        local got = X:totable()
+        local wrong = 0
+        for j = 1, n do if got[j] ~= want[j] then wrong = wrong + 1 end end
+        T.is(wrong, 0, ("%s barrier, %s phase, %d x %d, %d transform%s: exact"):format(kind, phase, blocks, threads,
+             transforms, transforms > 1 and "s" or ""))
+      end
     end
   end
 end
@@ -57,10 +62,13 @@ do
     for j = 1, n do if got[j] ~= want[j] then wrong = wrong + 1 end end
     T.diag(("no grid barrier (%s): %d of %d elements differ this time"):format(kind, wrong, n))
   end
-  bar.mkl(X, P, {blocks = blocks, threads = threads, transforms = transforms})
-  local got, wrong = X:totable(), 0
-  for j = 1, n do if got[j] ~= want[j] then wrong = wrong + 1 end end
-  T.is(wrong, 0, "MKL (two launches per transform) is exact")
+  for _, phase in ipairs{"shared", "global"} do
+    X:copy_from(h)
+    bar.mkl(X, P, {blocks = blocks, threads = threads, transforms = transforms, phase = phase})
+    local got, wrong = X:totable(), 0
+    for j = 1, n do if got[j] ~= want[j] then wrong = wrong + 1 end end
+    T.is(wrong, 0, "MKL (two launches per transform) is exact, " .. phase .. " phase")
+  end
 end
 
 -- unsafe grids are refused before anything runs
@@ -73,6 +81,11 @@ T.error_like(function () bar.xpx("coop", big, big, {blocks = 100000, threads = 3
 T.error_like(function () bar.xpx("grid", big, big, {blocks = 4}) end, "opts%.blocks and opts%.threads are required", "missing threads")
 T.error_like(function () bar.xpx("grid", cuda.array("float32", 10), big, {blocks = 4, threads = 32}) end,
              "X and P need 128 elements %(blocks x threads%), have 10", "arrays too small")
+T.error_like(function () bar.xpx("grid", big, big, {blocks = 4, threads = 32, phase = "texture"}) end,
+             "barrier%.xpx: phase must be one of shared, global, got texture", "an unknown phase")
+T.error_like(function () bar.mkl(big, big, {blocks = 4, threads = 32, phase = 1}) end,
+             "barrier%.mkl: phase must be one of shared, global, got 1", "an unknown phase for MKL")
+T.error_like(function () bar.mkl(big, big, "fast") end, "barrier%.mkl: opts must be a table, got string", "opts not a table")
 
 -- a user kernel with <culua/barrier.cuh>, launched through the helper at the full co-resident grid
 local k = cuda.compile([[
@@ -89,13 +102,16 @@ extern "C" __global__ void blocksum(unsigned *state, int *slot, long long *out) 
 }
 ]]):module():kernel("blocksum")
 local state = bar.state()
-local maxgrid = bar.max_grid(k, 256)
-local slot, out = cuda.array("int32", maxgrid):fill(0), cuda.array("int64", maxgrid):fill(-1)
-local used = bar.launch(k, {block = 256, state = state}, state, slot, out)
-T.is(used, maxgrid, "launch sizes the grid from occupancy: " .. used .. " blocks")
-local sums, all = out:totable(), true
-for b = 1, used do all = all and sums[b] == used * (used + 1) // 2 end
-T.ok(all, "after the barrier every block saw all " .. used .. " slots")
+-- 256 threads: 8 blocks per SM on an H100 (the flat barrier); 64 threads: the tree beyond 1536 blocks
+for _, threads in ipairs{256, 64} do
+  local maxgrid = bar.max_grid(k, threads)
+  local slot, out = cuda.array("int32", maxgrid):fill(0), cuda.array("int64", maxgrid):fill(-1)
+  local used = bar.launch(k, {block = threads, state = state}, state, slot, out)
+  T.is(used, maxgrid, ("launch sizes the grid from occupancy: %d blocks of %d threads"):format(used, threads))
+  local sums, all = out:totable(), true
+  for b = 1, used do all = all and sums[b] == used * (used + 1) // 2 end
+  T.ok(all, "after the barrier every block saw all " .. used .. " slots")
+end
 
 -- latency loops run to completion at the full grid, for every kind
 for _, kind in ipairs(bar.kinds) do
@@ -106,7 +122,7 @@ for _, kind in ipairs(bar.kinds) do
   T.ok(g > 0, ("100 %s barriers across %d blocks complete"):format(name, g))
 end
 
-big, slot, out, state = nil
+big, state = nil
 collectgarbage()
 collectgarbage()
 T.is(cuda.memory_in_use(), 0, "no device memory leaked by this file")

@@ -14,8 +14,8 @@
 **                                  spin on a volatile read
 **   culua_seed_barrier_asm(state)  the same, spinning in inline PTX as the seed shows
 **   culua_sense_barrier(state)     sense-reversing, release/acquire, one atomic per block
-**   culua::grid_barrier b(state);  b.sync();   a tree of counters (flat up to 1024
-**                                  blocks); the fastest here on a full grid
+**   culua::grid_barrier b(state);  b.sync();   flat up to 1536 blocks (acquire polls),
+**                                  a tree of counters beyond; the fastest here
 **   cooperative_groups::this_grid().sync()  with a cooperative launch (not in here)
 */
 
@@ -32,10 +32,11 @@
 #define CULUA_SENSE_FLAG    33
 #define CULUA_GRID_EPOCH    64
 #define CULUA_GRID_TOP      96
+#define CULUA_GRID_PAIR     112    /* and 113: the flat barrier's pair (never in a launch with the tree) */
 #define CULUA_GRID_GROUPS   128    /* CULUA_GRID_MAXGROUPS counters, a line apart */
 #define CULUA_GRID_MAXGROUPS 64
 #define CULUA_GRID_STRIDE   32
-#define CULUA_GRID_FLAT     1024   /* up to this many blocks: one counter */
+#define CULUA_GRID_FLAT     1536   /* up to this many blocks: flat (measured: 1056 flat, 2112 tree) */
 
 
 /*
@@ -47,6 +48,10 @@
 ** InitSyncWholeDevice does, a kernel calls culua_seed_barrier_init() once
 ** at its start, and successive barriers alternate between two counters: no
 ** block reaches barrier i+2, the same counter, before all have left barrier i.
+** The seed's SyncWholeDevice also lets thread 0 arrive as soon as its own
+** writes are fenced, while the other warps of its block may still be
+** writing: here the block meets at __syncthreads() first (on an H100 that
+** costs nothing measurable: 2.16 us at 1056 blocks either way).
 */
 __device__ __forceinline__ unsigned &culua_seed_round () {
   __shared__ unsigned round;   /* per block: barriers passed */
@@ -75,6 +80,7 @@ __device__ __forceinline__ void culua_spin_while_not (const unsigned *p, unsigne
 /* ASM: spin in inline PTX (culua_seed_barrier_asm) rather than on a volatile read */
 template <bool ASM>
 __device__ __forceinline__ void culua_seed_barrier_ (unsigned *state) {
+  __syncthreads();
   __threadfence();
   if (culua_thread_rank() == 0) {
     unsigned *count = state + CULUA_SEED_COUNT + (culua_seed_round()++ & 1u);
@@ -132,16 +138,24 @@ __device__ __forceinline__ void culua_sense_barrier (unsigned *state) {
 namespace culua {
 
 /*
-** A tree of counters. Up to CULUA_GRID_FLAT blocks arrive on one counter;
-** beyond that, in groups (at most CULUA_GRID_MAXGROUPS) each with its own
-** counter on its own line, and the last arrival of a group arrives on the
-** top counter: a thousand same-address atomics in a row were the cost of
-** the flat barrier (and of grid.sync()) on a full grid. The last arrival of
-** all publishes the epoch; everybody else waits on that one word. Counters
-** wrap to 0 by themselves (atomicInc), and the epoch lives in a register
-** of each block, so nothing is reset between barriers. Measured on an H100
-** (2112 blocks of 128 threads, the full grid): 2.97 us against 4.26 for
-** grid.sync(); flat at 1056 blocks: about the seed barrier's 2.1 us.
+** The grid barrier. Up to CULUA_GRID_FLAT blocks it is the seed's counter
+** made cheaper: thread 0 of each block fences its block's writes, arrives
+** with atomicInc on one of two counters in one line (alternating, by the
+** parity of the barrier's number), spins with relaxed loads until the last
+** arrival wraps it to 0, and then acquires with one ld.acquire instead of
+** the seed's trailing __threadfence(). Measured on an H100: 0.72 us at 8
+** blocks, 0.89 at 132, 2.34 at 1056, against grid.sync()'s 1.08, 1.12 and
+** 2.24. Spinning on acquire loads was as fast in a loop of barriers, but in
+** seed 001's experiment it slowed the blocks still computing: SKL lost to
+** MKL at 32 x 256 (by 2.3%); with relaxed spins it won all 36 configurations.
+** Beyond CULUA_GRID_FLAT blocks, a tree: groups of blocks (at most
+** CULUA_GRID_MAXGROUPS), each with its own counter on its own line, and the
+** last arrival of a group arrives on the top counter; the last arrival of
+** all publishes the epoch, which everybody else waits on. Two thousand
+** same-address atomics in a row were the cost of the flat barrier (and of
+** grid.sync()) at 2112 blocks of 128 threads: 2.93 us against 4.34 for
+** grid.sync(). Counters wrap to 0 by themselves (atomicInc), and the epoch
+** lives in a register of each block, so nothing is reset between barriers.
 */
 struct grid_barrier {
   unsigned *state;
@@ -153,25 +167,38 @@ struct grid_barrier {
     __syncthreads();
     epoch++;
     if (culua_thread_rank() == 0) {
-      unsigned nb = culua_grid_blocks(), me = culua_block_rank();
-      unsigned gsz = nb <= CULUA_GRID_FLAT ? nb
-                   : max(32u, (nb + CULUA_GRID_MAXGROUPS - 1) / CULUA_GRID_MAXGROUPS);
-      unsigned groups = (nb + gsz - 1) / gsz, g = me / gsz;
-      unsigned size = g == groups - 1 ? nb - g * gsz : gsz;
-      unsigned *flag = state + CULUA_GRID_EPOCH;
-      bool last;
+      unsigned nb = culua_grid_blocks();
       __threadfence();   /* the block's writes, ordered by __syncthreads, go first */
-      last = atomicInc(state + CULUA_GRID_GROUPS + g * CULUA_GRID_STRIDE, size - 1) == size - 1;
-      if (last && groups > 1)
-        last = atomicInc(state + CULUA_GRID_TOP, groups - 1) == groups - 1;
-      if (last) {
-        __threadfence();
-        culua_st_release(flag, epoch);
+      if (nb <= CULUA_GRID_FLAT) {
+        unsigned *count = state + CULUA_GRID_PAIR + (epoch & 1u);
+        /* the spin starts once the atomic has returned: at 1056 blocks, spins
+           issued beside the arrivals (a RED, its result unused) took 3.3 us */
+        if (atomicInc(count, nb - 1) != nb - 1)
+          while (*(volatile unsigned *)count != 0) {}
+        (void)culua_ld_acquire(count);   /* reads the 0: every block's writes are visible */
       }
-      else
-        while (culua_ld_acquire(flag) != epoch) {}
+      else tree(nb);
     }
     __syncthreads();
+  }
+
+  __device__ __forceinline__ void tree (unsigned nb) {
+    unsigned me = culua_block_rank();
+    unsigned gsz = max(32u, (nb + CULUA_GRID_MAXGROUPS - 1) / CULUA_GRID_MAXGROUPS);
+    unsigned groups = (nb + gsz - 1) / gsz, g = me / gsz;
+    unsigned size = g == groups - 1 ? nb - g * gsz : gsz;
+    unsigned *flag = state + CULUA_GRID_EPOCH;
+    bool last = atomicInc(state + CULUA_GRID_GROUPS + g * CULUA_GRID_STRIDE, size - 1) == size - 1;
+    if (last && groups > 1)
+      last = atomicInc(state + CULUA_GRID_TOP, groups - 1) == groups - 1;
+    if (last) {
+      __threadfence();
+      culua_st_release(flag, epoch);
+    }
+    else {
+      while (*(volatile unsigned *)flag != epoch) {}
+      (void)culua_ld_acquire(flag);
+    }
   }
 };
 
