@@ -24,5 +24,5 @@ if command -v taskset >/dev/null 2>&1; then pin="taskset -c 2"; fi
   echo
   "$culua" bench/barrier.lua
   echo
-  "$culua" examples/grid_barrier.lua grid "${out:-/tmp}/grid_barrier.csv" | sed -n '/Part 2/,$p'
+  "$culua" examples/grid_barrier.lua seed "${out:-/tmp}/grid_barrier.csv" | sed -n '/Part 2/,$p'
 } 2>&1 | if [ -n "$out" ]; then tee "$out/bench.txt"; else cat; fi

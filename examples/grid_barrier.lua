@@ -9,7 +9,8 @@
 -- default the same sums with X staged in shared memory (see kernels/barrier.cu).
 --
 --   ./culua examples/grid_barrier.lua [kind [csv [phase]]]
---     kind: grid (default), sense, seed, seed_asm, coop; phase: shared (default), global
+--     kind: seed (default: the seed's own barrier), seed_asm, sense, grid, coop;
+--     phase: shared (default), global
 
 local cuda = require "cuda"
 if cuda.device_count() == 0 then
@@ -17,7 +18,7 @@ if cuda.device_count() == 0 then
   return
 end
 local bar = cuda.catalog.barrier
-local best = arg and arg[1] or "grid"
+local best = arg and arg[1] or "seed"
 local phase_kind = arg and arg[3] or "shared"
 local dev = cuda.device()
 print(("%s, %d multiprocessors"):format(dev.name, dev:attribute("multiprocessor_count")))

@@ -14,8 +14,9 @@
 **                                  spin on a volatile read
 **   culua_seed_barrier_asm(state)  the same, spinning in inline PTX as the seed shows
 **   culua_sense_barrier(state)     sense-reversing, release/acquire, one atomic per block
-**   culua::grid_barrier b(state);  b.sync();   flat up to 1536 blocks (acquire polls),
-**                                  a tree of counters beyond; the fastest here
+**   culua::grid_barrier b(state);  b.sync();   one counter up to 1536 blocks, a tree
+**                                  of counters beyond; the fastest on small and on
+**                                  16-blocks-a-SM grids
 **   cooperative_groups::this_grid().sync()  with a cooperative launch (not in here)
 */
 
@@ -146,8 +147,8 @@ namespace culua {
 ** the seed's trailing __threadfence(). Measured on an H100: 0.72 us at 8
 ** blocks, 0.89 at 132, 2.34 at 1056, against grid.sync()'s 1.08, 1.12 and
 ** 2.24. Spinning on acquire loads was as fast in a loop of barriers, but in
-** seed 001's experiment it slowed the blocks still computing: SKL lost to
-** MKL at 32 x 256 (by 2.3%); with relaxed spins it won all 36 configurations.
+** seed 001's experiment it slowed SKL: in a standalone harness it lost to MKL
+** at 32 x 256 by 2.3%, and with relaxed spins it won there by 1.8%.
 ** Beyond CULUA_GRID_FLAT blocks, a tree: groups of blocks (at most
 ** CULUA_GRID_MAXGROUPS), each with its own counter on its own line, and the
 ** last arrival of a group arrives on the top counter; the last arrival of
@@ -195,10 +196,8 @@ struct grid_barrier {
       __threadfence();
       culua_st_release(flag, epoch);
     }
-    else {
-      while (*(volatile unsigned *)flag != epoch) {}
-      (void)culua_ld_acquire(flag);
-    }
+    else   /* acquire spins here: relaxed ones took 4.8 us at 2112 blocks, against 2.9 */
+      while (culua_ld_acquire(flag) != epoch) {}
   }
 };
 
