@@ -11,11 +11,12 @@
 ** Each experiment kernel comes with two phases that add the same numbers in
 ** the same order: culua_xpx_<kind>_global reads X straight from global
 ** memory, as the seed's kernel does; culua_xpx_<kind> first stages it in
-** shared memory. The seed's loop makes a dependent global load per element:
-** after any barrier (or kernel boundary) the SM's L1 is cold, so every
-** 128-byte line costs a full L2 round trip, and that, not the barrier,
-** decided seed 001's experiment on an H100. Staged, a block fetches a chunk
-** with all its loads in flight at once and the sum runs from shared memory.
+** shared memory. The seed's loop makes a dependent global load per element,
+** and once L1 is cold (after any barrier or kernel boundary) every 128-byte
+** line is a full L2 round trip. On an H100 its phases ran up to 1.5x slower
+** inside one launch than as separate launches, and that, not the barriers,
+** decided seed 001's experiment. Staged, a block fetches a chunk with all
+** its loads in flight at once and the sum runs from shared memory.
 */
 
 #include <cooperative_groups.h>
