@@ -13,10 +13,9 @@
 ** memory, as the seed's kernel does; culua_xpx_<kind> first stages it in
 ** shared memory. The seed's loop makes a dependent global load per element,
 ** and once L1 is cold (after any barrier or kernel boundary) every 128-byte
-** line is a full L2 round trip. On an H100 its phases ran up to 1.5x slower
-** inside one launch than as separate launches, and that, not the barriers,
-** decided seed 001's experiment. Staged, a block fetches a chunk with all
-** its loads in flight at once and the sum runs from shared memory.
+** line is a full L2 round trip. Staged, a block fetches a chunk with all its
+** loads in flight at once and the sum runs from shared memory: on an H100,
+** the seed's 1024-thread diagonal runs 2.2x to 4x faster.
 */
 
 #include <cooperative_groups.h>
@@ -27,15 +26,8 @@ namespace cg = cooperative_groups;
 #define CULUA_XPX_CHUNK 8192   /* floats staged at a time: 32 KiB of shared memory */
 
 
-/*
-** The phases are functions, not inlined: SKL's kernels and MKL's run the
-** same machine code for them. Inlined, each kernel got its own schedule of
-** the summing loop, and those differed by up to 30% on an H100, more than
-** a barrier costs; which barrier "won" followed the code layout.
-*/
-
 /* the seed's phase: every thread reads all of src from global memory */
-__device__ __noinline__ void phase_global (const float *src, float *dst, int n) {
+__device__ __forceinline__ void phase_global (const float *src, float *dst, int n) {
   int j = blockIdx.x * blockDim.x + threadIdx.x;
   float a = src[0];
   for (int k = 1; k < n; k++) a += src[k];
@@ -49,7 +41,7 @@ __device__ __noinline__ void phase_global (const float *src, float *dst, int n) 
 ** one 32-bit broadcast read per element would make shared memory, not the
 ** additions, the limit.
 */
-__device__ __noinline__ void phase_shared (const float *src, float *dst, int n) {
+__device__ __forceinline__ void phase_shared (const float *src, float *dst, int n) {
   __shared__ __align__(16) float buf[CULUA_XPX_CHUNK];
   int j = blockIdx.x * blockDim.x + threadIdx.x;
   float a = 0.0f;
@@ -71,23 +63,28 @@ __device__ __noinline__ void phase_shared (const float *src, float *dst, int n) 
 }
 
 
-/* {====================================================== one launch, barriers inside (SKL) */
+/* {====================================================== the experiment's kernels */
 
 /*
 ** CULUA_XPX(name, INIT, BARRIER) makes culua_xpx_<name> and
-** culua_xpx_<name>_global: `transforms` transforms with BARRIER after each
-** phase. none: no barrier at all, the seed's first, racy kernel; block:
-** __syncthreads only, right within a block and wrong across blocks.
+** culua_xpx_<name>_global: `phases` phases, X -> P, P -> X, ..., with
+** BARRIER between them. none: no barrier at all, the seed's first, racy
+** kernel; block: __syncthreads only, right within a block and wrong across
+** blocks.
+**
+** SKL launches a kernel once with all the phases; MKL launches the same
+** kernel once a phase, so that the kernel boundary is the barrier. Both
+** run the very same machine code: with a kernel of their own, MKL's phases
+** were compiled to another schedule, and the two schedules differed by up
+** to 30% on an H100, more than any barrier costs.
 */
 #define CULUA_XPX_(name, PHASE, INIT, BARRIER) \
-  extern "C" __global__ void name (float *X, float *P, int n, unsigned *state, int transforms) { \
+  extern "C" __global__ void name (float *X, float *P, int n, unsigned *state, int phases) { \
     INIT; \
     (void)state; \
-    for (int t = 0; t < transforms; t++) { \
-      PHASE(X, P, n); \
-      BARRIER; \
-      PHASE(P, X, n); \
-      BARRIER; \
+    for (int t = 0; t < phases; t++) { \
+      if (t & 1) PHASE(P, X, n); else PHASE(X, P, n); \
+      if (t + 1 < phases) { BARRIER; } \
     } \
   }
 #define CULUA_XPX(name, INIT, BARRIER) \
@@ -101,20 +98,6 @@ CULUA_XPX(seed_asm, culua_seed_barrier_init(), culua_seed_barrier_asm(state))
 CULUA_XPX(sense, , culua_sense_barrier(state))
 CULUA_XPX(coop, , cg::this_grid().sync())
 CULUA_XPX(grid, culua::grid_barrier bar(state), bar.sync())
-
-/* }====================================================== */
-
-
-/* {====================================================== many launches (MKL) */
-
-/* one phase per launch: the kernel boundary is the barrier */
-extern "C" __global__ void culua_xpx_phase (const float *src, float *dst, int n) {
-  phase_shared(src, dst, n);
-}
-
-extern "C" __global__ void culua_xpx_phase_global (const float *src, float *dst, int n) {
-  phase_global(src, dst, n);
-}
 
 /* }====================================================== */
 

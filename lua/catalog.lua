@@ -278,7 +278,7 @@ function barrier.xpx(kind, X, P, opts)
   opts, blocks, threads, n, suffix = xpx_opts(fname, X, P, opts)
   local state = opts.state or barrier.state(X.device.ordinal)
   local kern = catalog.kernel("barrier", "culua_xpx_" .. kind .. suffix, nil, X.device)
-  local args = {X, P, n, state, opts.transforms or 1}
+  local args = {X, P, n, state, 2 * (opts.transforms or 1)}
   if kind == "none" or kind == "block" then
     kern:launch({grid = blocks, block = threads, stream = opts.stream}, table.unpack(args))
   else
@@ -288,15 +288,24 @@ function barrier.xpx(kind, X, P, opts)
   return X
 end
 
--- the same transforms as two launches each (MKL): the kernel boundary is the barrier
+-- the words MKL's launches pass (their one phase meets no barrier), one array a device
+local mkl_state = setmetatable({}, {__mode = "v"})
+
+-- the same transforms as two launches each (MKL): the kernel boundary is the barrier.
+-- opts as for xpx, and kind ("none"): whose kernel to launch once a phase, so that
+-- SKL with that kind and MKL run the same machine code
 function barrier.mkl(X, P, opts)
+  local fname = "barrier.mkl"
   local blocks, threads, n, suffix
-  opts, blocks, threads, n, suffix = xpx_opts("barrier.mkl", X, P, opts)
-  local kern = catalog.kernel("barrier", "culua_xpx_phase" .. suffix, nil, X.device)
+  opts, blocks, threads, n, suffix = xpx_opts(fname, X, P, opts)
+  local kind = one_of(fname, "kind", opts.kind or "none", xpx_kinds)
+  local dev = X.device.ordinal
+  mkl_state[dev] = mkl_state[dev] or barrier.state(dev)
+  local kern = catalog.kernel("barrier", "culua_xpx_" .. kind .. suffix, nil, X.device)
   local cfg = {grid = blocks, block = threads, stream = opts.stream}
   for _ = 1, opts.transforms or 1 do
-    kern:launch(cfg, X, P, n)
-    kern:launch(cfg, P, X, n)
+    kern:launch(cfg, X, P, n, mkl_state[dev], 1)
+    kern:launch(cfg, P, X, n, mkl_state[dev], 1)
   end
   return X
 end

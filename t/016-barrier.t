@@ -63,11 +63,13 @@ do
     T.diag(("no grid barrier (%s): %d of %d elements differ this time"):format(kind, wrong, n))
   end
   for _, phase in ipairs{"shared", "global"} do
-    X:copy_from(h)
-    bar.mkl(X, P, {blocks = blocks, threads = threads, transforms = transforms, phase = phase})
-    local got, wrong = X:totable(), 0
-    for j = 1, n do if got[j] ~= want[j] then wrong = wrong + 1 end end
-    T.is(wrong, 0, "MKL (two launches per transform) is exact, " .. phase .. " phase")
+    for _, kind in ipairs{"none", "seed", "grid", "coop"} do   -- MKL launches that kind's kernel a phase at a time
+      X:copy_from(h)
+      bar.mkl(X, P, {blocks = blocks, threads = threads, transforms = transforms, phase = phase, kind = kind})
+      local got, wrong = X:totable(), 0
+      for j = 1, n do if got[j] ~= want[j] then wrong = wrong + 1 end end
+      T.is(wrong, 0, ("MKL (two launches per transform) is exact, %s phase, %s's kernel"):format(phase, kind))
+    end
   end
 end
 
@@ -86,6 +88,8 @@ T.error_like(function () bar.xpx("grid", big, big, {blocks = 4, threads = 32, ph
 T.error_like(function () bar.mkl(big, big, {blocks = 4, threads = 32, phase = 1}) end,
              "barrier%.mkl: phase must be one of shared, global, got 1", "an unknown phase for MKL")
 T.error_like(function () bar.mkl(big, big, "fast") end, "barrier%.mkl: opts must be a table, got string", "opts not a table")
+T.error_like(function () bar.mkl(big, big, {blocks = 4, threads = 32, kind = "fast"}) end,
+             "barrier%.mkl: kind must be one of none, block, seed, seed_asm, sense, grid, coop, got fast", "an unknown kind for MKL")
 
 -- a user kernel with <culua/barrier.cuh>, launched through the helper at the full co-resident grid
 local k = cuda.compile([[
