@@ -8,11 +8,11 @@
 ** C = alpha * A * B + beta * C, row-major float32, M x K times K x N, with
 ** K and N multiples of 4 and 16-byte aligned bases (what TMA can address).
 ** Both kernels take (int M, int N, int K, float alpha, tensor map of A,
-** tensor map of B, float beta, float *C), 384 threads and dynamic shared
-** memory: one producer warpgroup issues TMA copies into a ring of STAGES
-** buffers guarded by full and empty mbarriers, and two consumer warpgroups
-** compute. The mbarriers replace __syncthreads, so consumers drift apart and
-** keep the math units busy while others wait.
+** tensor map of B, float beta, float *C, float *W, int splits), 384
+** threads and dynamic shared memory: one producer warpgroup issues TMA
+** copies into a ring of STAGES buffers guarded by full and empty mbarriers,
+** and two consumer warpgroups compute. The mbarriers replace __syncthreads,
+** so consumers drift apart and keep the math units busy while others wait.
 **
 ** culua_matmul_tf32_wgmma: A in 256 x 32 boxes with the 128-byte swizzle, B
 ** in 32 x 32 boxes with the 128-byte swizzle, CULUA_SM90_SHARED(256, 128) bytes.
@@ -28,6 +28,11 @@
 ** 128-byte swizzle, B in 32 x 128 boxes unswizzled, CULUA_SM90_SHARED(128,
 ** 256) bytes. C's 128 x 256 tile, 8 x 16 a thread: TMA takes the staging loads,
 ** stores and block barriers out of the FFMA warps.
+**
+** Split-K: with splits > 1 the grid has `splits` blocks a tile, each taking
+** an equal run of the k-tiles and writing its raw partial sums to its M x N
+** slice of the workspace W; culua_matmul_splitk then adds the slices, in
+** order, into C. Small products have too few tiles to fill the machine.
 */
 
 #include <culua/common.cuh>
@@ -48,6 +53,16 @@ struct __align__(64) culua_tmap { unsigned long long w[16]; };
 __device__ __forceinline__ void store_c (float *C, size_t idx, float alpha, float acc, float beta) {
   C[idx] = beta == 0.0f ? alpha * acc : alpha * acc + beta * C[idx];
 }
+
+/* where a tile's sums go: into C, or raw into a split's slice W of the workspace */
+struct Out {
+  float *C, *W;
+  float alpha, beta;
+  __device__ void operator() (size_t idx, float acc) const {
+    if (W != nullptr) W[idx] = acc;
+    else store_c(C, idx, alpha, acc, beta);
+  }
+};
 
 /* {====================================================== PTX wrappers */
 
@@ -148,9 +163,9 @@ __device__ __forceinline__ void wgmma_m64n256k8 (float *d, const unsigned *a, un
 ** rather than once per tile row.
 */
 template <int BM, int BN>
-__device__ __forceinline__ void tile_origin (int M, int N, int &m0, int &n0) {
+__device__ __forceinline__ void tile_origin (int M, int N, int b, int &m0, int &n0) {
   constexpr int GROUP = 8;
-  const int tm = (M + BM - 1) / BM, tn = (N + BN - 1) / BN, b = blockIdx.x;
+  const int tm = (M + BM - 1) / BM, tn = (N + BN - 1) / BN;
   const int first = b / (GROUP * tn) * GROUP, gs = min(GROUP, tm - first), r = b % (GROUP * tn);
   n0 = (r / gs) * BN;
   m0 = (first + r % gs) * BM;
@@ -207,28 +222,31 @@ struct Ring {
 ** What both kernels share: a BM x BN x 32 tile of C, a ring of 4 stages
 ** (ARRIVALS releases free a stage), warpgroup 0 the producer (one thread
 ** calls load(ring, stage, k-tile, m0, n0) for each k-tile), warpgroups 1
-** and 2 the consumers (consume(ring, m0, n0, k-tiles)), with their
+** and 2 the consumers (consume(ring, m0, n0, k-tiles, split)), with their
 ** registers taken from the producer by setmaxnreg: 384 x 168 at launch
 ** is 128 x 24 + 256 x 240, so the consumers get all the producer gives
 ** (240 against 232 made fast 2% faster at n = 8192 on an H100).
 */
 template <int BM, int BN, int ARRIVALS, class Load, class Consume>
-__device__ __forceinline__ void pipeline (int M, int N, int K, Load load, Consume consume) {
+__device__ __forceinline__ void pipeline (int M, int N, int K, int splits, Load load, Consume consume) {
   constexpr int BK = CULUA_SM90_BK;
   extern __shared__ unsigned char smem_raw[];
   const Ring<CULUA_SM90_STAGES, BM * BK * 4, BK * BN * 4> ring(smem_raw);
-  const int KT = (K + BK - 1) / BK;
+  /* block b: tile b % tiles, k-tiles [kt0, kt0 + KT) of split b / tiles (possibly none) */
+  const int tiles = ((M + BM - 1) / BM) * ((N + BN - 1) / BN), split = blockIdx.x / tiles;
+  const int all = (K + BK - 1) / BK, per = (all + splits - 1) / splits, kt0 = split * per;
+  const int KT = max(0, min(all, kt0 + per) - kt0);
   int m0, n0;
-  tile_origin<BM, BN>(M, N, m0, n0);
+  tile_origin<BM, BN>(M, N, blockIdx.x % tiles, m0, n0);
   ring.init(ARRIVALS);
   if (threadIdx.x < 128) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 24;");
     if (threadIdx.x == 0)
-      ring.produce(KT, [&] (int s, int kt) { load(ring, s, kt, m0, n0); });
+      ring.produce(KT, [&] (int s, int kt) { load(ring, s, kt0 + kt, m0, n0); });
     return;
   }
   asm volatile("setmaxnreg.inc.sync.aligned.u32 240;");
-  consume(ring, m0, n0, KT);
+  consume(ring, m0, n0, KT, split);
 }
 
 /* }====================================================== */
@@ -237,13 +255,14 @@ __device__ __forceinline__ void pipeline (int M, int N, int K, Load load, Consum
 
 extern "C" __global__ void __launch_bounds__(384, 1)
 culua_matmul_tf32_wgmma (int M, int N, int K, float alpha, const __grid_constant__ culua_tmap tmA,
-                         const __grid_constant__ culua_tmap tmB, float beta, float *C) {
+                         const __grid_constant__ culua_tmap tmB, float beta, float *C, float *W, int splits) {
   constexpr int BM = 256, BN = 128, BK = CULUA_SM90_BK, B_BYTES = BK * BN * 4;
-  pipeline<BM, BN, 2>(M, N, K, [&] (const auto &ring, int s, int kt, int m0, int n0) {
+  pipeline<BM, BN, 2>(M, N, K, splits, [&] (const auto &ring, int s, int kt, int m0, int n0) {
     tma_load(ring.abuf(s), &tmA, ring.full(s), kt * BK, m0);
     for (int q = 0; q < BN / 32; q++)   /* B in 32-column panels: a swizzled row is 128 bytes */
       tma_load(ring.bbuf(s) + q * (B_BYTES / 4), &tmB, ring.full(s), n0 + 32 * q, kt * BK);
-  }, [&] (const auto &ring, int m0, int n0, int KT) {   /* one release per consumer warpgroup */
+  }, [&] (const auto &ring, int m0, int n0, int KT, int split) {   /* one release per consumer warpgroup */
+    const Out out{C, W == nullptr ? nullptr : W + (size_t)split * M * N, alpha, beta};
     const int ct = threadIdx.x - 128, wg = ct >> 7, warp = (ct >> 5) & 3, lane = ct & 31, g = lane >> 2, t = lane & 3;
     const int r0 = wg * 64 + warp * 16 + g;    /* the tile column of fragment rows r0 and r0 + 8 */
     float d[BM / 2];
@@ -282,7 +301,7 @@ culua_matmul_tf32_wgmma (int M, int N, int K, float alpha, const __grid_constant
 #pragma unroll
       for (int q = 0; q < 4; q++) {
         const int nn = n + (q >= 2 ? 8 : 0), mm = m0 + 8 * j + 2 * t + (q & 1);
-        if (mm < M && nn < N) store_c(C, (size_t)mm * N + nn, alpha, d[4 * j + q], beta);
+        if (mm < M && nn < N) out((size_t)mm * N + nn, d[4 * j + q]);
       }
   });
 }
@@ -294,13 +313,14 @@ culua_matmul_tf32_wgmma (int M, int N, int K, float alpha, const __grid_constant
 
 extern "C" __global__ void __launch_bounds__(384, 1)
 culua_matmul_fast_tma (int M, int N, int K, float alpha, const __grid_constant__ culua_tmap tmA,
-                       const __grid_constant__ culua_tmap tmB, float beta, float *C) {
+                       const __grid_constant__ culua_tmap tmB, float beta, float *C, float *W, int splits) {
   constexpr int BM = 128, BN = 256, BK = CULUA_SM90_BK, B_BYTES = BK * BN * 4;
-  pipeline<BM, BN, 8>(M, N, K, [&] (const auto &ring, int s, int kt, int m0, int n0) {
+  pipeline<BM, BN, 8>(M, N, K, splits, [&] (const auto &ring, int s, int kt, int m0, int n0) {
     tma_load(ring.abuf(s), &tmA, ring.full(s), kt * BK, m0);
     tma_load(ring.bbuf(s), &tmB, ring.full(s), n0, kt * BK);   /* two 128-column halves */
     tma_load(ring.bbuf(s) + B_BYTES / 2, &tmB, ring.full(s), n0 + 128, kt * BK);
-  }, [&] (const auto &ring, int m0, int n0, int KT) {   /* one release per consumer warp */
+  }, [&] (const auto &ring, int m0, int n0, int KT, int split) {   /* one release per consumer warp */
+    const Out out{C, W == nullptr ? nullptr : W + (size_t)split * M * N, alpha, beta};
     /* 8 warps as 2 x 4 of 64 x 64; a thread: rows lm + 8i, columns 4ln + 16j (+0..3).
     ** The 8 lanes of a quarter-warp read 8 rows of A whose swizzled chunks differ,
     ** and one 16-byte piece of B (a broadcast): no bank conflicts. */
@@ -349,10 +369,24 @@ culua_matmul_fast_tma (int M, int N, int K, float alpha, const __grid_constant__
 #pragma unroll
       for (int j = 0; j < 16; j++) {
         const int n = n0 + wn + ln * 4 + 16 * (j >> 2) + (j & 3);
-        if (m < M && n < N) store_c(C, (size_t)m * N + n, alpha, acc[i][j], beta);
+        if (m < M && n < N) out((size_t)m * N + n, acc[i][j]);
       }
     }
   });
+}
+
+/* }====================================================== */
+
+
+/* {====================================================== split-K */
+
+/* C = alpha * (W[0] + W[1] + ... + W[splits - 1]) + beta * C, the slices M x N apart */
+extern "C" __global__ void culua_matmul_splitk (long long MN, int splits, float alpha, const float *W, float beta, float *C) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < MN; i += (long long)gridDim.x * blockDim.x) {
+    float acc = W[i];
+    for (int s = 1; s < splits; s++) acc += W[s * MN + i];
+    store_c(C, (size_t)i, alpha, acc, beta);
+  }
 }
 
 /* }====================================================== */

@@ -164,21 +164,56 @@ local function use_sm90(variant, t, A, B, m, n, k, opts)
          and A.ptr % 16 == 0 and B.ptr % 16 == 0
 end
 
-local function matmul_sm90(plan, A, B, Cm, m, n, k, opts)
-  local kern = catalog.kernel("matmul_sm90", plan.kernel, nil, A.device)
+-- split-K: how many blocks share a tile's k-tiles. Only when the tiles leave at least half the
+-- multiprocessors idle, at most as many as fill them, and never fewer than 4 k-tiles a block.
+local sm_counts = {}
+local function sm90_splits(plan, dev, m, n, k, opts)
+  if opts.splits then return opts.splits end
+  local tiles = ceil_div(m, plan.bm) * ceil_div(n, plan.bn)
+  sm_counts[dev.ordinal] = sm_counts[dev.ordinal] or dev:attribute("multiprocessor_count")
+  local sms = sm_counts[dev.ordinal]
+  if 2 * tiles > sms then return 1 end
+  return math.max(1, math.min(sms // tiles, ceil_div(k, 32) // 4, 16))
+end
+
+-- the partial sums' workspace: one a stream (a stream's work is ordered, two streams' is not),
+-- one a device for the default stream; both go with the garbage collector
+local ws_streams = setmetatable({}, {__mode = "k"})
+local ws_devices = setmetatable({}, {__mode = "v"})
+local function sm90_workspace(dev, stream, words)
+  local w = stream and ws_streams[stream] or ws_devices[dev.ordinal]
+  if not w or #w < words then
+    w = cuda.array("float32", words, {device = dev.ordinal})
+    if stream then ws_streams[stream] = w else ws_devices[dev.ordinal] = w end
+  end
+  return w
+end
+
+local function matmul_sm90(plan, A, B, Cm, m, n, k, alpha, beta, opts)
+  local dev = A.device
+  local kern = catalog.kernel("matmul_sm90", plan.kernel, nil, dev)
   if not sm90_ready[kern] then
     kern:set_max_dynamic_shared(plan.shared)
     sm90_ready[kern] = true
   end
-  kern:launch({grid = ceil_div(m, plan.bm) * ceil_div(n, plan.bn), block = 384, shared = plan.shared, stream = opts.stream},
-              m, n, k, opts.alpha or 1.0, A:tensor_map(table.unpack(plan.abox)), B:tensor_map(table.unpack(plan.bbox)),
-              opts.beta or 0.0, Cm)
+  local splits = sm90_splits(plan, dev, m, n, k, opts)
+  local W = splits > 1 and sm90_workspace(dev, opts.stream, splits * m * n) or 0
+  kern:launch({grid = ceil_div(m, plan.bm) * ceil_div(n, plan.bn) * splits, block = 384, shared = plan.shared,
+               stream = opts.stream},
+              m, n, k, alpha, A:tensor_map(table.unpack(plan.abox)), B:tensor_map(table.unpack(plan.bbox)),
+              beta, Cm, W, splits)
+  if splits > 1 then
+    local sum = catalog.kernel("matmul_sm90", "culua_matmul_splitk", nil, dev)
+    sum:launch({grid = math.min(ceil_div(m * n, 256), 1024), block = 256, stream = opts.stream},
+               m * n, splits, alpha, W, beta, Cm)
+  end
   return Cm
 end
 
 -- cuda.catalog.matmul(A, B, C [, opts]) -> C = alpha*A*B + beta*C
 --   opts: variant ("fast"), alpha (1), beta (0), unroll, tile, block, threads,
---         m, n, k (for 1-D arrays), stream, tma (false: not the sm_90a kernels)
+--         m, n, k (for 1-D arrays), stream, tma (false: not the sm_90a kernels),
+--         splits (1..64: split-K on the sm_90a kernels; by default chosen by size)
 function catalog.matmul(A, B, Cm, opts)
   local fname = "matmul"
   opts = opts or {}
@@ -202,10 +237,21 @@ function catalog.matmul(A, B, Cm, opts)
     fail(fname, "variant '%s' is float32 only (float64: naive, tiled, fast)", variant)
   end
   if opts.tma ~= nil and type(opts.tma) ~= "boolean" then fail(fname, "tma must be a boolean, got %s", type(opts.tma)) end
-  if use_sm90(variant, t, A, B, m, n, k, opts) then return matmul_sm90(sm90[variant], A, B, Cm, m, n, k, opts) end
+  if opts.splits ~= nil and (math.type(opts.splits) ~= "integer" or opts.splits < 1 or opts.splits > 64) then
+    fail(fname, "splits must be an integer 1..64, got %s", tostring(opts.splits))
+  end
+  for _, o in ipairs{"alpha", "beta"} do
+    if opts[o] ~= nil and type(opts[o]) ~= "number" then fail(fname, "%s must be a number, got %s", o, type(opts[o])) end
+  end
+  -- as floats: to the driver a prebuilt kernel's parameters are only sizes, and an
+  -- integer would go as an integer's bits (alpha = 2 would be a denormal)
+  local alpha, beta = (opts.alpha or 1) + 0.0, (opts.beta or 0) + 0.0
+  if use_sm90(variant, t, A, B, m, n, k, opts) then
+    return matmul_sm90(sm90[variant], A, B, Cm, m, n, k, alpha, beta, opts)
+  end
   local name, defines, grid, block = matmul_plan(fname, variant, t, m, n, A, B, {unroll = opts.unroll, tile = opts.tile, block = opts.block, threads = opts.threads, k = k, cptr = Cm.ptr})
   local kern = catalog.kernel("matmul", name, defines, A.device)
-  kern:launch({grid = grid, block = block, stream = opts.stream}, m, n, k, opts.alpha or 1.0, A, B, opts.beta or 0.0, Cm)
+  kern:launch({grid = grid, block = block, stream = opts.stream}, m, n, k, alpha, A, B, beta, Cm)
   return Cm
 end
 
@@ -333,7 +379,8 @@ function catalog.list()
       variants = matmul_variants,
       dtypes = {float32 = matmul_variants, float64 = {"naive", "tiled", "fast"}},
       knobs = {unroll = unrolls, tile = {8, 16, 32}, block = "naive: square side 1..32", threads = "row/column: 1..1024",
-               tma = "fast and tf32 (float32) on compute capability 9.0: false keeps the kernels of other devices"},
+               tma = "fast and tf32 (float32) on compute capability 9.0: false keeps the kernels of other devices",
+               splits = "with tma: blocks a tile of C, each over a share of K (split-K); chosen by size when not given"},
       default = "fast",
     },
     barrier = {kinds = barrier.kinds, experiment = xpx_kinds, phases = xpx_phases},

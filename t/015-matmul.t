@@ -76,6 +76,63 @@ do
   check(mm(A, B, Cd, {variant = "fast", alpha = -1.5, beta = 0.25}), R, f32, "fast 260x68x136: alpha -1.5, beta 0.25")
 end
 
+-- split-K on the TMA kernels: blocks share a tile's k-tiles and a second kernel adds
+-- their partial sums; chosen by size (the sizes above take it too: 1001x1004x1000 in
+-- 4 splits, 129x100x260 in 2) or given, including more splits than k-tiles
+for _, s in ipairs{{128, 256, 4096}, {257, 300, 1000}, {64, 64, 96}} do
+  local m, n, k = s[1], s[2], s[3]
+  local A, B, Cd, R = problem("float32", m, n, k, 13)
+  local tag = ("%dx%dx%d"):format(m, k, n)
+  for _, splits in ipairs{1, 3, 7, 64} do
+    check(mm(A, B, Cd:fill(0 / 0), {variant = "fast", splits = splits}), R, f32, ("fast %s in %d splits"):format(tag, splits))
+    check(mm(A, B, Cd:fill(0 / 0), {variant = "tf32", splits = splits}), R, 5e-3, ("tf32 %s in %d splits"):format(tag, splits))
+  end
+  check(mm(A, B, Cd:fill(0 / 0), {variant = "fast"}), R, f32, ("fast %s, splits by size"):format(tag))
+end
+do   -- the partial sums meet alpha and beta only in the second kernel
+  local m, n, k = 96, 200, 3000
+  local hA = cuda.host_array("float32", {m, k}):random(21, -1, 1)
+  local hB = cuda.host_array("float32", {k, n}):random(22, -1, 1)
+  local hC = cuda.host_array("float32", {m, n}):random(23, -1, 1)
+  local A, B = cuda.array("float32", {m, k}):copy_from(hA), cuda.array("float32", {k, n}):copy_from(hB)
+  local R = cuda.host_array("float64", {m, n}):copy_from(cuda.host_array("float64", {m, n}):copy_from(hC:totable()))
+  ref(hA, hB, R, 0.5, -2)
+  for _, v in ipairs{"fast", "tf32"} do
+    local Cd = cuda.array("float32", {m, n}):copy_from(hC)
+    check(mm(A, B, Cd, {variant = v, alpha = 0.5, beta = -2, splits = 5}), R, v == "tf32" and 5e-3 or f32,
+          v .. " 96x3000x200 in 5 splits: alpha 0.5, beta -2")
+  end
+  -- on two streams at once: each stream has its own workspace
+  local s1, s2 = cuda.stream(), cuda.stream()
+  local R0 = cuda.host_array("float64", {m, n})
+  ref(hA, hB, R0)
+  local C1, C2 = cuda.array("float32", {m, n}):fill(0 / 0), cuda.array("float32", {m, n}):fill(0 / 0)
+  mm(A, B, C1, {stream = s1, splits = 6})
+  mm(A, B, C2, {stream = s2, splits = 6})
+  s1:synchronize(); s2:synchronize()
+  check(C1, R0, f32, "split-K on stream 1 beside stream 2")
+  check(C2, R0, f32, "split-K on stream 2 beside stream 1")
+end
+
+-- integer alpha and beta reach the kernels as floats (the prebuilt kernels' parameters are
+-- only sizes to the driver), in every variant and both paths of fast and tf32
+do
+  local m, n, k = 48, 64, 80
+  local hA = cuda.host_array("float32", {m, k}):random(31, -1, 1)
+  local hB = cuda.host_array("float32", {k, n}):random(32, -1, 1)
+  local hC = cuda.host_array("float32", {m, n}):random(33, -1, 1)
+  local A, B = cuda.array("float32", {m, k}):copy_from(hA), cuda.array("float32", {k, n}):copy_from(hB)
+  local R = cuda.host_array("float64", {m, n}):copy_from(cuda.host_array("float64", {m, n}):copy_from(hC:totable()))
+  ref(hA, hB, R, 2, -1)
+  for _, o in ipairs{{variant = "naive"}, {variant = "tiled"}, {variant = "fast"}, {variant = "fast", tma = false},
+                     {variant = "tf32"}, {variant = "tf32", tma = false}} do
+    local Cd = cuda.array("float32", {m, n}):copy_from(hC)
+    o.alpha, o.beta = 2, -1
+    check(mm(A, B, Cd, o), R, o.variant == "tf32" and 5e-3 or f32,
+          ("%s%s: alpha 2, beta -1 (integers)"):format(o.variant, o.tma == false and " (no TMA)" or ""))
+  end
+end
+
 -- float64
 for _, s in ipairs{{1, 1, 1}, {17, 33, 65}, {300, 200, 100}} do
   local A, B, Cd, R = problem("float64", s[1], s[2], s[3], 3)
@@ -146,6 +203,12 @@ local bad = {
   {function () mm(cuda.array("float32", 12), B, Cd) end, "A is 1%-D %(12 elements%): make it 2%-D, or give m, n and k", "1-D without dims"},
   {function () mm(A, B, Cd, 5) end, "opts must be a table, got number", "opts not a table"},
   {function () mm(A, B, Cd, {variant = "tf32", tma = 1}) end, "tma must be a boolean, got number", "tma not a boolean"},
+  {function () mm(A, B, Cd, {alpha = "2"}) end, "alpha must be a number, got string", "alpha as a string"},
+  {function () mm(A, B, Cd, {beta = true}) end, "beta must be a number, got boolean", "beta as a boolean"},
+  {function () mm(A, B, Cd, {splits = 0}) end, "splits must be an integer 1%.%.64, got 0", "no splits"},
+  {function () mm(A, B, Cd, {splits = 65}) end, "splits must be an integer 1%.%.64, got 65", "too many splits"},
+  {function () mm(A, B, Cd, {splits = 2.5}) end, "splits must be an integer 1%.%.64, got 2%.5", "fractional splits"},
+  {function () mm(A, B, Cd, {splits = "4"}) end, "splits must be an integer 1%.%.64, got 4", "splits as a string"},
 }
 for _, b in ipairs(bad) do
   local ok, err = pcall(b[1])
