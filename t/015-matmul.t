@@ -21,6 +21,18 @@ local function check(Cd, R, tol, what)
   return T.ok(rel <= tol, ("%s: relative error %.2e (<= %.0e)"):format(what, rel, tol))
 end
 
+-- float32 A, B and C (seeds seed, seed + 1, seed + 2) on the device, C on the host too,
+-- and the float64 reference of alpha*A*B + beta*C
+local function problem_c(m, n, k, seed, alpha, beta)
+  local hA = cuda.host_array("float32", {m, k}):random(seed, -1, 1)
+  local hB = cuda.host_array("float32", {k, n}):random(seed + 1, -1, 1)
+  local hC = cuda.host_array("float32", {m, n}):random(seed + 2, -1, 1)
+  local A, B = cuda.array("float32", {m, k}):copy_from(hA), cuda.array("float32", {k, n}):copy_from(hB)
+  local R = cuda.host_array("float64", {m, n}):copy_from(cuda.host_array("float64", {m, n}):copy_from(hC:totable()))
+  ref(hA, hB, R, alpha, beta)
+  return A, B, hC, R, hA, hB
+end
+
 local sizes = {{1, 1, 1}, {17, 33, 65}, {64, 64, 64}, {130, 67, 129}, {1000, 1000, 1000}}
 local f32 = 1e-5
 for _, s in ipairs(sizes) do
@@ -63,13 +75,8 @@ for _, s in ipairs{{4, 4, 4}, {1001, 1000, 1004}, {257, 132, 36}, {300, 516, 205
   check(mm(A, B, Cd:fill(0 / 0), {variant = "fast", tma = false}), R, f32, "fast " .. tag .. " (registers)")
 end
 do
-  local m, n, k = 260, 136, 68
-  local hA = cuda.host_array("float32", {m, k}):random(5, -1, 1)
-  local hB = cuda.host_array("float32", {k, n}):random(6, -1, 1)
-  local hC = cuda.host_array("float32", {m, n}):random(7, -1, 1)
-  local A, B = cuda.array("float32", {m, k}):copy_from(hA), cuda.array("float32", {k, n}):copy_from(hB)
-  local R = cuda.host_array("float64", {m, n}):copy_from(cuda.host_array("float64", {m, n}):copy_from(hC:totable()))
-  ref(hA, hB, R, -1.5, 0.25)
+  local m, n = 260, 136
+  local A, B, hC, R = problem_c(m, n, 68, 5, -1.5, 0.25)
   local Cd = cuda.array("float32", {m, n}):copy_from(hC)
   check(mm(A, B, Cd, {variant = "tf32", alpha = -1.5, beta = 0.25}), R, 5e-3, "tf32 260x68x136: alpha -1.5, beta 0.25")
   Cd:copy_from(hC)
@@ -90,13 +97,8 @@ for _, s in ipairs{{128, 256, 4096}, {257, 300, 1000}, {64, 64, 96}} do
   check(mm(A, B, Cd:fill(0 / 0), {variant = "fast"}), R, f32, ("fast %s, splits by size"):format(tag))
 end
 do   -- the partial sums meet alpha and beta only in the second kernel
-  local m, n, k = 96, 200, 3000
-  local hA = cuda.host_array("float32", {m, k}):random(21, -1, 1)
-  local hB = cuda.host_array("float32", {k, n}):random(22, -1, 1)
-  local hC = cuda.host_array("float32", {m, n}):random(23, -1, 1)
-  local A, B = cuda.array("float32", {m, k}):copy_from(hA), cuda.array("float32", {k, n}):copy_from(hB)
-  local R = cuda.host_array("float64", {m, n}):copy_from(cuda.host_array("float64", {m, n}):copy_from(hC:totable()))
-  ref(hA, hB, R, 0.5, -2)
+  local m, n = 96, 200
+  local A, B, hC, R, hA, hB = problem_c(m, n, 3000, 21, 0.5, -2)
   for _, v in ipairs{"fast", "tf32"} do
     local Cd = cuda.array("float32", {m, n}):copy_from(hC)
     check(mm(A, B, Cd, {variant = v, alpha = 0.5, beta = -2, splits = 5}), R, v == "tf32" and 5e-3 or f32,
@@ -117,13 +119,8 @@ end
 -- integer alpha and beta reach the kernels as floats (the prebuilt kernels' parameters are
 -- only sizes to the driver), in every variant and both paths of fast and tf32
 do
-  local m, n, k = 48, 64, 80
-  local hA = cuda.host_array("float32", {m, k}):random(31, -1, 1)
-  local hB = cuda.host_array("float32", {k, n}):random(32, -1, 1)
-  local hC = cuda.host_array("float32", {m, n}):random(33, -1, 1)
-  local A, B = cuda.array("float32", {m, k}):copy_from(hA), cuda.array("float32", {k, n}):copy_from(hB)
-  local R = cuda.host_array("float64", {m, n}):copy_from(cuda.host_array("float64", {m, n}):copy_from(hC:totable()))
-  ref(hA, hB, R, 2, -1)
+  local m, n = 48, 64
+  local A, B, hC, R = problem_c(m, n, 80, 31, 2, -1)
   for _, o in ipairs{{variant = "naive"}, {variant = "tiled"}, {variant = "fast"}, {variant = "fast", tma = false},
                      {variant = "tf32"}, {variant = "tf32", tma = false}} do
     local Cd = cuda.array("float32", {m, n}):copy_from(hC)
@@ -147,14 +144,8 @@ end
 
 -- alpha and beta: C is read only when beta ~= 0
 do
-  local m, n, k = 33, 47, 29
-  local hA = cuda.host_array("float32", {m, k}):random(1, -1, 1)
-  local hB = cuda.host_array("float32", {k, n}):random(2, -1, 1)
-  local hC = cuda.host_array("float32", {m, n}):random(3, -1, 1)
-  local A, B = cuda.array("float32", {m, k}):copy_from(hA), cuda.array("float32", {k, n}):copy_from(hB)
-  local R = cuda.host_array("float64", {m, n})
-  R:copy_from(cuda.host_array("float64", {m, n}):copy_from(hC:totable()))
-  ref(hA, hB, R, 2.5, -0.5)
+  local m, n = 33, 47
+  local A, B, hC, R = problem_c(m, n, 29, 1, 2.5, -0.5)
   for _, v in ipairs{"naive", "row", "column", "tiled", "fast", "tf32"} do
     local Cd = cuda.array("float32", {m, n}):copy_from(hC)
     check(mm(A, B, Cd, {variant = v, alpha = 2.5, beta = -0.5}), R, v == "tf32" and 5e-3 or f32, v .. ": alpha 2.5, beta -0.5")
