@@ -181,7 +181,8 @@ end
 local ws_streams = setmetatable({}, {__mode = "k"})
 local ws_devices = setmetatable({}, {__mode = "v"})
 local function sm90_workspace(dev, stream, words)
-  local w = stream and ws_streams[stream] or ws_devices[dev.ordinal]
+  local w
+  if stream then w = ws_streams[stream] else w = ws_devices[dev.ordinal] end
   if not w or #w < words then
     w = cuda.array("float32", words, {device = dev.ordinal})
     if stream then ws_streams[stream] = w else ws_devices[dev.ordinal] = w end
@@ -346,12 +347,13 @@ function barrier.mkl(X, P, opts)
   opts, blocks, threads, n, suffix = xpx_opts(fname, X, P, opts)
   local kind = one_of(fname, "kind", opts.kind or "none", xpx_kinds)
   local dev = X.device.ordinal
-  mkl_state[dev] = mkl_state[dev] or barrier.state(dev)
+  local state = mkl_state[dev] or barrier.state(dev)   -- held here: the table's hold is weak
+  mkl_state[dev] = state
   local kern = catalog.kernel("barrier", "culua_xpx_" .. kind .. suffix, nil, X.device)
   local cfg = {grid = blocks, block = threads, stream = opts.stream}
   for _ = 1, opts.transforms or 1 do
-    kern:launch(cfg, X, P, n, mkl_state[dev], 1)
-    kern:launch(cfg, P, X, n, mkl_state[dev], 1)
+    kern:launch(cfg, X, P, n, state, 1)
+    kern:launch(cfg, P, X, n, state, 1)
   end
   return X
 end

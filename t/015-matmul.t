@@ -104,16 +104,19 @@ do   -- the partial sums meet alpha and beta only in the second kernel
     check(mm(A, B, Cd, {variant = v, alpha = 0.5, beta = -2, splits = 5}), R, v == "tf32" and 5e-3 or f32,
           v .. " 96x3000x200 in 5 splits: alpha 0.5, beta -2")
   end
-  -- on two streams at once: each stream has its own workspace
+  -- on two streams at once: each stream has its own workspace, not the default stream's
+  -- (which the first call leaves big enough for both)
   local s1, s2 = cuda.stream(), cuda.stream()
   local R0 = cuda.host_array("float64", {m, n})
   ref(hA, hB, R0)
+  local C0 = mm(A, B, cuda.array("float32", {m, n}), {splits = 12})
   local C1, C2 = cuda.array("float32", {m, n}):fill(0 / 0), cuda.array("float32", {m, n}):fill(0 / 0)
   mm(A, B, C1, {stream = s1, splits = 6})
   mm(A, B, C2, {stream = s2, splits = 6})
   s1:synchronize(); s2:synchronize()
   check(C1, R0, f32, "split-K on stream 1 beside stream 2")
   check(C2, R0, f32, "split-K on stream 2 beside stream 1")
+  check(C0, R0, f32, "split-K on the default stream before them")
 end
 
 -- integer alpha and beta reach the kernels as floats (the prebuilt kernels' parameters are
