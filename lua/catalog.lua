@@ -151,9 +151,9 @@ local function sm90_shared(bm, bn)   -- CULUA_SM90_SHARED(BM, BN): 4 stages, BK 
 end
 local sm90 = {
   tf32 = {kernel = "culua_matmul_tf32_wgmma", bm = 256, bn = 128, abox = {256, 32, 128}, bbox = {32, 32, 128},
-          shared = sm90_shared(256, 128)},
+          shared = sm90_shared(256, 128), rate = 2.8e12},
   fast = {kernel = "culua_matmul_fast_tma", bm = 128, bn = 256, abox = {128, 32, 128}, bbox = {32, 128, 0},
-          shared = sm90_shared(128, 256)},
+          shared = sm90_shared(128, 256), rate = 0.35e12},
 }
 local sm90_ready = setmetatable({}, {__mode = "k"})
 
@@ -164,16 +164,27 @@ local function use_sm90(variant, t, A, B, m, n, k, opts)
          and A.ptr % 16 == 0 and B.ptr % 16 == 0
 end
 
--- split-K: how many blocks share a tile's k-tiles. Only when the tiles leave at least half the
--- multiprocessors idle, at most as many as fill them, and never fewer than 4 k-tiles a block.
+-- split-K: how many blocks share a tile's k-tiles. A wave is one block on each multiprocessor;
+-- s splits take ceil(tiles * s / sms) waves of 1/s of a tile's work plus a block's fixed cost,
+-- and the second kernel reads s slices of C and writes C. That estimate picks s (at most 16,
+-- and at least 4 k-tiles a block); a split must save a tenth. plan.rate (a multiprocessor's
+-- FLOP/s), the 24 us a block and 2.5 TB/s were fitted to H100 timings of n = 1024..3072, where
+-- they pick the best of the splits measured (fast: 2 at 1280, 3 at 1536 and 3072, 1 at 2048).
 local sm_counts = {}
 local function sm90_splits(plan, dev, m, n, k, opts)
   if opts.splits then return opts.splits end
-  local tiles = ceil_div(m, plan.bm) * ceil_div(n, plan.bn)
   sm_counts[dev.ordinal] = sm_counts[dev.ordinal] or dev:attribute("multiprocessor_count")
-  local sms = sm_counts[dev.ordinal]
-  if 2 * tiles > sms then return 1 end
-  return math.max(1, math.min(sms // tiles, ceil_div(k, 32) // 4, 16))
+  local sms, tiles = sm_counts[dev.ordinal], ceil_div(m, plan.bm) * ceil_div(n, plan.bn)
+  local tile_s = 2 * plan.bm * plan.bn * k / plan.rate          -- one tile on one multiprocessor
+  local function cost(s)
+    return ceil_div(tiles * s, sms) * (tile_s / s + 24e-6) + (s > 1 and (s + 2) * 4 * m * n / 2.5e12 or 0)
+  end
+  local best, best_cost = 1, cost(1)
+  for s = 2, math.min(16, ceil_div(k, 32) // 4) do
+    local c = cost(s)
+    if c < best_cost then best, best_cost = s, c end
+  end
+  return best_cost < 0.9 * cost(1) and best or 1
 end
 
 -- the partial sums' workspace: one a stream (a stream's work is ordered, two streams' is not),

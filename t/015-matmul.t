@@ -84,8 +84,9 @@ do
 end
 
 -- split-K on the TMA kernels: blocks share a tile's k-tiles and a second kernel adds
--- their partial sums; chosen by size (the sizes above take it too: 1001x1004x1000 in
--- 4 splits, 129x100x260 in 2) or given, including more splits than k-tiles
+-- their partial sums; chosen by size (on an H100 the sizes above take it too:
+-- 1001x1004x1000 in 4 splits, 300x2052x516 in 13 or 14) or given, including more
+-- splits than k-tiles
 for _, s in ipairs{{128, 256, 4096}, {257, 300, 1000}, {64, 64, 96}} do
   local m, n, k = s[1], s[2], s[3]
   local A, B, Cd, R = problem("float32", m, n, k, 13)
