@@ -54,10 +54,12 @@ __device__ __forceinline__ void store_c (float *C, size_t idx, float alpha, floa
   C[idx] = beta == 0.0f ? alpha * acc : alpha * acc + beta * C[idx];
 }
 
-/* where a tile's sums go: into C, or raw into a split's slice W of the workspace */
+/* where a tile's sums go: into C, or (W given) raw into split's M x N slice of W */
 struct Out {
   float *C, *W;
   float alpha, beta;
+  __device__ Out (float *c, float *w, int split, int M, int N, float a, float b)
+    : C(c), W(w == nullptr ? nullptr : w + (size_t)split * M * N), alpha(a), beta(b) {}
   __device__ void operator() (size_t idx, float acc) const {
     if (W != nullptr) W[idx] = acc;
     else store_c(C, idx, alpha, acc, beta);
@@ -262,7 +264,7 @@ culua_matmul_tf32_wgmma (int M, int N, int K, float alpha, const __grid_constant
     for (int q = 0; q < BN / 32; q++)   /* B in 32-column panels: a swizzled row is 128 bytes */
       tma_load(ring.bbuf(s) + q * (B_BYTES / 4), &tmB, ring.full(s), n0 + 32 * q, kt * BK);
   }, [&] (const auto &ring, int m0, int n0, int KT, int split) {   /* one release per consumer warpgroup */
-    const Out out{C, W == nullptr ? nullptr : W + (size_t)split * M * N, alpha, beta};
+    const Out out(C, W, split, M, N, alpha, beta);
     const int ct = threadIdx.x - 128, wg = ct >> 7, warp = (ct >> 5) & 3, lane = ct & 31, g = lane >> 2, t = lane & 3;
     const int r0 = wg * 64 + warp * 16 + g;    /* the tile column of fragment rows r0 and r0 + 8 */
     float d[BM / 2];
@@ -320,7 +322,7 @@ culua_matmul_fast_tma (int M, int N, int K, float alpha, const __grid_constant__
     tma_load(ring.bbuf(s), &tmB, ring.full(s), n0, kt * BK);   /* two 128-column halves */
     tma_load(ring.bbuf(s) + B_BYTES / 2, &tmB, ring.full(s), n0 + 128, kt * BK);
   }, [&] (const auto &ring, int m0, int n0, int KT, int split) {   /* one release per consumer warp */
-    const Out out{C, W == nullptr ? nullptr : W + (size_t)split * M * N, alpha, beta};
+    const Out out(C, W, split, M, N, alpha, beta);
     /* 8 warps as 2 x 4 of 64 x 64; a thread: rows lm + 8i, columns 4ln + 16j (+0..3).
     ** The 8 lanes of a quarter-warp read 8 rows of A whose swizzled chunks differ,
     ** and one 16-byte piece of B (a broadcast): no bank conflicts. */

@@ -179,12 +179,13 @@ local function sm90_splits(plan, dev, m, n, k, opts)
   local function cost(s)
     return ceil_div(tiles * s, sms) * (tile_s / s + 24e-6) + (s > 1 and (s + 2) * 4 * m * n / 2.5e12 or 0)
   end
-  local best, best_cost = 1, cost(1)
+  local one = cost(1)
+  local best, best_cost = 1, one
   for s = 2, math.min(16, ceil_div(k, 32) // 4) do
     local c = cost(s)
     if c < best_cost then best, best_cost = s, c end
   end
-  return best_cost < 0.9 * cost(1) and best or 1
+  return best_cost < 0.9 * one and best or 1
 end
 
 -- the partial sums' workspace: one a stream (a stream's work is ordered, two streams' is not),
