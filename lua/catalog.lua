@@ -146,14 +146,14 @@ end
 -- (TMA-fed, warp-specialized; tf32 on wgmma), when TMA can address the
 -- operands: 2-D arrays, K and N multiples of 4, 16-byte aligned bases.
 -- Elsewhere they are matmul.cu's kernels.
-local function sm90_shared(bm, bn)   -- CULUA_SM90_SHARED(BM, BN): 4 stages, BK = 32
-  return 4 * (bm * 32 * 4 + 32 * bn * 4) + 2 * 4 * 8 + 1024
+local function sm90_shared(bm, bn, bk, stages)   -- CULUA_SM90_SHARED(BM, BN, BK, STAGES)
+  return stages * (bm * bk * 4 + bk * bn * 4) + 2 * stages * 8 + 1024
 end
 local sm90 = {
   tf32 = {kernel = "culua_matmul_tf32_wgmma", bm = 256, bn = 128, abox = {256, 32, 128}, bbox = {32, 32, 128},
-          shared = sm90_shared(256, 128), rate = 2.8e12},
-  fast = {kernel = "culua_matmul_fast_tma", bm = 128, bn = 256, abox = {128, 32, 128}, bbox = {32, 128, 0},
-          shared = sm90_shared(128, 256), rate = 0.35e12},
+          shared = sm90_shared(256, 128, 32, 4), rate = 2.8e12},
+  fast = {kernel = "culua_matmul_fast_tma", bm = 128, bn = 256, abox = {128, 16, 64}, bbox = {16, 128, 0},
+          shared = sm90_shared(128, 256, 16, 8), rate = 0.35e12},
 }
 local sm90_ready = setmetatable({}, {__mode = "k"})
 
@@ -167,7 +167,7 @@ end
 -- split-K: how many blocks share a tile's k-tiles. A wave is one block on each multiprocessor;
 -- s splits take ceil(tiles * s / sms) waves of 1/s of a tile's work plus a block's fixed cost,
 -- and the second kernel reads s slices of C and writes C. That estimate picks s (at most 16,
--- and at least 4 k-tiles a block); a split must save a tenth. plan.rate (a multiprocessor's
+-- and at least 128 of k a block); a split must save a tenth. plan.rate (a multiprocessor's
 -- FLOP/s), the 24 us a block and 2.5 TB/s were fitted to H100 timings of n = 1024..3072, where
 -- they pick the best of the splits measured (fast: 2 at 1280, 3 at 1536 and 3072, 1 at 2048).
 local sm_counts = {}
@@ -181,7 +181,7 @@ local function sm90_splits(plan, dev, m, n, k, opts)
   end
   local one = cost(1)
   local best, best_cost = 1, one
-  for s = 2, math.min(16, ceil_div(k, 32) // 4) do
+  for s = 2, math.min(16, ceil_div(k, 128)) do
     local c = cost(s)
     if c < best_cost then best, best_cost = s, c end
   end

@@ -63,7 +63,8 @@ end
 
 -- fast and tf32 on compute capability 9.0 take the TMA-fed kernels when TMA can
 -- address the operands: partial tiles in every dimension, K over several turns
--- of the 4-stage ring, beta; tma = false keeps the other kernels
+-- of the ring (4 stages of 32 in tf32, 8 of 16 in fast), beta; tma = false keeps
+-- the other kernels
 local hopper = (dev.major == 9 and dev.minor == 0) and " (TMA)" or ""
 for _, s in ipairs{{4, 4, 4}, {1001, 1000, 1004}, {257, 132, 36}, {300, 516, 2052}, {129, 260, 100}} do
   local m, n, k = s[1], s[2], s[3]
