@@ -142,18 +142,18 @@ local function matmul_plan(fname, variant, t, m, n, A, B, opts)
   return vec and "culua_matmul_fast_f32_vec" or "culua_matmul_fast_f32", nil, {ceil_div(n, 128), ceil_div(m, 128)}, {256}
 end
 
--- fast and tf32 in float32 on compute capability 9.0: kernels/matmul_sm90.cu
--- (TMA-fed, warp-specialized; tf32 on wgmma), when TMA can address the
+-- fast and tf32 in float32 on compute capability 9.0: kernels/matmul_sm90_fast.cu
+-- and matmul_sm90.cu (TMA-fed, warp-specialized; tf32 on wgmma), when TMA can address the
 -- operands: 2-D arrays, K and N multiples of 4, 16-byte aligned bases.
 -- Elsewhere they are matmul.cu's kernels.
 local function sm90_shared(bm, bn, bk, stages)   -- CULUA_SM90_SHARED(BM, BN, BK, STAGES)
   return stages * (bm * bk * 4 + bk * bn * 4) + 2 * stages * 8 + 1024
 end
 local sm90 = {
-  tf32 = {kernel = "culua_matmul_tf32_wgmma", bm = 256, bn = 128, abox = {256, 32, 128}, bbox = {32, 32, 128},
-          shared = sm90_shared(256, 128, 32, 4), rate = 2.8e12},
-  fast = {kernel = "culua_matmul_fast_tma", bm = 128, bn = 256, abox = {128, 16, 64}, bbox = {16, 128, 0},
-          shared = sm90_shared(128, 256, 16, 8), rate = 0.35e12},
+  tf32 = {family = "matmul_sm90", kernel = "culua_matmul_tf32_wgmma", bm = 256, bn = 128,
+          abox = {256, 32, 128}, bbox = {32, 32, 128}, shared = sm90_shared(256, 128, 32, 4), rate = 2.8e12},
+  fast = {family = "matmul_sm90_fast", kernel = "culua_matmul_fast_tma", bm = 128, bn = 256,
+          abox = {128, 16, 64}, bbox = {16, 128, 0}, shared = sm90_shared(128, 256, 16, 8), rate = 0.35e12},
 }
 local sm90_ready = setmetatable({}, {__mode = "k"})
 
@@ -204,7 +204,7 @@ end
 
 local function matmul_sm90(plan, A, B, Cm, m, n, k, alpha, beta, opts)
   local dev = A.device
-  local kern = catalog.kernel("matmul_sm90", plan.kernel, nil, dev)
+  local kern = catalog.kernel(plan.family, plan.kernel, nil, dev)
   if not sm90_ready[kern] then
     kern:set_max_dynamic_shared(plan.shared)
     sm90_ready[kern] = true

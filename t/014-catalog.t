@@ -4,8 +4,8 @@ local T = require "culua.tap"
 local cuda = require "cuda"
 
 local list = cuda.catalog.list()
-T.is_deeply(list.families, {"matmul", "matmul_sm90", "barrier"}, "three kernel families")
-T.is_deeply(list.headers, {"culua/barrier.cuh", "culua/common.cuh"}, "two device headers")
+T.is_deeply(list.families, {"matmul", "matmul_sm90", "matmul_sm90_fast", "barrier"}, "four kernel families")
+T.is_deeply(list.headers, {"culua/barrier.cuh", "culua/common.cuh", "culua/sm90.cuh"}, "three device headers")
 T.is_deeply(list.matmul.variants, {"naive", "row", "column", "tiled", "fast", "tf32"}, "matmul variants")
 T.is_deeply(list.matmul.dtypes.float64, {"naive", "tiled", "fast"}, "float64 variants")
 T.is_deeply(list.barrier.kinds, {"seed", "seed_asm", "sense", "grid", "coop"}, "barrier kinds")
@@ -34,6 +34,13 @@ for _, c in ipairs(cases) do
 end
 local pb = cuda.compile(cuda._catalog.source("barrier"), {options = {"-std=c++17", "-arch=compute_90"}, name = "barrier.cu"})
 T.like(pb.ptx, "%.entry culua_xpx_grid", "the barrier family compiles by NVRTC")
+-- the Hopper families share <culua/sm90.cuh>, embedded like the other headers
+for _, fe in ipairs{{"matmul_sm90", "culua_matmul_tf32_wgmma"}, {"matmul_sm90_fast", "culua_matmul_fast_tma"}} do
+  local fam, entry = fe[1], fe[2]
+  local p = cuda.compile(cuda._catalog.source(fam), {options = {"-std=c++17", "-arch=compute_90a", "-default-device"},
+                                                  name = fam .. ".cu"})
+  T.like(p.ptx, "%.entry " .. entry, fam .. " compiles by NVRTC for compute_90a")
+end
 
 -- the device headers in a user kernel, no flags
 local user = cuda.compile([[
