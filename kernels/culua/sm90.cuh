@@ -18,6 +18,7 @@
 #define culua_sm90_cuh
 
 #include <culua/common.cuh>
+
 /* the dynamic shared memory of a ring of STAGES k-tiles of a BM x BN tile, BK
 ** deep: its buffers, two mbarriers a stage, and room to align the start to
 ** 1024 bytes */
@@ -31,7 +32,6 @@ struct __align__(64) culua_tmap { unsigned long long w[16]; };
 
 namespace culua {
 namespace sm90 {
-
 
 /* the final write of one element, as in matmul.cu: C is not read when beta == 0 */
 __device__ __forceinline__ void store_c (float *C, size_t idx, float alpha, float acc, float beta) {
@@ -158,7 +158,7 @@ struct Ring {
 
 
 /*
-** What both kernels share: a BM x BN tile of C, k-tiles BK deep in a ring of
+** What the kernels share: a BM x BN tile of C, k-tiles BK deep in a ring of
 ** STAGES (ARRIVALS releases free a stage), warpgroup 0 the producer (one thread
 ** calls load(ring, stage, k-tile, m0, n0) for each k-tile), warpgroups 1
 ** and 2 the consumers (consume(ring, m0, n0, k-tiles, split)), with their
