@@ -22,6 +22,8 @@ if command -v taskset >/dev/null 2>&1; then pin="taskset -c 2"; fi
   echo
   "$culua" bench/matmul.lua bench/anchor_cublas
   echo
+  "$culua" bench/streamk.lua bench/anchor_cublas
+  echo
   "$culua" bench/barrier.lua
   echo
   "$culua" examples/grid_barrier.lua seed "${out:-/tmp}/grid_barrier.csv" | sed -n '/Part 2/,$p'

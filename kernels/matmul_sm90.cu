@@ -9,8 +9,9 @@
 ** C = alpha * A * B + beta * C, row-major float32, M x K times K x N, with
 ** K and N multiples of 4 and 16-byte aligned bases (what TMA can address).
 ** The kernel takes (int M, int N, int K, float alpha, tensor map of A,
-** tensor map of B, float beta, float *C, float *W, int splits), 384
-** threads and dynamic shared memory, and runs culua/sm90.cuh's pipeline.
+** tensor map of B, float beta, float *C, float *W, int splits, int sk,
+** unsigned *counts), 384 threads and dynamic shared memory, and runs
+** culua/sm90.cuh's pipeline.
 **
 ** culua_matmul_tf32_wgmma: k-tiles of 32 in 4 stages; A in 256 x 32 boxes with
 ** the 128-byte swizzle, B in 32 x 32 boxes with the 128-byte swizzle,
@@ -27,6 +28,10 @@
 ** an equal run of the k-tiles and writing its raw partial sums to its M x N
 ** slice of the workspace W; culua_matmul_splitk then adds the slices, in
 ** order, into C. Small products have too few tiles to fill the machine.
+**
+** Stream-K: with sk > 0 the last sk blocks share the tiles that would leave
+** the last wave part empty (see culua/sm90.cuh); W holds 2 x sk tiles of
+** partial sums, counts a count a tile, zero between launches.
 */
 
 #include <culua/sm90.cuh>
@@ -85,25 +90,22 @@ __device__ __forceinline__ void wgmma_m64n256k8 (float *d, const unsigned *a, un
 
 extern "C" __global__ void __launch_bounds__(384, 1)
 culua_matmul_tf32_wgmma (int M, int N, int K, float alpha, const __grid_constant__ culua_tmap tmA,
-                         const __grid_constant__ culua_tmap tmB, float beta, float *C, float *W, int splits) {
+                         const __grid_constant__ culua_tmap tmB, float beta, float *C, float *W, int splits,
+                         int sk, unsigned *counts) {
   constexpr int BM = 256, BN = 128, BK = 32, B_BYTES = BK * BN * 4;
-  pipeline<BM, BN, BK, 4, 2>(M, N, K, splits, [&] (const auto &ring, int s, int kt, int m0, int n0) {
+  const int ct = threadIdx.x - 128, wg = ct >> 7, warp = (ct >> 5) & 3, lane = ct & 31, g = lane >> 2, t = lane & 3;
+  const int r0 = wg * 64 + warp * 16 + g;    /* the tile column of fragment rows r0 and r0 + 8 */
+  pipeline<BM, BN, BK, 4, 2, BM / 2>(M, N, K, splits, sk, W, counts, [&] (const auto &ring, int s, int kt, int m0, int n0) {
     tma_load(ring.abuf(s), &tmA, ring.full(s), kt * BK, m0);
     for (int q = 0; q < BN / 32; q++)   /* B in 32-column panels: a swizzled row is 128 bytes */
       tma_load(ring.bbuf(s) + q * (B_BYTES / 4), &tmB, ring.full(s), n0 + 32 * q, kt * BK);
-  }, [&] (const auto &ring, int m0, int n0, int KT, int split) {   /* one release per consumer warpgroup */
-    const Out out(C, W, split, M, N, alpha, beta);
-    const int ct = threadIdx.x - 128, wg = ct >> 7, warp = (ct >> 5) & 3, lane = ct & 31, g = lane >> 2, t = lane & 3;
-    const int r0 = wg * 64 + warp * 16 + g;    /* the tile column of fragment rows r0 and r0 + 8 */
-    float d[BM / 2];
-#pragma unroll
-    for (int i = 0; i < BM / 2; i++) d[i] = 0.0f;
+  }, [&] (const auto &ring, float (&d)[BM / 2], int q0, int KT) {   /* one release per consumer warpgroup */
     /* element (k, n) of B's tile: panel n / 32, row k, 16-byte chunk swizzled by k % 8 */
     auto boff = [] (int k, int n) {
       return (n >> 5) * (B_BYTES / 4) + k * 128 + ((((n & 31) >> 2) ^ (k & 7)) << 4) + ((n & 3) << 2);
     };
     for (int kt = 0; kt < KT; kt++) {
-      const int s = ring.wait(kt);
+      const int s = ring.wait(q0 + kt);
       const unsigned as = ring.abuf(s), bs = ring.bbuf(s);
       unsigned a[4][4];
 #pragma unroll
@@ -123,7 +125,8 @@ culua_matmul_tf32_wgmma (int M, int N, int K, float alpha, const __grid_constant
       asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
       if ((ct & 127) == 0) mbar_arrive(ring.empty(s));
     }
-
+  }, [&] (const float (&d)[BM / 2], int m0, int n0, int split) {
+    const Out out(C, splits > 1 ? W : nullptr, split, M, N, alpha, beta);
     /* accumulator 4j + q: C^T row r0 (+8 for q >= 2), column 8j + 2t (+1 for odd q) */
     const int n = n0 + r0;
 #pragma unroll

@@ -8,12 +8,14 @@
 ** n = 4096). tf32 is slower at -O1, hence a file of its own.
 **
 ** culua_matmul_fast_tma (int M, int N, int K, float alpha, tensor map of A,
-** tensor map of B, float beta, float *C, float *W, int splits): 384
+** tensor map of B, float beta, float *C, float *W, int splits, int sk,
+** unsigned *counts): 384
 ** threads; k-tiles of 16 in 8 stages; A in 128 x 16 boxes with the 64-byte
 ** swizzle, B in 16 x 128 boxes unswizzled, CULUA_SM90_SHARED(128, 256, 16, 8)
 ** bytes. C's 128 x 256 tile, 8 x 16 a thread: TMA takes the staging loads,
-** stores and block barriers out of the FFMA warps. With splits > 1, W and
-** matmul_sm90.cu's culua_matmul_splitk as there.
+** stores and block barriers out of the FFMA warps. Split-K (splits > 1, W
+** and matmul_sm90.cu's culua_matmul_splitk) and stream-K (sk > 0, W and
+** counts) as there.
 */
 
 #include <culua/sm90.cuh>
@@ -26,29 +28,24 @@ using namespace culua::sm90;
 
 extern "C" __global__ void __launch_bounds__(384, 1)
 culua_matmul_fast_tma (int M, int N, int K, float alpha, const __grid_constant__ culua_tmap tmA,
-                       const __grid_constant__ culua_tmap tmB, float beta, float *C, float *W, int splits) {
+                       const __grid_constant__ culua_tmap tmB, float beta, float *C, float *W, int splits,
+                       int sk, unsigned *counts) {
   /* k-tiles of 16 in 8 stages halve the unrolled loop of 32 in 4: 6% faster at
   ** n = 4096 and 1% at 8192 (H100), the instruction cache missing less */
   constexpr int BM = 128, BN = 256, BK = 16, B_BYTES = BK * BN * 4;
-  pipeline<BM, BN, BK, 8, 8>(M, N, K, splits, [&] (const auto &ring, int s, int kt, int m0, int n0) {
+  /* 8 consumer warps as 2 x 4 of 64 x 64; a thread: rows lm + 8i, columns 4ln + 16j (+0..3) */
+  const int ct = threadIdx.x - 128, warp = ct >> 5, lane = ct & 31, lm = lane & 7, ln = lane >> 3;
+  const int wm = (warp >> 2) * 64, wn = (warp & 3) * 64;
+  pipeline<BM, BN, BK, 8, 8, 128>(M, N, K, splits, sk, W, counts, [&] (const auto &ring, int s, int kt, int m0, int n0) {
     tma_load(ring.abuf(s), &tmA, ring.full(s), kt * BK, m0);
     tma_load(ring.bbuf(s), &tmB, ring.full(s), n0, kt * BK);   /* two 128-column halves */
     tma_load(ring.bbuf(s) + B_BYTES / 2, &tmB, ring.full(s), n0 + 128, kt * BK);
-  }, [&] (const auto &ring, int m0, int n0, int KT, int split) {   /* one release per consumer warp */
-    const Out out(C, W, split, M, N, alpha, beta);
-    /* 8 warps as 2 x 4 of 64 x 64; a thread: rows lm + 8i, columns 4ln + 16j (+0..3).
-    ** The 8 lanes of a quarter-warp read 8 rows of A, two a 128-byte line, whose
+  }, [&] (const auto &ring, float (&acc)[128], int q0, int KT) {   /* one release per consumer warp */
+    /* The 8 lanes of a quarter-warp read 8 rows of A, two a 128-byte line, whose
     ** swizzled chunks differ, and one 16-byte piece of B (a broadcast): no bank
     ** conflicts. */
-    const int ct = threadIdx.x - 128, warp = ct >> 5, lane = ct & 31, lm = lane & 7, ln = lane >> 3;
-    const int wm = (warp >> 2) * 64, wn = (warp & 3) * 64;
-    float acc[8][16];
-#pragma unroll
-    for (int i = 0; i < 8; i++)
-#pragma unroll
-      for (int j = 0; j < 16; j++) acc[i][j] = 0.0f;
     for (int kt = 0; kt < KT; kt++) {
-      const int s = ring.wait(kt);
+      const int s = ring.wait(q0 + kt);
       const unsigned as = ring.abuf(s), bs = ring.bbuf(s);
 #pragma unroll
       for (int kc = 0; kc < BK / 4; kc++) {   /* 4 k at a time: one 16-byte chunk of each A row */
@@ -76,7 +73,7 @@ culua_matmul_fast_tma (int M, int N, int K, float alpha, const __grid_constant__
 #pragma unroll
             for (int jj = 0; jj < 16; jj++) {
               const int j = (i & 1) ? 15 - jj : jj;
-              acc[i][j] = fmaf(av, bv[j], acc[i][j]);
+              acc[16 * i + j] = fmaf(av, bv[j], acc[16 * i + j]);
             }
           }
         }
@@ -84,13 +81,15 @@ culua_matmul_fast_tma (int M, int N, int K, float alpha, const __grid_constant__
       __syncwarp();
       if (lane == 0) mbar_arrive(ring.empty(s));
     }
+  }, [&] (const float (&acc)[128], int m0, int n0, int split) {
+    const Out out(C, splits > 1 ? W : nullptr, split, M, N, alpha, beta);
 #pragma unroll
     for (int i = 0; i < 8; i++) {
       const int m = m0 + wm + lm + 8 * i;
 #pragma unroll
       for (int j = 0; j < 16; j++) {
         const int n = n0 + wn + ln * 4 + 16 * (j >> 2) + (j & 3);
-        if (m < M && n < N) out((size_t)m * N + n, acc[i][j]);
+        if (m < M && n < N) out((size_t)m * N + n, acc[16 * i + j]);
       }
     }
   });

@@ -151,9 +151,11 @@ local function sm90_shared(bm, bn, bk, stages)   -- CULUA_SM90_SHARED(BM, BN, BK
 end
 local sm90 = {
   tf32 = {family = "matmul_sm90", kernel = "culua_matmul_tf32_wgmma", bm = 256, bn = 128,
-          abox = {256, 32, 128}, bbox = {32, 32, 128}, shared = sm90_shared(256, 128, 32, 4), rate = 2.8e12},
+          abox = {256, 32, 128}, bbox = {32, 32, 128}, shared = sm90_shared(256, 128, 32, 4), rate = 2.8e12,
+          streamk_gain = 0.1},
   fast = {family = "matmul_sm90_fast", kernel = "culua_matmul_fast_tma", bm = 128, bn = 256,
-          abox = {128, 16, 64}, bbox = {16, 128, 0}, shared = sm90_shared(128, 256, 16, 8), rate = 0.35e12},
+          abox = {128, 16, 64}, bbox = {16, 128, 0}, shared = sm90_shared(128, 256, 16, 8), rate = 0.35e12,
+          streamk_gain = 0},
 }
 local sm90_ready = setmetatable({}, {__mode = "k"})
 
@@ -164,17 +166,41 @@ local function use_sm90(variant, t, A, B, m, n, k, opts)
          and A.ptr % 16 == 0 and B.ptr % 16 == 0
 end
 
--- split-K: how many blocks share a tile's k-tiles. A wave is one block on each multiprocessor;
+-- multiprocessors, asked of the driver once a device
+local sm_counts = {}
+local function sm_count(dev)
+  sm_counts[dev.ordinal] = sm_counts[dev.ordinal] or dev:attribute("multiprocessor_count")
+  return sm_counts[dev.ordinal]
+end
+
+-- stream-K (kernels/culua/sm90.cuh): when the tiles are more than a wave but not whole waves,
+-- sk blocks share the last tiles' k-tiles equally instead of leaving the last wave part idle:
+-- the remainder (when it is at least half a wave), or the remainder and one wave before it,
+-- so that a block has half a tile's work to two. Returns the stream-K blocks (0: none) and
+-- tiles. opts.streamk: false (none), true (sk = the multiprocessors), a count of blocks, or
+-- nil: by the share of a wave it saves, against plan.streamk_gain. fast gains wherever it
+-- applies (H100: 0.80x -> 1.00x cuBLAS at n = 2560, 0.91x -> 1.06x at 3072, +0.5% at 4096
+-- and 8192); tf32 runs its stream-K tiles slower (its 4-stage ring waits on memory when the
+-- blocks read apart), and gains only when it saves a tenth or more (2560, 3072; not 4096 and
+-- over, where the remainder is 3% of the waves).
+local function sm90_streamk(plan, dev, tiles, opts)
+  if opts.streamk == false then return 0, 0 end
+  local sk = math.type(opts.streamk) == "integer" and opts.streamk or sm_count(dev)
+  local r = tiles % sk
+  if tiles <= sk or r == 0 then return 0, 0 end
+  if opts.streamk == nil and (1 - r / sk) / ceil_div(tiles, sk) < plan.streamk_gain then return 0, 0 end
+  return sk, r >= sk / 2 and r or r + sk
+end
+
+-- split-K: how many blocks share a tile's k-tiles, when there is less than a wave of tiles.
+-- A wave is one block on each multiprocessor;
 -- s splits take ceil(tiles * s / sms) waves of 1/s of a tile's work plus a block's fixed cost,
 -- and the second kernel reads s slices of C and writes C. That estimate picks s (at most 16,
 -- and at least 128 of k a block); a split must save a tenth. plan.rate (a multiprocessor's
 -- FLOP/s), the 24 us a block and 2.5 TB/s were fitted to H100 timings of n = 1024..3072, where
 -- they pick the best of the splits measured (fast: 2 at 1280, 3 at 1536 and 3072, 1 at 2048).
-local sm_counts = {}
-local function sm90_splits(plan, dev, m, n, k, opts)
-  if opts.splits then return opts.splits end
-  sm_counts[dev.ordinal] = sm_counts[dev.ordinal] or dev:attribute("multiprocessor_count")
-  local sms, tiles = sm_counts[dev.ordinal], ceil_div(m, plan.bm) * ceil_div(n, plan.bn)
+local function sm90_splits(plan, dev, m, n, k, tiles)
+  local sms = sm_count(dev)
   local tile_s = 2 * plan.bm * plan.bn * k / plan.rate          -- one tile on one multiprocessor
   local function cost(s)
     return ceil_div(tiles * s, sms) * (tile_s / s + 24e-6) + (s > 1 and (s + 2) * 4 * m * n / 2.5e12 or 0)
@@ -188,16 +214,20 @@ local function sm90_splits(plan, dev, m, n, k, opts)
   return best_cost < 0.9 * one and best or 1
 end
 
--- the partial sums' workspace: one a stream (a stream's work is ordered, two streams' is not),
--- one a device for the default stream; both go with the garbage collector
-local ws_streams = setmetatable({}, {__mode = "k"})
-local ws_devices = setmetatable({}, {__mode = "v"})
-local function sm90_workspace(dev, stream, words)
+-- a stream's (or, for the default stream, a device's) scratch array of a kind: a stream's
+-- work is ordered, two streams' is not. They go with the garbage collector. "partials":
+-- float32, split-K's slices or stream-K's partial tiles; "counts": uint32, stream-K's
+-- counts, zero between launches (the kernel leaves them so).
+local scratch = {partials = {dtype = "float32", streams = setmetatable({}, {__mode = "k"}), devices = setmetatable({}, {__mode = "v"})},
+                 counts = {dtype = "uint32", zero = true, streams = setmetatable({}, {__mode = "k"}), devices = setmetatable({}, {__mode = "v"})}}
+local function sm90_scratch(kind, dev, stream, n)
+  local sc = scratch[kind]
   local w
-  if stream then w = ws_streams[stream] else w = ws_devices[dev.ordinal] end
-  if not w or #w < words then
-    w = cuda.array("float32", words, {device = dev.ordinal})
-    if stream then ws_streams[stream] = w else ws_devices[dev.ordinal] = w end
+  if stream then w = sc.streams[stream] else w = sc.devices[dev.ordinal] end
+  if not w or #w < n then
+    w = cuda.array(sc.dtype, n, {device = dev.ordinal})
+    if sc.zero then w:fill(0) end
+    if stream then sc.streams[stream] = w else sc.devices[dev.ordinal] = w end
   end
   return w
 end
@@ -209,12 +239,19 @@ local function matmul_sm90(plan, A, B, Cm, m, n, k, alpha, beta, opts)
     kern:set_max_dynamic_shared(plan.shared)
     sm90_ready[kern] = true
   end
-  local splits = sm90_splits(plan, dev, m, n, k, opts)
-  local W = splits > 1 and sm90_workspace(dev, opts.stream, splits * m * n) or 0
-  kern:launch({grid = ceil_div(m, plan.bm) * ceil_div(n, plan.bn) * splits, block = 384, shared = plan.shared,
-               stream = opts.stream},
+  local tiles = ceil_div(m, plan.bm) * ceil_div(n, plan.bn)
+  local sk, sk_tiles = 0, 0
+  if (opts.splits or 1) == 1 then sk, sk_tiles = sm90_streamk(plan, dev, tiles, opts) end
+  local splits = opts.splits or (sk > 0 and 1) or sm90_splits(plan, dev, m, n, k, tiles)
+  local W, counts = 0, 0
+  if splits > 1 then W = sm90_scratch("partials", dev, opts.stream, splits * m * n) end
+  if sk > 0 then
+    W = sm90_scratch("partials", dev, opts.stream, 2 * sk * plan.bm * plan.bn)
+    counts = sm90_scratch("counts", dev, opts.stream, sk_tiles)
+  end
+  kern:launch({grid = (tiles - sk_tiles) * splits + sk, block = 384, shared = plan.shared, stream = opts.stream},
               m, n, k, alpha, A:tensor_map(table.unpack(plan.abox)), B:tensor_map(table.unpack(plan.bbox)),
-              beta, Cm, W, splits)
+              beta, Cm, W, splits, sk, counts)
   if splits > 1 then
     local sum = catalog.kernel("matmul_sm90", "culua_matmul_splitk", nil, dev)
     sum:launch({grid = math.min(ceil_div(m * n, 256), 1024), block = 256, stream = opts.stream},
@@ -226,7 +263,9 @@ end
 -- cuda.catalog.matmul(A, B, C [, opts]) -> C = alpha*A*B + beta*C
 --   opts: variant ("fast"), alpha (1), beta (0), unroll, tile, block, threads,
 --         m, n, k (for 1-D arrays), stream, tma (false: not the sm_90a kernels),
---         splits (1..64: split-K on the sm_90a kernels; by default chosen by size)
+--         splits (1..64: split-K on the sm_90a kernels; by default chosen by size),
+--         streamk (false, true or a count of blocks: stream-K on the sm_90a kernels; by default
+--         chosen by size)
 function catalog.matmul(A, B, Cm, opts)
   local fname = "matmul"
   opts = opts or {}
@@ -252,6 +291,13 @@ function catalog.matmul(A, B, Cm, opts)
   if opts.tma ~= nil and type(opts.tma) ~= "boolean" then fail(fname, "tma must be a boolean, got %s", type(opts.tma)) end
   if opts.splits ~= nil and (math.type(opts.splits) ~= "integer" or opts.splits < 1 or opts.splits > 64) then
     fail(fname, "splits must be an integer 1..64, got %s", tostring(opts.splits))
+  end
+  if opts.streamk ~= nil and type(opts.streamk) ~= "boolean"
+     and (math.type(opts.streamk) ~= "integer" or opts.streamk < 1 or opts.streamk > 65536) then
+    fail(fname, "streamk must be a boolean or a block count 1..65536, got %s", tostring(opts.streamk))
+  end
+  if opts.streamk and opts.splits and opts.splits > 1 then
+    fail(fname, "streamk and splits > 1 exclude each other (splits %d)", opts.splits)
   end
   for _, o in ipairs{"alpha", "beta"} do
     if opts[o] ~= nil and type(opts[o]) ~= "number" then fail(fname, "%s must be a number, got %s", o, type(opts[o])) end
@@ -394,7 +440,8 @@ function catalog.list()
       dtypes = {float32 = matmul_variants, float64 = {"naive", "tiled", "fast"}},
       knobs = {unroll = unrolls, tile = {8, 16, 32}, block = "naive: square side 1..32", threads = "row/column: 1..1024",
                tma = "fast and tf32 (float32) on compute capability 9.0: false keeps the kernels of other devices",
-               splits = "with tma: blocks a tile of C, each over a share of K (split-K); chosen by size when not given"},
+               splits = "with tma: blocks a tile of C, each over a share of K (split-K); chosen by size when not given",
+               streamk = "with tma: false, true or a block count: blocks share the last tiles' k-tiles equally (stream-K); chosen by size when not given"},
       default = "fast",
     },
     barrier = {kinds = barrier.kinds, experiment = xpx_kinds, phases = xpx_phases},

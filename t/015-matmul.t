@@ -121,6 +121,60 @@ do   -- the partial sums meet alpha and beta only in the second kernel
   check(C0, R0, f32, "split-K on the default stream before them")
 end
 
+-- stream-K on the TMA kernels: the last blocks share the last tiles' k-tiles end to end and
+-- the last of a tile's contributors adds the partial sums. Block counts given, so that small
+-- products take it on any machine: 1000x1000 is 32 tiles in both kernels; 5 blocks share 7
+-- tiles (7/5 tiles each), 7 share 4 (4/7 each: tiles with three contributors), 31 share all
+-- 32 (most tiles with two); k from 1 k-tile to many turns of the ring; then by size (on an
+-- H100, 2100x2100 is 153 tiles of either kernel: more than a wave of 132, all shared).
+-- Each call runs three times: the counts must be left at zero for the next launch, and the
+-- sums must not depend on which contributor comes last.
+for _, s in ipairs{{1000, 1000, 4}, {1000, 1000, 20}, {1000, 1000, 516}, {999, 1004, 1000}} do
+  local m, n, k = s[1], s[2], s[3]
+  local A, B, Cd, R = problem("float32", m, n, k, 17)
+  local tag = ("%dx%dx%d"):format(m, k, n)
+  for _, sk in ipairs{5, 7, 31} do
+    for _, v in ipairs{"fast", "tf32"} do
+      local first
+      for round = 1, 3 do
+        check(mm(A, B, Cd:fill(0 / 0), {variant = v, streamk = sk}), R, v == "tf32" and 5e-3 or f32,
+              ("%s %s, stream-K in %d blocks (%d)"):format(v, tag, sk, round))
+        if round == 1 then first = Cd:copy_to(cuda.host_array("float32", {m, n}))
+        else T.is(cuda.compare(Cd, first), 0.0, ("%s %s, stream-K in %d blocks: run %d the same as run 1"):format(v, tag, sk, round)) end
+      end
+    end
+  end
+end
+do
+  local m, n, k = 2100, 2100, 300
+  local A, B, Cd, R = problem("float32", m, n, k, 19)
+  for _, v in ipairs{"fast", "tf32"} do
+    check(mm(A, B, Cd:fill(0 / 0), {variant = v}), R, v == "tf32" and 5e-3 or f32, v .. " 2100x300x2100, stream-K by size")
+    check(mm(A, B, Cd:fill(0 / 0), {variant = v, streamk = true}), R, v == "tf32" and 5e-3 or f32, v .. " 2100x300x2100, streamk = true")
+    check(mm(A, B, Cd:fill(0 / 0), {variant = v, streamk = false}), R, v == "tf32" and 5e-3 or f32, v .. " 2100x300x2100, streamk = false")
+  end
+end
+do   -- alpha and beta once a tile, by its last contributor; two streams, counts of their own
+  local m, n = 520, 1030
+  local A, B, hC, R = problem_c(m, n, 700, 23, 0.5, -2)
+  for _, v in ipairs{"fast", "tf32"} do
+    local Cd = cuda.array("float32", {m, n}):copy_from(hC)
+    check(mm(A, B, Cd, {variant = v, alpha = 0.5, beta = -2, streamk = 6}), R, v == "tf32" and 5e-3 or f32,
+          v .. " 520x700x1030 in 6 stream-K blocks: alpha 0.5, beta -2")
+  end
+  local A2, B2, C0, R0 = problem("float32", m, n, 700, 29)
+  local s1, s2 = cuda.stream(), cuda.stream()
+  local C1, C2 = cuda.array("float32", {m, n}):fill(0 / 0), cuda.array("float32", {m, n}):fill(0 / 0)
+  for _ = 1, 3 do
+    mm(A2, B2, C1, {stream = s1, streamk = 9})
+    mm(A2, B2, C2, {stream = s2, streamk = 9})
+  end
+  s1:synchronize(); s2:synchronize()
+  check(C1, R0, f32, "stream-K on stream 1 beside stream 2")
+  check(C2, R0, f32, "stream-K on stream 2 beside stream 1")
+  check(mm(A2, B2, C0:fill(0 / 0), {streamk = 9, splits = 1}), R0, f32, "stream-K with splits = 1")
+end
+
 -- integer alpha and beta reach the kernels as floats (the prebuilt kernels' parameters are
 -- only sizes to the driver), in every variant and both paths of fast and tf32
 do
@@ -205,6 +259,10 @@ local bad = {
   {function () mm(A, B, Cd, {splits = 65}) end, "splits must be an integer 1%.%.64, got 65", "too many splits"},
   {function () mm(A, B, Cd, {splits = 2.5}) end, "splits must be an integer 1%.%.64, got 2%.5", "fractional splits"},
   {function () mm(A, B, Cd, {splits = "4"}) end, "splits must be an integer 1%.%.64, got 4", "splits as a string"},
+  {function () mm(A, B, Cd, {streamk = 0}) end, "streamk must be a boolean or a block count 1%.%.65536, got 0", "no stream-K blocks"},
+  {function () mm(A, B, Cd, {streamk = 1.5}) end, "streamk must be a boolean or a block count 1%.%.65536, got 1%.5", "fractional stream-K blocks"},
+  {function () mm(A, B, Cd, {streamk = "on"}) end, "streamk must be a boolean or a block count 1%.%.65536, got on", "streamk as a string"},
+  {function () mm(A, B, Cd, {streamk = 8, splits = 3}) end, "streamk and splits > 1 exclude each other %(splits 3%)", "stream-K and split-K"},
 }
 for _, b in ipairs(bad) do
   local ok, err = pcall(b[1])

@@ -8,10 +8,11 @@
 ** others wait. sm_90a only (setmaxnreg); the device code is in namespace
 ** culua::sm90.
 **
-** A kernel calls pipeline<BM, BN, BK, STAGES, ARRIVALS>(M, N, K, splits,
-** load, consume) with 384 threads and CULUA_SM90_SHARED(BM, BN, BK, STAGES)
-** bytes of dynamic shared memory; load issues a k-tile's copies, consume
-** computes a tile and writes it through Out.
+** A kernel calls pipeline<BM, BN, BK, STAGES, ARRIVALS, R>(M, N, K, splits,
+** sk, P, counts, load, mma, store) with 384 threads and
+** CULUA_SM90_SHARED(BM, BN, BK, STAGES) bytes of dynamic shared memory; load
+** issues a k-tile's copies, mma adds k-tiles into a consumer thread's R
+** accumulators, store writes them through Out.
 */
 
 #ifndef culua_sm90_cuh
@@ -138,53 +139,210 @@ struct Ring {
     }
     __syncthreads();
   }
-  /* the producer's thread: fill stage after stage with load(stage, k-tile),
-  ** each once its consumers have released it */
+  /* the producer's thread: fill the ring's turns q0 .. q0 + KT - 1 with
+  ** load(stage, kt) for k-tiles kt = 0 .. KT - 1, each stage once its
+  ** consumers have released it. A block's turns go on from one tile to the
+  ** next (stream-K), so the ring never drains between them. */
   template <class Load>
-  __device__ void produce (int KT, Load load) const {
+  __device__ void produce (int q0, int KT, Load load) const {
     for (int kt = 0; kt < KT; kt++) {
-      const int s = kt % STAGES;
-      if (kt >= STAGES) mbar_wait(empty(s), (kt / STAGES - 1) & 1);
+      const int q = q0 + kt, s = q % STAGES;
+      if (q >= STAGES) mbar_wait(empty(s), (q / STAGES - 1) & 1);
       mbar_expect_tx(full(s), A_BYTES + B_BYTES);
       load(s, kt);
     }
   }
-  /* a consumer: wait until k-tile kt has landed; returns its stage */
-  __device__ int wait (int kt) const {
-    mbar_wait(full(kt % STAGES), (kt / STAGES) & 1);
-    return kt % STAGES;
+  /* a consumer: wait until turn q's k-tile has landed; returns its stage */
+  __device__ int wait (int q) const {
+    mbar_wait(full(q % STAGES), (q / STAGES) & 1);
+    return q % STAGES;
   }
 };
 
+/* }====================================================== */
+
+
+/* {====================================================== stream-K */
+
+/* the consumers' own barrier (the producer warpgroup has left): 256 threads */
+__device__ __forceinline__ void consumers_sync () {
+  asm volatile("bar.sync 1, 256;" ::: "memory");
+}
+
+__device__ __forceinline__ unsigned ld_acquire (const unsigned *p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
 
 /*
-** What the kernels share: a BM x BN tile of C, k-tiles BK deep in a ring of
-** STAGES (ARRIVALS releases free a stage), warpgroup 0 the producer (one thread
-** calls load(ring, stage, k-tile, m0, n0) for each k-tile), warpgroups 1
-** and 2 the consumers (consume(ring, m0, n0, k-tiles, split)), with their
-** registers taken from the producer by setmaxnreg: 384 x 168 at launch
-** is 128 x 24 + 256 x 240, so the consumers get all the producer gives
-** (240 against 232 made fast 2% faster at n = 8192 on an H100).
+** Stream-K (Osama et al., PPoPP 2023). Tiles that would fill only part of a
+** last wave are shared out instead: sk blocks take equal shares of their
+** k-tiles, laid end to end tile after tile, so every block does the same
+** work and the wave ends together. The catalog makes a share at least half a
+** tile and less than two, so a share crosses at most one tile boundary and
+** a tile has one to three contributors; each block has at most two partial
+** tiles, its first and its last.
+**
+** A block takes each tile's part of its share (a run) downwards in k. The
+** shares start at k-tiles that differ from block to block, so upwards the
+** blocks would each read their own slices of A and B: with 248 tiles shared
+** by 132 blocks at n = 4096 on an H100, tf32 ran at 0.6x of no stream-K
+** upwards, and 0.8x downwards. Downwards, a block's
+** first run is at k-tile all - 1 - q at its turn q, whatever its share, and
+** its second at length - 1 - q, the shares' lengths differing by one at
+** most: at any time the blocks are at two k-tiles, and share their reads in
+** L2 as blocks of a wave of whole tiles do.
 */
-template <int BM, int BN, int BK, int STAGES, int ARRIVALS, class Load, class Consume>
-__device__ __forceinline__ void pipeline (int M, int N, int K, int splits, Load load, Consume consume) {
+struct Streamk {
+  long long total;   /* the stream-K tiles' k-tiles, end to end */
+  int all, sk;       /* k-tiles a tile; stream-K blocks */
+  __device__ long long begin (int c) const { return c * total / sk; }
+  /* the block whose share holds k-tile x */
+  __device__ int owner (long long x) const { return (int)(((x + 1) * sk - 1) / total); }
+  /* block c's partial of tile t: its first (slot 2c) or its last (2c + 1) */
+  __device__ int slot (int c, int t) const { return 2 * c + (begin(c) / all == t ? 0 : 1); }
+};
+
+/*
+** Contributors c0 .. c0 + n - 1 of a tile meet: each leaves its partial
+** sums in its slot of P and counts itself in; the last to come adds them up
+** and returns true, so that it writes the tile. Nobody waits, so no block
+** can hold a multiprocessor that another needs. The threads' accumulators go
+** to P thread by thread (coalesced, and read back the same way). The sum
+** runs in the contributors' order, so it does not depend on who came last;
+** a block that finds all the others there already keeps its own sums in
+** acc when that order allows (it is the first, or one of two). The last
+** resets the count for the next launch.
+*/
+template <int R, class Run>
+__device__ __forceinline__ bool streamk_meet (float (&acc)[R], float *P, unsigned *count, const Run &run) {
+  const int t = run.t, me = run.j, c0 = run.c0, n = run.n;
+  const Streamk &sk = run.sks;
+  __shared__ unsigned seen;
+  const int ct = threadIdx.x - 128;
+  auto part = [&] (int c) { return P + (size_t)sk.slot(c, t) * R * 256 + ct; };
+  consumers_sync();   /* all have read the last meeting's `seen` */
+  if (ct == 0) seen = ld_acquire(count);
+  consumers_sync();
+  const bool keep = seen == (unsigned)n - 1 && (me == c0 || n == 2);
+  if (!keep) {
+    float *p = part(me);
+#pragma unroll
+    for (int r = 0; r < R; r++) __stcg(p + r * 256, acc[r]);
+    __threadfence();
+    consumers_sync();
+    if (ct == 0) {
+      seen = atomicAdd(count, 1u);
+      __threadfence();
+    }
+    consumers_sync();
+    if (seen != (unsigned)n - 1) return false;
+    const float *p0 = part(c0);
+#pragma unroll
+    for (int r = 0; r < R; r++) acc[r] = __ldcg(p0 + r * 256);
+  }
+  if (ct == 0) *count = 0;
+  for (int c = c0 + 1 - (keep && me != c0); c < c0 + n; c++) {   /* keeping: all but me; else all after c0 */
+    if (keep && c == me) continue;
+    const float *p = part(c);
+#pragma unroll
+    for (int r = 0; r < R; r++) acc[r] += __ldcg(p + r * 256);
+  }
+  return true;
+}
+
+/* }====================================================== */
+
+
+/* {====================================================== the pipeline */
+
+/*
+** A block's work, run by run: the first gridDim.x - sk blocks take a tile
+** each, block b tile b % tiles, the k-tiles of split b / tiles (of
+** `splits`); the last sk blocks, when sk > 0 (and splits is 1), share the
+** remaining tiles by stream-K.
+*/
+struct Run {
+  int m0, n0;      /* the tile's origin in C */
+  int q, k0, KT;   /* the ring's turns q .. q + KT - 1 take the tile's k-tiles k0 .. k0 + KT - 1, */
+  int down;        /* upwards (0), or downwards (1: stream-K) */
+  int split;       /* split-K's slice */
+  int t, c0, n;    /* stream-K: the tile, its first contributor and how many there are (1 else) */
+  int j;           /* stream-K: this block's number */
+  Streamk sks;
+};
+
+/* calls f(run) for each of this block's runs of k-tiles, in order */
+template <int BM, int BN, int BK, class F>
+__device__ __forceinline__ void each_run (int M, int N, int K, int splits, int sk, F f) {
+  const int tiles = ((M + BM - 1) / BM) * ((N + BN - 1) / BN), all = (K + BK - 1) / BK;
+  const int dp = gridDim.x - sk;
+  Run r;
+  if (blockIdx.x < dp) {   /* a tile, or a split of one (possibly no k-tiles) */
+    const int per = (all + splits - 1) / splits;
+    r.split = blockIdx.x / tiles;
+    r.q = 0, r.k0 = r.split * per, r.KT = max(0, min(all, r.k0 + per) - r.k0), r.down = 0;
+    r.t = r.c0 = 0, r.n = 1;
+    tile_origin<BM, BN>(M, N, blockIdx.x % tiles, r.m0, r.n0);
+    f(r);
+    return;
+  }
+  /* stream-K: block j's share [begin(j), begin(j + 1)) of tiles dp .. tiles - 1, end to end */
+  const Streamk &sks = r.sks = Streamk{(long long)(tiles - dp) * all, all, sk};
+  const long long end = sks.begin((r.j = blockIdx.x - dp) + 1);
+  r.split = 0, r.q = 0, r.down = 1;
+  for (long long it = sks.begin(r.j); it < end; it += r.KT, r.q += r.KT) {
+    r.t = (int)(it / all), r.k0 = (int)(it - (long long)r.t * all);
+    r.KT = (int)min((long long)all, end - (long long)r.t * all) - r.k0;
+    r.c0 = sks.owner((long long)r.t * all), r.n = sks.owner((long long)(r.t + 1) * all - 1) - r.c0 + 1;
+    tile_origin<BM, BN>(M, N, dp + r.t, r.m0, r.n0);
+    f(r);
+  }
+}
+
+/*
+** What the kernels share: BM x BN tiles of C, k-tiles BK deep in a ring of
+** STAGES (ARRIVALS releases free a stage), warpgroup 0 the producer (one
+** thread calls load(ring, stage, k-tile, m0, n0) for each k-tile), warpgroups
+** 1 and 2 the consumers, R accumulators a thread: mma(ring, acc, q0, KT) adds
+** the ring's turns q0 .. q0 + KT - 1 into acc, store(acc, m0, n0, split)
+** writes the tile. Their registers come from the producer by setmaxnreg:
+** 384 x 168 at launch is 128 x 24 + 256 x 240, so the consumers get all the
+** producer gives (240 against 232 made fast 2% faster at n = 8192, H100).
+** ptxas gives code the consumers' 240 only where no path from the producer's
+** setmaxnreg reaches, hence two calls of each_run.
+**
+** The blocks' work is each_run's. Stream-K takes 2 x sk slots of BM x BN
+** floats in P and a count a stream-K tile in counts (zero before the launch,
+** and zero again after it).
+*/
+template <int BM, int BN, int BK, int STAGES, int ARRIVALS, int R, class Load, class Mma, class Store>
+__device__ __forceinline__ void pipeline (int M, int N, int K, int splits, int sk, float *P, unsigned *counts,
+                                          Load load, Mma mma, Store store) {
+  static_assert(R * 256 == BM * BN, "a consumer thread holds R of the tile's sums");
   extern __shared__ unsigned char smem_raw[];
   const Ring<STAGES, BM * BK * 4, BK * BN * 4> ring(smem_raw);
-  /* block b: tile b % tiles, k-tiles [kt0, kt0 + KT) of split b / tiles (possibly none) */
-  const int tiles = ((M + BM - 1) / BM) * ((N + BN - 1) / BN), split = blockIdx.x / tiles;
-  const int all = (K + BK - 1) / BK, per = (all + splits - 1) / splits, kt0 = split * per;
-  const int KT = max(0, min(all, kt0 + per) - kt0);
-  int m0, n0;
-  tile_origin<BM, BN>(M, N, blockIdx.x % tiles, m0, n0);
   ring.init(ARRIVALS);
   if (threadIdx.x < 128) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 24;");
     if (threadIdx.x == 0)
-      ring.produce(KT, [&] (int s, int kt) { load(ring, s, kt0 + kt, m0, n0); });
+      each_run<BM, BN, BK>(M, N, K, splits, sk, [&] (const Run &r) {
+        ring.produce(r.q, r.KT, [&] (int s, int kt) {
+          load(ring, s, r.down ? r.k0 + r.KT - 1 - kt : r.k0 + kt, r.m0, r.n0);
+        });
+      });
     return;
   }
   asm volatile("setmaxnreg.inc.sync.aligned.u32 240;");
-  consume(ring, m0, n0, KT, split);
+  float acc[R];
+  each_run<BM, BN, BK>(M, N, K, splits, sk, [&] (const Run &r) {
+#pragma unroll
+    for (int i = 0; i < R; i++) acc[i] = 0.0f;
+    mma(ring, acc, r.q, r.KT);
+    if (r.n == 1 || streamk_meet(acc, P, counts + r.t, r))
+      store(acc, r.m0, r.n0, r.split);
+  });
 }
 
 /* }====================================================== */
