@@ -293,8 +293,8 @@ function catalog.matmul(A, B, Cm, opts)
     fail(fname, "splits must be an integer 1..64, got %s", tostring(opts.splits))
   end
   if opts.streamk ~= nil and type(opts.streamk) ~= "boolean"
-     and (math.type(opts.streamk) ~= "integer" or opts.streamk < 1 or opts.streamk > 65536) then
-    fail(fname, "streamk must be a boolean or a block count 1..65536, got %s", tostring(opts.streamk))
+     and (math.type(opts.streamk) ~= "integer" or opts.streamk < 1 or opts.streamk > 1024) then
+    fail(fname, "streamk must be a boolean or a block count 1..1024, got %s", tostring(opts.streamk))
   end
   if opts.streamk and opts.splits and opts.splits > 1 then
     fail(fname, "streamk and splits > 1 exclude each other (splits %d)", opts.splits)

@@ -259,9 +259,10 @@ local bad = {
   {function () mm(A, B, Cd, {splits = 65}) end, "splits must be an integer 1%.%.64, got 65", "too many splits"},
   {function () mm(A, B, Cd, {splits = 2.5}) end, "splits must be an integer 1%.%.64, got 2%.5", "fractional splits"},
   {function () mm(A, B, Cd, {splits = "4"}) end, "splits must be an integer 1%.%.64, got 4", "splits as a string"},
-  {function () mm(A, B, Cd, {streamk = 0}) end, "streamk must be a boolean or a block count 1%.%.65536, got 0", "no stream-K blocks"},
-  {function () mm(A, B, Cd, {streamk = 1.5}) end, "streamk must be a boolean or a block count 1%.%.65536, got 1%.5", "fractional stream-K blocks"},
-  {function () mm(A, B, Cd, {streamk = "on"}) end, "streamk must be a boolean or a block count 1%.%.65536, got on", "streamk as a string"},
+  {function () mm(A, B, Cd, {streamk = 0}) end, "streamk must be a boolean or a block count 1%.%.1024, got 0", "no stream-K blocks"},
+  {function () mm(A, B, Cd, {streamk = 1025}) end, "streamk must be a boolean or a block count 1%.%.1024, got 1025", "too many stream-K blocks"},
+  {function () mm(A, B, Cd, {streamk = 1.5}) end, "streamk must be a boolean or a block count 1%.%.1024, got 1%.5", "fractional stream-K blocks"},
+  {function () mm(A, B, Cd, {streamk = "on"}) end, "streamk must be a boolean or a block count 1%.%.1024, got on", "streamk as a string"},
   {function () mm(A, B, Cd, {streamk = 8, splits = 3}) end, "streamk and splits > 1 exclude each other %(splits 3%)", "stream-K and split-K"},
 }
 for _, b in ipairs(bad) do
