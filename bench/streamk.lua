@@ -1,12 +1,12 @@
 -- bench/streamk.lua: matmul fast and tf32 as the catalog runs them (stream-K by size), with
 -- stream-K off, and tf32 with it forced on, beside cuBLAS in the same run; at n <= 3072 also
--- split-K in 3 (what the catalog took at 3072 before stream-K). TFLOP/s, median of 9.
+-- split-K in 3 (what the catalog took at 1536 and 3072 before stream-K). TFLOP/s, median of 9.
 --   culua bench/streamk.lua [ANCHOR] [SIZES] [ROUNDS]
 io.stdout:setvbuf("line")
 local cuda = require "cuda"
 local anchor = arg[1] or "bench/anchor_cublas"
 local sizes = {}
-for w in (arg[2] or "2560,3072,4096,6144,8192"):gmatch("%d+") do sizes[#sizes + 1] = tonumber(w) end
+for w in (arg[2] or "1536,2048,2560,3072,4096,6144,8192"):gmatch("%d+") do sizes[#sizes + 1] = tonumber(w) end
 local rounds = tonumber(arg[3]) or 3
 print(("stream-K on %s, float32 n x n, TFLOP/s, median of 9 after warm-up"):format(cuda.device().name))
 print("            ------------- fast -------------   ------------------- tf32 ------------------   -- 3 splits --")

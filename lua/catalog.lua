@@ -152,10 +152,10 @@ end
 local sm90 = {
   tf32 = {family = "matmul_sm90", kernel = "culua_matmul_tf32_wgmma", bm = 256, bn = 128,
           abox = {256, 32, 128}, bbox = {32, 32, 128}, shared = sm90_shared(256, 128, 32, 4), rate = 2.8e12,
-          streamk_gain = 0.1},
+          streamk = {0.1}},
   fast = {family = "matmul_sm90_fast", kernel = "culua_matmul_fast_tma", bm = 128, bn = 256,
           abox = {128, 16, 64}, bbox = {16, 128, 0}, shared = sm90_shared(128, 256, 16, 8), rate = 0.35e12,
-          streamk_gain = 0},
+          streamk = {0, 0.1}},
 }
 local sm90_ready = setmetatable({}, {__mode = "k"})
 
@@ -173,32 +173,38 @@ local function sm_count(dev)
   return sm_counts[dev.ordinal]
 end
 
--- stream-K (kernels/culua/sm90.cuh): when the tiles are more than a wave but not whole waves,
--- sk blocks share the last tiles' k-tiles equally instead of leaving the last wave part idle:
--- the remainder (when it is at least half a wave), or the remainder and one wave before it,
--- so that a block has half a tile's work to two. Returns the stream-K blocks (0: none) and
--- tiles. opts.streamk: false (none), true (sk = the multiprocessors), a count of blocks, or
--- nil: by the share of a wave it saves, against plan.streamk_gain. fast gains wherever it
--- applies (H100: 0.80x -> 1.00x cuBLAS at n = 2560, 0.91x -> 1.06x at 3072, +0.5% at 4096
--- and 8192); tf32 runs its stream-K tiles slower (its 4-stage ring waits on memory when the
--- blocks read apart), and gains only when it saves a tenth or more (2560, 3072; not 4096 and
--- over, where the remainder is 3% of the waves).
+-- stream-K (kernels/culua/sm90.cuh): when the tiles do not make whole waves, sk blocks share
+-- the last tiles' k-tiles equally instead of leaving the last wave part idle: the remainder
+-- (when it is at least half a wave), or the remainder and one wave before it, so that a
+-- block has half a tile's work to two. Returns the stream-K blocks (0: none) and tiles.
+-- opts.streamk: false (none), true (sk = the multiprocessors), a count of blocks, or nil: by
+-- the share of the waves it saves, at least plan.streamk[1] beyond a wave and
+-- plan.streamk[2] under one (nil: never). Measured on an H100 (bench/RESULTS.md):
+-- - fast gains wherever it saves (0.81x -> 0.99x cuBLAS at n = 2560, 0.91x -> 1.06x at
+--   3072, split-K's 0.75x -> 1.00x at 1536, +0.5% at 4096 and 8192), except under a wave
+--   when it saves little: at 2048, 128 tiles, it lost 1%;
+-- - tf32 runs its stream-K tiles slower (its 4-stage ring waits on memory when the blocks
+--   read apart): it gains where it saves a tenth or more (2560, 3072), not where the
+--   remainder is 3% of the waves (4096 and over), and under a wave it did not gain.
 local function sm90_streamk(plan, dev, tiles, opts)
   if opts.streamk == false then return 0, 0 end
   local sk = math.type(opts.streamk) == "integer" and opts.streamk or sm_count(dev)
   local r = tiles % sk
-  if tiles <= sk or r == 0 then return 0, 0 end
-  if opts.streamk == nil and (1 - r / sk) / ceil_div(tiles, sk) < plan.streamk_gain then return 0, 0 end
+  if r == 0 or (tiles < sk and r < sk / 2) then return 0, 0 end
+  if opts.streamk == nil then
+    local least = plan.streamk[tiles < sk and 2 or 1]
+    if not least or (1 - r / sk) / ceil_div(tiles, sk) < least then return 0, 0 end
+  end
   return sk, r >= sk / 2 and r or r + sk
 end
 
--- split-K: how many blocks share a tile's k-tiles, when there is less than a wave of tiles.
--- A wave is one block on each multiprocessor;
--- s splits take ceil(tiles * s / sms) waves of 1/s of a tile's work plus a block's fixed cost,
--- and the second kernel reads s slices of C and writes C. That estimate picks s (at most 16,
--- and at least 128 of k a block); a split must save a tenth. plan.rate (a multiprocessor's
--- FLOP/s), the 24 us a block and 2.5 TB/s were fitted to H100 timings of n = 1024..3072, where
--- they pick the best of the splits measured (fast: 2 at 1280, 3 at 1536 and 3072, 1 at 2048).
+-- split-K, where there is no stream-K: how many blocks share a tile's k-tiles. A wave is one
+-- block on each multiprocessor; s splits take ceil(tiles * s / sms) waves of 1/s of a tile's
+-- work plus a block's fixed cost, and the second kernel reads s slices of C and writes C. That
+-- estimate picks s (at most 16, and at least 128 of k a block); a split must save a tenth.
+-- plan.rate (a multiprocessor's FLOP/s), the 24 us a block and 2.5 TB/s were fitted to H100
+-- timings of n = 1024..3072, where they pick the best of the splits measured (fast: 2 at
+-- 1280, 3 at 1536 and 3072, 1 at 2048).
 local function sm90_splits(plan, dev, m, n, k, tiles)
   local sms = sm_count(dev)
   local tile_s = 2 * plan.bm * plan.bn * k / plan.rate          -- one tile on one multiprocessor

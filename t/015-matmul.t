@@ -125,15 +125,16 @@ end
 -- the last of a tile's contributors adds the partial sums. Block counts given, so that small
 -- products take it on any machine: 1000x1000 is 32 tiles in both kernels; 5 blocks share 7
 -- tiles (7/5 tiles each), 7 share 4 (4/7 each: tiles with three contributors), 31 share all
--- 32 (most tiles with two); k from 1 k-tile to many turns of the ring; then by size (on an
--- H100, 2100x2100 is 153 tiles of either kernel: more than a wave of 132, all shared).
+-- 32 (most tiles with two), 40 share all 32 (less than a wave); k from 1 k-tile to many
+-- turns of the ring; then by size (on an H100, 2100x2100 is 153 tiles of either kernel: more
+-- than a wave of 132, all shared; 1536x1536 is 72 tiles of fast, shared under a wave).
 -- Each call runs three times: the counts must be left at zero for the next launch, and the
 -- sums must not depend on which contributor comes last.
 for _, s in ipairs{{1000, 1000, 4}, {1000, 1000, 20}, {1000, 1000, 516}, {999, 1004, 1000}} do
   local m, n, k = s[1], s[2], s[3]
   local A, B, Cd, R = problem("float32", m, n, k, 17)
   local tag = ("%dx%dx%d"):format(m, k, n)
-  for _, sk in ipairs{5, 7, 31} do
+  for _, sk in ipairs{5, 7, 31, 40} do
     for _, v in ipairs{"fast", "tf32"} do
       local first
       for round = 1, 3 do
@@ -153,6 +154,8 @@ do
     check(mm(A, B, Cd:fill(0 / 0), {variant = v, streamk = true}), R, v == "tf32" and 5e-3 or f32, v .. " 2100x300x2100, streamk = true")
     check(mm(A, B, Cd:fill(0 / 0), {variant = v, streamk = false}), R, v == "tf32" and 5e-3 or f32, v .. " 2100x300x2100, streamk = false")
   end
+  A, B, Cd, R = problem("float32", 1536, 1536, 256, 27)
+  check(mm(A, B, Cd:fill(0 / 0)), R, f32, "fast 1536x256x1536, by size")
 end
 do   -- alpha and beta once a tile, by its last contributor; two streams, counts of their own
   local m, n = 520, 1030
