@@ -180,7 +180,7 @@ end
 -- opts.streamk: false (none), true (sk = the multiprocessors), a count of blocks, or nil: by
 -- the share of the waves it saves, at least plan.streamk[1] beyond a wave and
 -- plan.streamk[2] under one (nil: never). Measured on an H100 (bench/RESULTS.md):
--- - fast gains wherever it saves (0.81x -> 0.99x cuBLAS at n = 2560, 0.91x -> 1.06x at
+-- - fast gains wherever it saves (0.80x -> 0.95-0.98x cuBLAS at n = 2560, 0.91x -> 1.06x at
 --   3072, split-K's 0.75x -> 1.00x at 1536, +0.5% at 4096 and 8192), except under a wave
 --   when it saves little: at 2048, 128 tiles, it lost 1%;
 -- - tf32 runs its stream-K tiles slower (its 4-stage ring waits on memory when the blocks
