@@ -232,7 +232,7 @@ local function sm90_scratch(kind, dev, stream, n)
   if stream then w = sc.streams[stream] else w = sc.devices[dev.ordinal] end
   if not w or #w < n then
     w = cuda.array(sc.dtype, n, {device = dev.ordinal})
-    if sc.zero then w:fill(0) end
+    if sc.zero then w:fill(0, stream) end   -- on the stream, ahead of the kernel; the default stream's waits, once
     if stream then sc.streams[stream] = w else sc.devices[dev.ordinal] = w end
   end
   return w
