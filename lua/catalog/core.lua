@@ -1,0 +1,212 @@
+-- culua.catalog.core: what every catalog family shares, and the only Lua code
+-- that loads the catalog's kernels.
+--
+-- Kernels come from the fatbin that nvcc built (loaded once per device, on
+-- first use); a variant that is not prebuilt (another tile, unroll factor or
+-- block shape) is compiled by NVRTC from the same embedded source with -D
+-- values, through the disk cache. Families (lua/catalog/<family>.lua) ask this
+-- module for kernels, checks and scratch memory; they never load modules.
+
+local cuda = require "cuda"
+local C = cuda._catalog
+
+local core = {}
+
+-- {====================================================== kernels
+
+-- per state, per device ordinal: loaded kernel-file modules and kernels by name
+local cache = {}
+-- per state, per device ordinal: anything a family keeps a device (cleared with the kernels)
+local per_device = {}
+
+-- forget every loaded module (cuda.reset() calls this: they are gone)
+function core.clear()
+  cache = {}
+  per_device = {}
+end
+
+local function device_cache(dev)
+  local c = cache[dev.ordinal]
+  if not c then
+    c = {modules = {}, kernels = {}}
+    cache[dev.ordinal] = c
+  end
+  return c
+end
+
+local files = {}
+for _, f in ipairs(C.families()) do files[f] = true end
+
+-- the kernel `name` of kernels/<file>.cu on `dev` (default: the current device):
+-- prebuilt, or compiled for that device with `defines` ({"A=1", ...}) and, when
+-- given, extra source text prepended (`prelude`: a user's predicate, say)
+function core.kernel(file, name, defines, dev, prelude)
+  if not files[file] then error(("cuda.catalog: no kernel family '%s'"):format(tostring(file)), 2) end
+  dev = dev or cuda.device()
+  local c = device_cache(dev)
+  local k = c.kernels[name]
+  if k then return k end
+  local mod = c.modules[file]
+  if mod == nil then
+    mod = cuda.load(C.fatbin(file), {device = dev.ordinal})
+    c.modules[file] = mod
+  end
+  local ok, res = pcall(mod.kernel, mod, name)
+  if ok then
+    k = res
+  elseif defines and tostring(res):find("no kernel", 1, true) then
+    local opts = {"-std=c++17", ("-arch=compute_%d%d"):format(dev.major, dev.minor)}
+    for _, d in ipairs(defines) do opts[#opts + 1] = "-D" .. d end
+    local src, line = C.source(file), 1
+    if prelude then src, line = prelude .. "\n" .. src, nil end
+    local prog = cuda.compile(src, {options = opts, name = file .. ".cu", file = line and "kernels/" .. file .. ".cu", line = line})
+    k = prog:module({device = dev.ordinal}):kernel(name)
+  else
+    error(res, 2)
+  end
+  c.kernels[name] = k
+  return k
+end
+
+-- a table a family keeps per device under `key` (made empty on first use and
+-- after cuda.reset())
+function core.device_state(key, dev)
+  local d = per_device[dev.ordinal]
+  if not d then d = {}; per_device[dev.ordinal] = d end
+  local s = d[key]
+  if not s then s = {}; d[key] = s end
+  return s
+end
+
+-- multiprocessors, asked of the driver once a device
+local sm_counts = {}
+function core.sm_count(dev)
+  sm_counts[dev.ordinal] = sm_counts[dev.ordinal] or dev:attribute("multiprocessor_count")
+  return sm_counts[dev.ordinal]
+end
+
+-- }======================================================
+
+
+-- {====================================================== scratch memory
+
+-- A stream's (or, for the default stream, a device's) scratch array of a kind:
+-- a stream's work is ordered, two streams' is not, so two streams never share
+-- one. Arrays grow to the largest request and go with the garbage collector.
+-- kinds[name] = {dtype = ..., zero = true?}: a zeroed kind is filled with 0 when
+-- made (on the caller's stream), and its users leave it at zero.
+local kinds = {}
+function core.scratch_kind(name, dtype, zero)
+  kinds[name] = kinds[name] or {dtype = dtype, zero = zero,
+                                streams = setmetatable({}, {__mode = "k"}),
+                                devices = setmetatable({}, {__mode = "v"})}
+end
+
+function core.scratch(kind, dev, stream, n)
+  local sc = assert(kinds[kind], "no scratch kind")
+  local w
+  if stream then w = sc.streams[stream] else w = sc.devices[dev.ordinal] end
+  if not w or #w < n then
+    w = cuda.array(sc.dtype, math.max(n, 1), {device = dev.ordinal})
+    if sc.zero then w:fill(0, stream) end   -- on the stream, ahead of the kernel
+    if stream then sc.streams[stream] = w else sc.devices[dev.ordinal] = w end
+  end
+  return w
+end
+
+-- }======================================================
+
+
+-- {====================================================== argument checks
+
+-- raise "cuda.catalog.<fname>: ..." at the level of the user's call (a
+-- family's public function calls the check that calls this)
+function core.fail(fname, fmt, ...)
+  error(("cuda.catalog.%s: " .. fmt):format(fname, ...), 3)
+end
+local fail = core.fail
+
+function core.check_array(fname, what, x)
+  if cuda.type(x) ~= "cuda.array" then fail(fname, "%s must be a cuda.array, got %s", what, cuda.type(x) or type(x)) end
+  return x
+end
+
+-- rows, cols of a 2-D array, or of a 1-D array with the dims given
+function core.dims(fname, what, x, rows, cols)
+  local shape = x.shape
+  if #shape == 2 then
+    if (rows and rows ~= shape[1]) or (cols and cols ~= shape[2]) then
+      fail(fname, "%s is %dx%d, expected %dx%d", what, shape[1], shape[2], rows or shape[1], cols or shape[2])
+    end
+    return shape[1], shape[2]
+  end
+  if not (rows and cols) then
+    fail(fname, "%s is 1-D (%d elements): make it 2-D, or give m, n and k", what, #x)
+  end
+  if #x < rows * cols then
+    fail(fname, "%s has %d elements, fewer than %dx%d", what, #x, rows, cols)
+  end
+  return rows, cols
+end
+
+function core.ceil_div(a, b) return (a + b - 1) // b end
+
+function core.one_of(fname, what, v, allowed)
+  for _, a in ipairs(allowed) do if v == a then return v end end
+  local s = {}
+  for _, a in ipairs(allowed) do s[#s + 1] = tostring(a) end
+  fail(fname, "%s must be one of %s, got %s", what, table.concat(s, ", "), tostring(v))
+end
+
+-- the options table (or an empty one), refusing keys not in `known` (a list):
+-- a misspelt option must not be ignored in silence
+function core.options(fname, opts, known)
+  if opts == nil then return {} end
+  if type(opts) ~= "table" then fail(fname, "opts must be a table, got %s", type(opts)) end
+  for key in pairs(opts) do
+    local found = false
+    for _, k in ipairs(known) do if k == key then found = true; break end end
+    if not found then
+      fail(fname, "unknown option '%s' (known: %s)", tostring(key), table.concat(known, ", "))
+    end
+  end
+  return opts
+end
+
+-- the dtype of x, refused unless it is one of `allowed`
+function core.dtype_of(fname, what, x, allowed)
+  local dt = x.dtype
+  for _, a in ipairs(allowed) do if dt == a then return dt end end
+  fail(fname, "%s has dtype %s; expected one of %s", what, dt, table.concat(allowed, ", "))
+end
+
+-- the device that arrays x, y, ... share (nil entries are skipped), or an error
+-- naming the two that differ
+function core.same_device(fname, names, ...)
+  local arrays = table.pack(...)
+  local dev, first
+  for i = 1, arrays.n do
+    local a = arrays[i]
+    if a ~= nil then
+      if dev == nil then dev, first = a.device, names[i]
+      elseif a.device.ordinal ~= dev.ordinal then
+        fail(fname, "%s is on device %d but %s is on device %d", names[i], a.device.ordinal, first, dev.ordinal)
+      end
+    end
+  end
+  return dev
+end
+
+-- a stream option: nil or a cuda.stream of device `dev`
+function core.check_stream(fname, stream, dev)
+  if stream == nil then return nil end
+  if cuda.type(stream) ~= "cuda.stream" then fail(fname, "stream must be a cuda.stream, got %s", cuda.type(stream) or type(stream)) end
+  if stream.device and dev and stream.device.ordinal ~= dev.ordinal then
+    fail(fname, "stream is on device %d but the arrays are on device %d", stream.device.ordinal, dev.ordinal)
+  end
+  return stream
+end
+
+-- }======================================================
+
+return core

@@ -1,0 +1,227 @@
+-- culua.catalog.matmul: cuda.catalog.matmul, C = alpha*A*B + beta*C on float32 and
+-- float64 arrays, from the lab's teaching kernels (kernels/matmul.cu) to the
+-- Hopper kernels that stand beside cuBLAS (kernels/matmul_sm90*.cu).
+
+local cuda = require "cuda"
+local core = require "culua.catalog.core"
+local C = cuda._catalog
+
+local fail, dims, ceil_div, one_of, check_array = core.fail, core.dims, core.ceil_div, core.one_of, core.check_array
+local sm_count = core.sm_count
+
+local M = {}
+
+-- {====================================================== matmul
+
+local matmul_variants = {"naive", "row", "column", "tiled", "fast", "tf32"}
+local unrolls = {1, 2, 4, 8}
+
+-- kernel name, -D values, grid and block for one variant
+local function matmul_plan(fname, variant, t, m, n, A, B, opts)
+  local unroll = one_of(fname, "unroll", opts.unroll or 1, unrolls)
+  if variant == "naive" then
+    local bs = opts.block or 16
+    if math.type(bs) ~= "integer" or bs < 1 or bs * bs > 1024 then fail(fname, "block must be a side of 1..32 (a square block), got %s", tostring(bs)) end
+    return ("culua_matmul_naive_%s_%d_%d"):format(t, bs, unroll), {"CULUA_ALGO=naive", "CULUA_T=" .. t, "CULUA_P1=" .. bs, "CULUA_P2=" .. unroll},
+           {ceil_div(n, bs), ceil_div(m, bs)}, {bs, bs}
+  elseif variant == "row" or variant == "column" then
+    if t ~= "f32" then fail(fname, "variant '%s' is float32 only", variant) end
+    local nt = opts.threads or 256
+    if math.type(nt) ~= "integer" or nt < 1 or nt > 1024 then fail(fname, "threads must be 1..1024, got %s", tostring(nt)) end
+    local grid = variant == "row" and {ceil_div(n, nt), m} or {ceil_div(m, nt), n}
+    return ("culua_matmul_%s_%s_%d_%d"):format(variant, t, nt, unroll), {"CULUA_ALGO=" .. variant, "CULUA_T=" .. t, "CULUA_P1=" .. nt, "CULUA_P2=" .. unroll},
+           grid, {nt}
+  elseif variant == "tiled" then
+    local s = one_of(fname, "tile", opts.tile or 16, {8, 16, 32})
+    return ("culua_matmul_tiled_%s_%d_%d"):format(t, s, unroll), {"CULUA_ALGO=tiled", "CULUA_T=" .. t, "CULUA_P1=" .. s, "CULUA_P2=" .. unroll},
+           {ceil_div(n, s), ceil_div(m, s)}, {s, s}
+  end
+  -- fast, tf32: 16-byte loads when rows are whole float4s and the bases aligned
+  local vec = (opts.k % 4 == 0) and (n % 4 == 0) and (A.ptr % 16 == 0) and (B.ptr % 16 == 0) and (opts.cptr % 16 == 0)
+  if variant == "tf32" then
+    if t ~= "f32" then fail(fname, "variant 'tf32' is float32 only") end
+    return vec and "culua_matmul_tf32_vec" or "culua_matmul_tf32", nil, {ceil_div(n, 128), ceil_div(m, 128)}, {256}
+  end
+  if t == "f64" then
+    return "culua_matmul_fast_f64", nil, {ceil_div(n, 64), ceil_div(m, 64)}, {256}
+  end
+  return vec and "culua_matmul_fast_f32_vec" or "culua_matmul_fast_f32", nil, {ceil_div(n, 128), ceil_div(m, 128)}, {256}
+end
+
+-- fast and tf32 in float32 on compute capability 9.0: kernels/matmul_sm90_fast.cu
+-- and matmul_sm90.cu (TMA-fed, warp-specialized; tf32 on wgmma), when TMA can address the
+-- operands: 2-D arrays, K and N multiples of 4, 16-byte aligned bases.
+-- Elsewhere they are matmul.cu's kernels.
+local function sm90_shared(bm, bn, bk, stages)   -- CULUA_SM90_SHARED(BM, BN, BK, STAGES)
+  return stages * (bm * bk * 4 + bk * bn * 4) + 2 * stages * 8 + 1024
+end
+local sm90 = {
+  tf32 = {family = "matmul_sm90", kernel = "culua_matmul_tf32_wgmma", bm = 256, bn = 128,
+          abox = {256, 32, 128}, bbox = {32, 32, 128}, shared = sm90_shared(256, 128, 32, 4), rate = 2.8e12,
+          streamk = {0.1}},
+  fast = {family = "matmul_sm90_fast", kernel = "culua_matmul_fast_tma", bm = 128, bn = 256,
+          abox = {128, 16, 64}, bbox = {16, 128, 0}, shared = sm90_shared(128, 256, 16, 8), rate = 0.35e12,
+          streamk = {0, 0.1}},
+}
+local sm90_ready = setmetatable({}, {__mode = "k"})
+
+local function use_sm90(variant, t, A, B, m, n, k, opts)
+  local dev = A.device
+  return sm90[variant] and t == "f32" and opts.tma ~= false and dev.major == 9 and dev.minor == 0
+         and #A.shape == 2 and #B.shape == 2 and m > 0 and k % 4 == 0 and n % 4 == 0
+         and A.ptr % 16 == 0 and B.ptr % 16 == 0
+end
+
+-- stream-K (kernels/culua/sm90.cuh): when the tiles do not make whole waves, sk blocks share
+-- the last tiles' k-tiles equally instead of leaving the last wave part idle: the remainder
+-- (when it is at least half a wave), or the remainder and one wave before it, so that a
+-- block has half a tile's work to two. Returns the stream-K blocks (0: none) and tiles.
+-- opts.streamk: false (none), true (sk = the multiprocessors), a count of blocks, or nil: by
+-- the share of the waves it saves, at least plan.streamk[1] beyond a wave and
+-- plan.streamk[2] under one (nil: never). Measured on an H100 (bench/RESULTS.md):
+-- - fast gains wherever it saves (0.80x -> 0.95-0.98x cuBLAS at n = 2560, 0.91x -> 1.06x at
+--   3072, split-K's 0.75x -> 1.00x at 1536, +0.5% at 4096 and 8192), except under a wave
+--   when it saves little: at 2048, 128 tiles, it lost 1%;
+-- - tf32 runs its stream-K tiles slower (its 4-stage ring waits on memory when the blocks
+--   read apart): it gains where it saves a tenth or more (2560, 3072), not where the
+--   remainder is 3% of the waves (4096 and over), and under a wave it did not gain.
+local function sm90_streamk(plan, dev, tiles, opts)
+  if opts.streamk == false then return 0, 0 end
+  local sk = math.type(opts.streamk) == "integer" and opts.streamk or sm_count(dev)
+  local r = tiles % sk
+  if r == 0 or (tiles < sk and r < sk / 2) then return 0, 0 end
+  if opts.streamk == nil then
+    local least = plan.streamk[tiles < sk and 2 or 1]
+    if not least or (1 - r / sk) / ceil_div(tiles, sk) < least then return 0, 0 end
+  end
+  return sk, r >= sk / 2 and r or r + sk
+end
+
+-- split-K, where there is no stream-K: how many blocks share a tile's k-tiles. A wave is one
+-- block on each multiprocessor; s splits take ceil(tiles * s / sms) waves of 1/s of a tile's
+-- work plus a block's fixed cost, and the second kernel reads s slices of C and writes C. That
+-- estimate picks s (at most 16, and at least 128 of k a block); a split must save a tenth.
+-- plan.rate (a multiprocessor's FLOP/s), the 24 us a block and 2.5 TB/s were fitted to H100
+-- timings of n = 1024..3072, where they pick the best of the splits measured (fast: 2 at
+-- 1280, 3 at 1536 and 3072, 1 at 2048).
+local function sm90_splits(plan, dev, m, n, k, tiles)
+  local sms = sm_count(dev)
+  local tile_s = 2 * plan.bm * plan.bn * k / plan.rate          -- one tile on one multiprocessor
+  local function cost(s)
+    return ceil_div(tiles * s, sms) * (tile_s / s + 24e-6) + (s > 1 and (s + 2) * 4 * m * n / 2.5e12 or 0)
+  end
+  local one = cost(1)
+  local best, best_cost = 1, one
+  for s = 2, math.min(16, ceil_div(k, 128)) do
+    local c = cost(s)
+    if c < best_cost then best, best_cost = s, c end
+  end
+  return best_cost < 0.9 * one and best or 1
+end
+
+-- scratch arrays (core.scratch): "partials", float32, split-K's slices or stream-K's
+-- partial tiles; "counts", uint32, stream-K's counts, zero between launches (the
+-- kernel leaves them so)
+core.scratch_kind("partials", "float32")
+core.scratch_kind("counts", "uint32", true)
+
+local function matmul_sm90(plan, A, B, Cm, m, n, k, alpha, beta, opts)
+  local dev = A.device
+  local kern = core.kernel(plan.family, plan.kernel, nil, dev)
+  if not sm90_ready[kern] then
+    kern:set_max_dynamic_shared(plan.shared)
+    sm90_ready[kern] = true
+  end
+  local tiles = ceil_div(m, plan.bm) * ceil_div(n, plan.bn)
+  local sk, sk_tiles = 0, 0
+  if (opts.splits or 1) == 1 then sk, sk_tiles = sm90_streamk(plan, dev, tiles, opts) end
+  local splits = opts.splits or (sk > 0 and 1) or sm90_splits(plan, dev, m, n, k, tiles)
+  local W, counts = 0, 0
+  if splits > 1 then W = core.scratch("partials", dev, opts.stream, splits * m * n) end
+  if sk > 0 then
+    W = core.scratch("partials", dev, opts.stream, 2 * sk * plan.bm * plan.bn)
+    counts = core.scratch("counts", dev, opts.stream, sk_tiles)
+  end
+  kern:launch({grid = (tiles - sk_tiles) * splits + sk, block = 384, shared = plan.shared, stream = opts.stream},
+              m, n, k, alpha, A:tensor_map(table.unpack(plan.abox)), B:tensor_map(table.unpack(plan.bbox)),
+              beta, Cm, W, splits, sk, counts)
+  if splits > 1 then
+    local sum = core.kernel("matmul_sm90", "culua_matmul_splitk", nil, dev)
+    sum:launch({grid = math.min(ceil_div(m * n, 256), 1024), block = 256, stream = opts.stream},
+               m * n, splits, alpha, W, beta, Cm)
+  end
+  return Cm
+end
+
+-- cuda.catalog.matmul(A, B, C [, opts]) -> C = alpha*A*B + beta*C
+--   opts: variant ("fast"), alpha (1), beta (0), unroll, tile, block, threads,
+--         m, n, k (for 1-D arrays), stream, tma (false: not the sm_90a kernels),
+--         splits (1..64: split-K on the sm_90a kernels; by default chosen by size),
+--         streamk (false, true or a count of blocks: stream-K on the sm_90a kernels; by default
+--         chosen by size)
+function M.matmul(A, B, Cm, opts)
+  local fname = "matmul"
+  opts = opts or {}
+  if type(opts) ~= "table" then fail(fname, "opts must be a table, got %s", type(opts)) end
+  check_array(fname, "A", A); check_array(fname, "B", B); check_array(fname, "C", Cm)
+  local dt = A.dtype
+  if dt ~= "float32" and dt ~= "float64" then fail(fname, "A must be float32 or float64, got %s", dt) end
+  if B.dtype ~= dt or Cm.dtype ~= dt then
+    fail(fname, "dtypes differ (A %s, B %s, C %s)", dt, B.dtype, Cm.dtype)
+  end
+  if A.device.ordinal ~= B.device.ordinal or A.device.ordinal ~= Cm.device.ordinal then
+    fail(fname, "A, B and C must be on one device (%d, %d, %d)", A.device.ordinal, B.device.ordinal, Cm.device.ordinal)
+  end
+  local m, k = dims(fname, "A", A, opts.m, opts.k)
+  local k2, n = dims(fname, "B", B, k, opts.n)
+  if k2 ~= k then fail(fname, "A is %dx%d but B is %dx%d: inner dimensions differ", m, k, k2, n) end
+  dims(fname, "C", Cm, m, n)
+  local variant = one_of(fname, "variant", opts.variant or "fast", matmul_variants)
+  local t = dt == "float32" and "f32" or "f64"
+  if t == "f64" and not (variant == "naive" or variant == "tiled" or variant == "fast") then
+    fail(fname, "variant '%s' is float32 only (float64: naive, tiled, fast)", variant)
+  end
+  if opts.tma ~= nil and type(opts.tma) ~= "boolean" then fail(fname, "tma must be a boolean, got %s", type(opts.tma)) end
+  if opts.splits ~= nil and (math.type(opts.splits) ~= "integer" or opts.splits < 1 or opts.splits > 64) then
+    fail(fname, "splits must be an integer 1..64, got %s", tostring(opts.splits))
+  end
+  if opts.streamk ~= nil and type(opts.streamk) ~= "boolean"
+     and (math.type(opts.streamk) ~= "integer" or opts.streamk < 1 or opts.streamk > 1024) then
+    fail(fname, "streamk must be a boolean or a block count 1..1024, got %s", tostring(opts.streamk))
+  end
+  if opts.streamk and opts.splits and opts.splits > 1 then
+    fail(fname, "streamk and splits > 1 exclude each other (splits %d)", opts.splits)
+  end
+  for _, o in ipairs{"alpha", "beta"} do
+    if opts[o] ~= nil and type(opts[o]) ~= "number" then fail(fname, "%s must be a number, got %s", o, type(opts[o])) end
+  end
+  -- as floats: to the driver a prebuilt kernel's parameters are only sizes, and an
+  -- integer would go as an integer's bits (alpha = 2 would be a denormal)
+  local alpha, beta = (opts.alpha or 1) + 0.0, (opts.beta or 0) + 0.0
+  if use_sm90(variant, t, A, B, m, n, k, opts) then
+    return matmul_sm90(sm90[variant], A, B, Cm, m, n, k, alpha, beta, opts)
+  end
+  local name, defines, grid, block = matmul_plan(fname, variant, t, m, n, A, B, {unroll = opts.unroll, tile = opts.tile, block = opts.block, threads = opts.threads, k = k, cptr = Cm.ptr})
+  local kern = core.kernel("matmul", name, defines, A.device)
+  kern:launch({grid = grid, block = block, stream = opts.stream}, m, n, k, alpha, A, B, beta, Cm)
+  return Cm
+end
+
+-- }======================================================
+
+-- in double precision, on host arrays: C = alpha*A*B + beta*C; A, B, C 2-D host arrays of any dtypes
+M.reference = {
+  matmul = function (A, B, Cm, alpha, beta) return C.ref_matmul(A, B, Cm, alpha, beta) end,
+}
+
+M.info = {
+  variants = matmul_variants,
+  dtypes = {float32 = matmul_variants, float64 = {"naive", "tiled", "fast"}},
+  knobs = {unroll = unrolls, tile = {8, 16, 32}, block = "naive: square side 1..32", threads = "row/column: 1..1024",
+           tma = "fast and tf32 (float32) on compute capability 9.0: false keeps the kernels of other devices",
+           splits = "with tma: blocks a tile of C, each over a share of K (split-K); chosen by size when not given",
+           streamk = "with tma: false, true or a block count: blocks share the last tiles' k-tiles equally (stream-K); chosen by size when not given"},
+  default = "fast",
+}
+
+return M
