@@ -19,6 +19,18 @@ T.error_like(function () cuda.catalog.matmul(cuda.host_array("float32", {2, 2}),
 T.error_like(function () cuda.catalog.barrier.xpx("nope") end, "kind must be one of none, block, seed, seed_asm, sense, grid, coop, got nope", "unknown barrier kind")
 T.error_like(function () cuda.catalog.kernel("fft", "x") end, "no kernel family 'fft'", "unknown family")
 
+-- a misspelt option is refused, naming it and the known ones, before any device work;
+-- the error points at the caller's line, not into the catalog's modules
+local here = debug.getinfo(1, "S").short_src
+for _, c in ipairs{
+  {function () cuda.catalog.matmul(1, 2, 3, {varient = "fast"}) end, "matmul: unknown option 'varient' %(known: variant, alpha"},
+  {function () cuda.catalog.matmul(1, 2, 3, "fast") end, "matmul: opts must be a table, got string"},
+  {function () cuda.catalog.barrier.xpx("seed", 1, 2) end, "barrier.xpx: X must be a cuda.array, got number"},
+  {function () cuda.catalog.barrier.launch(nil, {block = 32, grdi = 4}) end, "barrier.launch: unknown option 'grdi'"},
+} do
+  T.error_like(c[1], "^" .. here:gsub("%p", "%%%0") .. ":%d+: cuda%.catalog%." .. c[2], c[2]:gsub("%%", ""))
+end
+
 -- every family's source compiles with NVRTC (as on-demand variants do)
 local src = cuda._catalog.source("matmul")
 local cases = {

@@ -30,6 +30,7 @@ end
 function barrier.launch(kern, cfg, ...)
   local fname = "barrier.launch"
   if type(cfg) ~= "table" then fail(fname, "config must be a table, got %s", type(cfg)) end
+  core.options(fname, cfg, {"grid", "block", "shared", "stream", "state", "cooperative"})
   local block = cfg.block
   if math.type(block) ~= "integer" then fail(fname, "block must be a thread count (1-D), got %s", tostring(block)) end
   local max = barrier.max_grid(kern, block, cfg.shared)
@@ -46,12 +47,13 @@ end
 
 local xpx_kinds = {"none", "block", "seed", "seed_asm", "sense", "grid", "coop"}
 local xpx_phases = {"shared", "global"}
+local xpx_options = {"blocks", "threads", "transforms", "phase", "state", "stream"}
+local mkl_options = {"blocks", "threads", "transforms", "phase", "stream", "kind"}
 
 -- the experiment's common options: blocks, threads, phase; the kernel's name suffix
 local function xpx_opts(fname, X, P, opts)
   check_array(fname, "X", X); check_array(fname, "P", P)
-  opts = opts or {}
-  if type(opts) ~= "table" then fail(fname, "opts must be a table, got %s", type(opts)) end
+  opts = core.options(fname, opts, fname == "barrier.mkl" and mkl_options or xpx_options)
   local blocks, threads = opts.blocks, opts.threads
   if math.type(blocks) ~= "integer" or math.type(threads) ~= "integer" then fail(fname, "opts.blocks and opts.threads are required integers") end
   local n = blocks * threads

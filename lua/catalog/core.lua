@@ -119,10 +119,20 @@ end
 
 -- {====================================================== argument checks
 
--- raise "cuda.catalog.<fname>: ..." at the level of the user's call (a
--- family's public function calls the check that calls this)
+-- raise "cuda.catalog.<fname>: ..." at the user's line: the first caller
+-- outside the catalog's own modules, however deep the check that failed
+local function user_level()
+  local level = 3                 -- 1: error's caller (fail), 2: fail's caller
+  while true do
+    local info = debug.getinfo(level, "S")
+    if not info then return 1 end
+    if not info.source:find("^=%[culua%.catalog") then return level - 1 end
+    level = level + 1
+  end
+end
+
 function core.fail(fname, fmt, ...)
-  error(("cuda.catalog.%s: " .. fmt):format(fname, ...), 3)
+  error(("cuda.catalog.%s: " .. fmt):format(fname, ...), user_level())
 end
 local fail = core.fail
 

@@ -153,6 +153,9 @@ local function matmul_sm90(plan, A, B, Cm, m, n, k, alpha, beta, opts)
   return Cm
 end
 
+local matmul_options = {"variant", "alpha", "beta", "unroll", "tile", "block", "threads", "m", "n", "k",
+                        "stream", "tma", "splits", "streamk"}
+
 -- cuda.catalog.matmul(A, B, C [, opts]) -> C = alpha*A*B + beta*C
 --   opts: variant ("fast"), alpha (1), beta (0), unroll, tile, block, threads,
 --         m, n, k (for 1-D arrays), stream, tma (false: not the sm_90a kernels),
@@ -161,8 +164,7 @@ end
 --         chosen by size)
 function M.matmul(A, B, Cm, opts)
   local fname = "matmul"
-  opts = opts or {}
-  if type(opts) ~= "table" then fail(fname, "opts must be a table, got %s", type(opts)) end
+  opts = core.options(fname, opts, matmul_options)
   check_array(fname, "A", A); check_array(fname, "B", B); check_array(fname, "C", Cm)
   local dt = A.dtype
   if dt ~= "float32" and dt ~= "float64" then fail(fname, "A must be float32 or float64, got %s", dt) end
