@@ -237,6 +237,7 @@ void culua_open_module (lua_State *L);
 void culua_open_kernel (lua_State *L);
 void culua_open_program (lua_State *L);
 void culua_open_catalog (lua_State *L);
+void culua_open_nccl (lua_State *L);
 
 /* the catalog's device headers: fills up to max names ("culua/barrier.cuh")
 ** and NUL-terminated texts, returns the count */

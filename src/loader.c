@@ -20,6 +20,10 @@
 
 static culua_Driver driver;
 static culua_Nvrtc nvrtc;
+static culua_Nccl nccl;
+static const char *nccl_why, *nccl_opened;
+static char nccl_msg[512];
+static pthread_once_t nccl_once = PTHREAD_ONCE_INIT;
 static const char *driver_why, *nvrtc_why;
 static const char *driver_opened, *nvrtc_opened;
 static char driver_msg[512], nvrtc_msg[512];
@@ -174,6 +178,56 @@ const char *culua_nvrtc_file (void) {
   const culua_Nvrtc *rtc = culua_load_nvrtc(NULL);
   if (rtc == NULL || dladdr(*(void **)&rtc->nvrtcVersion, &info) == 0) return NULL;
   return info.dli_fname;
+}
+
+/* }====================================================== */
+
+
+/* {====================================================== NCCL */
+
+/*
+** NCCL is optional: culua without it runs everything but cuda.nccl, whose
+** first call says why. The toolkit's directories are tried last, for
+** installs that put NCCL beside CUDA (lib or lib64) and not on ld.so's path.
+*/
+static void load_nccl (void) {
+  static const char *const names[] = {
+    "libnccl.so.2", "libnccl.so",
+    CULUA_CUDA_PREFIX "/lib/libnccl.so.2", CULUA_CUDA_PREFIX "/lib64/libnccl.so.2", NULL
+  };
+  int version = 0;
+  void *h = open_first("CULUA_LIBNCCL", names, &nccl_opened, nccl_msg, sizeof(nccl_msg));
+  if (h == NULL) {
+    nccl_why = nccl_msg;
+    return;
+  }
+#define LOOKUP(name) \
+  if ((*(void **)&nccl.name = dlsym(h, #name)) == NULL) { \
+    snprintf(nccl_msg, sizeof(nccl_msg), "%s lacks %s (NCCL 2.13 or newer needed)", nccl_opened, #name); \
+    nccl_why = nccl_msg; \
+    return; \
+  }
+  CULUA_NCCL_ENTRIES(LOOKUP)
+#undef LOOKUP
+  if (nccl.ncclGetVersion(&version) != ncclSuccess || version < 21300) {
+    snprintf(nccl_msg, sizeof(nccl_msg), "%s is NCCL %d, older than 2.13", nccl_opened, version);
+    nccl_why = nccl_msg;
+  }
+}
+
+
+const culua_Nccl *culua_load_nccl (const char **why) {
+  pthread_once(&nccl_once, load_nccl);
+  if (nccl_why != NULL) {
+    if (why) *why = nccl_why;
+    return NULL;
+  }
+  return &nccl;
+}
+
+
+const char *culua_nccl_path (void) {
+  return culua_load_nccl(NULL) ? nccl_opened : NULL;
 }
 
 /* }====================================================== */

@@ -121,12 +121,55 @@ typedef struct culua_Nvrtc {
 } culua_Nvrtc;
 
 /*
-** Both return the filled table, or NULL with *why set to a message such as
+** NCCL, like NVRTC, by plain dlsym. nccl.h declares these when the toolkit
+** has it; otherwise nccl_decl.h declares the few culua uses, with NCCL's
+** own ABI (NCCL 2.x has kept these signatures since 2.0; 2.13 added
+** ncclGetLastError, the newest culua asks for).
+*/
+#ifdef HAVE_NCCL_H
+#include <nccl.h>
+#else
+#include "nccl_decl.h"
+#endif
+
+#define CULUA_NCCL_ENTRIES(X) \
+  X(ncclGetVersion) \
+  X(ncclGetErrorString) \
+  X(ncclGetLastError) \
+  X(ncclGetUniqueId) \
+  X(ncclCommInitRank) \
+  X(ncclCommInitAll) \
+  X(ncclCommDestroy) \
+  X(ncclCommAbort) \
+  X(ncclCommGetAsyncError) \
+  X(ncclCommCount) \
+  X(ncclCommCuDevice) \
+  X(ncclCommUserRank) \
+  X(ncclAllReduce) \
+  X(ncclReduce) \
+  X(ncclBroadcast) \
+  X(ncclAllGather) \
+  X(ncclReduceScatter) \
+  X(ncclSend) \
+  X(ncclRecv) \
+  X(ncclGroupStart) \
+  X(ncclGroupEnd)
+
+typedef struct culua_Nccl {
+#define CULUA_FIELD(name) __typeof__(name) *name;
+  CULUA_NCCL_ENTRIES(CULUA_FIELD)
+#undef CULUA_FIELD
+} culua_Nccl;
+
+/*
+** Each returns the filled table, or NULL with *why set to a message such as
 ** "libcuda.so.1 not found". They load once per process (thread-safe); later
 ** calls return the first outcome.
 */
 const culua_Driver *culua_load_driver (const char **why);
 const culua_Nvrtc *culua_load_nvrtc (const char **why);
+const culua_Nccl *culua_load_nccl (const char **why);
+const char *culua_nccl_path (void);
 
 /* what cuInit(0) returned when the driver was loaded */
 CUresult culua_driver_init (void);

@@ -1,0 +1,182 @@
+-- cuda.nccl: the library opened at run time, argument checks, and on GPUs the
+-- collectives against sums computed here (two GPUs for the ones between ranks).
+local T = require "culua.tap"
+local cuda = require "cuda"
+local nccl = cuda.nccl
+
+T.is(type(nccl), "table", "cuda.nccl is there without NCCL being loaded")
+for _, f in ipairs{"version", "available", "unique_id", "comm", "comm_all", "group"} do
+  T.is(type(nccl[f]), "function", "cuda.nccl." .. f)
+end
+
+-- without NCCL: require works, the probe says why, the first call raises naming it
+local out = T.run("CULUA_LIBNCCL=/nonexistent/libnccl.so.2 " .. T.culua ..
+                  [[ -e "local cuda = require 'cuda'; print(cuda.nccl.available()); print(pcall(cuda.nccl.unique_id))"]])
+T.like(out, "^nil\t/nonexistent/libnccl%.so%.2 not found", "available() is fail and why")
+T.like(out, "false\tcuda%.nccl%.unique_id: NCCL not available: /nonexistent/libnccl%.so%.2 not found",
+       "the first call raises 'NCCL not available'")
+
+local have, where = nccl.available()
+if not have then
+  T.diag("NCCL not here: " .. tostring(where))
+  T.skip("no NCCL: " .. tostring(where), 1)
+  T.done_testing()
+  return
+end
+local major, minor = nccl.version()
+T.ok(major >= 2 and minor >= 0, ("NCCL %d.%d from %s"):format(major, minor, where))
+local id = nccl.unique_id()
+T.is(#id, 128, "unique_id is 128 bytes")
+T.isnt(nccl.unique_id(), id, "two ids differ")
+
+-- argument checks that come before any device work
+T.error_like(function () nccl.comm("short", 1, 0) end, "bad argument #1 to 'comm' %(an id from cuda%.nccl%.unique_id%(%) is 128 bytes, got 5%)", "a bad id")
+T.error_like(function () nccl.comm(id, 0, 0) end, "bad argument #2 to 'comm' %(nranks must be 1%.%.1048576, got 0%)", "nranks 0")
+T.error_like(function () nccl.comm(id, 2, 2) end, "bad argument #3 to 'comm' %(rank must be 0%.%.1 %(nranks %- 1%), got 2%)", "rank past the end")
+T.error_like(function () nccl.comm(id, 2, -1) end, "rank must be 0%.%.1", "negative rank")
+T.error_like(function () nccl.comm(id, 1, 0, {devcie = 0}) end, "cuda%.nccl%.comm: unknown option 'devcie' %(known: device%)", "misspelt option")
+T.error_like(function () nccl.comm_all({}) end, "bad argument #1 to 'comm_all' %(1%.%.64 device ordinals expected, got 0%)", "no devices")
+T.error_like(function () nccl.comm_all({0, 0}) end, "device 0 is listed twice", "a device twice")
+T.error_like(function () nccl.comm_all({"0"}) end, "devices%[1%] must be a device ordinal, got string", "a string ordinal")
+T.error_like(function () nccl.group(42) end, "bad argument #1 to 'group' %(function expected, got number%)", "group takes a function")
+
+if cuda.device_count() == 0 then
+  T.skip("no CUDA device: the collectives need one", 1)
+  T.done_testing()
+  return
+end
+
+-- {====================================================== one GPU: one rank
+
+local function filled(dtype, n, v) return cuda.array(dtype, n):fill(v) end
+
+local c = nccl.comm_all{0}[1]
+T.like(tostring(c), "^cuda%.nccl%.comm: rank 0 of 1 on device 0$", "__tostring")
+T.is(c.rank, 0, "rank")
+T.is(c.size, 1, "size")
+T.is(c.device.ordinal, 0, "device")
+for _, dt in ipairs{"int8", "uint8", "int32", "uint32", "int64", "uint64", "float32", "float64"} do
+  local x, y = filled(dt, 1000, 3), filled(dt, 1000, 0)
+  c:all_reduce(x, y, {op = "sum"})
+  T.is_deeply(y:totable()[1000], 3, dt .. ": all_reduce over one rank copies")
+end
+local x, y = filled("float32", 4097, 2.5), filled("float32", 4097, 0 / 0)
+for _, op in ipairs{"sum", "prod", "max", "min", "avg"} do
+  c:all_reduce(x, y, {op = op})
+  local t = y:totable()
+  T.ok(t[1] == 2.5 and t[4097] == 2.5, "op " .. op)
+end
+T.ok(rawequal(c:all_reduce(x), c), "in place, returns the comm")
+local s = cuda.stream()
+c:broadcast(x, y:fill(0), {root = 0, stream = s}); s:synchronize()
+T.is(y:totable()[7], 2.5, "broadcast on a stream")
+c:reduce(x, y:fill(0), {root = 0, op = "max"})
+T.is(y:totable()[7], 2.5, "reduce")
+c:all_gather(x, y:fill(0))
+T.is(y:totable()[4097], 2.5, "all_gather with one rank")
+c:reduce_scatter(x, y:fill(0))
+T.is(y:totable()[4097], 2.5, "reduce_scatter with one rank")
+local r = table.pack(nccl.group(function (a, b) c:all_reduce(x, y); return a + b, "two" end, 1, 2))
+T.is_deeply({r[1], r[2], r.n}, {3, "two", 2}, "group returns fn's results")
+T.error_like(function () nccl.group(function () error("inside") end) end, "inside", "an error inside a group goes on")
+c:all_reduce(x, y:fill(0)); cuda.synchronize()
+T.is(y:totable()[1], 2.5, "the group was ended: later calls work")
+
+-- refusals
+T.error_like(function () c:all_reduce(x, filled("float32", 10, 0)) end, "all_reduce: send has 4097 elements and recv 10; they must be equal", "lengths differ")
+T.error_like(function () c:all_reduce(x, filled("float64", 4097, 0)) end, "all_reduce: send is float32 but recv is float64", "dtypes differ")
+T.error_like(function () c:all_reduce(filled("int16", 4, 0)) end, "all_reduce: NCCL has no int16 %(int8, uint8, int32", "int16 refused")
+T.error_like(function () c:all_reduce(x, y, {op = "mean"}) end, "op must be one of sum, prod, max, min, avg, got 'mean'", "unknown op")
+T.error_like(function () c:all_reduce(x, y, {root = 0}) end, "all_reduce: unknown option 'root' %(known: op, stream%)", "root is not an all_reduce option")
+T.error_like(function () c:broadcast(x, y, {root = 1}) end, "broadcast: root must be a rank 0%.%.0, got 1", "root past the ranks")
+T.error_like(function () c:broadcast(x, y, {op = "sum"}) end, "broadcast: unknown option 'op' %(known: root, stream%)", "op is not a broadcast option")
+T.error_like(function () c:send(x, 1) end, "bad argument #3 to 'send' %(send: peer must be a rank 0%.%.0, got 1%)", "peer past the ranks")
+T.error_like(function () c:all_reduce(cuda.host_array("float32", 4)) end, "send must be a cuda%.array, got", "host arrays are refused")
+T.error_like(function () c:all_reduce(x, y, {stream = 3}) end, "cuda%.stream expected, got number", "a bad stream")
+T.error_like(function () c:all_gather(x, filled("float32", 4096, 0)) end, "all_gather: send has 4097 elements and recv 4096; recv must hold size x send", "all_gather lengths checked")
+local closed = cuda.array("float32", 4); closed:close()
+T.error_like(function () c:all_reduce(closed) end, "attempt to use a closed cuda%.array", "a closed array")
+local c1 = nccl.comm(nccl.unique_id(), 1, 0)
+T.is(c1.size, 1, "comm(id, 1, 0) makes a one-rank communicator")
+c1:all_reduce(x, y:fill(0)); cuda.synchronize()
+T.is(y:totable()[9], 2.5, "and it reduces")
+c1:close(); c1:close()
+T.ok(c1.closed, "close twice is harmless")
+T.error_like(function () c1:all_reduce(x) end, "attempt to use a closed cuda%.nccl%.comm", "a closed comm")
+c:close()
+
+-- }======================================================
+
+-- {====================================================== two GPUs: two ranks
+
+if cuda.device_count() < 2 then
+  T.skip("one GPU: the two-rank collectives need two", 1)
+else
+  local n = 1 << 20
+  local comms = nccl.comm_all{0, 1}
+  T.is_deeply({comms[1].rank, comms[2].rank, comms[1].size, comms[2].device.ordinal}, {0, 1, 2, 1}, "comm_all over two GPUs")
+  local xs, ys = {}, {}
+  for i = 1, 2 do
+    xs[i] = cuda.array("float32", n, {device = i - 1}):copy_from(cuda.host_array("float32", n):random(i, -1, 1))
+    ys[i] = cuda.array("float32", n, {device = i - 1}):fill(0 / 0)
+  end
+  local h1, h2 = cuda.host_array("float32", n), cuda.host_array("float32", n)
+  xs[1]:copy_to(h1); xs[2]:copy_to(h2)
+  local function expect(fn, what)
+    local bad = 0
+    local hy = {cuda.host_array("float32", n), cuda.host_array("float32", n)}
+    ys[1]:copy_to(hy[1]); ys[2]:copy_to(hy[2])
+    for i = 1, n, 997 do
+      local want = fn(h1[i], h2[i], i)
+      for r = 1, 2 do if math.abs(hy[r][i] - want) > 1e-6 * (1 + math.abs(want)) then bad = bad + 1 end end
+    end
+    T.is(bad, 0, what)
+  end
+  nccl.group(function () for i = 1, 2 do comms[i]:all_reduce(xs[i], ys[i], {op = "sum"}) end end)
+  cuda.device(0):synchronize(); cuda.device(1):synchronize()
+  expect(function (a, b) return a + b end, "all_reduce sum over two GPUs")
+  nccl.group(function () for i = 1, 2 do comms[i]:all_reduce(xs[i], ys[i], {op = "max"}) end end)
+  cuda.device(0):synchronize(); cuda.device(1):synchronize()
+  expect(function (a, b) return math.max(a, b) end, "all_reduce max over two GPUs")
+  nccl.group(function () for i = 1, 2 do comms[i]:broadcast(xs[i], ys[i], {root = 1}) end end)
+  cuda.device(0):synchronize(); cuda.device(1):synchronize()
+  expect(function (_, b) return b end, "broadcast from rank 1")
+  nccl.group(function () comms[1]:send(xs[1], 1); comms[2]:recv(ys[2], 0); comms[2]:send(xs[2], 0); comms[1]:recv(ys[1], 1) end)
+  local hy1 = cuda.host_array("float32", n); ys[1]:copy_to(hy1)
+  local hy2 = cuda.host_array("float32", n); ys[2]:copy_to(hy2)
+  T.ok(hy1[n] == h2[n] and hy2[1] == h1[1], "send and recv swap the arrays")
+  local g = {cuda.array("float32", 2 * n, {device = 0}), cuda.array("float32", 2 * n, {device = 1})}
+  nccl.group(function () for i = 1, 2 do comms[i]:all_gather(xs[i], g[i]) end end)
+  local hg = cuda.host_array("float32", 2 * n); g[2]:copy_to(hg)
+  T.ok(hg[1] == h1[1] and hg[n + 1] == h2[1] and hg[2 * n] == h2[n], "all_gather puts rank r's block r-th")
+  local half = {cuda.array("float32", n // 2, {device = 0}), cuda.array("float32", n // 2, {device = 1})}
+  nccl.group(function () for i = 1, 2 do comms[i]:reduce_scatter(xs[i], half[i]) end end)
+  local hh = cuda.host_array("float32", n // 2); half[2]:copy_to(hh)
+  T.near(hh[1], h1[n // 2 + 1] + h2[n // 2 + 1], 1e-6, "reduce_scatter gives rank 1 the second half of the sum")
+  T.error_like(function () comms[1]:all_reduce(xs[2]) end, "all_reduce: send is on device 1 but the communicator is on device 0", "an array of the other GPU")
+  for i = 1, 2 do comms[i]:close() end
+
+  -- two processes, one rank each, from one id (as ranks under MPI start)
+  local uid = nccl.unique_id()
+  local hex = uid:gsub(".", function (ch) return ("%02x"):format(ch:byte()) end)
+  local child = io.popen((T.culua .. [[ -e "local cuda = require 'cuda'
+local id = ('%s'):gsub('..', function (h) return string.char(tonumber(h, 16)) end)
+local c = cuda.nccl.comm(id, 2, 1, {device = 1})
+local x = cuda.array('float64', 1000, {device = 1}):fill(2)
+c:all_reduce(x); cuda.device(1):synchronize()
+print('child', c.rank, x:totable()[1000])"]]):format(hex))
+  local cp = nccl.comm(uid, 2, 0, {device = 0})
+  local xp = cuda.array("float64", 1000, {device = 0}):fill(1)
+  cp:all_reduce(xp); cuda.device(0):synchronize()
+  local said = child:read("a")
+  child:close()
+  T.is(xp:totable()[1000], 3, "two processes: rank 0's sum")
+  T.like(said, "child\t1\t3", "two processes: rank 1's sum")
+  cp:close()
+end
+
+-- }======================================================
+
+collectgarbage()
+T.is(cuda.memory_in_use(), 0, "no device memory leaked by this file")
+T.done_testing()
