@@ -337,6 +337,7 @@ int luaopen_cuda (lua_State *L) {
   culua_open_program(L);
   culua_open_catalog(L);
   culua_open_nccl(L);
+  culua_open_mpi(L);
   culua_open_luamods(L);
   return 1;
 }

@@ -238,6 +238,7 @@ void culua_open_kernel (lua_State *L);
 void culua_open_program (lua_State *L);
 void culua_open_catalog (lua_State *L);
 void culua_open_nccl (lua_State *L);
+void culua_open_mpi (lua_State *L);
 
 /* the catalog's device headers: fills up to max names ("culua/barrier.cuh")
 ** and NUL-terminated texts, returns the count */

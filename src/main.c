@@ -97,11 +97,29 @@ static void l_message (const char *pname, const char *msg) {
 
 
 /* print the error at the top of the stack, if any */
+/*
+** A failed script under mpirun would leave the other ranks waiting in
+** their next collective: cuda.mpi leaves a function in the registry
+** ("culua.fatal") that names the rank and aborts the job. REPL lines
+** (progname == NULL there, as in lua.c) are not fatal.
+*/
+static void fatal_hook (lua_State *L, const char *msg) {
+  int top = lua_gettop(L);
+  if (progname != NULL &&
+      lua_getfield(L, LUA_REGISTRYINDEX, "culua.fatal") == LUA_TFUNCTION) {
+    lua_pushstring(L, msg);
+    lua_pcall(L, 1, 0, 0);
+  }
+  lua_settop(L, top);
+}
+
+
 static int report (lua_State *L, int status) {
   if (status != LUA_OK) {
     const char *msg = lua_tostring(L, -1);
     if (msg == NULL) msg = "(error object is not a string)";
     l_message(progname, msg);
+    fatal_hook(L, msg);
     lua_pop(L, 1);
   }
   return status;
