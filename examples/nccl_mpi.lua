@@ -19,7 +19,8 @@ local dev = cuda.device()     -- the node-local rank's GPU
 local id = mpi.bcast(me == 0 and nccl.unique_id() or nil, {root = 0})
 local comm <close> = nccl.comm(id, size, me, {device = dev.ordinal})
 if me == 0 then
-  print(("%d ranks, NCCL %d.%d.%d, MPI path %s"):format(size, nccl.version(), mpi.path))
+  local major, minor, patch = nccl.version()
+  print(("%d ranks, NCCL %d.%d.%d, MPI path %s"):format(size, major, minor, patch, mpi.path))
 end
 print(("rank %d of %d on %s (device %d), local rank %d"):format(me, size, dev.name, dev.ordinal, mpi.local_rank))
 

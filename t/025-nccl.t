@@ -90,7 +90,7 @@ T.error_like(function () c:all_reduce(x, y, {op = "mean"}) end, "op must be one 
 T.error_like(function () c:all_reduce(x, y, {root = 0}) end, "all_reduce: unknown option 'root' %(known: op, stream%)", "root is not an all_reduce option")
 T.error_like(function () c:broadcast(x, y, {root = 1}) end, "broadcast: root must be a rank 0%.%.0, got 1", "root past the ranks")
 T.error_like(function () c:broadcast(x, y, {op = "sum"}) end, "broadcast: unknown option 'op' %(known: root, stream%)", "op is not a broadcast option")
-T.error_like(function () c:send(x, 1) end, "bad argument #3 to 'send' %(send: peer must be a rank 0%.%.0, got 1%)", "peer past the ranks")
+T.error_like(function () c:send(x, 1) end, "bad argument #2 to 'send' %(send: peer must be a rank 0%.%.0, got 1%)", "peer past the ranks")
 T.error_like(function () c:all_reduce(cuda.host_array("float32", 4)) end, "send must be a cuda%.array, got", "host arrays are refused")
 T.error_like(function () c:all_reduce(x, y, {stream = 3}) end, "cuda%.stream expected, got number", "a bad stream")
 T.error_like(function () c:all_gather(x, filled("float32", 4096, 0)) end, "all_gather: send has 4097 elements and recv 4096; recv must hold size x send", "all_gather lengths checked")
@@ -104,6 +104,7 @@ c1:close(); c1:close()
 T.ok(c1.closed, "close twice is harmless")
 T.error_like(function () c1:all_reduce(x) end, "attempt to use a closed cuda%.nccl%.comm", "a closed comm")
 c:close()
+x, y, closed = nil, nil, nil
 
 -- }======================================================
 
