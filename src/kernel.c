@@ -9,6 +9,7 @@
 
 #include <ctype.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "culua_int.h"
@@ -88,7 +89,10 @@ static const char *skipws (const char *s) {
 /*
 ** Parse the parameter list of `.entry name(` in PTX text: each is
 ** `.param [.align N] .TYPE [.ptr .global .align N] pname[[N]]`.
-** Returns the count, or -1 when the entry is not found.
+** Returns the count, -1 when the entry is not found, or -2 - i when
+** parameter i is not one a launch can pass (a width other than 8, 16, 32
+** or 64 bits, or an array outside the 4 KiB a kernel's parameters take):
+** the text is not PTX that ptxas accepts, and guessing would be unsafe.
 */
 static int parse_entry (const char *ptx, const char *name, Param *p, int max) {
   const char *s = ptx, *end;
@@ -120,8 +124,10 @@ static int parse_entry (const char *ptx, const char *name, Param *p, int max) {
           strncmp(t, ".shared", 7) == 0 || strncmp(t, ".local", 6) == 0)
         continue;
       if (strchr("usfb", t[1]) && isdigit((unsigned char)t[2])) {
+        long bits = strtol(t + 2, NULL, 10);
+        if (bits != 8 && bits != 16 && bits != 32 && bits != 64) return -2 - n;
         q.kind = t[1];
-        q.bits = (short)atoi(t + 2);
+        q.bits = (short)bits;
         q.bytes = q.bits / 8;
         break;
       }
@@ -129,7 +135,11 @@ static int parse_entry (const char *ptx, const char *name, Param *p, int max) {
     /* an array parameter (a struct passed by value): name[N] */
     {
       const char *br = memchr(param, '[', (size_t)(next - param));
-      if (br != NULL) q.bytes *= atoi(br + 1);
+      if (br != NULL) {
+        long count = strtol(br + 1, NULL, 10);
+        if (count < 1 || count > 4096 / q.bytes) return -2 - n;
+        q.bytes *= (int)count;
+      }
     }
     p[n++] = q;
     s = next + 1;
@@ -605,7 +615,8 @@ static int cuda_signature (lua_State *L) {
   const char *ptx = luaL_checkstring(L, 1), *name = luaL_checkstring(L, 2);
   Param p[MAXPARAMS];
   int n = parse_entry(ptx, name, p, MAXPARAMS), j;
-  if (n < 0) return luaL_error(L, "cuda.signature: no entry '%s' in the PTX", name);
+  if (n == -1) return luaL_error(L, "cuda.signature: no entry '%s' in the PTX", name);
+  if (n < 0) return luaL_error(L, "cuda.signature: parameter %d of '%s' is not a type a launch can pass", -1 - n, name);
   lua_createtable(L, n, 0);
   for (j = 0; j < n; j++) {
     push_typename(L, &p[j]);
@@ -622,10 +633,11 @@ static void totype (lua_State *L, int pos, const char *s, Param *p) {
   if (strchr("usfb", kind) == NULL || sscanf(s + 1, "%d", &bits) != 1 ||
       (bits != 8 && bits != 16 && bits != 32 && bits != 64))
     luaL_error(L, "cuda.check_args: signature[%d] = '%s' is not a parameter type", pos, s);
-  if (strchr(s, '[')) sscanf(strchr(s, '[') + 1, "%d", &count);
+  if (strchr(s, '[') && (sscanf(strchr(s, '[') + 1, "%d", &count) != 1 || count < 1 || count > 4096 / (bits / 8)))
+    luaL_error(L, "cuda.check_args: signature[%d] = '%s' has a bad array length (1..%d)", pos, s, 4096 / (bits / 8));
   p->kind = kind;
   p->bits = (short)bits;
-  p->bytes = bits / 8 * (count > 0 ? count : 1);
+  p->bytes = bits / 8 * count;
 }
 
 

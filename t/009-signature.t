@@ -54,4 +54,19 @@ end
 T.error_like(function () cuda.check_args(sig, 1, 2) end, "launch: the kernel takes 9 arguments, got 2", "too few")
 T.error_like(function () cuda.check_args(cuda.signature(prog.ptx, "none"), 1) end, "takes 0 arguments, got 1", "too many")
 T.error_like(function () cuda.check_args({"q32"}, 1) end, "signature%[1%] = 'q32' is not a parameter type", "bad type name")
+
+-- found by fuzz/run.sh (signature, check_args): widths and array lengths no launch can
+-- pass were taken as they came (a .f65535 read as f-1, an array length overflowing int)
+local function entry(params) return ".visible .entry k(\n" .. params .. "\n)\n{\n ret;\n}\n" end
+for _, c in ipairs{
+  {".param .f65535 k_param_0", "parameter 1 of 'k' is not a type a launch can pass"},
+  {".param .u32 k_param_0,\n.param .u7 k_param_1", "parameter 2 of 'k' is not a type a launch can pass"},
+  {".param .align 8 .b8 k_param_0[999999999999]", "parameter 1 of 'k' is not a type a launch can pass"},
+  {".param .align 8 .b64 k_param_0[0]", "parameter 1 of 'k' is not a type a launch can pass"},
+} do
+  T.error_like(function () cuda.signature(entry(c[1]), "k") end, "cuda%.signature: " .. c[2], c[1]:gsub("\n", " "))
+end
+T.is_deeply(cuda.signature(entry(".param .align 8 .b8 k_param_0[4096]"), "k"), {"b8[4096]"}, "4 KiB of parameters is the limit")
+T.error_like(function () cuda.check_args({"b64[999999999]"}, "x") end, "signature%[1%] = 'b64%[999999999%]' has a bad array length %(1%.%.512%)", "check_args: a huge array")
+T.error_like(function () cuda.check_args({"b8[-3]"}, "x") end, "has a bad array length", "check_args: a negative array")
 T.done_testing()
