@@ -9,6 +9,7 @@ out=${2:-}
 cuda=${CUDA_HOME:-/usr/local/cuda}
 cc -O2 -I"$cuda/include" bench/anchor.c -o bench/anchor -L"$cuda/lib64/stubs" -lcuda
 nvcc -O2 -o bench/anchor_cublas bench/anchor_cublas.cu -lcublas
+nvcc -O3 -std=c++17 -gencode arch=compute_90,code=sm_90 -o bench/anchor_cub bench/anchor_cub.cu
 # one core for culua and its anchor child alike: less scheduler noise in launch timings
 pin=
 if command -v taskset >/dev/null 2>&1; then pin="taskset -c 2"; fi
@@ -25,6 +26,12 @@ if command -v taskset >/dev/null 2>&1; then pin="taskset -c 2"; fi
   "$culua" bench/streamk.lua bench/anchor_cublas
   echo
   "$culua" bench/barrier.lua
+  echo
+  "$culua" bench/scan.lua bench/anchor_cub
+  echo
+  "$culua" bench/histogram.lua bench/anchor_cub
+  echo
+  "$culua" bench/sort.lua bench/anchor_cub
   echo
   "$culua" examples/grid_barrier.lua seed "${out:-/tmp}/grid_barrier.csv" | sed -n '/Part 2/,$p'
 } 2>&1 | if [ -n "$out" ]; then tee "$out/bench.txt"; else cat; fi
