@@ -16,8 +16,10 @@
 ** published its inclusive prefix, and publishes its own.
 **
 ** The tile words live in a scratch array of 64-bit words: word 0 is the tile
-** counter, then one status word a tile, then (8-byte values only) one
-** aggregate and one inclusive prefix a tile. The host passes the counter's
+** counter, then one status word a tile; 8-byte values have an array of
+** their own, one aggregate and one inclusive prefix a tile (apart, so that
+** a status word is never a stale value that looks like a later epoch's
+** status). The host passes the counter's
 ** value before the launch (`base`), so the counter is never reset, and an
 ** epoch that grows each launch: a status is valid only with this launch's
 ** epoch, so stale words from earlier launches need no clearing either.
@@ -302,13 +304,14 @@ __device__ __forceinline__ void block_scan (A v, A &excl, A &total, A *wsum) {
 
 /* publish a tile's aggregate or inclusive prefix (one thread) */
 template <class A>
-__device__ __forceinline__ void publish (u64 *scratch, u64 ntiles, u64 epoch, long long tile, unsigned flag, A v) {
+__device__ __forceinline__ void publish (u64 *scratch, u64 *values, u64 ntiles, u64 epoch, long long tile,
+                                        unsigned flag, A v) {
   u64 *status = scratch + 1;
   u64 st = (epoch << 2) | flag;
   if (sizeof(A) == 4) {
     st_relaxed(status + tile, (st << 32) | (to_bits<A>(v) & 0xffffffffULL));
   } else {
-    u64 *val = scratch + 1 + (flag == FLAG_PREFIX ? 2 : 1) * ntiles;
+    u64 *val = values + (flag == FLAG_PREFIX ? ntiles : 0);
     st_relaxed(val + tile, to_bits<A>(v));
     st_release(status + tile, st);   /* orders the value before the flag */
   }
@@ -316,7 +319,8 @@ __device__ __forceinline__ void publish (u64 *scratch, u64 ntiles, u64 epoch, lo
 
 /* a tile's flag (0 while it has published nothing this launch) and value */
 template <class A>
-__device__ __forceinline__ unsigned peek (const u64 *scratch, u64 ntiles, u64 epoch, long long tile, A &v) {
+__device__ __forceinline__ unsigned peek (const u64 *scratch, const u64 *values, u64 ntiles, u64 epoch,
+                                          long long tile, A &v) {
   const u64 *status = scratch + 1;
   if (sizeof(A) == 4) {
     u64 w = ld_relaxed(status + tile);
@@ -328,7 +332,7 @@ __device__ __forceinline__ unsigned peek (const u64 *scratch, u64 ntiles, u64 ep
   u64 st = ld_acquire(status + tile);
   if ((st >> 2) != epoch) return 0;
   unsigned flag = (unsigned)(st & 3);
-  v = from_bits<A>(ld_relaxed(scratch + 1 + (flag == FLAG_PREFIX ? 2 : 1) * ntiles + tile));
+  v = from_bits<A>(ld_relaxed(values + (flag == FLAG_PREFIX ? ntiles : 0) + tile));
   return flag;
 }
 
@@ -341,21 +345,21 @@ __device__ __forceinline__ unsigned peek (const u64 *scratch, u64 ntiles, u64 ep
 ** waits on a tile that does not exist.
 */
 template <class A, class Op>
-__device__ A tile_prefix (u64 *scratch, u64 ntiles, u64 epoch, long long tile, A agg, A init) {
+__device__ A tile_prefix (u64 *scratch, u64 *values, u64 ntiles, u64 epoch, long long tile, A agg, A init) {
   const A id = Op::template identity<A>();
   int lane = threadIdx.x & 31;
   if (tile == 0) {
-    if (lane == 0) publish<A>(scratch, ntiles, epoch, 0, FLAG_PREFIX, Op::apply(init, agg));
+    if (lane == 0) publish<A>(scratch, values, ntiles, epoch, 0, FLAG_PREFIX, Op::apply(init, agg));
     return init;
   }
-  if (lane == 0) publish<A>(scratch, ntiles, epoch, tile, FLAG_AGG, agg);
+  if (lane == 0) publish<A>(scratch, values, ntiles, epoch, tile, FLAG_AGG, agg);
   A acc = id;
   for (long long w = tile - 1;; w -= 32) {
     long long pred = w - lane;
     unsigned flag;
     A v = id;
     for (int spins = 0;; spins++) {
-      flag = pred < 0 ? FLAG_PREFIX : peek<A>(scratch, ntiles, epoch, pred, v);
+      flag = pred < 0 ? FLAG_PREFIX : peek<A>(scratch, values, ntiles, epoch, pred, v);
       if (__all_sync(FULL_MASK, flag != 0)) break;
       if (spins > 4) __nanosleep(64);
     }
@@ -367,7 +371,7 @@ __device__ A tile_prefix (u64 *scratch, u64 ntiles, u64 epoch, long long tile, A
     acc = Op::apply(mine, acc);   /* this window lies before the windows already summed */
     if (pmask) break;
   }
-  if (lane == 0) publish<A>(scratch, ntiles, epoch, tile, FLAG_PREFIX, Op::apply(acc, agg));
+  if (lane == 0) publish<A>(scratch, values, ntiles, epoch, tile, FLAG_PREFIX, Op::apply(acc, agg));
   return acc;
 }
 
@@ -380,7 +384,7 @@ template <class T> struct Items { static const int n = sizeof(T) == 4 ? 16 : 8; 
 ** not 0, gets the inclusive total's bits from the last tile.
 */
 template <class T, class Op>
-__device__ void scan_lookback (const T *x, T *y, u64 n, int exclusive, u64 initb, u64 *scratch, u64 base,
+__device__ void scan_lookback (const T *x, T *y, u64 n, int exclusive, u64 initb, u64 *scratch, u64 *values, u64 base,
                                u64 epoch, u64 ntiles, u64 *out) {
   const int ITEMS = Items<T>::n, TILE = CULUA_THREADS * ITEMS;
   __shared__ __align__(16) T buf[TILE + TILE / 32];
@@ -401,7 +405,7 @@ __device__ void scan_lookback (const T *x, T *y, u64 n, int exclusive, u64 initb
   T excl, agg;
   block_scan<T, Op>(sum, excl, agg, wsum);
   if (threadIdx.x < 32) {
-    T p = tile_prefix<T, Op>(scratch, ntiles, epoch, tile, agg, from_bits<T>(initb));
+    T p = tile_prefix<T, Op>(scratch, values, ntiles, epoch, tile, agg, from_bits<T>(initb));
     if (threadIdx.x == 0) {
       s_prefix = p;
       if (out && (u64)tile == ntiles - 1) *out = to_bits<T>(Op::apply(p, agg));
@@ -437,7 +441,7 @@ template <class F> struct FlagPred {
 
 template <class T, class F, class P>
 __device__ void select_lookback (const T *x, const F *flags, T *y, u64 n, int mode, const u64 *total,
-                                 u64 *count, u64 *scratch, u64 base, u64 epoch, u64 ntiles) {
+                                 u64 *count, u64 *scratch, u64 *values, u64 base, u64 epoch, u64 ntiles) {
   const int ITEMS = Items<T>::n, TILE = CULUA_THREADS * ITEMS;
   __shared__ __align__(16) T buf[TILE + TILE / 32];
   __shared__ u64 wsum[CULUA_THREADS / 32];
@@ -464,7 +468,7 @@ __device__ void select_lookback (const T *x, const F *flags, T *y, u64 n, int mo
   u64 excl, agg;
   block_scan<u64, OpAdd>((u64)__popc(keep), excl, agg, wsum);
   if (threadIdx.x < 32) {
-    u64 p = tile_prefix<u64, OpAdd>(scratch, ntiles, epoch, tile, agg, 0);
+    u64 p = tile_prefix<u64, OpAdd>(scratch, values, ntiles, epoch, tile, agg, 0);
     if (threadIdx.x == 0) {
       s_prefix = p;
       if ((u64)tile == ntiles - 1) *count = p + agg;
@@ -495,8 +499,8 @@ __device__ void select_lookback (const T *x, const F *flags, T *y, u64 n, int mo
 #define CULUA_SCAN_KERNELS(tn, T, on, Op) \
   extern "C" __global__ void __launch_bounds__(CULUA_THREADS) \
   culua_scan_lookback_##tn##_##on (const T *x, T *y, u64 n, int exclusive, u64 init, u64 *scratch, \
-                                   u64 base, u64 epoch, u64 ntiles, u64 *out) { \
-    scan_lookback<T, Op>(x, y, n, exclusive, init, scratch, base, epoch, ntiles, out); \
+                                   u64 *values, u64 base, u64 epoch, u64 ntiles, u64 *out) { \
+    scan_lookback<T, Op>(x, y, n, exclusive, init, scratch, values, base, epoch, ntiles, out); \
   } \
   extern "C" __global__ void __launch_bounds__(CULUA_SEED_THREADS) \
   culua_scan_naive_##tn##_##on (const T *x, T *y, int n, int exclusive, u64 init) { \
@@ -518,8 +522,8 @@ __device__ void select_lookback (const T *x, const F *flags, T *y, u64 n, int mo
 #define CULUA_SELECT_KERNEL(tn, T, fn, F) \
   extern "C" __global__ void __launch_bounds__(CULUA_THREADS) \
   culua_scan_select_##tn##_##fn (const T *x, const F *flags, T *y, u64 n, int mode, const u64 *total, \
-                                 u64 *count, u64 *scratch, u64 base, u64 epoch, u64 ntiles) { \
-    select_lookback<T, F, FlagPred<F> >(x, flags, y, n, mode, total, count, scratch, base, epoch, ntiles); \
+                                 u64 *count, u64 *scratch, u64 *values, u64 base, u64 epoch, u64 ntiles) { \
+    select_lookback<T, F, FlagPred<F> >(x, flags, y, n, mode, total, count, scratch, values, base, epoch, ntiles); \
   }
 
 #define CULUA_SELECT_FLAGS(tn, T) \
@@ -556,9 +560,9 @@ struct ExprPred {
 
 extern "C" __global__ void __launch_bounds__(CULUA_THREADS)
 CULUA_PRED_NAME (const CULUA_PRED_T *x, const unsigned char *flags, CULUA_PRED_T *y, u64 n, int mode,
-                 const u64 *total, u64 *count, u64 *scratch, u64 base, u64 epoch, u64 ntiles) {
-  select_lookback<CULUA_PRED_T, unsigned char, ExprPred>(x, flags, y, n, mode, total, count, scratch, base,
-                                                         epoch, ntiles);
+                 const u64 *total, u64 *count, u64 *scratch, u64 *values, u64 base, u64 epoch, u64 ntiles) {
+  select_lookback<CULUA_PRED_T, unsigned char, ExprPred>(x, flags, y, n, mode, total, count, scratch, values,
+                                                         base, epoch, ntiles);
 }
 
 #endif

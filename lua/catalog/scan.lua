@@ -78,16 +78,19 @@ end
 -- {====================================================== tile state
 
 -- The look-back kernels' scratch (kernels/scan.cu): word 0 a tile counter that
--- is never reset (each launch is told its value before: `base`), then the tile
--- words, valid for one launch's epoch. Both advance here, per scratch array.
+-- is never reset (each launch is told its value before: `base`), then a status
+-- word a tile, valid for one launch's epoch. Both advance here, per scratch
+-- array. 8-byte values go to a second array, two words a tile.
 core.scratch_kind("scan_tiles", "uint64", true)
+core.scratch_kind("scan_values", "uint64")
 core.scratch_kind("scan_word", "uint64", true)
 local tile_state = setmetatable({}, {__mode = "k"})
 local EPOCHS = 1 << 30   -- a 4-byte value's status holds epoch << 2 | flag in 32 bits
 
 -- scratch, base and epoch for a launch of `ntiles` tiles on dev/stream
 local function tiles_for(dev, stream, ntiles)
-  local w = core.scratch("scan_tiles", dev, stream, 1 + 3 * ntiles)
+  local w = core.scratch("scan_tiles", dev, stream, 1 + ntiles)
+  local values = core.scratch("scan_values", dev, stream, 2 * ntiles)
   local st = tile_state[w]
   if not st then st = {count = 0, epoch = 0}; tile_state[w] = st end
   st.epoch = st.epoch + 1
@@ -97,7 +100,7 @@ local function tiles_for(dev, stream, ntiles)
   end
   local base = st.count
   st.count = st.count + ntiles
-  return w, base, st.epoch
+  return w, values, base, st.epoch
 end
 
 -- one pinned word a stream (or device) to read a result back through
@@ -134,9 +137,9 @@ local function lookback(x, y, n, exclusive, initb, dt, op, stream, out)
   local dev = x.device
   local ntiles = ceil_div(n, TILE[elem_size(dt)])
   local kern = core.kernel("scan", ("culua_scan_lookback_%s_%s"):format(short[dt], op), nil, dev)
-  local w, base, epoch = tiles_for(dev, stream, ntiles)
+  local w, values, base, epoch = tiles_for(dev, stream, ntiles)
   kern:launch({grid = ntiles, block = 256, stream = stream}, x, y or 0, n, exclusive and 1 or 0, initb,
-              w, base, epoch, ntiles, out or 0)
+              w, values, base, epoch, ntiles, out or 0)
 end
 
 -- seed 003's scans: naive and blelloch in one block; global as block scans, a
@@ -300,8 +303,8 @@ local function select_common(fname, x, y, pred, opts, split)
   local word = core.scratch("scan_word", dev, stream, 1)
   local cfg = {grid = ntiles, block = 256, stream = stream}
   local function pass(mode)
-    local w, base, epoch = tiles_for(dev, stream, ntiles)
-    kern:launch(cfg, x, flags or x, y, n, mode, word, word, w, base, epoch, ntiles)
+    local w, values, base, epoch = tiles_for(dev, stream, ntiles)
+    kern:launch(cfg, x, flags or x, y, n, mode, word, word, w, values, base, epoch, ntiles)
   end
   if split then pass(2) end   -- the kept count first: the rest start there
   pass(split and 1 or 0)
