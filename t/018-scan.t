@@ -82,14 +82,14 @@ local function gpu_tests()
   end
 
   -- y (device) against the reference of hx: exact for integers and for min/max,
-  -- within a relative tolerance for float sums
+  -- within a relative tolerance for float sums (inputs in [0, 1): no cancellation;
+  -- float32 adds in another order than the float64 reference)
   local function same(y, want, dt, op)
     local got = cuda.host_array(dt, #want)
     y:copy_to(got)
-    if not is_float[dt] then return got:bytes() == want:bytes() end
-    local abs, rel = cuda.compare(got, want)
-    if op ~= "add" then return abs == 0 end
-    return rel <= (dt == "float32" and 2e-5 or 1e-12), ("max relative error %.3g"):format(rel)
+    if not is_float[dt] or op ~= "add" then return got:bytes() == want:bytes() end   -- min, max: copies
+    local _, rel = cuda.compare(got, want)
+    return rel <= (dt == "float32" and 1e-4 or 1e-12), ("max relative error %.3g"):format(rel)
   end
 
   local function expect(hx, opts)
