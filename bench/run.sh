@@ -26,5 +26,7 @@ if command -v taskset >/dev/null 2>&1; then pin="taskset -c 2"; fi
   echo
   "$culua" bench/barrier.lua
   echo
+  "$culua" bench/scan.lua bench/anchor_cub   # ours alone where the CUB anchor is not built
+  echo
   "$culua" examples/grid_barrier.lua seed "${out:-/tmp}/grid_barrier.csv" | sed -n '/Part 2/,$p'
 } 2>&1 | if [ -n "$out" ]; then tee "$out/bench.txt"; else cat; fi

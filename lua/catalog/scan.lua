@@ -56,9 +56,10 @@ end
 -- {====================================================== checks
 
 -- the array's dtype, refusing a closed array with the function's name
+local function dtype(a) return a.dtype end
 local function open_dtype(fname, what, x)
   check_array(fname, what, x)
-  local ok, dt = pcall(function () return x.dtype end)
+  local ok, dt = pcall(dtype, x)
   if not ok then fail(fname, "%s is closed", what) end
   return dt
 end
