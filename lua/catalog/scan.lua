@@ -7,7 +7,7 @@ local cuda = require "cuda"
 local core = require "culua.catalog.core"
 local C = cuda._catalog
 
-local fail, one_of, check_array, ceil_div = core.fail, core.one_of, core.check_array, core.ceil_div
+local fail, one_of, ceil_div = core.fail, core.one_of, core.ceil_div
 
 local M = {}
 
@@ -56,11 +56,14 @@ end
 -- {====================================================== checks
 
 -- the array's dtype, refusing a closed array with the function's name
+-- (raised at the level of the user's call: this is called by the public functions)
 local function dtype(a) return a.dtype end
 local function open_dtype(fname, what, x)
-  check_array(fname, what, x)
+  if cuda.type(x) ~= "cuda.array" then
+    error(("cuda.catalog.%s: %s must be a cuda.array, got %s"):format(fname, what, cuda.type(x) or type(x)), 3)
+  end
   local ok, dt = pcall(dtype, x)
-  if not ok then fail(fname, "%s is closed", what) end
+  if not ok then error(("cuda.catalog.%s: %s is closed"):format(fname, what), 3) end
   return dt
 end
 
