@@ -43,7 +43,19 @@ T.error_like(function () ref(host("int32", {1}), cuda.host_array("int32", 2)) en
 
 -- the kernels' source compiles under NVRTC, prebuilt part and predicate part
 local src = cuda._catalog.source("scan")
-T.lives_ok(function () cuda.compile(src, {options = {"-std=c++17", "-arch=compute_80"}}) end, "kernels/scan.cu compiles under NVRTC")
+local prog
+T.lives_ok(function () prog = cuda.compile(src, {options = {"-std=c++17", "-arch=compute_80"}}) end, "kernels/scan.cu compiles under NVRTC")
+-- the argument lists lua/catalog/scan.lua launches with (pointers as integers here) fit the kernels
+if prog then
+  local function fits(name, ...) return cuda.check_args(cuda.signature(prog.ptx, name), ...) end
+  local big = (1 << 40) + 3
+  T.ok(fits("culua_scan_lookback_f64_min", 1, 2, big, 1, -1, 3, 4, big, 1073741823, big, 0), "lookback's arguments")
+  T.ok(fits("culua_scan_naive_i32_add", 1, 1, 1024, 0, 0xffffffff), "naive's arguments")
+  T.ok(fits("culua_scan_blelloch_u64_max", 1, 2, big, 1, -1, 0), "blelloch's arguments")
+  T.ok(fits("culua_scan_propagate_f32_add", 1, big, 2), "propagate's arguments")
+  T.ok(fits("culua_scan_select_i64_u8", 1, 2, 3, big, 2, 4, 4, 5, 6, big, 7, big), "select's arguments")
+  T.ok(fits("culua_scan_select_f32_i32", 1, 2, 3, big, 0, 4, 4, 5, 6, big, 7, big), "select's arguments, int32 flags")
+end
 T.lives_ok(function ()
   cuda.compile("#define CULUA_PRED(x) (x > 0.5f)\n" .. src,
                {options = {"-std=c++17", "-arch=compute_90", "-DCULUA_PRED_T=long long", "-DCULUA_PRED_NAME=p"}})
