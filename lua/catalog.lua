@@ -14,6 +14,7 @@ local C = cuda._catalog
 local families = {
   "matmul",
   "barrier",
+  "scan",
 }
 
 local catalog = {

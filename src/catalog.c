@@ -9,6 +9,8 @@
 
 #include "config.h"
 
+#include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "culua_int.h"
@@ -131,11 +133,73 @@ static int catalog_ref_matmul (lua_State *L) {
   return 1;
 }
 
+
+/*
+** _catalog.ref_scan(hx, hy, op, exclusive [, init]): the prefix scan of host
+** array hx into hy (which may be hx), op "add", "min" or "max". Integers
+** in their own width, added as unsigned so that they wrap as the GPU's do:
+** exact. Floats accumulate in double and are rounded once an element, so
+** float32 results are the float64 scan's rounded: the tests compare the
+** GPU's (a float32 sum, in another order) with a tolerance.
+*/
+#define SCAN_INT(T, U, LO, HI) {                                              \
+    const T *x = (const T *)hx->data; T *y = (T *)hy->data;                  \
+    T acc = op == 0 ? 0 : op == 1 ? (HI) : (LO);                             \
+    if (!lua_isnoneornil(L, 5)) acc = (T)(U)luaL_checkinteger(L, 5);         \
+    for (i = 0; i < n; i++) {                                                 \
+      T v = x[i], before = acc;                                               \
+      if (op == 0) acc = (T)((U)acc + (U)v);                                  \
+      else if (op == 1) acc = v < acc ? v : acc;                              \
+      else acc = acc < v ? v : acc;                                           \
+      y[i] = exclusive ? before : acc;                                        \
+    } }
+
+#define SCAN_FLOAT(T, INF) {                                                  \
+    const T *x = (const T *)hx->data; T *y = (T *)hy->data;                  \
+    double acc = op == 0 ? 0 : op == 1 ? (INF) : -(INF);                     \
+    if (!lua_isnoneornil(L, 5)) acc = (T)luaL_checknumber(L, 5);             \
+    for (i = 0; i < n; i++) {                                                 \
+      double v = x[i], before = acc;                                          \
+      if (op == 0) acc += v;                                                  \
+      else if (op == 1) acc = v < acc ? v : acc;                              \
+      else acc = acc < v ? v : acc;                                           \
+      y[i] = (T)(exclusive ? before : acc);                                   \
+    } }
+
+static int catalog_ref_scan (lua_State *L) {
+  static const char *const ops[] = {"add", "min", "max", NULL};
+  culua_HostArray *hx = culua_testhostarray(L, 1), *hy = culua_testhostarray(L, 2);
+  int op, exclusive;
+  size_t i, n;
+  if (hx == NULL) luaL_typeerror(L, 1, CULUA_HOSTARRAY);
+  if (hy == NULL) luaL_typeerror(L, 2, CULUA_HOSTARRAY);
+  op = luaL_checkoption(L, 3, "add", ops);
+  exclusive = lua_toboolean(L, 4);
+  n = hx->n;
+  if (hy->dtype != hx->dtype || hy->n != n)
+    return luaL_error(L, "reference.scan: hx is %s[%d] but hy is %s[%d]", culua_dtype_names[hx->dtype],
+                      (int)n, culua_dtype_names[hy->dtype], (int)hy->n);
+  switch (hx->dtype) {
+    case CULUA_INT32: SCAN_INT(int32_t, uint32_t, INT32_MIN, INT32_MAX) break;
+    case CULUA_UINT32: SCAN_INT(uint32_t, uint32_t, 0, UINT32_MAX) break;
+    case CULUA_INT64: SCAN_INT(int64_t, uint64_t, INT64_MIN, INT64_MAX) break;
+    case CULUA_UINT64: SCAN_INT(uint64_t, uint64_t, 0, UINT64_MAX) break;
+    case CULUA_FLOAT32: SCAN_FLOAT(float, HUGE_VAL) break;
+    case CULUA_FLOAT64: SCAN_FLOAT(double, HUGE_VAL) break;
+    default:
+      return luaL_error(L, "reference.scan: dtype %s is not scanned (int32, uint32, int64, uint64, float32, float64)",
+                        culua_dtype_names[hx->dtype]);
+  }
+  lua_settop(L, 2);
+  return 1;
+}
+
 /* }====================================================== */
 
 
 static const luaL_Reg catalog_funcs[] = {
   {"ref_matmul", catalog_ref_matmul},
+  {"ref_scan", catalog_ref_scan},
   {"fatbin", catalog_fatbin},
   {"source", catalog_source},
   {"families", catalog_families},

@@ -1,0 +1,570 @@
+/*
+** scan.cu
+** The scan family of culua's catalog: prefix scans (add, min, max) over
+** int32, uint32, int64, uint64, float32 and float64, their reduction, and
+** stream compaction (compact and split), from seed 003's one-block scans to
+** a single-pass scan with decoupled look-back.
+**
+** Integer additions are done in the unsigned type of the same width, so
+** that signed overflow is defined: it wraps two's complement.
+**
+** The single pass (Merrill & Garland, "Single-pass Parallel Prefix Scan with
+** Decoupled Look-back", 2016): each block takes the next tile index from a
+** counter (so it only ever waits on tiles whose blocks have started), reduces
+** its tile, publishes that aggregate, then warp 0 walks back over its
+** predecessors 32 at a time, adding aggregates until it meets a tile that has
+** published its inclusive prefix, and publishes its own.
+**
+** The tile words live in a scratch array of 64-bit words: word 0 is the tile
+** counter, then one status word a tile; 8-byte values have an array of
+** their own, one aggregate and one inclusive prefix a tile (apart, so that
+** a status word is never a stale value that looks like a later epoch's
+** status). The host passes the counter's
+** value before the launch (`base`), so the counter is never reset, and an
+** epoch that grows each launch: a status is valid only with this launch's
+** epoch, so stale words from earlier launches need no clearing either.
+** A status is epoch << 2 | flag (flag 1: aggregate, 2: inclusive prefix).
+** For 4-byte values the status (high half) and the value (low half) are one
+** 64-bit word, read and written whole; 8-byte values go to their own words,
+** written before the status with release order and read after it with
+** acquire order.
+*/
+
+typedef unsigned long long u64;
+
+#define CULUA_THREADS 256        /* threads of a look-back block */
+#define CULUA_SEED_THREADS 1024  /* the seed's one-block scans */
+#define FULL_MASK 0xffffffffu
+
+#define FLAG_AGG 1u
+#define FLAG_PREFIX 2u
+
+
+/* {====================================================== element types and operators */
+
+/* a value's bits in a 64-bit word, and back (the host passes init as bits) */
+template <class T> __device__ __forceinline__ u64 to_bits (T v);
+template <class T> __device__ __forceinline__ T from_bits (u64 b);
+template <> __device__ __forceinline__ u64 to_bits<int> (int v) { return (unsigned)v; }
+template <> __device__ __forceinline__ u64 to_bits<unsigned> (unsigned v) { return v; }
+template <> __device__ __forceinline__ u64 to_bits<long long> (long long v) { return (u64)v; }
+template <> __device__ __forceinline__ u64 to_bits<u64> (u64 v) { return v; }
+template <> __device__ __forceinline__ u64 to_bits<float> (float v) { return (unsigned)__float_as_int(v); }
+template <> __device__ __forceinline__ u64 to_bits<double> (double v) { return (u64)__double_as_longlong(v); }
+template <> __device__ __forceinline__ int from_bits<int> (u64 b) { return (int)(unsigned)b; }
+template <> __device__ __forceinline__ unsigned from_bits<unsigned> (u64 b) { return (unsigned)b; }
+template <> __device__ __forceinline__ long long from_bits<long long> (u64 b) { return (long long)b; }
+template <> __device__ __forceinline__ u64 from_bits<u64> (u64 b) { return b; }
+template <> __device__ __forceinline__ float from_bits<float> (u64 b) { return __int_as_float((int)(unsigned)b); }
+template <> __device__ __forceinline__ double from_bits<double> (u64 b) { return __longlong_as_double((long long)b); }
+
+/* the largest and lowest values: identities of min and max (infinities for floats) */
+template <class T> struct Lim;
+template <> struct Lim<int> {
+  static __device__ __forceinline__ int max () { return 0x7fffffff; }
+  static __device__ __forceinline__ int lowest () { return -0x7fffffff - 1; }
+};
+template <> struct Lim<unsigned> {
+  static __device__ __forceinline__ unsigned max () { return 0xffffffffu; }
+  static __device__ __forceinline__ unsigned lowest () { return 0; }
+};
+template <> struct Lim<long long> {
+  static __device__ __forceinline__ long long max () { return 0x7fffffffffffffffLL; }
+  static __device__ __forceinline__ long long lowest () { return -0x7fffffffffffffffLL - 1; }
+};
+template <> struct Lim<u64> {
+  static __device__ __forceinline__ u64 max () { return ~0ULL; }
+  static __device__ __forceinline__ u64 lowest () { return 0; }
+};
+template <> struct Lim<float> {
+  static __device__ __forceinline__ float max () { return __int_as_float(0x7f800000); }
+  static __device__ __forceinline__ float lowest () { return __int_as_float((int)0xff800000u); }
+};
+template <> struct Lim<double> {
+  static __device__ __forceinline__ double max () { return __longlong_as_double(0x7ff0000000000000LL); }
+  static __device__ __forceinline__ double lowest () { return __longlong_as_double((long long)0xfff0000000000000ULL); }
+};
+
+/* additions that wrap: signed overflow is undefined in C++, unsigned is not */
+__device__ __forceinline__ int add_wrap (int a, int b) { return (int)((unsigned)a + (unsigned)b); }
+__device__ __forceinline__ unsigned add_wrap (unsigned a, unsigned b) { return a + b; }
+__device__ __forceinline__ long long add_wrap (long long a, long long b) { return (long long)((u64)a + (u64)b); }
+__device__ __forceinline__ u64 add_wrap (u64 a, u64 b) { return a + b; }
+__device__ __forceinline__ float add_wrap (float a, float b) { return a + b; }
+__device__ __forceinline__ double add_wrap (double a, double b) { return a + b; }
+
+struct OpAdd {
+  template <class T> static __device__ __forceinline__ T apply (T a, T b) { return add_wrap(a, b); }
+  template <class T> static __device__ __forceinline__ T identity () { return T(0); }
+};
+struct OpMin {
+  template <class T> static __device__ __forceinline__ T apply (T a, T b) { return b < a ? b : a; }
+  template <class T> static __device__ __forceinline__ T identity () { return Lim<T>::max(); }
+};
+struct OpMax {
+  template <class T> static __device__ __forceinline__ T apply (T a, T b) { return a < b ? b : a; }
+  template <class T> static __device__ __forceinline__ T identity () { return Lim<T>::lowest(); }
+};
+
+/* }====================================================== */
+
+
+/* {====================================================== seed 003's scans */
+
+/*
+** Hillis-Steele in one block, double-buffered (seed 003's scan_v1 done in
+** shared memory): log2(n) steps, each adding the element `off` behind.
+** One thread an element, n <= 1024.
+*/
+template <class T, class Op>
+__device__ void scan_naive (const T *x, T *y, int n, int exclusive, u64 initb) {
+  __shared__ T buf[2][CULUA_SEED_THREADS];
+  const T id = Op::template identity<T>(), init = from_bits<T>(initb);
+  int t = threadIdx.x, in = 0;
+  buf[0][t] = t < n ? x[t] : id;
+  __syncthreads();
+  for (int off = 1; off < (int)blockDim.x; off <<= 1) {
+    T v = buf[in][t];
+    if (t >= off) v = Op::apply(buf[in][t - off], v);
+    buf[1 - in][t] = v;
+    in = 1 - in;
+    __syncthreads();
+  }
+  if (t < n) y[t] = exclusive ? (t > 0 ? Op::apply(init, buf[in][t - 1]) : init) : Op::apply(init, buf[in][t]);
+}
+
+
+/*
+** Blelloch's work-efficient scan (seed 003's scan_v2): 1024 threads scan
+** 2048 elements, an up-sweep of partial sums and a down-sweep that leaves
+** the inclusive scan. Block b scans elements 2048b .. 2048b+2047. With sums
+** (the multi-block `global` variant) it writes its block's total there and
+** seeds with the identity (the propagation adds the blocks before it);
+** without, it seeds with init.
+*/
+template <class T, class Op>
+__device__ void scan_blelloch (const T *x, T *y, u64 n, int exclusive, u64 initb, T *sums) {
+  const int N2 = 2 * CULUA_SEED_THREADS;
+  __shared__ T s[N2];
+  const T id = Op::template identity<T>();
+  const T seed = sums ? id : from_bits<T>(initb);
+  u64 first = (u64)blockIdx.x * N2;
+  int valid = n - first < (u64)N2 ? (int)(n - first) : N2;
+  int t = threadIdx.x;
+  s[t] = t < valid ? x[first + t] : id;
+  s[t + CULUA_SEED_THREADS] = t + CULUA_SEED_THREADS < valid ? x[first + t + CULUA_SEED_THREADS] : id;
+  for (int off = 1; off < N2; off <<= 1) {      /* up-sweep */
+    __syncthreads();
+    int a = off * (2 * t + 1) - 1, b = off * (2 * t + 2) - 1;
+    if (b < N2) s[b] = Op::apply(s[a], s[b]);
+  }
+  for (int off = N2 / 4; off > 0; off >>= 1) {  /* down-sweep */
+    __syncthreads();
+    int a = off * (2 * t + 2) - 1, b = off * (2 * t + 3) - 1;
+    if (b < N2) s[b] = Op::apply(s[a], s[b]);
+  }
+  __syncthreads();
+  for (int e = t; e < valid; e += CULUA_SEED_THREADS)
+    y[first + e] = exclusive ? (e > 0 ? Op::apply(seed, s[e - 1]) : seed) : Op::apply(seed, s[e]);
+  if (sums && t == 0) sums[blockIdx.x] = s[N2 - 1];
+}
+
+
+/* the global variant's last step: block b's elements get prefix[b] */
+template <class T, class Op>
+__device__ void scan_propagate (T *y, u64 n, const T *prefix) {
+  const u64 per = 2 * CULUA_SEED_THREADS;
+  for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
+    y[i] = Op::apply(prefix[i / per], y[i]);
+}
+
+/* }====================================================== */
+
+
+/* {====================================================== single pass with decoupled look-back */
+
+/* the tile words: relaxed and acquire/release accesses at GPU scope */
+__device__ __forceinline__ void st_relaxed (u64 *p, u64 v) {
+  asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" :: "l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ void st_release (u64 *p, u64 v) {
+  asm volatile("st.release.gpu.global.u64 [%0], %1;" :: "l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ u64 ld_relaxed (const u64 *p) {
+  u64 v;
+  asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ u64 ld_acquire (const u64 *p) {
+  u64 v;
+  asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+
+/* skew shared-memory indices so that a thread's run of items spreads over banks */
+__device__ __forceinline__ int pad (int i) { return i + (i >> 5); }
+
+/*
+** A tile of ITEMS elements a thread into registers, blocked (thread t holds
+** elements t*ITEMS .. t*ITEMS+ITEMS-1): loaded striped across the block
+** (coalesced; 16-byte vectors when the tile is whole and p is 16-byte
+** aligned, element loads otherwise, as in a view at an odd offset) into
+** shared memory, then read back blocked. Elements past `valid` are `fill`.
+*/
+template <class E, int ITEMS>
+__device__ __forceinline__ void load_tile (const E *p, int valid, E fill, E (&items)[ITEMS], E *buf) {
+  const int TILE = CULUA_THREADS * ITEMS, VEC = 16 / sizeof(E);
+  bool done = false;
+  if constexpr (ITEMS % VEC == 0) {
+    if (valid == TILE && ((u64)p & 15) == 0) {
+      const uint4 *v = (const uint4 *)p;
+#pragma unroll
+      for (int k = 0; k < ITEMS / VEC; k++) {
+        int j = threadIdx.x + k * CULUA_THREADS;
+        union { uint4 v; E e[VEC]; } u;
+        u.v = v[j];
+#pragma unroll
+        for (int q = 0; q < VEC; q++) buf[pad(j * VEC + q)] = u.e[q];
+      }
+      done = true;
+    }
+  }
+  if (!done) {
+#pragma unroll
+    for (int k = 0; k < ITEMS; k++) {
+      int i = threadIdx.x + k * CULUA_THREADS;
+      buf[pad(i)] = i < valid ? p[i] : fill;
+    }
+  }
+  __syncthreads();
+#pragma unroll
+  for (int k = 0; k < ITEMS; k++) items[k] = buf[pad(threadIdx.x * ITEMS + k)];
+  __syncthreads();   /* buf is free again */
+}
+
+/* the reverse: blocked registers to p[0 .. valid-1], through shared memory */
+template <class E, int ITEMS>
+__device__ __forceinline__ void store_tile (E *p, int valid, const E (&items)[ITEMS], E *buf) {
+  const int TILE = CULUA_THREADS * ITEMS, VEC = 16 / sizeof(E);
+  bool done = false;
+#pragma unroll
+  for (int k = 0; k < ITEMS; k++) buf[pad(threadIdx.x * ITEMS + k)] = items[k];
+  __syncthreads();
+  if constexpr (ITEMS % VEC == 0) {
+    if (valid == TILE && ((u64)p & 15) == 0) {
+      uint4 *v = (uint4 *)p;
+#pragma unroll
+      for (int k = 0; k < ITEMS / VEC; k++) {
+        int j = threadIdx.x + k * CULUA_THREADS;
+        union { uint4 v; E e[VEC]; } u;
+#pragma unroll
+        for (int q = 0; q < VEC; q++) u.e[q] = buf[pad(j * VEC + q)];
+        v[j] = u.v;
+      }
+      done = true;
+    }
+  }
+  if (!done) {
+#pragma unroll
+    for (int k = 0; k < ITEMS; k++) {
+      int i = threadIdx.x + k * CULUA_THREADS;
+      if (i < valid) p[i] = buf[pad(i)];
+    }
+  }
+}
+
+/*
+** Exclusive scan of one value a thread across the block: `excl` is the
+** combination of the threads before, `total` of all. wsum holds a value a
+** warp; the caller syncs before using wsum again.
+*/
+template <class A, class Op>
+__device__ __forceinline__ void block_scan (A v, A &excl, A &total, A *wsum) {
+  const int NW = CULUA_THREADS / 32;
+  const A id = Op::template identity<A>();
+  int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+  A inc = v;
+#pragma unroll
+  for (int off = 1; off < 32; off <<= 1) {
+    A o = __shfl_up_sync(FULL_MASK, inc, off);
+    if (lane >= off) inc = Op::apply(o, inc);
+  }
+  if (lane == 31) wsum[w] = inc;
+  __syncthreads();
+  A before = id, tot = id;
+#pragma unroll
+  for (int i = 0; i < NW; i++) {
+    if (i == w) before = tot;
+    tot = Op::apply(tot, wsum[i]);
+  }
+  A up = __shfl_up_sync(FULL_MASK, inc, 1);
+  excl = Op::apply(before, lane > 0 ? up : id);
+  total = tot;
+}
+
+/* publish a tile's aggregate or inclusive prefix (one thread) */
+template <class A>
+__device__ __forceinline__ void publish (u64 *scratch, u64 *values, u64 ntiles, u64 epoch, long long tile,
+                                        unsigned flag, A v) {
+  u64 *status = scratch + 1;
+  u64 st = (epoch << 2) | flag;
+  if (sizeof(A) == 4) {
+    st_relaxed(status + tile, (st << 32) | (to_bits<A>(v) & 0xffffffffULL));
+  } else {
+    u64 *val = values + (flag == FLAG_PREFIX ? ntiles : 0);
+    st_relaxed(val + tile, to_bits<A>(v));
+    st_release(status + tile, st);   /* orders the value before the flag */
+  }
+}
+
+/* a tile's flag (0 while it has published nothing this launch) and value */
+template <class A>
+__device__ __forceinline__ unsigned peek (const u64 *scratch, const u64 *values, u64 ntiles, u64 epoch,
+                                          long long tile, A &v) {
+  const u64 *status = scratch + 1;
+  if (sizeof(A) == 4) {
+    u64 w = ld_relaxed(status + tile);
+    u64 st = w >> 32;
+    if ((st >> 2) != epoch) return 0;
+    v = from_bits<A>(w & 0xffffffffULL);
+    return (unsigned)(st & 3);
+  }
+  u64 st = ld_acquire(status + tile);
+  if ((st >> 2) != epoch) return 0;
+  unsigned flag = (unsigned)(st & 3);
+  v = from_bits<A>(ld_relaxed(values + (flag == FLAG_PREFIX ? ntiles : 0) + tile));
+  return flag;
+}
+
+/*
+** Warp 0 of a tile's block: publish the aggregate, look back, publish the
+** inclusive prefix; returns (to every lane) the combination of all tiles
+** before this one, seeded with init. Lane l looks at tile w - l of a
+** window; the window stops at the nearest tile with a prefix, or moves 32
+** tiles back. Tiles before 0 count as a prefix of the identity, so no lane
+** waits on a tile that does not exist.
+*/
+template <class A, class Op>
+__device__ A tile_prefix (u64 *scratch, u64 *values, u64 ntiles, u64 epoch, long long tile, A agg, A init) {
+  const A id = Op::template identity<A>();
+  int lane = threadIdx.x & 31;
+  if (tile == 0) {
+    if (lane == 0) publish<A>(scratch, values, ntiles, epoch, 0, FLAG_PREFIX, Op::apply(init, agg));
+    return init;
+  }
+  if (lane == 0) publish<A>(scratch, values, ntiles, epoch, tile, FLAG_AGG, agg);
+  A acc = id;
+  for (long long w = tile - 1;; w -= 32) {
+    long long pred = w - lane;
+    unsigned flag;
+    A v = id;
+    for (int spins = 0;; spins++) {
+      flag = pred < 0 ? FLAG_PREFIX : peek<A>(scratch, values, ntiles, epoch, pred, v);
+      if (__all_sync(FULL_MASK, flag != 0)) break;
+      if (spins > 4) __nanosleep(64);
+    }
+    unsigned pmask = __ballot_sync(FULL_MASK, flag == FLAG_PREFIX);
+    int stop = pmask ? __ffs(pmask) - 1 : 31;
+    A mine = lane <= stop ? v : id;
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) mine = Op::apply(mine, __shfl_xor_sync(FULL_MASK, mine, off));
+    acc = Op::apply(mine, acc);   /* this window lies before the windows already summed */
+    if (pmask) break;
+  }
+  if (lane == 0) publish<A>(scratch, values, ntiles, epoch, tile, FLAG_PREFIX, Op::apply(acc, agg));
+  return acc;
+}
+
+template <class T> struct Items { static const int n = sizeof(T) == 4 ? 16 : 8; };
+
+/*
+** The single-pass scan: one block a tile of 256 x ITEMS elements (4096
+** 4-byte or 2048 8-byte). y may be x (in place: a block reads its whole tile
+** before writing it) or 0 (only the total, to out[0], for reduce); out, when
+** not 0, gets the inclusive total's bits from the last tile.
+*/
+template <class T, class Op>
+__device__ void scan_lookback (const T *x, T *y, u64 n, int exclusive, u64 initb, u64 *scratch, u64 *values, u64 base,
+                               u64 epoch, u64 ntiles, u64 *out) {
+  const int ITEMS = Items<T>::n, TILE = CULUA_THREADS * ITEMS;
+  __shared__ __align__(16) T buf[TILE + TILE / 32];
+  __shared__ T wsum[CULUA_THREADS / 32];
+  __shared__ T s_prefix;
+  __shared__ long long s_tile;
+  const T id = Op::template identity<T>();
+  if (threadIdx.x == 0) s_tile = (long long)(atomicAdd(scratch, 1ULL) - base);
+  __syncthreads();
+  long long tile = s_tile;
+  u64 first = (u64)tile * TILE;
+  int valid = n - first < (u64)TILE ? (int)(n - first) : TILE;
+  T items[ITEMS];
+  load_tile<T, ITEMS>(x + first, valid, id, items, buf);
+  T sum = items[0];
+#pragma unroll
+  for (int k = 1; k < ITEMS; k++) sum = Op::apply(sum, items[k]);
+  T excl, agg;
+  block_scan<T, Op>(sum, excl, agg, wsum);
+  if (threadIdx.x < 32) {
+    T p = tile_prefix<T, Op>(scratch, values, ntiles, epoch, tile, agg, from_bits<T>(initb));
+    if (threadIdx.x == 0) {
+      s_prefix = p;
+      if (out && (u64)tile == ntiles - 1) *out = to_bits<T>(Op::apply(p, agg));
+    }
+  }
+  __syncthreads();
+  if (!y) return;
+  T run = Op::apply(s_prefix, excl);
+#pragma unroll
+  for (int k = 0; k < ITEMS; k++) {
+    T v = items[k];
+    if (exclusive) { items[k] = run; run = Op::apply(run, v); }
+    else { run = Op::apply(run, v); items[k] = run; }
+  }
+  store_tile<T, ITEMS>(y + first, valid, items, buf);
+}
+
+
+/*
+** Compaction on the same single pass, scanning counts of kept elements
+** (64-bit: more than 2^32 may be kept). mode 0, compact: kept elements go
+** to y in order; 1, split: kept ones first, then the rest from *total (the
+** kept count, from an earlier mode-2 launch) on, both in order; 2: only the
+** count. The last tile writes the count to *count. A block gathers its
+** kept elements (and for split its others after them) in shared memory and
+** writes them out contiguously. With P::flags the predicate is flags[i] != 0,
+** else P::test(x[i]).
+*/
+template <class F> struct FlagPred {
+  static const bool flags = true;
+  template <class T> static __device__ __forceinline__ bool test (T) { return false; }
+};
+
+template <class T, class F, class P>
+__device__ void select_lookback (const T *x, const F *flags, T *y, u64 n, int mode, const u64 *total,
+                                 u64 *count, u64 *scratch, u64 *values, u64 base, u64 epoch, u64 ntiles) {
+  const int ITEMS = Items<T>::n, TILE = CULUA_THREADS * ITEMS;
+  __shared__ __align__(16) T buf[TILE + TILE / 32];
+  __shared__ u64 wsum[CULUA_THREADS / 32];
+  __shared__ u64 s_prefix;
+  __shared__ long long s_tile;
+  if (threadIdx.x == 0) s_tile = (long long)(atomicAdd(scratch, 1ULL) - base);
+  __syncthreads();
+  long long tile = s_tile;
+  u64 first = (u64)tile * TILE;
+  int valid = n - first < (u64)TILE ? (int)(n - first) : TILE;
+  T items[ITEMS];
+  load_tile<T, ITEMS>(x + first, valid, T(0), items, buf);
+  unsigned keep = 0;
+  if constexpr (P::flags) {
+    F f[ITEMS];
+    load_tile<F, ITEMS>(flags + first, valid, F(0), f, (F *)buf);
+#pragma unroll
+    for (int k = 0; k < ITEMS; k++) if (f[k] != 0) keep |= 1u << k;
+  } else {
+#pragma unroll
+    for (int k = 0; k < ITEMS; k++)
+      if (threadIdx.x * ITEMS + k < valid && P::test(items[k])) keep |= 1u << k;
+  }
+  u64 excl, agg;
+  block_scan<u64, OpAdd>((u64)__popc(keep), excl, agg, wsum);
+  if (threadIdx.x < 32) {
+    u64 p = tile_prefix<u64, OpAdd>(scratch, values, ntiles, epoch, tile, agg, 0);
+    if (threadIdx.x == 0) {
+      s_prefix = p;
+      if ((u64)tile == ntiles - 1) *count = p + agg;
+    }
+  }
+  __syncthreads();
+  if (mode == 2) return;
+  u64 prefix = s_prefix;
+  int kept = (int)agg, kr = (int)excl, rr = threadIdx.x * ITEMS - (int)excl;
+#pragma unroll
+  for (int k = 0; k < ITEMS; k++) {
+    if (keep & (1u << k)) buf[kr++] = items[k];
+    else if (mode == 1 && threadIdx.x * ITEMS + k < valid) buf[kept + rr++] = items[k];
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < kept; i += CULUA_THREADS) y[prefix + i] = buf[i];
+  if (mode == 1) {
+    u64 rest = *total + (first - prefix) - kept;   /* where this tile's element `kept` goes */
+    for (int i = kept + threadIdx.x; i < valid; i += CULUA_THREADS) y[rest + i] = buf[i];
+  }
+}
+
+/* }====================================================== */
+
+
+/* {====================================================== the prebuilt kernels */
+
+#define CULUA_SCAN_KERNELS(tn, T, on, Op) \
+  extern "C" __global__ void __launch_bounds__(CULUA_THREADS) \
+  culua_scan_lookback_##tn##_##on (const T *x, T *y, u64 n, int exclusive, u64 init, u64 *scratch, \
+                                   u64 *values, u64 base, u64 epoch, u64 ntiles, u64 *out) { \
+    scan_lookback<T, Op>(x, y, n, exclusive, init, scratch, values, base, epoch, ntiles, out); \
+  } \
+  extern "C" __global__ void __launch_bounds__(CULUA_SEED_THREADS) \
+  culua_scan_naive_##tn##_##on (const T *x, T *y, int n, int exclusive, u64 init) { \
+    scan_naive<T, Op>(x, y, n, exclusive, init); \
+  } \
+  extern "C" __global__ void __launch_bounds__(CULUA_SEED_THREADS) \
+  culua_scan_blelloch_##tn##_##on (const T *x, T *y, u64 n, int exclusive, u64 init, T *sums) { \
+    scan_blelloch<T, Op>(x, y, n, exclusive, init, sums); \
+  } \
+  extern "C" __global__ void culua_scan_propagate_##tn##_##on (T *y, u64 n, const T *prefix) { \
+    scan_propagate<T, Op>(y, n, prefix); \
+  }
+
+#define CULUA_SCAN_OPS(tn, T) \
+  CULUA_SCAN_KERNELS(tn, T, add, OpAdd) \
+  CULUA_SCAN_KERNELS(tn, T, min, OpMin) \
+  CULUA_SCAN_KERNELS(tn, T, max, OpMax)
+
+#define CULUA_SELECT_KERNEL(tn, T, fn, F) \
+  extern "C" __global__ void __launch_bounds__(CULUA_THREADS) \
+  culua_scan_select_##tn##_##fn (const T *x, const F *flags, T *y, u64 n, int mode, const u64 *total, \
+                                 u64 *count, u64 *scratch, u64 *values, u64 base, u64 epoch, u64 ntiles) { \
+    select_lookback<T, F, FlagPred<F> >(x, flags, y, n, mode, total, count, scratch, values, base, epoch, ntiles); \
+  }
+
+#define CULUA_SELECT_FLAGS(tn, T) \
+  CULUA_SELECT_KERNEL(tn, T, u8, unsigned char) \
+  CULUA_SELECT_KERNEL(tn, T, i32, int)
+
+#ifndef CULUA_PRED
+
+CULUA_SCAN_OPS(i32, int)
+CULUA_SCAN_OPS(u32, unsigned)
+CULUA_SCAN_OPS(i64, long long)
+CULUA_SCAN_OPS(u64, u64)
+CULUA_SCAN_OPS(f32, float)
+CULUA_SCAN_OPS(f64, double)
+
+CULUA_SELECT_FLAGS(i32, int)
+CULUA_SELECT_FLAGS(u32, unsigned)
+CULUA_SELECT_FLAGS(i64, long long)
+CULUA_SELECT_FLAGS(u64, u64)
+CULUA_SELECT_FLAGS(f32, float)
+CULUA_SELECT_FLAGS(f64, double)
+
+#else
+
+/*
+** A predicate given as an expression in x: compiled by NVRTC with a
+** prelude `#define CULUA_PRED(x) (...)` and -D CULUA_PRED_T (the element
+** type) and CULUA_PRED_NAME (the kernel's name, with a hash of both).
+*/
+struct ExprPred {
+  static const bool flags = false;
+  template <class T> static __device__ __forceinline__ bool test (T x) { return (CULUA_PRED(x)); }
+};
+
+extern "C" __global__ void __launch_bounds__(CULUA_THREADS)
+CULUA_PRED_NAME (const CULUA_PRED_T *x, const unsigned char *flags, CULUA_PRED_T *y, u64 n, int mode,
+                 const u64 *total, u64 *count, u64 *scratch, u64 *values, u64 base, u64 epoch, u64 ntiles) {
+  select_lookback<CULUA_PRED_T, unsigned char, ExprPred>(x, flags, y, n, mode, total, count, scratch, values,
+                                                         base, epoch, ntiles);
+}
+
+#endif
+
+/* }====================================================== */

@@ -1,0 +1,350 @@
+-- culua.catalog.scan: cuda.catalog.scan, reduce, compact and split
+-- (kernels/scan.cu): prefix scans of add, min and max over 4- and 8-byte
+-- integers and floats, from seed 003's one-block scans to a single pass with
+-- decoupled look-back, and stream compaction on the same single pass.
+
+local cuda = require "cuda"
+local core = require "culua.catalog.core"
+local C = cuda._catalog
+
+local fail, one_of, ceil_div = core.fail, core.one_of, core.ceil_div
+
+local M = {}
+
+local dtypes = {"int32", "uint32", "int64", "uint64", "float32", "float64"}
+local short = {int32 = "i32", uint32 = "u32", int64 = "i64", uint64 = "u64", float32 = "f32", float64 = "f64"}
+local ctypes = {int32 = "int", uint32 = "unsigned", int64 = "long long", uint64 = "u64", float32 = "float", float64 = "double"}
+local ops = {"add", "min", "max"}
+local variants = {"lookback", "naive", "blelloch", "global"}
+local flag_dtypes = {"uint8", "int32"}
+
+-- {====================================================== values as bits
+
+-- a Lua number as the 64-bit word of a dtype's value (kernels take init as bits)
+local function to_bits(dt, v)
+  if dt == "float32" then return (string.unpack("<I4", string.pack("<f", v))) end
+  if dt == "float64" then return (string.unpack("<i8", string.pack("<d", v))) end
+  if dt == "int32" or dt == "uint32" then return math.tointeger(v) & 0xffffffff end
+  return math.tointeger(v)
+end
+
+-- the value of a dtype held in the low bytes of a 64-bit word: integers as Lua
+-- integers (uint64 with its bits: above 2^63-1 it reads negative), floats as floats
+local function from_bits(dt, b)
+  if dt == "float32" then return (string.unpack("<f", string.pack("<I4", b & 0xffffffff))) end
+  if dt == "float64" then return (string.unpack("<d", string.pack("<i8", b))) end
+  if dt == "int32" then return ((b & 0xffffffff) ~ 0x80000000) - 0x80000000 end
+  if dt == "uint32" then return b & 0xffffffff end
+  return b
+end
+
+-- the identities: 0 for add, the dtype's largest for min and lowest for max
+-- (for floats: +inf and -inf, the true identities)
+local limits = {
+  int32 = {-0x80000000, 0x7fffffff}, uint32 = {0, 0xffffffff},
+  int64 = {math.mininteger, math.maxinteger}, uint64 = {0, -1},   -- uint64's largest: all bits set
+  float32 = {-math.huge, math.huge}, float64 = {-math.huge, math.huge},
+}
+local function identity_bits(dt, op)
+  if op == "add" then return 0 end
+  return to_bits(dt, limits[dt][op == "min" and 2 or 1])
+end
+
+-- }======================================================
+
+
+-- {====================================================== checks
+
+-- the array's dtype, refusing a closed array with the function's name
+-- (raised at the level of the user's call: this is called by the public functions)
+local function dtype(a) return a.dtype end
+local function open_dtype(fname, what, x)
+  if cuda.type(x) ~= "cuda.array" then
+    error(("cuda.catalog.%s: %s must be a cuda.array, got %s"):format(fname, what, cuda.type(x) or type(x)), 3)
+  end
+  local ok, dt = pcall(dtype, x)
+  if not ok then error(("cuda.catalog.%s: %s is closed"):format(fname, what), 3) end
+  return dt
+end
+
+local function check_init(fname, dt, init)
+  if init == nil then return nil end
+  if type(init) ~= "number" then fail(fname, "init must be a number, got %s", type(init)) end
+  if dt:find("int", 1, true) and math.tointeger(init) == nil then
+    fail(fname, "init must be an integer for %s, got %s", dt, tostring(init))
+  end
+  return init
+end
+
+-- }======================================================
+
+
+-- {====================================================== tile state
+
+-- The look-back kernels' scratch (kernels/scan.cu): word 0 a tile counter that
+-- is never reset (each launch is told its value before: `base`), then a status
+-- word a tile, valid for one launch's epoch. Both advance here, per scratch
+-- array. 8-byte values go to a second array, two words a tile.
+core.scratch_kind("scan_tiles", "uint64", true)
+core.scratch_kind("scan_values", "uint64")
+core.scratch_kind("scan_word", "uint64", true)
+local tile_state = setmetatable({}, {__mode = "k"})
+local EPOCHS = 1 << 30   -- a 4-byte value's status holds epoch << 2 | flag in 32 bits
+
+-- scratch, base and epoch for a launch of `ntiles` tiles on dev/stream
+local function tiles_for(dev, stream, ntiles)
+  local w = core.scratch("scan_tiles", dev, stream, 1 + ntiles)
+  local values = core.scratch("scan_values", dev, stream, 2 * ntiles)
+  local st = tile_state[w]
+  if not st then st = {count = 0, epoch = 0}; tile_state[w] = st end
+  st.epoch = st.epoch + 1
+  if st.epoch >= EPOCHS then   -- wrapped: clear the old statuses once
+    w:fill(0, stream)
+    st.count, st.epoch = 0, 1
+  end
+  local base = st.count
+  st.count = st.count + ntiles
+  return w, values, base, st.epoch
+end
+
+-- one pinned word a stream (or device) to read a result back through
+local readback = setmetatable({}, {__mode = "k"})
+local readback_dev = {}
+local function read_word(word, dev, stream)
+  local h
+  if stream then
+    h = readback[stream]
+    if not h then h = cuda.host_array("int64", 1, {pinned = true}); readback[stream] = h end
+  else
+    h = readback_dev[dev.ordinal]
+    if not h then h = cuda.host_array("int64", 1, {pinned = true}); readback_dev[dev.ordinal] = h end
+  end
+  local v = word:view(1, 1)
+  if stream then
+    v:copy_to(h, stream)
+    stream:synchronize()   -- this stream only
+  else
+    v:copy_to(h)
+  end
+  return h[1]
+end
+
+-- }======================================================
+
+
+-- {====================================================== scan
+
+local TILE = {[4] = 4096, [8] = 2048}   -- elements a look-back tile: 256 threads x 16 or 8
+local function elem_size(dt) return (dt == "int64" or dt == "uint64" or dt == "float64") and 8 or 4 end
+
+local function lookback(x, y, n, exclusive, initb, dt, op, stream, out)
+  local dev = x.device
+  local ntiles = ceil_div(n, TILE[elem_size(dt)])
+  local kern = core.kernel("scan", ("culua_scan_lookback_%s_%s"):format(short[dt], op), nil, dev)
+  local w, values, base, epoch = tiles_for(dev, stream, ntiles)
+  kern:launch({grid = ntiles, block = 256, stream = stream}, x, y or 0, n, exclusive and 1 or 0, initb,
+              w, values, base, epoch, ntiles, out or 0)
+end
+
+-- seed 003's scans: naive and blelloch in one block; global as block scans, a
+-- scan of the blocks' totals (the same, recursively) and a propagation
+local function seed_scan(fname, variant, x, y, n, exclusive, initb, dt, op, stream)
+  local dev = x.device
+  local suffix = ("%s_%s"):format(short[dt], op)
+  if variant == "naive" then
+    if n > 1024 then fail(fname, "variant 'naive' handles at most 1024 elements (one block), got %d", n) end
+    local kern = core.kernel("scan", "culua_scan_naive_" .. suffix, nil, dev)
+    kern:launch({grid = 1, block = ceil_div(n, 32) * 32, stream = stream}, x, y, n, exclusive and 1 or 0, initb)
+    return
+  end
+  local blelloch = core.kernel("scan", "culua_scan_blelloch_" .. suffix, nil, dev)
+  if variant == "blelloch" and n > 2048 then
+    fail(fname, "variant 'blelloch' handles at most 2048 elements (one block of 1024 threads), got %d", n)
+  end
+  local function global(a, b, len, excl, init)
+    local blocks = ceil_div(len, 2048)
+    if blocks == 1 then
+      blelloch:launch({grid = 1, block = 1024, stream = stream}, a, b, len, excl and 1 or 0, init, 0)
+      return
+    end
+    local sums = cuda.array(dt, blocks, {device = dev.ordinal})
+    blelloch:launch({grid = blocks, block = 1024, stream = stream}, a, b, len, excl and 1 or 0, init, sums)
+    global(sums, sums, blocks, true, init)   -- block b's prefix: init and the totals before it
+    local prop = core.kernel("scan", "culua_scan_propagate_" .. suffix, nil, dev)
+    prop:launch({grid = math.min(ceil_div(len, 256), 65535), block = 256, stream = stream}, b, len, sums)
+  end
+  global(x, y, n, exclusive, initb)
+end
+
+-- cuda.catalog.scan(x [, y] [, opts]) -> y (x when y is omitted: in place)
+--   opts: exclusive (false), op ("add" | "min" | "max"), init (exclusive or
+--   not: the value the scan starts from; the op's identity by default),
+--   variant ("lookback" | "naive" | "blelloch" | "global"), stream
+function M.scan(x, y, opts)
+  local fname = "scan"
+  if opts == nil and type(y) == "table" and cuda.type(y) == nil then y, opts = nil, y end
+  opts = core.options(fname, opts, {"exclusive", "op", "init", "variant", "stream"})
+  local dt = open_dtype(fname, "x", x)
+  core.dtype_of(fname, "x", x, dtypes)
+  if y == nil then y = x end
+  if open_dtype(fname, "y", y) ~= dt then fail(fname, "y has dtype %s but x has %s", y.dtype, dt) end
+  if #y ~= #x then fail(fname, "y has %d elements but x has %d", #y, #x) end
+  local dev = core.same_device(fname, {"x", "y"}, x, y)
+  local stream = core.check_stream(fname, opts.stream, dev)
+  local op = one_of(fname, "op", opts.op or "add", ops)
+  local variant = one_of(fname, "variant", opts.variant or "lookback", variants)
+  if opts.exclusive ~= nil and type(opts.exclusive) ~= "boolean" then
+    fail(fname, "exclusive must be a boolean, got %s", type(opts.exclusive))
+  end
+  local init = check_init(fname, dt, opts.init)
+  local initb = init ~= nil and to_bits(dt, init) or identity_bits(dt, op)
+  local n = #x
+  if n < 1 then fail(fname, "x is empty") end
+  if variant == "lookback" then
+    lookback(x, y, n, opts.exclusive == true, initb, dt, op, stream)
+  else
+    seed_scan(fname, variant, x, y, n, opts.exclusive == true, initb, dt, op, stream)
+  end
+  return y
+end
+
+-- cuda.catalog.reduce(x [, opts]) -> the sum, min or max of x as a Lua number
+-- (an integer for integer dtypes); opts: op, stream. Waits for the caller's
+-- stream (only that one) to read the result.
+function M.reduce(x, opts)
+  local fname = "reduce"
+  opts = core.options(fname, opts, {"op", "stream"})
+  local dt = open_dtype(fname, "x", x)
+  core.dtype_of(fname, "x", x, dtypes)
+  local dev = x.device
+  local stream = core.check_stream(fname, opts.stream, dev)
+  local op = one_of(fname, "op", opts.op or "add", ops)
+  if #x < 1 then fail(fname, "x is empty") end
+  local word = core.scratch("scan_word", dev, stream, 1)
+  lookback(x, nil, #x, false, identity_bits(dt, op), dt, op, stream, word)
+  return from_bits(dt, read_word(word, dev, stream))
+end
+
+-- }======================================================
+
+
+-- {====================================================== compact and split
+
+-- FNV-1a, 32 bits, twice (two offsets): a name for an expression's kernel
+local function hash(s)
+  local h1, h2 = 0x811c9dc5, 0x050c5d1f
+  for i = 1, #s do
+    local b = s:byte(i)
+    h1 = ((h1 ~ b) * 0x01000193) & 0xffffffff
+    h2 = ((h2 ~ b) * 0x01000193) & 0xffffffff
+  end
+  return ("%08x%08x"):format(h1, h2)
+end
+
+-- the kernel for an expression predicate on dtype dt, compiled once a device
+-- (names are kept per device with their expressions: a hash collision gets
+-- another name, never another's kernel)
+local function pred_kernel(fname, expr, dt, dev)
+  local names = core.device_state("scan_pred", dev)
+  local key = dt .. "\0" .. expr
+  local name = names[key]
+  if not name then
+    local base = ("culua_scan_pred_%s_%s"):format(short[dt], hash(key))
+    name = base
+    local taken = {}
+    for _, v in pairs(names) do taken[v] = true end
+    local i = 1
+    while taken[name] do name = base .. "_" .. i; i = i + 1 end
+    names[key] = name
+  end
+  local prelude = ("#define CULUA_PRED(x) (%s)"):format(expr)
+  local ok, k = pcall(core.kernel, "scan", name,
+                      {"CULUA_PRED_T=" .. ctypes[dt],
+                       "CULUA_PRED_NAME=" .. name}, dev, prelude)
+  if not ok then
+    names[key] = nil
+    fail(fname, "pred expression %q does not compile: %s", expr, tostring(k))
+  end
+  return k
+end
+
+local function select_common(fname, x, y, pred, opts, split)
+  opts = core.options(fname, opts, {"stream"})
+  local dt = open_dtype(fname, "x", x)
+  core.dtype_of(fname, "x", x, dtypes)
+  if open_dtype(fname, "y", y) ~= dt then fail(fname, "y has dtype %s but x has %s", y.dtype, dt) end
+  local n = #x
+  if n < 1 then fail(fname, "x is empty") end
+  if #y < n then fail(fname, "y has %d elements, fewer than x's %d", #y, n) end
+  local flags
+  if type(pred) ~= "string" then
+    if cuda.type(pred) ~= "cuda.array" then
+      fail(fname, "pred must be a flags cuda.array or an expression string, got %s", cuda.type(pred) or type(pred))
+    end
+    open_dtype(fname, "pred", pred)
+    core.dtype_of(fname, "pred", pred, flag_dtypes)
+    if #pred ~= n then fail(fname, "pred has %d elements but x has %d", #pred, n) end
+    flags = pred
+  elseif not pred:find("%S") then
+    fail(fname, "pred expression is empty")
+  end
+  local dev = core.same_device(fname, {"x", "y", "pred"}, x, y, flags)
+  local stream = core.check_stream(fname, opts.stream, dev)
+  -- a block writes only at or before its own elements, so compact in place
+  -- is safe; any other overlap (and split in place) is not
+  local es = elem_size(dt)
+  local xs, ys = x.ptr, y.ptr
+  if (xs ~= ys or split) and xs < ys + #y * es and ys < xs + n * es then
+    fail(fname, "y overlaps x%s", split and "" or " (only y == x, in place, is allowed)")
+  end
+  local kern
+  if flags then
+    kern = core.kernel("scan", ("culua_scan_select_%s_%s"):format(short[dt], flags.dtype == "uint8" and "u8" or "i32"), nil, dev)
+  else
+    kern = pred_kernel(fname, pred, dt, dev)
+  end
+  local ntiles = ceil_div(n, TILE[es])
+  local word = core.scratch("scan_word", dev, stream, 1)
+  local cfg = {grid = ntiles, block = 256, stream = stream}
+  local function pass(mode)
+    local w, values, base, epoch = tiles_for(dev, stream, ntiles)
+    kern:launch(cfg, x, flags or x, y, n, mode, word, word, w, values, base, epoch, ntiles)
+  end
+  if split then pass(2) end   -- the kept count first: the rest start there
+  pass(split and 1 or 0)
+  return read_word(word, dev, stream)
+end
+
+-- cuda.catalog.compact(x, y, pred [, opts]) -> count: the elements of x for which
+-- pred holds, in order, to y[1 .. count]. pred: a uint8 or int32 flags array
+-- (nonzero keeps) of x's length, or a CUDA C expression in x ("x > 0.5f").
+function M.compact(x, y, pred, opts)
+  return select_common("compact", x, y, pred, opts, false)
+end
+
+-- cuda.catalog.split(x, y, pred [, opts]) -> count: those for which pred holds,
+-- in order, then the others, in order
+function M.split(x, y, pred, opts)
+  return select_common("split", x, y, pred, opts, true)
+end
+
+-- }======================================================
+
+-- on host arrays, in C: ints exact (wrapping), floats accumulated in float64
+M.reference = {
+  scan = function (hx, hy, opts)
+    opts = opts or {}
+    return C.ref_scan(hx, hy or hx, opts.op or "add", opts.exclusive == true, opts.init)
+  end,
+}
+
+M.info = {
+  variants = variants,
+  ops = ops,
+  dtypes = dtypes,
+  default = "lookback",
+  limits = {naive = 1024, blelloch = 2048},
+  pred = "a uint8 or int32 flags array, or a CUDA C expression in x",
+}
+
+return M
