@@ -107,17 +107,22 @@ local function tiles_for(dev, stream, ntiles)
   return w, values, base, st.epoch
 end
 
--- one pinned word a stream (or device) to read a result back through
+-- one pinned word a stream (or device) and dtype to read a result back through
 local readback = setmetatable({}, {__mode = "k"})
 local readback_dev = {}
 local function read_word(word, dev, stream)
-  local h
+  local words
   if stream then
-    h = readback[stream]
-    if not h then h = cuda.host_array("int64", 1, {pinned = true}); readback[stream] = h end
+    words = readback[stream] or {}
+    readback[stream] = words
   else
-    h = readback_dev[dev.ordinal]
-    if not h then h = cuda.host_array("int64", 1, {pinned = true}); readback_dev[dev.ordinal] = h end
+    words = readback_dev[dev.ordinal] or {}
+    readback_dev[dev.ordinal] = words
+  end
+  local h = words[word.dtype]
+  if not h then
+    h = cuda.host_array(word.dtype, 1, {pinned = true})
+    words[word.dtype] = h
   end
   local v = word:view(1, 1)
   if stream then
