@@ -87,7 +87,7 @@ end
 -- array. 8-byte values go to a second array, two words a tile.
 core.scratch_kind("scan_tiles", "uint64", true)
 core.scratch_kind("scan_values", "uint64")
-core.scratch_kind("scan_word", "uint64", true)
+core.scratch_kind("scan_word", "int64", true)   -- read back as a Lua integer: the bits
 local tile_state = setmetatable({}, {__mode = "k"})
 local EPOCHS = 1 << 30   -- a 4-byte value's status holds epoch << 2 | flag in 32 bits
 
