@@ -104,6 +104,7 @@ static int cuda_array (lua_State *L) {
   a->cols = cols;
   a->dtype = t;
   culua_state(L)->device_bytes += nbytes(a);
+  culua_track(L, -1, CULUA_TRACK_ARRAYS);
   return 1;
 }
 

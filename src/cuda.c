@@ -163,6 +163,51 @@ int culua_caller (lua_State *L, lua_Debug *ar) {
 
 
 /*
+** Remember where (the Lua file:line that made it) the object at index obj
+** comes from, in a weak-keyed registry table of its kind: the REPL's :mem
+** and :kernels list what is alive and where it was made.
+*/
+void culua_track (lua_State *L, int obj, const char *kind) {
+  lua_Debug ar;
+  obj = lua_absindex(L, obj);
+  if (!luaL_getsubtable(L, LUA_REGISTRYINDEX, kind)) {   /* new: its keys are weak */
+    lua_createtable(L, 0, 1);
+    lua_pushliteral(L, "k");
+    lua_setfield(L, -2, "__mode");
+    lua_setmetatable(L, -2);
+  }
+  lua_pushvalue(L, obj);
+  if (culua_caller(L, &ar)) lua_pushfstring(L, "%s:%d", ar.short_src, ar.currentline);
+  else lua_pushliteral(L, "?");
+  lua_rawset(L, -3);
+  lua_pop(L, 1);
+}
+
+
+/* cuda.live("arrays" | "kernels") -> {{object, "file:line"}, ...}: what is alive */
+static int cuda_live (lua_State *L) {
+  static const char *const kinds[] = {"arrays", "kernels", NULL};
+  static const char *const keys[] = {CULUA_TRACK_ARRAYS, CULUA_TRACK_KERNELS};
+  int k = luaL_checkoption(L, 1, NULL, kinds), n = 0;
+  lua_newtable(L);
+  if (lua_getfield(L, LUA_REGISTRYINDEX, keys[k]) == LUA_TTABLE) {
+    lua_pushnil(L);
+    while (lua_next(L, -2)) {            /* list, reg, obj, where */
+      lua_createtable(L, 2, 0);
+      lua_pushvalue(L, -3);
+      lua_rawseti(L, -2, 1);
+      lua_pushvalue(L, -2);
+      lua_rawseti(L, -2, 2);
+      lua_rawseti(L, -5, ++n);
+      lua_pop(L, 1);
+    }
+  }
+  lua_pop(L, 1);
+  return 1;
+}
+
+
+/*
 ** The methods table is kept as mt.methods; it is also __index unless meta
 ** brings its own __index (types with computed fields), which then ends in
 ** culua_pushmethod.
@@ -311,6 +356,7 @@ static const luaL_Reg cuda_funcs[] = {
   {"type", cuda_type},
   {"bench", cuda_bench},
   {"clock", cuda_clock},
+  {"live", cuda_live},
   {"driver_version", cuda_driver_version},
   {"nvrtc_version", cuda_nvrtc_version},
   {"device_count", cuda_device_count},

@@ -174,6 +174,11 @@ void culua_elems_to_table (lua_State *L, culua_Dtype t, const void *src, size_t 
 void culua_push_preview (lua_State *L, const char *tname, culua_Dtype t, size_t rows,
                          size_t cols, const void *first, size_t nfirst, size_t n);
 
+/* remember where the object at obj was made, under a registry key below */
+void culua_track (lua_State *L, int obj, const char *kind);
+#define CULUA_TRACK_ARRAYS "culua.arrays"
+#define CULUA_TRACK_KERNELS "culua.kernels"
+
 /* fill ar for the nearest Lua function calling the running C function; 0 if none */
 int culua_caller (lua_State *L, lua_Debug *ar);
 

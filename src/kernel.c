@@ -196,6 +196,7 @@ void culua_newkernel (lua_State *L, int modidx, culua_Ctx *mod, CUfunction f, co
   if (n < 0) n = param_sizes(cu, f, k->p, MAXPARAMS);
   if (n < 0) luaL_error(L, "kernel: cannot read the parameters of '%s' (no PTX, driver too old)", name);
   k->nparams = n;
+  culua_track(L, -1, CULUA_TRACK_KERNELS);
   /* device limits, read once so that each launch checks without a driver call */
   for (i = 0; i < 6; i++)
     culua_check(L, cu->cuDeviceGetAttribute(i < 3 ? &k->maxblock[i] : &k->maxgrid[i - 3], limits[i], mod->dev),

@@ -437,11 +437,86 @@ static int multiline (lua_State *L) {
 }
 
 
+/*
+** culua.repl's function `name`, or nil (a stock require that fails, say):
+** the workbench commands and completion live in lua/repl.lua.
+*/
+static int pushrepl (lua_State *L, const char *name) {
+  int top = lua_gettop(L);
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "culua.repl");
+  if (lua_pcall(L, 1, 1, 0) != LUA_OK || !lua_istable(L, -1)) {
+    lua_settop(L, top);
+    lua_pushnil(L);
+    return 0;
+  }
+  lua_getfield(L, -1, name);
+  lua_remove(L, -2);
+  return lua_isfunction(L, -1);
+}
+
+
+/* a first line that starts with ':' is a workbench command (:help) */
+static int docommand (lua_State *L) {
+  const char *line = lua_tostring(L, 1);
+  if (line[0] != ':') return 0;
+  saveline(line);
+  if (pushrepl(L, "command")) {
+    lua_pushvalue(L, 1);
+    if (docall(L, 1, 0) != LUA_OK) report(L, LUA_ERRRUN);
+  }
+  else lua_pop(L, 1);
+  lua_settop(L, 0);
+  luaL_loadstring(L, "");   /* nothing left to run or print */
+  return 1;
+}
+
+
+#if defined(CULUA_USE_READLINE)
+/* readline's callbacks take no user data: the REPL's one state */
+static lua_State *completion_state;
+static int completion_next;
+
+static char *completion_generator (const char *text, int state) {
+  lua_State *L = completion_state;
+  int top = lua_gettop(L);   /* readline runs inside pushline: leave its stack be */
+  char *word = NULL;
+  (void)text;
+  if (state == 0) completion_next = 1;
+  if (lua_getfield(L, LUA_REGISTRYINDEX, "culua.completions") == LUA_TTABLE &&
+      lua_rawgeti(L, -1, completion_next++) == LUA_TSTRING)
+    word = strdup(lua_tostring(L, -1));
+  lua_settop(L, top);
+  return word;
+}
+
+
+/* Tab: culua.repl.complete(the line up to the cursor) gives whole words */
+static char **completion (const char *text, int start, int end) {
+  lua_State *L = completion_state;
+  int top = lua_gettop(L);
+  (void)start;
+  rl_attempted_completion_over = 1;     /* never file names */
+  rl_completion_append_character = '\0';   /* "x." goes on with a field, not a space */
+  if (!pushrepl(L, "complete")) {
+    lua_settop(L, top);
+    return NULL;
+  }
+  lua_pushlstring(L, rl_line_buffer, (size_t)end);
+  if (lua_pcall(L, 1, 1, 0) == LUA_OK && lua_istable(L, -1))
+    lua_setfield(L, LUA_REGISTRYINDEX, "culua.completions");
+  lua_settop(L, top);
+  return rl_completion_matches(text, completion_generator);
+}
+#endif
+
+
 /* read a whole chunk: -1 at end of input, else the load status */
 static int loadline (lua_State *L) {
   int status;
   lua_settop(L, 0);
   if (!pushline(L, 1)) return -1;
+  if (docommand(L)) return LUA_OK;
   if ((status = addreturn(L)) != LUA_OK)
     status = multiline(L);
   lua_remove(L, 1);  /* the line */
@@ -466,6 +541,11 @@ static void doREPL (lua_State *L) {
   int status;
   const char *oldprogname = progname;
   progname = NULL;  /* lua.c prints REPL errors without the program name */
+#if defined(CULUA_USE_READLINE)
+  completion_state = L;
+  rl_attempted_completion_function = completion;
+  rl_completer_word_break_characters = (char *)" \t\n\"\\'`@$><=;|&{(+-*/%^#~,[]})";
+#endif
   while ((status = loadline(L)) != -1) {
     if (status == LUA_OK) status = docall(L, 0, LUA_MULTRET);
     if (status == LUA_OK) l_print(L);

@@ -675,8 +675,19 @@ static const luaL_Reg program_methods[] = {
   {NULL, NULL}
 };
 
+/* cuda.cache_dir() -> the compile cache's directory (made if missing) | fail when caching is off */
+static int cuda_cache_dir (lua_State *L) {
+  char buf[4096];
+  const char *dir = cache_dir(buf, sizeof(buf));
+  if (dir == NULL) luaL_pushfail(L);
+  else lua_pushstring(L, dir);
+  return 1;
+}
+
+
 static const luaL_Reg funcs[] = {
   {"compile", cuda_compile},
+  {"cache_dir", cuda_cache_dir},
   {NULL, NULL}
 };
 

@@ -1,0 +1,82 @@
+-- The REPL as a GPU workbench: ':' commands and Tab completion, driven through a
+-- pipe (-i) and, for completion, through a pseudo-terminal (script(1)).
+local T = require "culua.tap"
+local cuda = require "cuda"
+local gpu = cuda.device_count() > 0
+local cache = os.tmpname()
+os.remove(cache)
+local repl = "CULUA_CACHE=" .. cache .. " " .. T.culua .. " -i"
+
+local out = T.run(repl, ":help\n")
+for _, c in ipairs{"help", "devices", "mem", "kernels", "time", "reload", "cache"} do
+  T.like(out, "\n  :" .. c .. "[ <%[]", ":help lists :" .. c)
+end
+T.like(T.run(repl, ":bogus\n1 + 1\n"), "unknown command ':bogus' %(:help lists them%)\n> 2", "an unknown command is named and the REPL goes on")
+
+out = T.run(repl, ":devices\n")
+if gpu then T.like(out, "\n0%s+NVIDIA[^\n]+%d+%.%d+%s+[%d.]+ GiB", ":devices lists GPU 0 with its memory")
+else T.like(out, "no CUDA device", ":devices says there is no GPU") end
+
+-- :time prints the value and the host time (and the GPU's, with a GPU)
+out = T.run(repl, ":time 6 * 7\n:time\n")
+T.like(out, "> 42\nhost [%d.]+ ms", ":time runs an expression and times it")
+T.like(out, "usage: :time <statement>", ":time with nothing says how")
+T.like(T.run(repl, ":time error('boom')\n"), "boom", ":time shows an error")
+
+-- :cache: where, how many, how big; clear empties it
+out = T.run(repl, "c = require 'cuda'\nc.compile('extern \"C\" __global__ void k() {}', {options = {'-arch=compute_80'}})\n:cache\n:cache clear\n:cache\n")
+T.like(out, cache:gsub("%p", "%%%0") .. ": 1 entry, [%d.]+ [KM]?i?B", ":cache counts the entry a compile made")
+T.like(out, "cleared 1 entry", ":cache clear removes it")
+T.like(out, ": 0 entries, 0 B", "and the cache is empty after")
+
+-- :reload of a .lua file runs it again
+local lf = os.tmpname() .. ".lua"
+local f = assert(io.open(lf, "w")); f:write("counter = (counter or 0) + 1\n"); f:close()
+out = T.run(repl, (":reload %s\n:reload %s\ncounter\n:reload /nonexistent.lua\n"):format(lf, lf))
+T.like(out, "reloaded [^\n]+\n> reloaded [^\n]+\n> 2\n", ":reload of a .lua file runs it each time")
+T.like(out, "/nonexistent%.lua", "a missing file is named")
+os.remove(lf)
+local cf = os.tmpname() .. ".cu"
+f = assert(io.open(cf, "w")); f:write('extern "C" __global__ void scale(float *x, float a, int n) {\n  int i = threadIdx.x;\n  if (i < n) x[i] *= a;\n}\n'); f:close()
+
+if gpu then
+  out = T.run(repl, "c = require 'cuda'\na = c.array('float32', 1000)\nb = c.array('float64', {20, 30})\n:mem\n")
+  T.like(out, "3%.91 KiB%s+float32%s+1000%s+0%s+stdin:1", ":mem lists the array with where it was made")
+  T.like(out, "4%.69 KiB%s+float64%s+20 x 30", ":mem shows a 2-D shape")
+  T.like(out, "in 2 arrays", ":mem counts them")
+  -- :reload of a .cu file rebinds the globals that hold its kernels; :kernels lists them
+  local g = io.open(cf, "a"); g:write('extern "C" __global__ void twice(float *x) { x[threadIdx.x] *= 2; }\n'); g:close()
+  out = T.run(repl, ("c = require 'cuda'\nk = c.compile(io.open('%s'):read('a')):module():kernel('scale')\n:reload %s\n:kernels\nk.name\n"):format(cf, cf))
+  T.like(out, "reloaded [^\n]*; globals rebound: k", ":reload of a .cu file rebinds k")
+  T.like(out, "\nscale%s+%d+%s+[%d.]+ B", ":kernels lists scale with its registers")
+  T.like(out, "\ntwice%s+%d+", ":kernels lists the reloaded module's other kernel")
+else
+  T.like(T.run(repl, ":mem\n"), "no live device arrays", ":mem without arrays")
+  out = T.run(repl, (":reload %s\n"):format(cf))
+  T.like(out, "no CUDA driver", ":reload of a .cu file without a GPU says why")
+  T.like(T.run(repl, ":kernels\n"), "no kernels loaded", ":kernels without kernels")
+end
+os.remove(cf)
+os.execute("rm -rf " .. cache)
+
+-- Tab completion needs a terminal: script(1) makes one
+local has_script = os.execute("command -v script >/dev/null 2>&1")
+if not has_script then
+  T.skip("no script(1) for a pseudo-terminal", 3)
+else
+  local input = os.tmpname()
+  f = assert(io.open(input, "w"))
+  f:write("#!/bin/sh\nprintf 'c = require \"cuda\"\\n'; sleep 0.3\nprintf 'c.catalog.matm\\t\\n'; sleep 0.3\n",
+          "printf 'h = c.host_array(\"float32\", 3)\\n'; sleep 0.3\nprintf 'h:fi\\t(2)\\n'; sleep 0.3\n",
+          "printf 'c.no_such\\t\\n'; sleep 0.3\nprintf 'os.exit()\\n'\n")
+  f:close()
+  local log = os.tmpname()
+  local cmd = ("sh %s | TERM=dumb timeout 20 script -qec %q %s >/dev/null 2>&1"):format(input, T.culua, log)
+  os.execute(cmd)
+  local typed = io.open(log):read("a"):gsub("\r", "")
+  os.remove(input); os.remove(log)
+  T.like(typed, "> c%.catalog%.matmul\nfunction: ", "Tab completes cuda.catalog.matm to matmul (the catalog loads on demand)")
+  T.like(typed, "> h:fill%(2%)\ncuda%.hostarray%(float32, 3%): {2%.0, 2%.0, 2%.0}", "Tab completes a method of an array")
+  T.like(typed, "> c%.no_such\a?\nnil", "no completion (a bell) leaves the word as typed")
+end
+T.done_testing()
