@@ -1,0 +1,308 @@
+-- Bad input across every binding and catalog family: each case states the error it
+-- expects (a pattern naming the function and the argument), and the process goes on.
+-- With a GPU, no case may leak device memory: cuda.memory_in_use() and the
+-- device's free memory are compared around the whole table.
+local T = require "culua.tap"
+local cuda = require "cuda"
+local gpu = cuda.device_count() > 0
+
+local cases = {}
+local function case(what, fn, pattern) cases[#cases + 1] = {what, fn, pattern} end
+local NAN, INF = 0 / 0, 1 / 0
+
+-- {====================================================== no GPU needed
+
+-- host arrays: shapes, dtypes, values, closed objects
+case("host_array: no dtype", function () cuda.host_array() end, "bad argument #1 to 'host_array'")
+case("host_array: a number for the dtype", function () cuda.host_array(3, 4) end, "bad argument #1 to 'host_array'")
+case("host_array: negative size", function () cuda.host_array("float32", -1) end, "element count must be positive, got %-1")
+case("host_array: zero size", function () cuda.host_array("float32", 0) end, "element count must be positive, got 0")
+case("host_array: 2^62 elements", function () cuda.host_array("float32", 2^62) end, "bad argument #2 to 'host_array' %(shape too large%)")
+case("host_array: 2^62 elements as an integer", function () cuda.host_array("float64", 1 << 62) end, "shape too large")
+case("host_array: NaN size", function () cuda.host_array("float32", NAN) end, "bad argument #2 to 'host_array' %(number has no integer representation%)")
+case("host_array: inf size", function () cuda.host_array("float32", INF) end, "bad argument #2 to 'host_array'")
+case("host_array: fractional size", function () cuda.host_array("float32", 1.5) end, "number has no integer representation")
+case("host_array: a string size", function () cuda.host_array("float32", "ten") end, "bad argument #2 to 'host_array' %(number expected, got string%)")
+case("host_array: rows x cols overflow", function () cuda.host_array("float32", {2^31, 2^31}) end, "shape too large")
+case("host_array: one-entry shape", function () cuda.host_array("float32", {3}) end, "shape must be {rows, cols}")
+case("host_array: negative cols", function () cuda.host_array("float32", {3, -1}) end, "rows and cols must be positive integers")
+case("host_array: options not a table", function () cuda.host_array("float32", 4, 5) end, "bad argument #3 to 'host_array' %(table expected, got number%)")
+local h = cuda.host_array("float32", 4)
+case("h[i]: past the end", function () return h[5] end, "index 5 outside 1%.%.4")
+case("h[i]: index 0", function () return h[0] end, "index 0 outside 1%.%.4")
+case("h[i]: index -1", function () return h[-1] end, "index %-1 outside 1%.%.4")
+case("h[i] = a string", function () h[1] = "x" end, "number expected for float32, got string")
+case("h[i] = nil", function () h[1] = nil end, "number expected for float32, got nil")
+case("uint8 h[i] = 256", function () cuda.host_array("uint8", 1)[1] = 256 end, "256 out of range for uint8")
+case("int8 h[i] = -129", function () cuda.host_array("int8", 1)[1] = -129 end, "%-129 out of range for int8")
+case("int32 h[i] = 1.5", function () cuda.host_array("int32", 1)[1] = 1.5 end, "1%.5 has no exact int32 representation")
+case("int32 h[i] = NaN", function () cuda.host_array("int32", 1)[1] = NAN end, "nan has no exact int32 representation")
+case("uint64 h[i] = -1", function () cuda.host_array("uint64", 1)[1] = -1 end, "%-1 out of range for uint64")
+case("copy_from: too many values", function () h:copy_from({1, 2, 3, 4, 5}) end, "copy_from: 5 values do not fit in 4 elements")
+case("copy_from: a string value", function () h:copy_from({1, "x"}) end, "copy_from: number expected for float32, got string")
+case("copy_from: another dtype", function () h:copy_from(cuda.host_array("float64", 4)) end, "dtype mismatch %(float32 and float64%); copies do not convert")
+case("copy_from: a number", function () h:copy_from(5) end, "copy_from")
+case("fill: a string", function () h:fill("x") end, "fill: number expected for float32, got string")
+case("random: a string seed", function () h:random("seed") end, "bad argument #1 to 'random' %(number expected, got string%)")
+case("iota: a string", function () h:iota("a") end, "bad argument #1 to 'iota'")
+local closed = cuda.host_array("float32", 4)
+closed:close()
+case("a closed host array: index", function () return closed[1] end, "attempt to use a closed cuda%.hostarray")
+case("a closed host array: fill", function () closed:fill(1) end, "attempt to use a closed cuda%.hostarray")
+case("a closed host array: copy_from", function () closed:copy_from({1}) end, "attempt to use a closed cuda%.hostarray")
+case("compare: sizes differ", function () cuda.compare(h, cuda.host_array("float32", 5)) end, "cuda%.compare: sizes differ %(4 and 5 elements%)")
+case("compare: numbers", function () cuda.compare(1, 2) end, "bad argument #1 to 'compare' %(cuda%.hostarray or cuda%.array expected, got number%)")
+
+-- NVRTC: sources, options, headers
+case("compile: a number source", function () cuda.compile(42) end, "cuda%.compile: NVRTC_ERROR_COMPILATION")
+case("compile: options not a table", function () cuda.compile("x", 5) end, "bad argument #2 to 'compile' %(table expected, got number%)")
+case("compile: options[1] a number", function () cuda.compile("x", {options = {42}}) end, "cuda%.compile: options%[1%] must be a string")
+case("compile: output sass", function () cuda.compile("x", {output = "sass"}) end, "cuda%.compile: output must be 'ptx' or 'cubin', not 'sass'")
+case("compile: headers not names", function () cuda.compile("x", {headers = {1}}) end, "cuda%.compile: headers must map names to source strings")
+case("compile: -arch without =", function () cuda.compile("x", {options = {"-arch", "sm_90"}}) end, "write the target as '%-arch=NAME'")
+case("compile: not C++", function () cuda.compile("this is not C++") end, "NVRTC_ERROR_COMPILATION.-expected a declaration")
+case("compile: an unknown NVRTC option", function () cuda.compile('extern "C" __global__ void k() {}', {options = {"--bogus-flag"}}) end,
+     "NVRTC_ERROR_INVALID_OPTION.-unrecognized option %-%-bogus%-flag")
+case("compile: an unknown target", function () cuda.compile('extern "C" __global__ void k() {}', {options = {"-arch=compute_12"}}) end,
+     "cuda%.compile: NVRTC_ERROR_INVALID_OPTION")
+case("compile: a bad name expression", function () cuda.compile('extern "C" __global__ void k() {}', {name_expressions = {"nope<int>"}}) end,
+     "NVRTC_ERROR_COMPILATION.-nope")
+case("compile: a header that does not exist", function () cuda.compile('#include "nothere.h"\n') end, "cannot open source file \"nothere%.h\"")
+case("compile: 100 MB of source", function () cuda.compile(("//" .. ("x"):rep(98) .. "\n"):rep(1 << 20) .. "this is not C++\n") end,
+     "NVRTC_ERROR_COMPILATION")
+
+-- PTX signatures and launch arguments, checked without a kernel
+case("signature: not a string", function () cuda.signature({}, "k") end, "bad argument #1 to 'signature'")
+case("signature: an unknown entry", function () cuda.signature(".entry k()", "kk") end, "cuda%.signature: no entry 'kk' in the PTX")
+case("signature: garbage", function () cuda.signature("garbage", "k") end, "cuda%.signature: no entry 'k' in the PTX")
+case("check_args: not a table", function () cuda.check_args(42) end, "bad argument #1 to 'check_args' %(table expected, got number%)")
+case("check_args: too few", function () cuda.check_args({"u32"}) end, "launch: the kernel takes 1 argument, got 0")
+case("check_args: too many", function () cuda.check_args({}, 1) end, "launch: the kernel takes 0 arguments, got 1")
+case("check_args: a string for u32", function () cuda.check_args({"u32"}, "x") end, "launch: argument 1 must be an integer for u32, got string")
+case("check_args: 2^40 for u32", function () cuda.check_args({"u32"}, 1 << 40) end, "argument 1 = 1099511627776 out of range for u32")
+case("check_args: 2^31 for s32", function () cuda.check_args({"s32"}, 1 << 31) end, "argument 1 = 2147483648 out of range for s32")
+case("check_args: -1 for u8 is fine, -129 is not", function () cuda.check_args({"u8"}, -129) end, "argument 1 = %-129 out of range for u8")
+case("check_args: a table for f32", function () cuda.check_args({"f32"}, {}) end, "argument 1 must be a number for f32, got table")
+case("check_args: 1.5 for u64", function () cuda.check_args({"u64"}, 1.5) end, "argument 1 must be an integer for u64 %(or a cuda%.array%), got 1%.5")
+case("check_args: NaN for s64", function () cuda.check_args({"s64"}, NAN) end, "argument 1 must be an integer for s64")
+case("check_args: a host array for u64", function () cuda.check_args({"u64"}, h) end, "argument 1 must be an integer for u64")
+case("check_args: a short struct", function () cuda.check_args({"b8[12]"}, "short") end, "argument 1 must be a string of 12 bytes %(a struct by value%), got 5 bytes")
+case("check_args: an unknown type", function () cuda.check_args({"q8"}, 1) end, "signature%[1%] = 'q8' is not a parameter type")
+case("check_args: b7", function () cuda.check_args({"b7"}, 1) end, "signature%[1%] = 'b7' is not a parameter type")
+case("check_args: a huge struct", function () cuda.check_args({"b64[999999999]"}, "x") end, "has a bad array length")
+case("load: a number", function () cuda.load(42) end, "bad argument #1 to 'load' %(string, cuda%.program or {file = path} expected, got number%)")
+case("load: a missing file", function () cuda.load({file = "/nonexistent.ptx"}) end, "cuda%.load: cannot open /nonexistent%.ptx")
+case("device: a string", function () cuda.device("zero") end, "bad argument #1 to 'device' %(number expected, got string%)")
+case("bench: not a function", function () cuda.bench(42) end, "bad argument #1 to 'bench' %(function expected, got number%)")
+case("bench: reps 0", function () cuda.bench(function () end, {reps = 0}) end, "bench: reps must be an integer >= 1")
+case("bench: warmup -1", function () cuda.bench(function () end, {warmup = -1}) end, "bench: warmup must be an integer >= 0")
+case("live: an unknown kind", function () cuda.live("threads") end, "bad argument #1 to 'live' %(invalid option 'threads'%)")
+
+-- the catalog without device memory
+case("matmul: numbers", function () cuda.catalog.matmul(1, 2, 3) end, "cuda%.catalog%.matmul: A must be a cuda%.array, got number")
+case("matmul: host arrays", function () cuda.catalog.matmul(h, h, h) end, "cuda%.catalog%.matmul: A must be a cuda%.array, got cuda%.hostarray")
+case("matmul: a misspelt option", function () cuda.catalog.matmul(1, 2, 3, {aplha = 2}) end, "cuda%.catalog%.matmul: unknown option 'aplha'")
+case("matmul: opts a string", function () cuda.catalog.matmul(1, 2, 3, "fast") end, "cuda%.catalog%.matmul: opts must be a table, got string")
+case("scan: a number", function () cuda.catalog.scan(1) end, "cuda%.catalog%.scan: x must be a cuda%.array, got number")
+case("scan: a host array", function () cuda.catalog.scan(h) end, "cuda%.catalog%.scan: x must be a cuda%.array, got cuda%.hostarray")
+case("reduce: a string", function () cuda.catalog.reduce("x") end, "cuda%.catalog%.reduce: x must be a cuda%.array, got string")
+case("compact: numbers", function () cuda.catalog.compact(1, 2, 3) end, "cuda%.catalog%.compact: x must be a cuda%.array, got number")
+case("split: numbers", function () cuda.catalog.split(1, 2, 3) end, "cuda%.catalog%.split: x must be a cuda%.array, got number")
+case("barrier.xpx: an unknown kind", function () cuda.catalog.barrier.xpx("nope") end, "cuda%.catalog%.barrier%.xpx: kind must be one of none, block")
+case("barrier.launch: config a number", function () cuda.catalog.barrier.launch(nil, 5) end, "cuda%.catalog%.barrier%.launch: config must be a table, got number")
+case("barrier.launch: a misspelt key", function () cuda.catalog.barrier.launch(nil, {blokc = 32}) end, "unknown option 'blokc'")
+case("catalog.kernel: an unknown family", function () cuda.catalog.kernel("fft", "x") end, "cuda%.catalog: no kernel family 'fft'")
+case("reference.matmul: shapes", function ()
+  cuda.catalog.reference.matmul(cuda.host_array("float32", {2, 3}), cuda.host_array("float32", {2, 3}), cuda.host_array("float64", {2, 2}))
+end, "shapes 2x3 %* 2x3 %-> 2x2 do not fit")
+case("reference.matmul: numbers", function () cuda.catalog.reference.matmul(1, 2, 3) end, "bad argument #1 to .-%(cuda%.hostarray expected, got number%)")
+
+-- NCCL and MPI arguments that are checked before anything runs
+case("nccl.comm: a short id", function () cuda.nccl.comm("x", 1, 0) end, "bad argument #1 to 'comm' %(an id from cuda%.nccl%.unique_id%(%) is 128 bytes, got 1%)")
+case("nccl.group: a number", function () cuda.nccl.group(1) end, "bad argument #1 to 'group' %(function expected, got number%)")
+case("nccl.comm_all: no devices", function () cuda.nccl.comm_all({}) end, "bad argument #1 to 'comm_all'")
+
+-- }======================================================
+
+
+-- {====================================================== with a GPU
+
+if gpu then
+  local dev = cuda.device(0)
+  local x = cuda.array("float32", 1000)
+  local m = cuda.array("float32", {10, 20})
+  case("array: negative size", function () cuda.array("float32", -5) end, "bad argument #2 to 'array' %(element count must be positive, got %-5%)")
+  case("array: 2^62 elements", function () cuda.array("float32", 2^62) end, "bad argument #2 to 'array' %(shape too large%)")
+  case("array: 2^40 float64 (8 TiB)", function () cuda.array("float64", 1 << 40) end, "cuda%.array: CUDA_ERROR_OUT_OF_MEMORY allocating 8%.00 TiB on device 0")
+  case("array: a device that is not there", function () cuda.array("float32", 4, {device = 99}) end, "no CUDA device 99")
+  case("array: device -1", function () cuda.array("float32", 4, {device = -1}) end, "cuda%.array")
+  case("device: 99", function () cuda.device(99) end, "cuda%.device: no CUDA device 99")
+  case("device: -1", function () cuda.device(-1) end, "cuda%.device: no CUDA device %-1")
+  case("attribute: an unknown name", function () dev:attribute("warp_sized") end, "warp_sized")
+  case("view: first 0", function () x:view(0, 1) end, "bad argument #1 to 'view' %(first element 0 outside 1%.%.1000%)")
+  case("view: past the end", function () x:view(1000, 2) end, "bad argument #2 to 'view' %(count 2 runs past the end")
+  case("view: negative count", function () x:view(1, -1) end, "bad argument #2 to 'view'")
+  case("view: 2^62 count", function () x:view(1, 1 << 62) end, "bad argument #2 to 'view'")
+  case("copy_from: a longer host array", function () x:copy_from(cuda.host_array("float32", 1001)) end, "copy_from")
+  case("copy_from: another dtype", function () x:copy_from(cuda.host_array("float64", 1000)) end, "dtype mismatch %(float32 and float64%)")
+  case("copy_from: a bad table value", function () x:copy_from({1, 2, {}}) end, "copy_from: number expected for float32, got table")
+  case("copy_from: too many values", function () x:view(1, 2):copy_from({1, 2, 3}) end, "copy_from: 3 values do not fit in 2 elements")
+  case("copy_from: a string of the wrong length", function () x:copy_from("abc") end, "copy_from")
+  case("copy_to: a shorter array", function () x:copy_to(cuda.array("float32", 10)) end, "copy_to")
+  case("copy_to: a number", function () x:copy_to(5) end, "copy_to")
+  case("copy_to: a stream that is not one", function () x:copy_to(cuda.host_array("float32", 1000), 7) end, "cuda%.stream expected, got number")
+  case("fill: a string", function () x:fill("x") end, "fill: number expected for float32, got string")
+  case("fill: a stream that is not one", function () x:fill(1, {}) end, "cuda%.stream expected, got table")
+  case("tensor_map: a 1-D array", function () x:tensor_map(8, 8) end, "tensor_map")
+  case("tensor_map: a box past the limits", function () m:tensor_map(1000, 8) end, "tensor_map")
+  local cx = cuda.array("float32", 4)
+  local view = cx:view(1, 2)
+  cx:close()
+  case("a closed array: fill", function () cx:fill(0) end, "attempt to use a closed cuda%.array")
+  case("a closed array: totable", function () cx:totable() end, "attempt to use a closed cuda%.array")
+  case("a view of a closed array", function () view:fill(0) end, "its parent was closed")
+  case("a closed array as a launch argument", function () cuda.check_args({"u64"}, cx) end, "closed")
+
+  -- streams and events
+  case("stream: priority past the range", function () cuda.stream{priority = 10} end, "priority 10 outside")
+  case("stream: options a number", function () cuda.stream(5) end, "bad argument #1 to 'stream' %(table expected, got number%)")
+  case("stream: a device that is not there", function () cuda.stream{device = 99} end, "no CUDA device 99")
+  local s = cuda.stream()
+  case("wait: not an event", function () s:wait(5) end, "cuda%.event expected, got number")
+  local e0, e1 = cuda.event(), cuda.event()
+  case("elapsed: events never recorded", function () e0:elapsed(e1) end, "elapsed: both events must be recorded first")
+  local nt = cuda.event{timing = false}
+  e0:record(); nt:record()
+  case("elapsed: an event without timing", function () e0:elapsed(nt) end, "elapsed: an event was made with timing = false")
+  case("elapsed: not an event", function () e0:elapsed(5) end, "bad argument")
+  case("record: not a stream", function () e0:record(5) end, "cuda%.stream expected, got number")
+  local cs = cuda.stream(); cs:close()
+  case("a closed stream", function () cs:synchronize() end, "attempt to use a closed cuda%.stream")
+  case("a closed stream as an argument", function () x:fill(0, cs) end, "attempt to use a closed cuda%.stream")
+  local ce = cuda.event(); ce:close()
+  case("a closed event", function () ce:record() end, "attempt to use a closed cuda%.event")
+  case("end_capture without begin", function () cuda.stream():end_capture() end, "end_capture")
+
+  -- modules, kernels, launches
+  local prog = cuda.compile([[
+extern "C" __global__ void saxpy(int n, float a, const float *x, float *y) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a * x[i] + y[i];
+}
+__constant__ float coef[4];
+]])
+  local mod = prog:module()
+  local k = mod:kernel("saxpy")
+  case("load: malformed PTX", function () cuda.load(".version 8.0\n.target sm_90\n.entry broken( {") end, "cuda%.load: CUDA_ERROR_INVALID_PTX")
+  case("load: a truncated CUBIN", function () cuda.load(cuda.compile('extern "C" __global__ void k() {}', {output = "cubin"}).cubin:sub(1, 100)) end,
+       "cuda%.load: CUDA_ERROR")
+  case("load: random bytes", function () cuda.load(("\127ELF"):rep(64)) end, "cuda%.load: CUDA_ERROR")
+  case("load: a device that is not there", function () cuda.load(prog, {device = 99}) end, "no CUDA device 99")
+  case("kernel: an unknown name", function () mod:kernel("saxpi") end, "saxpi")
+  case("kernel: a number for the name", function () mod:kernel(5) end, "kernel")
+  case("global: an unknown symbol", function () mod:global("coeff", "float32") end, "coeff")
+  case("global: a bad dtype", function () mod:global("coef", "float33") end, "float33")
+  local cfg = {grid = 4, block = 256}
+  case("launch: too few arguments", function () k:launch(cfg, 1000, 2.0, x) end, "launch: 'saxpy' takes 4 arguments, got 3")
+  case("launch: an array for the float", function () k:launch(cfg, 1000, x, x, x) end, "launch: argument 2 is a cuda%.array but parameter 2 is f32, not a pointer")
+  case("launch: a string for n", function () k:launch(cfg, "1000", 2.0, x, x) end, "launch: argument 1 must be an integer")
+  case("launch: n past u32", function () k:launch(cfg, 1 << 33, 2.0, x, x) end, "out of range for u32")
+  case("launch: a block of 2048", function () k:launch({grid = 1, block = 2048}, 1000, 2.0, x, x) end, "a block of 2048 threads exceeds the 1024")
+  case("launch: a block of 0", function () k:launch({grid = 1, block = 0}, 1000, 2.0, x, x) end, "launch")
+  case("launch: a grid of 2^31", function () k:launch({grid = 1 << 31, block = 32}, 1000, 2.0, x, x) end, "launch")
+  case("launch: a grid of 0", function () k:launch({grid = 0, block = 32}, 1000, 2.0, x, x) end, "launch")
+  case("launch: grid y past 65535", function () k:launch({grid = {1, 70000}, block = 32}, 1000, 2.0, x, x) end, "launch")
+  case("launch: block z past 64", function () k:launch({grid = 1, block = {1, 1, 128}}, 1000, 2.0, x, x) end, "launch")
+  case("launch: 1 MiB of shared memory", function () k:launch({grid = 1, block = 32, shared = 1 << 20}, 1000, 2.0, x, x) end, "launch")
+  case("launch: negative shared memory", function () k:launch({grid = 1, block = 32, shared = -1}, 1000, 2.0, x, x) end, "launch")
+  case("launch: a misspelt key", function () k:launch({grid = 1, blokc = 32}, 1000, 2.0, x, x) end, "blokc")
+  case("launch: config not a table", function () k:launch(5, 1000, 2.0, x, x) end, "launch")
+  case("launch: a stream that is not one", function () k:launch({grid = 1, block = 32, stream = 5}, 1000, 2.0, x, x) end, "stream")
+  case("launch: a closed stream", function () k:launch({grid = 1, block = 32, stream = cs}, 1000, 2.0, x, x) end, "closed cuda%.stream")
+  case("launch: a cooperative grid too large", function () k:launch({grid = 1 << 20, block = 1024, cooperative = true}, 1000, 2.0, x, x) end, "co%-resident")
+  case("prepare: a bad config", function () k:prepare{grid = 1, block = 4096} end, "4096")
+  case("max_active_blocks: 0 threads", function () k:max_active_blocks(0) end, "max_active_blocks")
+  case("set_max_dynamic_shared: 1 GiB", function () k:set_max_dynamic_shared(1 << 30) end, "set_max_dynamic_shared")
+
+  -- the catalog with device memory
+  local A, B, Cm = cuda.array("float32", {8, 16}), cuda.array("float32", {16, 4}), cuda.array("float32", {8, 4})
+  local D64 = cuda.array("float64", {16, 4})
+  case("matmul: inner dimensions differ", function () cuda.catalog.matmul(A, A, Cm) end, "cuda%.catalog%.matmul: A is 8x16 but B is .- inner dimensions differ")
+  case("matmul: C of another shape", function () cuda.catalog.matmul(A, B, cuda.array("float32", {4, 8})) end, "cuda%.catalog%.matmul: C is 4x8, expected 8x4")
+  case("matmul: dtypes differ", function () cuda.catalog.matmul(A, D64, Cm) end, "cuda%.catalog%.matmul: dtypes differ %(A float32, B float64, C float32%)")
+  case("matmul: int32", function () local I = cuda.array("int32", {2, 2}); cuda.catalog.matmul(I, I, I) end, "cuda%.catalog%.matmul: A must be float32 or float64, got int32")
+  case("matmul: an unknown variant", function () cuda.catalog.matmul(A, B, Cm, {variant = "fastest"}) end, "variant must be one of naive, row, column, tiled, fast, tf32, got fastest")
+  case("matmul: tile 12", function () cuda.catalog.matmul(A, B, Cm, {variant = "tiled", tile = 12}) end, "tile must be one of 8, 16, 32, got 12")
+  case("matmul: splits 0", function () cuda.catalog.matmul(A, B, Cm, {splits = 0}) end, "splits must be an integer 1%.%.64, got 0")
+  case("matmul: streamk 1.5", function () cuda.catalog.matmul(A, B, Cm, {streamk = 1.5}) end, "streamk must be a boolean or a block count 1%.%.1024, got 1%.5")
+  case("matmul: a closed C", function () cuda.catalog.matmul(A, B, cx) end, "closed")
+  case("matmul: 1-D without dims", function () cuda.catalog.matmul(x, x, x) end, "A is 1%-D %(1000 elements%): make it 2%-D, or give m, n and k")
+  case("matmul: alpha a string", function () cuda.catalog.matmul(A, B, Cm, {alpha = "2"}) end, "alpha must be a number, got string")
+  local ints = cuda.array("int16", 100)
+  case("scan: int16", function () cuda.catalog.scan(ints) end, "cuda%.catalog%.scan: x has dtype int16")
+  case("scan: y of another length", function () cuda.catalog.scan(x, cuda.array("float32", 999)) end, "cuda%.catalog%.scan")
+  case("scan: y of another dtype", function () cuda.catalog.scan(x, cuda.array("float64", 1000)) end, "cuda%.catalog%.scan")
+  case("scan: an unknown op", function () cuda.catalog.scan(x, nil, {op = "mul"}) end, "op must be one of")
+  case("scan: an unknown variant", function () cuda.catalog.scan(x, nil, {variant = "fast"}) end, "variant must be one of")
+  case("scan: a misspelt option", function () cuda.catalog.scan(x, nil, {exclusiv = true}) end, "unknown option 'exclusiv'")
+  case("scan: naive past its limit", function () cuda.catalog.scan(cuda.array("float32", 5000), nil, {variant = "naive"}) end, "naive")
+  case("scan: a closed x", function () cuda.catalog.scan(cx) end, "closed")
+  case("scan: a stream that is not one", function () cuda.catalog.scan(x, nil, {stream = 3}) end, "stream")
+  case("reduce: an unknown op", function () cuda.catalog.reduce(x, {op = "avg"}) end, "op must be one of")
+  case("compact: a malformed predicate", function () cuda.catalog.compact(x, cuda.array("float32", 1000), "x >>> 1") end, "cuda%.catalog%.compact")
+  case("compact: flags of another length", function () cuda.catalog.compact(x, cuda.array("float32", 1000), cuda.array("uint8", 10)) end, "cuda%.catalog%.compact")
+  case("compact: flags of float32", function () cuda.catalog.compact(x, cuda.array("float32", 1000), cuda.array("float32", 1000)) end, "cuda%.catalog%.compact")
+  case("compact: y too short", function () cuda.catalog.compact(x, cuda.array("float32", 10), "x > 0") end, "cuda%.catalog%.compact")
+  case("split: pred a number", function () cuda.catalog.split(x, cuda.array("float32", 1000), 5) end, "cuda%.catalog%.split")
+  case("barrier.launch: a grid past co-residency", function ()
+    local bk = cuda.catalog.kernel("barrier", "culua_xpx_grid")
+    cuda.catalog.barrier.launch(bk, {grid = 1 << 20, block = 1024}, x, x, 1, x, 2)
+  end, "cannot be co%-resident")
+  case("barrier.xpx: blocks missing", function () cuda.catalog.barrier.xpx("seed", x, x, {threads = 32}) end, "opts%.blocks and opts%.threads are required integers")
+  case("barrier.xpx: X too short", function () cuda.catalog.barrier.xpx("seed", x, x, {blocks = 100, threads = 32}) end, "X and P need 3200 elements")
+  case("nccl: an array of int16", function ()
+    local ok = cuda.nccl.available()
+    if not ok then error("all_reduce: NCCL has no int16 (skipped: no NCCL)") end
+    cuda.nccl.comm_all{0}[1]:all_reduce(ints)
+  end, "all_reduce: NCCL has no int16")
+
+  -- objects from before a cuda.reset() would go here, but a reset ends this
+  -- state's objects: t/013-fault.t covers them in a process of their own
+  if cuda.device_count() > 1 then
+    local y1 = cuda.array("float32", 1000, {device = 1})
+    local s1 = cuda.stream{device = 1}
+    case("matmul: arrays on two devices", function () cuda.catalog.matmul(A, cuda.array("float32", {16, 4}, {device = 1}), Cm) end,
+         "A, B and C must be on one device")
+    case("scan: y on another device", function () cuda.catalog.scan(x, y1) end, "device")
+    case("launch: an array of another device", function () k:launch(cfg, 1000, 2.0, x, y1) end, "device")
+    case("fill: a stream of another device", function () x:fill(0, s1) end, "device")
+  end
+end
+
+-- }======================================================
+
+
+local before_bytes, before_free = 0, 0
+if gpu then
+  collectgarbage()
+  before_bytes = cuda.memory_in_use()
+  before_free = cuda.device(0):memory_info()
+end
+for _, c in ipairs(cases) do
+  local ok, err = pcall(c[2])
+  if ok then
+    T.ok(false, c[1], "    expected an error matching '" .. c[3] .. "', got none")
+  else
+    T.like(tostring(err), c[3], c[1])
+  end
+end
+T.ok(true, "the process goes on after " .. #cases .. " bad calls")
+if gpu then
+  collectgarbage()
+  collectgarbage()
+  T.is(cuda.memory_in_use(), before_bytes, "no device memory leaked by the cases (cuda.memory_in_use)")
+  local free = cuda.device(0):memory_info()
+  T.ok(math.abs(free - before_free) <= 64 << 20, ("the device's free memory moved %d bytes (<= 64 MiB)"):format(free - before_free))
+end
+T.diag(("%d cases, %s"):format(#cases, gpu and "all of them (a GPU is here)" or "the half that needs no GPU"))
+T.done_testing()
