@@ -8,6 +8,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "culua_int.h"
@@ -69,6 +70,49 @@ static const char *get_image (lua_State *L, int i, size_t *n) {
 
 
 /* cuda.load(image | program | {file = path} [, {device = ordinal}]) -> module */
+/* little-endian fields of an image, read without alignment assumptions */
+static uint64_t le (const unsigned char *p, int bytes) {
+  uint64_t v = 0;
+  while (bytes-- > 0) v = (v << 8) | p[bytes];
+  return v;
+}
+
+
+/*
+** Refuse an image the driver would read past the end of: a truncated
+** CUBIN (ELF) or fatbin made the driver crash the process on an H100
+** (driver 580), where an error was due. ELF: the section and program
+** header tables, and every section with contents, lie inside the image;
+** fatbin: its header's own size fits. PTX is text the driver parses
+** safely (a Lua string always ends in a NUL).
+*/
+static void check_image (lua_State *L, const unsigned char *p, size_t n) {
+  if (n >= 4 && memcmp(p, "\177ELF", 4) == 0) {
+    uint64_t shoff, phoff, shnum, phnum, shent, phent, i;
+    if (n < 64 || p[4] != 2)
+      luaL_error(L, "cuda.load: a truncated or 32-bit ELF image (%I bytes)", (lua_Integer)n);
+    phoff = le(p + 0x20, 8); shoff = le(p + 0x28, 8);
+    phent = le(p + 0x36, 2); phnum = le(p + 0x38, 2);
+    shent = le(p + 0x3a, 2); shnum = le(p + 0x3c, 2);
+    if (phoff > n || phnum * phent > n - phoff || shoff > n || shnum * shent > n - shoff ||
+        (shnum > 0 && shent < 64))
+      luaL_error(L, "cuda.load: a truncated ELF image (%I bytes; its headers run past the end)", (lua_Integer)n);
+    for (i = 0; i < shnum; i++) {
+      const unsigned char *sh = p + shoff + i * shent;
+      uint64_t type = le(sh + 4, 4), off = le(sh + 0x18, 8), size = le(sh + 0x20, 8);
+      if (type != 8 && (off > n || size > n - off))   /* 8: SHT_NOBITS, no contents */
+        luaL_error(L, "cuda.load: a truncated ELF image (%I bytes; section %I runs past the end)",
+                   (lua_Integer)n, (lua_Integer)i);
+    }
+  }
+  else if (n >= 4 && le(p, 4) == 0xBA55ED50u) {
+    uint64_t head = n >= 16 ? le(p + 6, 2) : 0, size = n >= 16 ? le(p + 8, 8) : 0;
+    if (n < 16 || head < 16 || head > n || size > n - head)
+      luaL_error(L, "cuda.load: a truncated fatbin image (%I bytes)", (lua_Integer)n);
+  }
+}
+
+
 int culua_load (lua_State *L) {
   size_t n;
   int ordinal = -1, imgidx;
@@ -86,6 +130,7 @@ int culua_load (lua_State *L) {
     lua_pop(L, 1);
   }
   image = get_image(L, 1, &n);
+  check_image(L, (const unsigned char *)image, n);
   imgidx = lua_gettop(L);
   info = (char *)lua_newuserdatauv(L, 2 * LOGSIZE, 0);
   err = info + LOGSIZE;
