@@ -515,17 +515,47 @@ static void push_mapped_log (lua_State *L, const Request *q, const char *log) {
 }
 
 
+/*
+** An NVRTC program is NVRTC's memory (tens of KiB and up), and compile()
+** allocates Lua memory while it lives: a memory error there would longjmp
+** past nvrtcDestroyProgram. So a guard userdata owns it from birth, and the
+** guard's __gc destroys what compile() did not get to.
+*/
+#define CULUA_RTCGUARD  "cuda.nvrtc_guard"
+
+typedef struct RtcGuard {
+  nvrtcProgram prog;           /* NULL once destroyed */
+  const culua_Nvrtc *rtc;
+} RtcGuard;
+
+static void guard_destroy (RtcGuard *g) {
+  if (g->prog != NULL) g->rtc->nvrtcDestroyProgram(&g->prog);
+  g->prog = NULL;
+}
+
+static int guard_gc (lua_State *L) {
+  guard_destroy((RtcGuard *)luaL_checkudata(L, 1, CULUA_RTCGUARD));
+  return 0;
+}
+
+
 /* compile; push code, log, lowered names (or raise with the mapped log) */
 static void compile (lua_State *L, const Request *q) {
   const culua_Nvrtc *rtc = culua_rtc(L, "cuda.compile");
+  RtcGuard *g;
   nvrtcProgram prog;
   nvrtcResult r;
   size_t n;
   int i;
   char *buf;
+  g = (RtcGuard *)lua_newuserdatauv(L, sizeof(RtcGuard), 0);   /* guard */
+  g->prog = NULL;
+  g->rtc = rtc;
+  luaL_setmetatable(L, CULUA_RTCGUARD);
   r = rtc->nvrtcCreateProgram(&prog, q->src, q->name, q->nheaders, q->hsrcs, q->hnames);
   if (r != NVRTC_SUCCESS)
     luaL_error(L, "cuda.compile: %s creating program '%s'", rtc->nvrtcGetErrorString(r), q->name);
+  g->prog = prog;
   for (i = 0; i < q->nnames && r == NVRTC_SUCCESS; i++)
     r = rtc->nvrtcAddNameExpression(prog, q->names[i]);
   if (r == NVRTC_SUCCESS)
@@ -537,7 +567,7 @@ static void compile (lua_State *L, const Request *q) {
   rtc->nvrtcGetProgramLog(prog, buf);
   buf[n] = '\0';
   if (r != NVRTC_SUCCESS) {
-    rtc->nvrtcDestroyProgram(&prog);
+    guard_destroy(g);
     push_mapped_log(L, q, buf);
     luaL_error(L, "cuda.compile: %s in %s (source from %s:%d):\n%s",
                rtc->nvrtcGetErrorString(r), q->name, q->file, q->line, lua_tostring(L, -1));
@@ -552,11 +582,11 @@ static void compile (lua_State *L, const Request *q) {
     lua_replace(L, -2);
   }
   if (r != NVRTC_SUCCESS) {
-    rtc->nvrtcDestroyProgram(&prog);
+    guard_destroy(g);
     luaL_error(L, "cuda.compile: %s reading the output of %s", rtc->nvrtcGetErrorString(r), q->name);
   }
-  lua_pushstring(L, buf);                           /* logud, code, log */
-  lua_remove(L, -3);                                /* code, log */
+  lua_pushstring(L, buf);                           /* guard, logud, code, log */
+  lua_remove(L, -3);                                /* guard, code, log */
   lua_createtable(L, 0, q->nnames);
   for (i = 0; i < q->nnames; i++) {
     const char *lowered = NULL;
@@ -565,7 +595,8 @@ static void compile (lua_State *L, const Request *q) {
       lua_setfield(L, -2, q->names[i]);
     }
   }
-  rtc->nvrtcDestroyProgram(&prog);
+  guard_destroy(g);
+  lua_remove(L, -4);                                /* code, log, lowered */
 }
 
 
@@ -696,5 +727,9 @@ static const luaL_Reg funcs[] = {
 
 void culua_open_program (lua_State *L) {
   culua_newmeta(L, CULUA_PROGRAM, program_meta, program_methods);
+  luaL_newmetatable(L, CULUA_RTCGUARD);
+  lua_pushcfunction(L, guard_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_pop(L, 1);
   luaL_setfuncs(L, funcs, 0);
 }
