@@ -169,21 +169,21 @@ static int attribute (lua_State *L, const culua_Array *a, CUdevice_attribute at)
 ** The resource: a 1-D array is linear memory (tex1Dfetch by integer
 ** index: no filtering, no normalized coordinates; out of range reads 0);
 ** a 2-D array is pitched memory, whose rows must sit at the device's
-** texture pitch alignment: a packed array whose row bytes fall on it works
+** texture pitch alignment (and both start at its texture alignment): a packed array whose row bytes fall on it works
 ** as it is, others must be made with {pitched = true}.
 */
 static void describe (lua_State *L, const culua_Array *a, const Options *o, CUDA_RESOURCE_DESC *rd) {
   CUarray_format fmt = format_of(L, a->dtype);
   size_t es = culua_dtype_size[a->dtype];
+  int align = attribute(L, a, CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT);
   memset(rd, 0, sizeof(*rd));
+  if (align > 0 && a->ptr % (CUdeviceptr)align != 0)
+    luaL_argerror(L, 1, lua_pushfstring(L, "cuda.texture: the array's address is not aligned to %d bytes "
+                  "(a view must start at a multiple of the texture alignment)", align));
   if (a->rows == 0) {
-    int align = attribute(L, a, CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT);
     if (o->filter != 0 || o->normalized)
       luaL_error(L, "cuda.texture: a 1-D texture reads linear memory by index (tex1Dfetch): "
                  "filter = 'point' and normalized = false only");
-    if (align > 0 && a->ptr % (CUdeviceptr)align != 0)
-      luaL_argerror(L, 1, lua_pushfstring(L, "cuda.texture: the array's address is not aligned to %d bytes "
-                    "(a view must start at a multiple of the texture alignment)", align));
     rd->resType = CU_RESOURCE_TYPE_LINEAR;
     rd->res.linear.devPtr = a->ptr;
     rd->res.linear.format = fmt;
@@ -191,12 +191,12 @@ static void describe (lua_State *L, const culua_Array *a, const Options *o, CUDA
     rd->res.linear.sizeInBytes = a->n * es;
   }
   else {
-    int align = attribute(L, a, CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT);
+    int palign = attribute(L, a, CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT);
     size_t pitch = a->pitch ? a->pitch : a->cols * es;
-    if (align > 0 && (pitch % (size_t)align != 0 || a->ptr % (CUdeviceptr)align != 0))
+    if (palign > 0 && pitch % (size_t)palign != 0)
       luaL_argerror(L, 1, lua_pushfstring(L, "cuda.texture: rows of %d bytes are not on the device's "
                     "texture pitch alignment (%d bytes): make the array with {pitched = true}",
-                    (int)pitch, align));
+                    (int)pitch, palign));
     rd->resType = CU_RESOURCE_TYPE_PITCH2D;
     rd->res.pitch2D.devPtr = a->ptr;
     rd->res.pitch2D.format = fmt;
