@@ -236,7 +236,7 @@ static int cuda_device_count (lua_State *L) {
 }
 
 
-/* cuda.libraries() -> {driver=path|false, driver_error=, nvrtc=, nvrtc_error=} */
+/* cuda.libraries() -> {driver=path|false, driver_error=, nvrtc=, nvrtc_error=, cudadevrt=} */
 static int cuda_libraries (lua_State *L) {
   const char *why = NULL;
   lua_createtable(L, 0, 4);
@@ -263,6 +263,12 @@ static int cuda_libraries (lua_State *L) {
     lua_setfield(L, -2, "nvrtc");
     lua_pushstring(L, why);
     lua_setfield(L, -2, "nvrtc_error");
+  }
+  {
+    char buf[4096];
+    if (culua_cudadevrt(buf, sizeof(buf))) lua_pushstring(L, buf);
+    else lua_pushboolean(L, 0);
+    lua_setfield(L, -2, "cudadevrt");
   }
   return 1;
 }
@@ -336,6 +342,7 @@ int luaopen_cuda (lua_State *L) {
   culua_open_kernel(L);
   culua_open_program(L);
   culua_open_texture(L);
+  culua_open_link(L);
   culua_open_catalog(L);
   culua_open_luamods(L);
   return 1;

@@ -209,6 +209,8 @@ culua_Array *culua_testarray (lua_State *L, int i, int enter);
 culua_HostArray *culua_testhostarray (lua_State *L, int i);
 /* copy a's n elements, packed (a pitched array's padding left out), into buf */
 void culua_array_read (lua_State *L, const culua_Array *a, void *buf, const char *fname);
+/* the path of libcudadevrt.a in buf, or NULL with the places looked in, in buf */
+const char *culua_cudadevrt (char *buf, size_t size);
 /* 1 and *h when the value at i is an open cuda.texture (kernel arguments) */
 int culua_totexture (lua_State *L, int i, unsigned long long *h);
 /* the stream at i (NULL handle for nil/none: the default stream) */
@@ -243,6 +245,7 @@ void culua_open_module (lua_State *L);
 void culua_open_kernel (lua_State *L);
 void culua_open_program (lua_State *L);
 void culua_open_texture (lua_State *L);
+void culua_open_link (lua_State *L);
 void culua_open_catalog (lua_State *L);
 
 /* the catalog's device headers: fills up to max names ("culua/barrier.cuh")
