@@ -343,6 +343,7 @@ int luaopen_cuda (lua_State *L) {
   culua_open_program(L);
   culua_open_texture(L);
   culua_open_link(L);
+  culua_open_nvtx(L);
   culua_open_catalog(L);
   culua_open_luamods(L);
   return 1;

@@ -59,6 +59,7 @@ typedef struct culua_State {
   unsigned journal_next;   /* launches recorded so far */
   culua_Launch journal[CULUA_JOURNAL];
   size_t device_bytes;     /* held by this state's live device arrays */
+  int nvtx_depth;          /* NVTX ranges this state has open */
 } culua_State;
 
 culua_State *culua_state (lua_State *L);
@@ -246,6 +247,7 @@ void culua_open_kernel (lua_State *L);
 void culua_open_program (lua_State *L);
 void culua_open_texture (lua_State *L);
 void culua_open_link (lua_State *L);
+void culua_open_nvtx (lua_State *L);
 void culua_open_catalog (lua_State *L);
 
 /* the catalog's device headers: fills up to max names ("culua/barrier.cuh")
