@@ -295,12 +295,21 @@ static void set_side (CUDA_MEMCPY2D *m, const Side *sd, size_t rowoff, int dst) 
 static CUresult copy_rows (const culua_Driver *cu, const Side *dst, const Side *src, size_t row,
                            size_t width, size_t height, CUstream s) {
   CUDA_MEMCPY2D m;
+  CUresult r;
   memset(&m, 0, sizeof(m));
   set_side(&m, src, row, 0);
   set_side(&m, dst, row, 1);
   m.WidthInBytes = width;
   m.Height = height;
-  return s ? cu->cuMemcpy2DAsync(&m, s) : cu->cuMemcpy2D(&m);
+  r = s ? cu->cuMemcpy2DAsync(&m, s) : cu->cuMemcpy2D(&m);
+  /* within a device, cuMemcpy2D may refuse a pitch that cuMemAllocPitch did
+  ** not pick (a packed end's); the unaligned copy takes any, but has no
+  ** stream form: the stream's earlier work must finish first */
+  if (r == CUDA_ERROR_INVALID_VALUE && dst->host == NULL && src->host == NULL) {
+    r = s ? cu->cuStreamSynchronize(s) : CUDA_SUCCESS;
+    if (r == CUDA_SUCCESS) r = cu->cuMemcpy2DUnaligned(&m);
+  }
+  return r;
 }
 
 

@@ -56,6 +56,7 @@
   X(cuMemAllocPitch, 3020) \
   X(cuMemcpy2D, 3020) \
   X(cuMemcpy2DAsync, 3020) \
+  X(cuMemcpy2DUnaligned, 3020) \
   X(cuMemsetD2D8Async, 3020) \
   X(cuMemsetD2D16Async, 3020) \
   X(cuMemsetD8Async, 3020) \
