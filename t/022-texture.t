@@ -26,13 +26,40 @@ T.error_has(function () cuda.array("uint8", 10, {pitched = true}) end,
             "(a pitched array needs a {rows, cols} shape)", "pitched 1-D refused")
 -- }------
 
+-- the kernels compile without a GPU; a texture object is a u64 parameter
+local tk_prog = cuda.compile([[
+extern "C" __global__ void fetch1d(cudaTextureObject_t t, int n, float *out) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = tex1Dfetch<float>(t, i);
+}
+extern "C" __global__ void fetch1d_int(cudaTextureObject_t t, int n, int *out) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = tex1Dfetch<int>(t, i);
+}
+// seed 003's histogram reads its image through tex2D<unsigned char>
+extern "C" __global__ void hist2d(cudaTextureObject_t img, int w, int h, unsigned char *copy,
+                                  unsigned int *bins) {
+  int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
+  if (x < w && y < h) {
+    unsigned char v = tex2D<unsigned char>(img, x + 0.5f, y + 0.5f);
+    copy[y * w + x] = v;
+    atomicAdd(&bins[v], 1u);
+  }
+}
+extern "C" __global__ void sample2d(cudaTextureObject_t t, int n, const float *u, const float *v,
+                                    float *out) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = tex2D<float>(t, u[i], v[i]);
+}
+]])
+T.is_deeply(cuda.signature(tk_prog.ptx, "hist2d"), {"u64", "u32", "u32", "u64", "u64"},
+            "cudaTextureObject_t is a u64 parameter")
+
 if cuda.device_count() == 0 then
   T.done_testing()
   return
 end
 T.need_gpu()
-
-local function compile(src) return cuda.compile(src):module() end
 
 -- {------ pitched arrays: every array method
 do
@@ -87,31 +114,7 @@ do
 end
 -- }------
 
-local tk = compile([[
-extern "C" __global__ void fetch1d(cudaTextureObject_t t, int n, float *out) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) out[i] = tex1Dfetch<float>(t, i);
-}
-extern "C" __global__ void fetch1d_int(cudaTextureObject_t t, int n, int *out) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) out[i] = tex1Dfetch<int>(t, i);
-}
-// seed 003's histogram reads its image through tex2D<unsigned char>
-extern "C" __global__ void hist2d(cudaTextureObject_t img, int w, int h, unsigned char *copy,
-                                  unsigned int *bins) {
-  int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
-  if (x < w && y < h) {
-    unsigned char v = tex2D<unsigned char>(img, x + 0.5f, y + 0.5f);
-    copy[y * w + x] = v;
-    atomicAdd(&bins[v], 1u);
-  }
-}
-extern "C" __global__ void sample2d(cudaTextureObject_t t, int n, const float *u, const float *v,
-                                    float *out) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) out[i] = tex2D<float>(t, u[i], v[i]);
-}
-]])
+local tk = tk_prog:module()
 local fetch1d, fetch1d_int = tk:kernel("fetch1d"), tk:kernel("fetch1d_int")
 local hist2d, sample2d = tk:kernel("hist2d"), tk:kernel("sample2d")
 
