@@ -5,7 +5,9 @@
 --
 -- fn is called warmup times untimed, then reps times, each between two
 -- events recorded on opts.stream (default stream when nil). fn may also
--- do several launches; the time is that of one call.
+-- do several launches; the time is that of one call. The whole run is an
+-- NVTX range named opts.name (default "cuda.bench"), its warmup a range
+-- inside it, so a profiler's timeline shows where each benchmark ran.
 
 local cuda = require "cuda"
 
@@ -28,7 +30,13 @@ local function bench(fn, opts)
   local warmup, reps, stream = opts.warmup or 3, opts.reps or 20, opts.stream
   if math.type(warmup) ~= "integer" or warmup < 0 then error("bench: warmup must be an integer >= 0", 2) end
   if math.type(reps) ~= "integer" or reps < 1 then error("bench: reps must be an integer >= 1", 2) end
-  for _ = 1, warmup do fn() end
+  local name = opts.name or "cuda.bench"
+  if type(name) ~= "string" then error("bench: name must be a string", 2) end
+  local range <close> = cuda.nvtx.scope(name)
+  if warmup > 0 then
+    local w <close> = cuda.nvtx.scope("warmup")
+    for _ = 1, warmup do fn() end
+  end
   local e0 <close> = cuda.event()
   local e1 <close> = cuda.event()
   local times, sum = {}, 0

@@ -2,6 +2,9 @@
 ** array.c
 ** cuda.array: typed device memory, 1-D or 2-D (row-major), and views of a
 ** contiguous range. Every copy in or out of device memory is here.
+** A pitched 2-D array (cuMemAllocPitch) pads each row to the driver's
+** pitch, as 2-D textures want; copies move its rows with cuMemcpy2D and
+** leave the padding out, so to Lua it holds n packed elements like any other.
 */
 
 #include "config.h"
@@ -45,6 +48,12 @@ static size_t nbytes (const culua_Array *a) {
   return a->n * culua_dtype_size[a->dtype];
 }
 
+
+/* what the allocation holds, padding included */
+static size_t held_bytes (const culua_Array *a) {
+  return a->pitch ? a->pitch * a->rows : nbytes(a);
+}
+
 /* }====================================================== */
 
 
@@ -70,6 +79,27 @@ static CUdeviceptr alloc (lua_State *L, size_t bytes, int ordinal, const char *f
 }
 
 
+/*
+** The same for a pitched allocation. The driver asks for the widest access
+** (4, 8 or 16 bytes) to align rows for; narrower elements ask for 4.
+*/
+static CUdeviceptr alloc_pitch (lua_State *L, size_t rows, size_t rowbytes, size_t es,
+                                size_t *pitch, int ordinal, const char *fname) {
+  const culua_Driver *cu = culua_cu(L, fname);
+  CUdeviceptr p = 0;
+  unsigned el = es < 4 ? 4 : (unsigned)es;
+  CUresult r = cu->cuMemAllocPitch(&p, pitch, rowbytes, rows, el);
+  if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+    lua_gc(L, LUA_GCCOLLECT);
+    r = cu->cuMemAllocPitch(&p, pitch, rowbytes, rows, el);
+  }
+  if (r != CUDA_SUCCESS)
+    culua_cufail(L, r, fname, "allocating %d pitched rows of %d bytes on device %d", (int)rows,
+                 (int)rowbytes, ordinal);
+  return p;
+}
+
+
 /* a new closed array userdata: the state an error can leave it in */
 static culua_Array *newarray (lua_State *L) {
   culua_Array *a = (culua_Array *)lua_newuserdatauv(L, sizeof(culua_Array), 1);
@@ -79,11 +109,12 @@ static culua_Array *newarray (lua_State *L) {
 }
 
 
-/* cuda.array(dtype, n | {rows, cols} [, {device = d}]) -> array */
+/* cuda.array(dtype, n | {rows, cols} [, {device = d, pitched = b}]) -> array */
 static int cuda_array (lua_State *L) {
   culua_Dtype t = culua_checkdtype(L, 1);
   size_t rows, cols, n = culua_checkshape(L, 2, t, &rows, &cols);
-  int ordinal = -1;
+  int ordinal = -1, pitched = 0;
+  size_t pitch = 0;
   culua_Array *a;
   if (!lua_isnoneornil(L, 3)) {
     luaL_checktype(L, 3, LUA_TTABLE);
@@ -95,15 +126,24 @@ static int cuda_array (lua_State *L) {
       }
     }
     lua_settop(L, 3);
+    pitched = lua_getfield(L, 3, "pitched") != LUA_TNIL && lua_toboolean(L, -1);
+    lua_settop(L, 3);
+    luaL_argcheck(L, !pitched || rows > 0, 2, "a pitched array needs a {rows, cols} shape");
   }
   a = newarray(L);
   culua_ctx_open(L, &a->c, ordinal, "cuda.array");
-  a->ptr = alloc(L, n * culua_dtype_size[t], a->c.ordinal, "cuda.array");
+  /* the fields after the allocation: a failed one leaves nothing to give back */
+  if (pitched && n > 0)
+    a->ptr = alloc_pitch(L, rows, cols * culua_dtype_size[t], culua_dtype_size[t], &pitch,
+                         a->c.ordinal, "cuda.array");
+  else
+    a->ptr = alloc(L, n * culua_dtype_size[t], a->c.ordinal, "cuda.array");
   a->n = n;
   a->rows = rows;
   a->cols = cols;
   a->dtype = t;
-  culua_state(L)->device_bytes += nbytes(a);
+  a->pitch = pitch;
+  culua_state(L)->device_bytes += held_bytes(a);
   culua_track(L, -1, CULUA_TRACK_ARRAYS);
   return 1;
 }
@@ -115,6 +155,8 @@ static int array_view (lua_State *L) {
   lua_Integer first = luaL_checkinteger(L, 2);
   lua_Integer count = luaL_optinteger(L, 3, (lua_Integer)a->n - first + 1);
   culua_Array *v;
+  if (a->pitch)
+    return luaL_error(L, "view: the rows of a pitched array are not contiguous (copy it to a packed array first)");
   luaL_argcheck(L, first >= 1 && (size_t)first <= a->n, 2,
                 lua_pushfstring(L, "first element %I outside 1..%I", first, (lua_Integer)a->n));
   luaL_argcheck(L, count >= 1 && (size_t)(first - 1 + count) <= a->n, 3,
@@ -151,7 +193,7 @@ static int array_close (lua_State *L) {
   culua_Array *a = (culua_Array *)luaL_checkudata(L, 1, CULUA_ARRAY);
   if (a->c.ctx != NULL && a->parent == NULL && !a->borrowed) {
     if (culua_ctx_live(&a->c)) culua_load_driver(NULL)->cuMemFree(a->ptr);
-    culua_state(L)->device_bytes -= nbytes(a);
+    culua_state(L)->device_bytes -= held_bytes(a);
   }
   culua_ctx_close(&a->c);
   return 0;
@@ -223,6 +265,123 @@ static void other_end (lua_State *L, int i, const culua_Array *x, int incoming, 
 }
 
 
+/* {------ pitched copies */
+
+/* one end of a 2-D copy: rows of `pitch` bytes at a host or device address */
+typedef struct Side {
+  void *host;
+  CUdeviceptr dev;
+  size_t pitch;
+} Side;
+
+
+static void set_side (CUDA_MEMCPY2D *m, const Side *sd, size_t rowoff, int dst) {
+  CUmemorytype t = sd->host ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
+  if (dst) {
+    m->dstMemoryType = t;
+    m->dstHost = sd->host ? (char *)sd->host + rowoff * sd->pitch : NULL;
+    m->dstDevice = sd->host ? 0 : sd->dev + (CUdeviceptr)(rowoff * sd->pitch);
+    m->dstPitch = sd->pitch;
+  }
+  else {
+    m->srcMemoryType = t;
+    m->srcHost = sd->host ? (const char *)sd->host + rowoff * sd->pitch : NULL;
+    m->srcDevice = sd->host ? 0 : sd->dev + (CUdeviceptr)(rowoff * sd->pitch);
+    m->srcPitch = sd->pitch;
+  }
+}
+
+
+/* height rows of width bytes from src to dst, starting at row `row` of both */
+static CUresult copy_rows (const culua_Driver *cu, const Side *dst, const Side *src, size_t row,
+                           size_t width, size_t height, CUstream s) {
+  CUDA_MEMCPY2D m;
+  CUresult r;
+  memset(&m, 0, sizeof(m));
+  set_side(&m, src, row, 0);
+  set_side(&m, dst, row, 1);
+  m.WidthInBytes = width;
+  m.Height = height;
+  r = s ? cu->cuMemcpy2DAsync(&m, s) : cu->cuMemcpy2D(&m);
+  /* within a device, cuMemcpy2D may refuse a pitch that cuMemAllocPitch did
+  ** not pick (a packed end's); the unaligned copy takes any, but has no
+  ** stream form: the stream's earlier work must finish first */
+  if (r == CUDA_ERROR_INVALID_VALUE && dst->host == NULL && src->host == NULL) {
+    r = s ? cu->cuStreamSynchronize(s) : CUDA_SUCCESS;
+    if (r == CUDA_SUCCESS) r = cu->cuMemcpy2DUnaligned(&m);
+  }
+  return r;
+}
+
+
+/*
+** n elements in row-major order between x and e when either is pitched:
+** the pitched one's rows set the width, the packed end is read as rows of
+** that width, and a last partial row goes as a 2-D copy of height one.
+*/
+static void copy_pitched (lua_State *L, culua_Array *x, End *e, int incoming, size_t n,
+                          CUstream s, const char *fname) {
+  const culua_Driver *cu = culua_cu(L, fname);
+  const culua_Array *o = e->array;
+  size_t es = culua_dtype_size[x->dtype];
+  size_t w = x->pitch ? x->cols : o->cols, full, rem;
+  Side xs, es_;
+  CUresult r;
+  if (o != NULL && o->c.ctx != x->c.ctx)
+    luaL_error(L, "%s: copies of a pitched array between devices %d and %d are not supported", fname,
+               x->c.ordinal, o->c.ordinal);
+  if (o != NULL && x->pitch && o->pitch && x->cols != o->cols)
+    luaL_error(L, "%s: pitched arrays of %d and %d columns; copy between equal widths", fname,
+               (int)x->cols, (int)o->cols);
+  full = n / w;
+  rem = n % w;
+  xs.host = NULL;
+  xs.dev = x->ptr;
+  xs.pitch = x->pitch ? x->pitch : w * es;
+  es_.host = o ? NULL : e->host;
+  es_.dev = o ? o->ptr : 0;
+  es_.pitch = o && o->pitch ? o->pitch : w * es;
+  r = full ? copy_rows(cu, incoming ? &xs : &es_, incoming ? &es_ : &xs, 0, w * es, full, s)
+           : CUDA_SUCCESS;
+  if (r == CUDA_SUCCESS && rem)
+    r = copy_rows(cu, incoming ? &xs : &es_, incoming ? &es_ : &xs, full, rem * es, 1, s);
+  if (r != CUDA_SUCCESS)
+    culua_cufail(L, r, fname, "copying %d elements (pitched rows of %d) %s device %d", (int)n, (int)w,
+                 incoming ? "to" : "from", x->c.ordinal);
+}
+
+
+/*
+** The first k elements of a, packed, into buf; raises nothing (for
+** __tostring too). The context must be current.
+*/
+static CUresult read_first (const culua_Driver *cu, const culua_Array *a, void *buf, size_t k) {
+  size_t es = culua_dtype_size[a->dtype];
+  Side dev, host;
+  CUresult r = CUDA_SUCCESS;
+  if (k == 0) return CUDA_SUCCESS;
+  if (!a->pitch) return cu->cuMemcpyDtoH(buf, a->ptr, k * es);
+  dev.host = NULL;
+  dev.dev = a->ptr;
+  dev.pitch = a->pitch;
+  host.host = buf;
+  host.dev = 0;
+  host.pitch = a->cols * es;
+  if (k / a->cols) r = copy_rows(cu, &host, &dev, 0, a->cols * es, k / a->cols, NULL);
+  if (r == CUDA_SUCCESS && k % a->cols)
+    r = copy_rows(cu, &host, &dev, k / a->cols, (k % a->cols) * es, 1, NULL);
+  return r;
+}
+
+
+void culua_array_read (lua_State *L, const culua_Array *a, void *buf, const char *fname) {
+  culua_check(L, read_first(culua_cu(L, fname), a, buf, a->n), fname,
+              "copying %d bytes from device %d", (int)nbytes(a), a->c.ordinal);
+}
+
+/* }------ */
+
+
 /*
 ** copy n elements between x and the other end e, in the direction asked,
 ** on stream s (NULL: synchronously). The smaller side decides the count;
@@ -241,6 +400,10 @@ static void do_copy (lua_State *L, culua_Array *x, End *e, int incoming, CUstrea
   bytes = n * culua_dtype_size[x->dtype];
   if (bytes == 0) return;
   culua_ctx_enter(L, &x->c, CULUA_ARRAY);
+  if (x->pitch || (e->array && e->array->pitch)) {
+    copy_pitched(L, x, e, incoming, n, s, fname);
+    return;
+  }
   if (e->array != NULL) {   /* device to device, maybe across devices */
     CUdeviceptr dst = incoming ? x->ptr : e->dev, src = incoming ? e->dev : x->ptr;
     if (e->array->c.ctx == x->c.ctx)
@@ -285,8 +448,7 @@ static int array_copy_to (lua_State *L) { return copy(L, 0, "copy_to"); }
 static int array_totable (lua_State *L) {
   culua_Array *x = check_array(L, 1);
   void *buf = lua_newuserdatauv(L, nbytes(x) + 1, 0);
-  culua_check(L, culua_cu(L, "totable")->cuMemcpyDtoH(buf, x->ptr, nbytes(x)), "totable",
-              "copying %d bytes from device %d", (int)nbytes(x), x->c.ordinal);
+  culua_array_read(L, x, buf, "totable");
   culua_elems_to_table(L, x->dtype, buf, x->rows, x->cols);
   return 1;
 }
@@ -297,10 +459,32 @@ static int array_bytes (lua_State *L) {
   culua_Array *x = check_array(L, 1);
   luaL_Buffer b;
   char *p = luaL_buffinitsize(L, &b, nbytes(x));
-  culua_check(L, culua_cu(L, "bytes")->cuMemcpyDtoH(p, x->ptr, nbytes(x)), "bytes",
-              "copying %d bytes from device %d", (int)nbytes(x), x->c.ordinal);
+  culua_array_read(L, x, p, "bytes");
   luaL_pushresultsize(&b, nbytes(x));
   return 1;
+}
+
+
+/* a pitched array's rows, padding untouched; 8-byte elements a row at a time */
+static CUresult fill_pitched (const culua_Driver *cu, const culua_Array *x, const void *v,
+                              CUstream s) {
+  uint64_t u = 0;
+  size_t i;
+  CUresult r = CUDA_SUCCESS;
+  memcpy(&u, v, culua_dtype_size[x->dtype]);
+  switch (culua_dtype_size[x->dtype]) {
+    case 1: return cu->cuMemsetD2D8Async(x->ptr, x->pitch, (unsigned char)u, x->cols, x->rows, s);
+    case 2: return cu->cuMemsetD2D16Async(x->ptr, x->pitch, (unsigned short)u, x->cols, x->rows, s);
+    case 4: return cu->cuMemsetD2D32Async(x->ptr, x->pitch, (unsigned)u, x->cols, x->rows, s);
+    default:
+      for (i = 0; i < x->rows && r == CUDA_SUCCESS; i++) {
+        CUdeviceptr row = x->ptr + (CUdeviceptr)(i * x->pitch);
+        r = cu->cuMemsetD2D32Async(row, 8, (unsigned)(u & 0xffffffffu), 1, x->cols, s);
+        if (r == CUDA_SUCCESS)
+          r = cu->cuMemsetD2D32Async(row + 4, 8, (unsigned)(u >> 32), 1, x->cols, s);
+      }
+      return r;
+  }
 }
 
 
@@ -316,7 +500,8 @@ static int array_fill (lua_State *L) {
   CUresult r;
   luaL_checkany(L, 2);
   culua_toelem(L, 2, x->dtype, &v, "fill");
-  switch (culua_dtype_size[x->dtype]) {
+  if (x->pitch) r = fill_pitched(cu, x, &v, s);
+  else switch (culua_dtype_size[x->dtype]) {
     case 1: r = cu->cuMemsetD8Async(x->ptr, v.u8, x->n, s); break;
     case 2: r = cu->cuMemsetD16Async(x->ptr, v.u16, x->n, s); break;
     case 4: r = cu->cuMemsetD32Async(x->ptr, v.u32, x->n, s); break;
@@ -371,6 +556,7 @@ static int array_tensor_map (lua_State *L) {
   lua_Integer sw = luaL_optinteger(L, 4, 0);
   const culua_Driver *cu = culua_cu(L, "tensor_map");
   size_t es = culua_dtype_size[x->dtype];
+  size_t stride = x->pitch ? x->pitch : x->cols * es;   /* bytes from row to row */
   CUtensorMap map;
   cuuint64_t dims[2], strides[1];
   cuuint32_t box[2], estr[2] = {1, 1};
@@ -382,13 +568,13 @@ static int array_tensor_map (lua_State *L) {
   for (i = 0; i < 4 && swz[i].bytes != sw; i++) ;
   luaL_argcheck(L, i < 4, 4, "swizzle must be 0, 32, 64 or 128 (bytes)");
   luaL_argcheck(L, sw == 0 || bc * (lua_Integer)es <= sw, 3, "a swizzled box row must fit the swizzle span");
-  if (x->ptr % 16 != 0 || (x->cols * es) % 16 != 0)
+  if (x->ptr % 16 != 0 || stride % 16 != 0)
     return luaL_error(L, "tensor_map: the array's base and rows must be 16-byte aligned (rows of %d bytes at 0x%p)",
-                      (int)(x->cols * es), (void *)(uintptr_t)x->ptr);
+                      (int)stride, (void *)(uintptr_t)x->ptr);
   if (cu->cuTensorMapEncodeTiled == NULL)
     return luaL_error(L, "tensor_map: this driver has no cuTensorMapEncodeTiled (CUDA 12 or newer needed)");
   dims[0] = x->cols; dims[1] = x->rows;
-  strides[0] = x->cols * es;
+  strides[0] = stride;
   box[0] = (cuuint32_t)bc; box[1] = (cuuint32_t)br;
   culua_check(L, cu->cuTensorMapEncodeTiled(&map, tma_type(x->dtype), 2, (void *)(uintptr_t)x->ptr, dims, strides,
                                             box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, swz[i].s,
@@ -415,6 +601,11 @@ static int array_index (lua_State *L) {
   else if (strcmp(k, "nbytes") == 0) lua_pushinteger(L, (lua_Integer)nbytes(x));
   else if (strcmp(k, "size") == 0) lua_pushinteger(L, (lua_Integer)x->n);
   else if (strcmp(k, "ptr") == 0) lua_pushinteger(L, (lua_Integer)x->ptr);
+  else if (strcmp(k, "pitch") == 0) {   /* row to row in bytes; nil for 1-D */
+    if (x->rows == 0) lua_pushnil(L);
+    else lua_pushinteger(L, (lua_Integer)(x->pitch ? x->pitch : x->cols * culua_dtype_size[x->dtype]));
+  }
+  else if (strcmp(k, "pitched") == 0) lua_pushboolean(L, x->pitch != 0);
   else if (strcmp(k, "device") == 0) culua_pushdevice(L, x->c.ordinal, "cuda.array");
   else return culua_pushmethod(L, CULUA_ARRAY, 2);
   return 1;
@@ -443,7 +634,7 @@ static int array_tostring (lua_State *L) {
     return 1;
   }
   r = cu->cuCtxSetCurrent(x->c.ctx);
-  if (r == CUDA_SUCCESS) r = cu->cuMemcpyDtoH(buf, x->ptr, k * culua_dtype_size[x->dtype]);
+  if (r == CUDA_SUCCESS) r = read_first(cu, x, buf, k);
   if (r != CUDA_SUCCESS) {
     lua_pushfstring(L, "cuda.array(%s, %I) (unreadable: %s)", culua_dtype_names[x->dtype],
                     (lua_Integer)x->n, culua_cuname(r));

@@ -281,7 +281,7 @@ static int cuda_device_count (lua_State *L) {
 }
 
 
-/* cuda.libraries() -> {driver=path|false, driver_error=, nvrtc=, nvrtc_error=} */
+/* cuda.libraries() -> {driver=path|false, driver_error=, nvrtc=, nvrtc_error=, cudadevrt=} */
 static int cuda_libraries (lua_State *L) {
   const char *why = NULL;
   lua_createtable(L, 0, 4);
@@ -308,6 +308,12 @@ static int cuda_libraries (lua_State *L) {
     lua_setfield(L, -2, "nvrtc");
     lua_pushstring(L, why);
     lua_setfield(L, -2, "nvrtc_error");
+  }
+  {
+    char buf[4096];
+    if (culua_cudadevrt(buf, sizeof(buf))) lua_pushstring(L, buf);
+    else lua_pushboolean(L, 0);
+    lua_setfield(L, -2, "cudadevrt");
   }
   return 1;
 }
@@ -338,7 +344,7 @@ static int cuda_bench (lua_State *L) {
 static int cuda_type (lua_State *L) {
   static const char *const names[] = {
     CULUA_DEVICE, CULUA_ARRAY, CULUA_HOSTARRAY, CULUA_STREAM, CULUA_EVENT,
-    CULUA_MODULE, CULUA_KERNEL, CULUA_PROGRAM, CULUA_GRAPH, NULL
+    CULUA_MODULE, CULUA_KERNEL, CULUA_PROGRAM, CULUA_GRAPH, CULUA_TEXTURE, NULL
   };
   int i;
   luaL_checkany(L, 1);
@@ -381,6 +387,9 @@ int luaopen_cuda (lua_State *L) {
   culua_open_module(L);
   culua_open_kernel(L);
   culua_open_program(L);
+  culua_open_texture(L);
+  culua_open_link(L);
+  culua_open_nvtx(L);
   culua_open_catalog(L);
   culua_open_nccl(L);
   culua_open_mpi(L);

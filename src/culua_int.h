@@ -26,6 +26,7 @@
 #define CULUA_KERNEL     "cuda.kernel"
 #define CULUA_PROGRAM    "cuda.program"
 #define CULUA_GRAPH      "cuda.graph"
+#define CULUA_TEXTURE    "cuda.texture"
 
 #define CULUA_MAXDEVICES 64
 
@@ -58,6 +59,7 @@ typedef struct culua_State {
   unsigned journal_next;   /* launches recorded so far */
   culua_Launch journal[CULUA_JOURNAL];
   size_t device_bytes;     /* held by this state's live device arrays */
+  int nvtx_depth;          /* NVTX ranges this state has open */
 } culua_State;
 
 culua_State *culua_state (lua_State *L);
@@ -192,6 +194,7 @@ typedef struct culua_Array {
   culua_Ctx c;                 /* closed when c.ctx == NULL */
   CUdeviceptr ptr;
   size_t n, rows, cols;        /* rows == 0: 1-D of cols == n elements */
+  size_t pitch;                /* bytes from row to row of a pitched 2-D array; 0: packed */
   culua_Dtype dtype;
   struct culua_Array *parent;  /* a view's owner (kept alive by the user value) */
   int borrowed;                /* memory owned by another object (a module global) */
@@ -210,6 +213,12 @@ typedef struct culua_HostArray {
 ** enter: make the array's context current (copies); launches only check */
 culua_Array *culua_testarray (lua_State *L, int i, int enter);
 culua_HostArray *culua_testhostarray (lua_State *L, int i);
+/* copy a's n elements, packed (a pitched array's padding left out), into buf */
+void culua_array_read (lua_State *L, const culua_Array *a, void *buf, const char *fname);
+/* the path of libcudadevrt.a in buf, or NULL with the places looked in, in buf */
+const char *culua_cudadevrt (char *buf, size_t size);
+/* 1 and *h when the value at i is an open cuda.texture (kernel arguments) */
+int culua_totexture (lua_State *L, int i, unsigned long long *h);
 /* the stream at i (NULL handle for nil/none: the default stream) */
 CUstream culua_optstream (lua_State *L, int i, const char *fname);
 /* the event at i, its context made current */
@@ -241,6 +250,9 @@ void culua_open_graph (lua_State *L);
 void culua_open_module (lua_State *L);
 void culua_open_kernel (lua_State *L);
 void culua_open_program (lua_State *L);
+void culua_open_texture (lua_State *L);
+void culua_open_link (lua_State *L);
+void culua_open_nvtx (lua_State *L);
 void culua_open_catalog (lua_State *L);
 void culua_open_nccl (lua_State *L);
 void culua_open_mpi (lua_State *L);

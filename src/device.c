@@ -236,6 +236,67 @@ static int device_use (lua_State *L) {
 }
 
 
+/* the context limits by name, in the order an error lists them */
+static const struct { const char *name; CUlimit limit; } limits[] = {
+  {"stack_size", CU_LIMIT_STACK_SIZE},
+  {"printf_fifo_size", CU_LIMIT_PRINTF_FIFO_SIZE},
+  {"malloc_heap_size", CU_LIMIT_MALLOC_HEAP_SIZE},
+  {"dev_runtime_sync_depth", CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH},
+  {"dev_runtime_pending_launch_count", CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT},
+  {"max_l2_fetch_granularity", CU_LIMIT_MAX_L2_FETCH_GRANULARITY},
+  {"persisting_l2_cache_size", CU_LIMIT_PERSISTING_L2_CACHE_SIZE},
+  {NULL, CU_LIMIT_MAX}
+};
+
+
+/* the limit named at index i, raising with the valid names */
+static int check_limit (lua_State *L, int i, const char *fname) {
+  const char *name = luaL_checkstring(L, i);
+  luaL_Buffer b;
+  int j;
+  for (j = 0; limits[j].name != NULL; j++)
+    if (strcmp(limits[j].name, name) == 0) return j;
+  luaL_buffinit(L, &b);
+  for (j = 0; limits[j].name != NULL; j++) {
+    if (j > 0) luaL_addstring(&b, ", ");
+    luaL_addstring(&b, limits[j].name);
+  }
+  luaL_pushresult(&b);
+  return luaL_argerror(L, i, lua_pushfstring(L, "%s: unknown limit '%s' (valid: %s)", fname, name,
+                                             lua_tostring(L, -1)));
+}
+
+
+/*
+** dev:limit(name [, value]) -> the limit's value (after setting it, as the
+** driver may round it: the stack size goes up to its granularity)
+*/
+static int limit_of (lua_State *L, int devidx, int nameidx, const char *fname) {
+  int j = check_limit(L, nameidx, fname);
+  int set = !lua_isnoneornil(L, nameidx + 1);
+  lua_Integer v = set ? luaL_checkinteger(L, nameidx + 1) : 0;
+  const culua_Driver *cu;
+  Device *d;
+  size_t got = 0;
+  luaL_argcheck(L, v >= 0, nameidx + 1, "a limit must not be negative");
+  d = check_device(L, devidx);
+  cu = culua_cu(L, fname);
+  device_ctx(L, d, fname);
+  if (set)
+    culua_check(L, cu->cuCtxSetLimit(limits[j].limit, (size_t)v), fname, "setting %s to %lld on device %d",
+                limits[j].name, (long long)v, d->ordinal);
+  culua_check(L, cu->cuCtxGetLimit(&got, limits[j].limit), fname, "reading %s on device %d",
+              limits[j].name, d->ordinal);
+  lua_pushinteger(L, (lua_Integer)got);
+  return 1;
+}
+
+
+static int device_limit (lua_State *L) {
+  return limit_of(L, 1, 2, "limit");
+}
+
+
 /* dev:synchronize(): wait for everything queued on the device */
 static int device_synchronize (lua_State *L) {
   Device *d = check_device(L, 1);
@@ -360,6 +421,7 @@ static const luaL_Reg device_methods[] = {
   {"memory_info", device_memory_info},
   {"use", device_use},
   {"synchronize", device_synchronize},
+  {"limit", device_limit},
   {"can_access_peer", device_can_access_peer},
   {"enable_peer_access", device_enable_peer_access},
   {NULL, NULL}
@@ -383,6 +445,19 @@ static int cuda_synchronize (lua_State *L) {
   lua_settop(L, 0);
   culua_pushdevice(L, culua_state(L)->device, "cuda.synchronize");
   return device_synchronize(L);
+}
+
+
+/* cuda.device_limit(name [, value]): dev:limit on the current device */
+static int cuda_device_limit (lua_State *L) {
+  /* the arguments before the device, so that misuse fails alike without a GPU */
+  check_limit(L, 1, "cuda.device_limit");
+  if (!lua_isnoneornil(L, 2))
+    luaL_argcheck(L, luaL_checkinteger(L, 2) >= 0, 2, "a limit must not be negative");
+  lua_settop(L, 2);
+  culua_pushdevice(L, culua_state(L)->device, "cuda.device_limit");
+  lua_insert(L, 1);
+  return limit_of(L, 1, 2, "cuda.device_limit");
 }
 
 
@@ -431,6 +506,7 @@ static const luaL_Reg funcs[] = {
   {"device", cuda_device},
   {"synchronize", cuda_synchronize},
   {"reset", cuda_reset},
+  {"device_limit", cuda_device_limit},
   {NULL, NULL}
 };
 

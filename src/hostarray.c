@@ -248,8 +248,7 @@ static const void *operand (lua_State *L, int i, size_t *n, culua_Dtype *t) {
     void *buf;
     if (a == NULL) luaL_typeerror(L, i, "cuda.hostarray or cuda.array");
     buf = lua_newuserdatauv(L, a->n * culua_dtype_size[a->dtype] + 1, 0);
-    culua_check(L, culua_cu(L, "cuda.compare")->cuMemcpyDtoH(buf, a->ptr, a->n * culua_dtype_size[a->dtype]),
-                "cuda.compare", "copying %d elements from device %d", (int)a->n, a->c.ordinal);
+    culua_array_read(L, a, buf, "cuda.compare");
     *n = a->n;
     *t = a->dtype;
     return buf;

@@ -302,11 +302,13 @@ static void checkconfig (lua_State *L, const Kernel *k, const Config *c) {
 
 /*
 ** Convert argument i for parameter p into buf. A device array fits any
-** 64-bit parameter (PTX writes pointers as .u64); integers are range
+** 64-bit parameter (PTX writes pointers as .u64), and so does a texture
+** (a cudaTextureObject_t is an unsigned long long); integers are range
 ** checked for the parameter's width; numbers go to f32/f64.
 */
 static void putarg (lua_State *L, int i, int pos, const Param *p, char *buf) {
   culua_Array *a;
+  unsigned long long tex;
   int t = lua_type(L, i);
   if (p->bytes > 8) {   /* a struct by value: exactly its bytes */
     size_t len;
@@ -322,6 +324,13 @@ static void putarg (lua_State *L, int i, int pos, const Param *p, char *buf) {
       luaL_error(L, "launch: argument %d is a cuda.array but parameter %d is %c%d, not a pointer",
                  pos, pos, p->kind, (int)p->bits);
     memcpy(buf, &a->ptr, 8);
+    return;
+  }
+  if (t == LUA_TUSERDATA && culua_totexture(L, i, &tex)) {   /* a cudaTextureObject_t */
+    if (p->bytes != 8 || p->kind == 'f')
+      luaL_error(L, "launch: argument %d is a cuda.texture but parameter %d is %c%d, not a "
+                 "cudaTextureObject_t (u64)", pos, pos, p->kind, (int)p->bits);
+    memcpy(buf, &tex, 8);
     return;
   }
   if (p->kind == 'f' || (p->kind == 'b' && !lua_isinteger(L, i) && t == LUA_TNUMBER)) {

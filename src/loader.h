@@ -38,6 +38,8 @@
   X(cuCtxSynchronize, 2000) \
   X(cuCtxEnablePeerAccess, 4000) \
   X(cuCtxGetStreamPriorityRange, 5050) \
+  X(cuCtxSetLimit, 3010) \
+  X(cuCtxGetLimit, 3010) \
   X(cuMemGetInfo, 3020) \
   X(cuMemAlloc, 3020) \
   X(cuMemFree, 3020) \
@@ -51,6 +53,12 @@
   X(cuMemcpyDtoDAsync, 3020) \
   X(cuMemcpyPeer, 4000) \
   X(cuMemcpyPeerAsync, 4000) \
+  X(cuMemAllocPitch, 3020) \
+  X(cuMemcpy2D, 3020) \
+  X(cuMemcpy2DAsync, 3020) \
+  X(cuMemcpy2DUnaligned, 3020) \
+  X(cuMemsetD2D8Async, 3020) \
+  X(cuMemsetD2D16Async, 3020) \
   X(cuMemsetD8Async, 3020) \
   X(cuMemsetD16Async, 3020) \
   X(cuMemsetD32Async, 3020) \
@@ -80,6 +88,13 @@
   X(cuFuncGetAttribute, 2020) \
   X(cuFuncSetAttribute, 9000) \
   X(cuLaunchKernel, 4000) \
+  X(cuLinkCreate, 6050) \
+  X(cuLinkAddData, 6050) \
+  X(cuLinkAddFile, 6050) \
+  X(cuLinkComplete, 5050) \
+  X(cuLinkDestroy, 5050) \
+  X(cuTexObjectCreate, 5000) \
+  X(cuTexObjectDestroy, 5000) \
   X(cuLaunchCooperativeKernel, 9000) \
   X(cuOccupancyMaxActiveBlocksPerMultiprocessor, 6050)
 

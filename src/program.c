@@ -3,8 +3,8 @@
 ** cuda.program: CUDA C++ compiled at run time by NVRTC, with a disk cache.
 **
 **   local prog = cuda.compile(src, {options = {...}, headers = {...},
-**                                   name_expressions = {...}, output = "ptx"})
-**   prog.ptx  prog.cubin  prog.log  prog.lowered[expr]  prog.cached
+**                                   name_expressions = {...}, output = "ptx", rdc = false})
+**   prog.ptx  prog.cubin  prog.log  prog.lowered[expr]  prog.cached  prog.rdc
 */
 
 #include "config.h"
@@ -33,6 +33,7 @@ typedef struct Request {
   int cubin;                 /* output CUBIN instead of PTX */
   int usecache;
   int userarch;              /* options include -arch= */
+  int rdc;                   /* relocatable device code (for cuda.link) */
   int nopts;
   const char *opts[MAXOPTS];
   int nheaders;
@@ -170,6 +171,12 @@ static void read_request (lua_State *L, Request *q) {
     else if (strcmp(out, "ptx") != 0)
       luaL_error(L, "cuda.compile: output must be 'ptx' or 'cubin', not '%s'", out);
   }
+  /* relocatable device code: for cuda.link (device functions across
+  ** programs, device-side launches) */
+  if (lua_getfield(L, 2, "rdc") != LUA_TNIL && lua_toboolean(L, -1)) {
+    addopt(L, q, "-rdc=true");
+    q->rdc = 1;
+  }
   if (lua_getfield(L, 2, "options") != LUA_TNIL) {   /* options stay at a fixed index */
     luaL_checktype(L, -1, LUA_TTABLE);
     for (i = 1; lua_rawgeti(L, -1, i) != LUA_TNIL; i++) {
@@ -181,6 +188,9 @@ static void read_request (lua_State *L, Request *q) {
         userarch = 1;
         snprintf(q->arch, sizeof(q->arch), "%s", o);
       }
+      else if (strcmp(o, "-rdc=true") == 0 || strcmp(o, "--relocatable-device-code=true") == 0 ||
+               strcmp(o, "-dc") == 0)
+        q->rdc = 1;
       else if (hasprefix(o, "-arch") || hasprefix(o, "--gpu-architecture"))
         luaL_error(L, "cuda.compile: write the target as '-arch=NAME', not '%s'", o);
       addopt(L, q, o);
@@ -637,6 +647,8 @@ static int cuda_compile (lua_State *L) {
   lua_setfield(L, -2, "cached");
   lua_pushstring(L, q.name);
   lua_setfield(L, -2, "name");
+  lua_pushboolean(L, q.rdc);
+  lua_setfield(L, -2, "rdc");
   if (q.arch[0] != '\0') {   /* else NVRTC's own default */
     lua_pushstring(L, strchr(q.arch, '=') + 1);
     lua_setfield(L, -2, "arch");
