@@ -117,14 +117,10 @@ static int cuda_array (lua_State *L) {
   size_t pitch = 0;
   culua_Array *a;
   if (!lua_isnoneornil(L, 3)) {
+    static const char *const known[] = {"device", "pitched", NULL};
     luaL_checktype(L, 3, LUA_TTABLE);
-    if (lua_getfield(L, 3, "device") != LUA_TNIL) {
-      if (lua_isinteger(L, -1)) ordinal = (int)lua_tointeger(L, -1);
-      else {
-        lua_getfield(L, -1, "ordinal");    /* a cuda.device */
-        ordinal = (int)luaL_checkinteger(L, -1);
-      }
-    }
+    culua_checkoptions(L, 3, "cuda.array", known);
+    ordinal = culua_optdevice(L, 3, "cuda.array");
     lua_settop(L, 3);
     pitched = lua_getfield(L, 3, "pitched") != LUA_TNIL && lua_toboolean(L, -1);
     lua_settop(L, 3);

@@ -163,6 +163,52 @@ int culua_caller (lua_State *L, lua_Debug *ar) {
 
 
 /*
+** An options table's keys must all be known: a misspelt option ignored in
+** silence is an experiment that quietly ran with the defaults.
+*/
+void culua_checkoptions (lua_State *L, int t, const char *fname, const char *const known[]) {
+  t = lua_absindex(L, t);
+  lua_pushnil(L);
+  while (lua_next(L, t)) {
+    int i, found = 0;
+    lua_pop(L, 1);
+    if (lua_type(L, -1) == LUA_TSTRING)
+      for (i = 0; known[i] != NULL && !found; i++) found = strcmp(known[i], lua_tostring(L, -1)) == 0;
+    if (!found) {
+      luaL_Buffer b;
+      const char *key = luaL_tolstring(L, -1, NULL);
+      luaL_buffinit(L, &b);
+      for (i = 0; known[i] != NULL; i++) {
+        if (i > 0) luaL_addstring(&b, ", ");
+        luaL_addstring(&b, known[i]);
+      }
+      luaL_pushresult(&b);
+      luaL_error(L, "%s: unknown option '%s' (known: %s)", fname, key, lua_tostring(L, -1));
+    }
+  }
+}
+
+
+/* the `device` option of the table at t: an ordinal >= 0 or a cuda.device; -1 when absent */
+int culua_optdevice (lua_State *L, int t, const char *fname) {
+  int ordinal = -1;
+  if (lua_getfield(L, t, "device") != LUA_TNIL) {
+    if (lua_isinteger(L, -1)) ordinal = (int)lua_tointeger(L, -1);
+    else if (lua_isuserdata(L, -1) && lua_getfield(L, -1, "ordinal") == LUA_TNUMBER) {
+      ordinal = (int)lua_tointeger(L, -1);
+      lua_pop(L, 1);
+    }
+    else
+      luaL_error(L, "%s: device must be a device ordinal or a cuda.device, got %s", fname, luaL_typename(L, -1));
+    if (ordinal < 0 || lua_tointeger(L, -1) > 0x7fffffff)
+      luaL_error(L, "%s: device must be an ordinal 0 or more, got %d", fname, ordinal);
+  }
+  lua_pop(L, 1);
+  return ordinal;
+}
+
+
+/*
 ** Remember where (the Lua file:line that made it) the object at index obj
 ** comes from, in a weak-keyed registry table of its kind: the REPL's :mem
 ** and :kernels list what is alive and where it was made.

@@ -176,6 +176,11 @@ void culua_elems_to_table (lua_State *L, culua_Dtype t, const void *src, size_t 
 void culua_push_preview (lua_State *L, const char *tname, culua_Dtype t, size_t rows,
                          size_t cols, const void *first, size_t nfirst, size_t n);
 
+/* raise "fname: unknown option 'k' (known: ...)" for a key of table t not in known (NULL-ended) */
+void culua_checkoptions (lua_State *L, int t, const char *fname, const char *const known[]);
+/* the `device` option of table t: an ordinal (>= 0) or a cuda.device; -1 when absent */
+int culua_optdevice (lua_State *L, int t, const char *fname);
+
 /* remember where the object at obj was made, under a registry key below */
 void culua_track (lua_State *L, int obj, const char *kind);
 #define CULUA_TRACK_ARRAYS "culua.arrays"

@@ -38,7 +38,9 @@ static int cuda_event (lua_State *L) {
   unsigned flags = 0;
   Event *e;
   if (!lua_isnoneornil(L, 1)) {
+    static const char *const known[] = {"timing", "blocking", NULL};
     luaL_checktype(L, 1, LUA_TTABLE);
+    culua_checkoptions(L, 1, "cuda.event", known);
     if (lua_getfield(L, 1, "timing") != LUA_TNIL) timing = lua_toboolean(L, -1);
     lua_getfield(L, 1, "blocking");
     blocking = lua_toboolean(L, -1);

@@ -61,11 +61,13 @@ static int cuda_host_array (lua_State *L) {
   int pinned = 0, ordinal = -1;
   culua_HostArray *h;
   if (!lua_isnoneornil(L, 3)) {
+    static const char *const known[] = {"pinned", "device", NULL};
     luaL_checktype(L, 3, LUA_TTABLE);
+    culua_checkoptions(L, 3, "cuda.host_array", known);
     lua_getfield(L, 3, "pinned");
     pinned = lua_toboolean(L, -1);
-    if (lua_getfield(L, 3, "device") != LUA_TNIL) ordinal = (int)luaL_checkinteger(L, -1);
     lua_settop(L, 3);
+    ordinal = culua_optdevice(L, 3, "cuda.host_array");
   }
   h = (culua_HostArray *)lua_newuserdatauv(L, sizeof(culua_HostArray), 0);
   memset(h, 0, sizeof(*h));

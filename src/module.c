@@ -125,9 +125,10 @@ int culua_load (lua_State *L) {
                           CU_JIT_LOG_VERBOSE};
   void *vals[5];
   if (!lua_isnoneornil(L, 2)) {
+    static const char *const known[] = {"device", NULL};
     luaL_checktype(L, 2, LUA_TTABLE);
-    if (lua_getfield(L, 2, "device") != LUA_TNIL) ordinal = (int)luaL_checkinteger(L, -1);
-    lua_pop(L, 1);
+    culua_checkoptions(L, 2, "cuda.load", known);
+    ordinal = culua_optdevice(L, 2, "cuda.load");
   }
   image = get_image(L, 1, &n);
   check_image(L, (const unsigned char *)image, n);

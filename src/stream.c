@@ -43,12 +43,14 @@ static int cuda_stream (lua_State *L) {
   Stream *s;
   const culua_Driver *cu;
   if (!lua_isnoneornil(L, 1)) {
+    static const char *const known[] = {"non_blocking", "priority", "device", NULL};
     luaL_checktype(L, 1, LUA_TTABLE);
+    culua_checkoptions(L, 1, "cuda.stream", known);
     lua_getfield(L, 1, "non_blocking");
     nonblocking = lua_toboolean(L, -1);
     if (lua_getfield(L, 1, "priority") != LUA_TNIL) priority = (int)luaL_checkinteger(L, -1);
-    if (lua_getfield(L, 1, "device") != LUA_TNIL) ordinal = (int)luaL_checkinteger(L, -1);
     lua_settop(L, 1);
+    ordinal = culua_optdevice(L, 1, "cuda.stream");
   }
   s = (Stream *)lua_newuserdatauv(L, sizeof(Stream), 0);
   memset(s, 0, sizeof(*s));
