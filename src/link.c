@@ -221,7 +221,8 @@ static int linker_gc (lua_State *L) {
 
 
 /*
-** cuda.link{input, ... [, options = {...}] [, device = n]} -> cubin, info log.
+** cuda.link{input, ... [, options = {...}] [, device = n]} -> cubin (and the
+** linker's info log with options.verbose).
 ** Inputs: cuda.programs (PTX or CUBIN, usually compiled with rdc = true),
 ** "cudadevrt" (the device runtime that device-side launches call), or
 ** names of .ptx/.cubin/.fatbin/.o/.a files. The image is for the device
@@ -229,7 +230,7 @@ static int linker_gc (lua_State *L) {
 */
 static int cuda_link (lua_State *L) {
   Input in[MAXINPUTS];
-  int n, k, ordinal = -1, stash;
+  int n, k, ordinal = -1, stash, verbose = 0;
   CUjit_option opts[4 + NLINKOPTS];
   void *vals[4 + NLINKOPTS];
   unsigned nopts;
@@ -268,6 +269,11 @@ static int cuda_link (lua_State *L) {
   opts[3] = CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES; vals[3] = (void *)(uintptr_t)LOGSIZE;
   lua_getfield(L, 1, "options");
   nopts = read_options(L, lua_gettop(L), opts, vals, 4);
+  if (lua_istable(L, -1)) {
+    lua_getfield(L, -1, "verbose");
+    verbose = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+  }
   lua_pop(L, 1);
   culua_ctx_open(L, &lk->c, ordinal, "cuda.link");
   cu = culua_cu(L, "cuda.link");
@@ -290,7 +296,9 @@ static int cuda_link (lua_State *L) {
   lua_pushlstring(L, (const char *)cubin, size);
   lua_pushstring(L, lk->info);
   linker_free(lk);   /* now, not at the next collection */
-  return 2;
+  /* the image alone, so that cuda.load(cuda.link{...}) reads as it should;
+  ** the linker's report too when it was asked for */
+  return verbose ? 2 : 1;
 }
 
 /* }====================================================== */

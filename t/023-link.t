@@ -102,8 +102,10 @@ local dev = T.need_gpu()
 if not devrt then
   T.skip("no libcudadevrt.a: device-side launches not linked", 8)
 else
-  local image, log = cuda.link{parent, child, "cudadevrt"}
-  T.ok(type(image) == "string" and #image > 0 and type(log) == "string", "cuda.link returns a cubin and the info log")
+  local image, none = cuda.link{parent, child, "cudadevrt"}
+  T.ok(type(image) == "string" and #image > 0 and none == nil, "cuda.link returns the cubin alone")
+  local _, log = cuda.link{parent, child, "cudadevrt", options = {verbose = true}}
+  T.is(type(log), "string", "and the info log too with options.verbose")
   local mod = cuda.load(image)
   local k = mod:kernel("parent")
   for _, total in ipairs{1, 127, 1000, 100003} do
