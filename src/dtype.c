@@ -21,8 +21,15 @@ const char *const culua_dtype_names[] = {
 const size_t culua_dtype_size[] = {1, 1, 2, 2, 4, 4, 8, 8, 4, 8};
 
 
+/* a dtype name; a wrong one is named as a dtype, with the list of valid ones */
 culua_Dtype culua_checkdtype (lua_State *L, int i) {
-  return (culua_Dtype)luaL_checkoption(L, i, NULL, culua_dtype_names);
+  const char *name = luaL_checkstring(L, i);
+  int t;
+  for (t = 0; t < CULUA_NDTYPES; t++)
+    if (strcmp(culua_dtype_names[t], name) == 0) return (culua_Dtype)t;
+  return (culua_Dtype)luaL_argerror(L, i, lua_pushfstring(L,
+    "unknown dtype '%s'; expected one of int8, uint8, int16, uint16, int32, uint32, int64, uint64, "
+    "float32, float64", name));
 }
 
 

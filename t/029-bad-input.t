@@ -13,6 +13,8 @@ local NAN, INF = 0 / 0, 1 / 0
 -- {====================================================== no GPU needed
 
 -- host arrays: shapes, dtypes, values, closed objects
+case("host_array: a bad dtype", function () cuda.host_array("float33", 10) end, "bad argument #1 to 'host_array' %(unknown dtype 'float33'; expected one of int8, uint8, int16, uint16, int32, uint32, int64, uint64, float32, float64%)")
+case("host_array: an uppercase dtype", function () cuda.host_array("Float32", 10) end, "unknown dtype 'Float32'")
 case("host_array: no dtype", function () cuda.host_array() end, "bad argument #1 to 'host_array'")
 case("host_array: a number for the dtype", function () cuda.host_array(3, 4) end, "bad argument #1 to 'host_array'")
 case("host_array: negative size", function () cuda.host_array("float32", -1) end, "element count must be positive, got %-1")
@@ -139,6 +141,7 @@ if gpu then
   local dev = cuda.device(0)
   local x = cuda.array("float32", 1000)
   local m = cuda.array("float32", {10, 20})
+  case("array: a bad dtype", function () cuda.array("f32", 10) end, "bad argument #1 to 'array' %(unknown dtype 'f32'; expected one of int8")
   case("array: negative size", function () cuda.array("float32", -5) end, "bad argument #2 to 'array' %(element count must be positive, got %-5%)")
   case("array: 2^62 elements", function () cuda.array("float32", 2^62) end, "bad argument #2 to 'array' %(shape too large%)")
   case("array: 2^40 float64 (8 TiB)", function () cuda.array("float64", 1 << 40) end, "cuda%.array: CUDA_ERROR_OUT_OF_MEMORY allocating 8%.00 TiB on device 0")
@@ -212,7 +215,7 @@ __constant__ float coef[4];
   case("kernel: an unknown name", function () mod:kernel("saxpi") end, "saxpi")
   case("kernel: a number for the name", function () mod:kernel(5) end, "kernel")
   case("global: an unknown symbol", function () mod:global("coeff", "float32") end, "coeff")
-  case("global: a bad dtype", function () mod:global("coef", "float33") end, "float33")
+  case("global: a bad dtype", function () mod:global("coef", "float33") end, "unknown dtype 'float33'; expected one of")
   local cfg = {grid = 4, block = 256}
   case("launch: too few arguments", function () k:launch(cfg, 1000, 2.0, x) end, "launch: 'saxpy' takes 4 arguments, got 3")
   case("launch: an array for the float", function () k:launch(cfg, 1000, x, x, x) end, "launch: argument 2 is a cuda%.array but parameter 2 is f32, not a pointer")
