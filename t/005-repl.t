@@ -35,6 +35,18 @@ T.like(out, "> function\n", "cuda is available in the REPL")
 out = T.run(repl, "_PROMPT = 'cu> '\n1\n")
 T.like(out, "cu> 1\n", "_PROMPT changes the prompt")
 
+-- as lua.c: luaL_tolstring over _PROMPT and _PROMPT2, so numbers and __tostring work
+out = T.run(repl, "_PROMPT = 7\n1\n")
+T.like(out, "> 71\n7", "a number _PROMPT is shown as lua shows it")
+out = T.run(repl, "n = 0\n_PROMPT = setmetatable({}, {__tostring = function () n = n + 1; return n end})\n'a'\n'b'\n")
+T.like(out, "1a\n2b\n", "a __tostring that returns a number (a counter) is the prompt")
+out = T.run(repl, "_PROMPT2 = setmetatable({}, {__tostring = function () return '..| ' end})\nfor i = 1, 2 do\nend\n")
+T.like(out, "%.%.| ", "_PROMPT2 goes through __tostring too")
+out = T.run(repl, "error({})\nerror(setmetatable({}, {__tostring = function () return 'custom' end}))\nerror()\n")
+T.like(out, "%(error object is a table value%)", "an error object without __tostring is named by type, as lua does")
+T.like(out, "> custom\n", "one with __tostring is shown through it")
+T.like(out, "%(error object is a nil value%)", "error() with nothing")
+
 -- Ctrl-C interrupts a running statement; only the child's own pid is signalled
 local tmp = os.tmpname()
 local function slurp(name)
