@@ -126,6 +126,39 @@ do
                "tensor_map: rows of 20 bytes refused")
 end
 
+-- a copy without a stream is complete when it returns, measured with the host clock:
+-- 1 GiB device to device cannot take less than 1 GiB / 4 TB/s (2 x 1 GiB moved at the
+-- H100's 3.35 TB/s is 0.64 ms); the driver alone returns from it at once
+do
+  local n = (1 << 30) // 4
+  local a, b = cuda.array("float32", n):fill(1.5), cuda.array("float32", n)
+  cuda.synchronize()
+  local t0 = cuda.clock()
+  a:copy_to(b)
+  local dt = cuda.clock() - t0
+  T.ok(dt >= 2 * (1 << 30) / 4e12, ("1 GiB device-to-device copy took %.3f ms on the host clock (>= %.3f)"):format(dt * 1e3, 2 * (1 << 30) / 4e12 * 1e3))
+  T.is(b:view(n, 1):totable()[1], 1.5, "and its last element is there")
+  local p = cuda.array("float32", {4096, 1000}, {pitched = true}):fill(2)
+  local q = cuda.array("float32", {4096, 1000}, {pitched = true})
+  cuda.synchronize()
+  t0 = cuda.clock()
+  p:copy_to(q)
+  T.ok(cuda.clock() - t0 >= 2 * 4096 * 4000 / 4e12, "a pitched device copy too waits for its end")
+  if cuda.device_count() > 1 then
+    local c = cuda.array("float32", n, {device = 1})
+    t0 = cuda.clock()
+    a:copy_to(c)
+    dt = cuda.clock() - t0
+    -- NVLink's one way is at most 900 GB/s: 1 GiB takes over a millisecond
+    T.ok(dt >= (1 << 30) / 1e12, ("1 GiB peer copy took %.3f ms on the host clock (at %.0f GB/s)"):format(dt * 1e3, (1 << 30) / dt / 1e9))
+    T.is(c:view(n, 1):totable()[1], 1.5, "and arrived whole on device 1")
+    c = nil
+  else
+    T.skip("one GPU: the peer copy needs two", 2)
+  end
+  a, b, p, q = nil, nil, nil, nil
+end
+
 collectgarbage()
 T.is(cuda.memory_in_use(), 0, "no device memory leaked by this file")
 T.done_testing()
