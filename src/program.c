@@ -28,8 +28,11 @@ typedef struct Request {
   const char *src;
   size_t srclen;
   const char *name;          /* NVRTC's program name, as the log prints it */
-  const char *file;          /* Lua file and line of the source's first line */
-  int line;
+  const char *file;          /* Lua file and line of the source's first line, */
+  int line;                  /* or NULL: the log keeps the kernel's own lines */
+  const char *callsrc;       /* the calling chunk: "@path", "=name" or its text */
+  size_t callsrclen;
+  const char *callname;      /* its short name, as error positions print it */
   int cubin;                 /* output CUBIN instead of PTX */
   int usecache;
   int userarch;              /* options include -arch= */
@@ -147,15 +150,13 @@ static void read_request (lua_State *L, Request *q) {
   q->src = luaL_checklstring(L, 1, &q->srclen);
   if (!lua_isnoneornil(L, 2)) luaL_checktype(L, 2, LUA_TTABLE);
   lua_settop(L, 2);
-  /* where the source string began: the calling line, or opts.file/opts.line */
-  q->file = "?";
+  /* where the source string began is found only if a compile fails
+  ** (locate, below); opts.file/opts.line say it outright */
   if (culua_caller(L, &ar)) {
-    /* a multi-line source usually opens as `[[` + newline on the call line;
-    ** a one-line string (perhaps ending in "\n") sits on the call line */
-    const char *nl = (const char *)memchr(q->src, '\n', q->srclen);
-    q->file = lua_pushstring(L, ar.short_src);       /* anchored on the stack */
+    q->callsrc = ar.source;                          /* the Proto's: alive during the call */
+    q->callsrclen = ar.srclen;
+    q->callname = lua_pushstring(L, ar.short_src);   /* anchored on the stack */
     lua_replace(L, 3);
-    q->line = ar.currentline + (nl != NULL && nl + 1 < q->src + q->srclen);
   }
   lua_settop(L, 3);
   q->usecache = 1;
@@ -164,6 +165,11 @@ static void read_request (lua_State *L, Request *q) {
   if (lua_getfield(L, 2, "name") != LUA_TNIL) q->name = luaL_checkstring(L, -1);
   if (lua_getfield(L, 2, "file") != LUA_TNIL) q->file = luaL_checkstring(L, -1);
   if (lua_getfield(L, 2, "line") != LUA_TNIL) q->line = (int)luaL_checkinteger(L, -1);
+  if (q->file != NULL || q->line != 0) {   /* told: no search */
+    if (q->file == NULL) q->file = q->callname ? q->callname : "?";
+    if (q->line == 0) q->line = 1;
+    q->callsrc = NULL;
+  }
   if (lua_getfield(L, 2, "cache") != LUA_TNIL) q->usecache = lua_toboolean(L, -1);
   if (lua_getfield(L, 2, "output") != LUA_TNIL) {
     const char *out = luaL_checkstring(L, -1);
@@ -492,13 +498,76 @@ static void nvrtc_identity (lua_State *L, const char *dir, NvrtcId *id) {
 /* {====================================================== compiling */
 
 /*
+** The line of `chunk` on which the only copy of `src` starts, or 0 when
+** src is not there or is there twice: a guessed place is worse than none.
+** A [[...]] literal's text stands in the chunk as it is (Lua drops only a
+** newline right after the [[, which is before the text); a quoted string
+** with escapes does not, and then the log keeps the kernel's own lines.
+*/
+static int find_line (const char *chunk, size_t clen, const char *src, size_t slen) {
+  const char *p = chunk, *end = chunk + clen, *hit = NULL;
+  int line = 1;
+  if (slen == 0 || slen > clen) return 0;
+  while ((size_t)(end - p) >= slen) {
+    const char *c = (const char *)memchr(p, src[0], (size_t)(end - p) - slen + 1);
+    if (c == NULL) break;
+    if (memcmp(c, src, slen) == 0) {
+      if (hit != NULL) return 0;   /* twice: not certain */
+      hit = c;
+    }
+    p = c + 1;
+  }
+  if (hit == NULL) return 0;
+  for (p = chunk; p < hit; p++) line += *p == '\n';
+  return line;
+}
+
+
+/*
+** After a failed compile: find the source in the calling chunk's text (the
+** file's, for a chunk loaded from a file). Sets q->file and q->line when
+** certain; leaves them NULL otherwise.
+*/
+static void locate (lua_State *L, Request *q) {
+  const char *text = NULL;
+  size_t len = 0;
+  if (q->file != NULL || q->callsrc == NULL || q->callsrc[0] == '=') return;
+  if (q->callsrc[0] == '@') {
+    FILE *f = fopen(q->callsrc + 1, "rb");
+    luaL_Buffer b;
+    size_t got;
+    if (f == NULL) return;
+    luaL_buffinit(L, &b);
+    do {
+      char *p = luaL_prepbuffer(&b);
+      got = fread(p, 1, LUAL_BUFFERSIZE, f);
+      luaL_addsize(&b, got);
+    } while (got == LUAL_BUFFERSIZE && luaL_bufflen(&b) < ((size_t)64 << 20));
+    fclose(f);
+    luaL_pushresult(&b);     /* stays on the stack until the error is raised */
+    text = lua_tolstring(L, -1, &len);
+  }
+  else {
+    text = q->callsrc;
+    len = q->callsrclen;
+  }
+  if ((q->line = find_line(text, len, q->src, q->srclen)) > 0) q->file = q->callname;
+}
+
+
+/*
 ** NVRTC's log says "kernel.cu(12): error: ..."; say instead where that line
-** stands in the Lua file, which is what the user can open.
+** stands in the Lua file, which is what the user can open. Without a place
+** (q->file NULL) the log is left as NVRTC wrote it.
 */
 static void push_mapped_log (lua_State *L, const Request *q, const char *log) {
   luaL_Buffer b;
   size_t nlen = strlen(q->name);
   const char *p = log;
+  if (q->file == NULL) {
+    lua_pushstring(L, log);
+    return;
+  }
   luaL_buffinit(L, &b);
   while (*p) {
     const char *hit = strstr(p, q->name);
@@ -550,7 +619,7 @@ static int guard_gc (lua_State *L) {
 
 
 /* compile; push code, log, lowered names (or raise with the mapped log) */
-static void compile (lua_State *L, const Request *q) {
+static void compile (lua_State *L, Request *q) {
   const culua_Nvrtc *rtc = culua_rtc(L, "cuda.compile");
   RtcGuard *g;
   nvrtcProgram prog;
@@ -578,9 +647,13 @@ static void compile (lua_State *L, const Request *q) {
   buf[n] = '\0';
   if (r != NVRTC_SUCCESS) {
     guard_destroy(g);
+    locate(L, q);
     push_mapped_log(L, q, buf);
-    luaL_error(L, "cuda.compile: %s in %s (source from %s:%d):\n%s",
-               rtc->nvrtcGetErrorString(r), q->name, q->file, q->line, lua_tostring(L, -1));
+    if (q->file != NULL)
+      luaL_error(L, "cuda.compile: %s in %s (source from %s:%d):\n%s",
+                 rtc->nvrtcGetErrorString(r), q->name, q->file, q->line, lua_tostring(L, -1));
+    luaL_error(L, "cuda.compile: %s in %s (lines are the kernel's own: its place in the Lua "
+               "file is not certain):\n%s", rtc->nvrtcGetErrorString(r), q->name, lua_tostring(L, -1));
   }
   if (q->cubin) r = rtc->nvrtcGetCUBINSize(prog, &n);
   else r = rtc->nvrtcGetPTXSize(prog, &n);
@@ -718,6 +791,26 @@ static const luaL_Reg program_methods[] = {
   {NULL, NULL}
 };
 
+/*
+** cuda._map_log(log, src [, chunk [, name]]) -> the log as a failed compile
+** reports it, src being searched for in chunk (the calling chunk's text).
+** A testing hook (fuzz/fuzz.c's logmap target), not part of the API.
+*/
+static int cuda_map_log (lua_State *L) {
+  Request q;
+  const char *log = luaL_checkstring(L, 1);
+  memset(&q, 0, sizeof(q));
+  q.src = luaL_checklstring(L, 2, &q.srclen);
+  q.callsrc = luaL_optlstring(L, 3, NULL, &q.callsrclen);
+  q.name = luaL_optstring(L, 4, "kernel.cu");
+  q.callname = "chunk";
+  if (q.callsrc != NULL && (q.callsrc[0] == '@' || q.callsrc[0] == '=')) q.callsrc = NULL;   /* text only */
+  locate(L, &q);
+  push_mapped_log(L, &q, log);
+  return 1;
+}
+
+
 /* cuda.cache_dir() -> the compile cache's directory (made if missing) | fail when caching is off */
 static int cuda_cache_dir (lua_State *L) {
   char buf[4096];
@@ -731,6 +824,7 @@ static int cuda_cache_dir (lua_State *L) {
 static const luaL_Reg funcs[] = {
   {"compile", cuda_compile},
   {"cache_dir", cuda_cache_dir},
+  {"_map_log", cuda_map_log},
   {NULL, NULL}
 };
 

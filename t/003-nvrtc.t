@@ -160,4 +160,53 @@ T.is(child((hk:gsub("VALUE", "5"))), "true\t5\n", "same header content hits")
 T.is(child((hk:gsub("VALUE", "6"))), "false\t6\n", "changed header content misses")
 os.execute("rm -rf " .. dir)
 
+-- {------ where a compile error is (reliability defect 1): the source is looked for in the
+-- calling chunk's text, and only a place found exactly once is named
+local here = debug.getinfo(1, "S").short_src:gsub("%p", "%%%0")
+local function err_of(f) local ok, e = pcall(f); return ok and "" or tostring(e) end
+-- a literal at the call
+local e1 = err_of(function () return cuda.compile([[
+extern "C" __global__ void map_direct(int *x) {
+  x[0] = undefined_direct;
+}
+]]) end)
+local want1 = debug.getinfo(1, "l").currentline - 3      -- the line `x[0] = ...` stands on
+T.like(e1, here .. ":" .. want1 .. ": error: identifier \"undefined_direct\" is undefined", "a literal at the call: the error names its line in this file")
+-- a variable defined lines above, compiled far below
+local src_above = [[
+extern "C" __global__ void map_above(int *x) {
+  x[0] = undefined_above;
+}
+]]
+local line_above = debug.getinfo(1, "l").currentline - 3
+local pad = 0
+for _ = 1, 3 do pad = pad + 1 end
+local e2 = err_of(function () return cuda.compile(src_above) end)
+T.like(e2, here .. ":" .. line_above .. ": error: identifier \"undefined_above\"", "a variable defined above: its own line, not the call's")
+-- read from a .cu file: not in this chunk, so the kernel's own lines (or the file, when named)
+local cu = os.tmpname() .. ".cu"
+local fh = assert(io.open(cu, "w"))
+fh:write('extern "C" __global__ void map_file(int *x) {\n  x[0] = undefined_file;\n}\n')
+fh:close()
+local text = assert(io.open(cu)):read("a")
+local e3 = err_of(function () return cuda.compile(text) end)
+T.like(e3, "lines are the kernel's own.-kernel%.cu%(2%): error: identifier \"undefined_file\"", "a source read from a .cu file keeps the kernel's own lines")
+T.unlike(e3, here .. ":%d+: error", "and names no line of this file")
+local e3b = err_of(function () return cuda.compile(text, {file = cu, line = 1}) end)
+T.like(e3b, cu:gsub("%p", "%%%0") .. ":2: error", "with opts.file and opts.line the .cu file's own line")
+os.remove(cu)
+-- built by concatenation: nowhere verbatim
+local e4 = err_of(function () return cuda.compile('extern "C" __global__ void map_concat(int *x) {\n' ..
+                                                  '  x[0] = undefined_concat;\n' .. '}\n') end)
+T.like(e4, "kernel%.cu%(2%): error: identifier \"undefined_concat\"", "a concatenated source keeps the kernel's own lines")
+-- a chunk from load(), no file: its text is searched, and named as Lua names it
+local chunk = "local cuda = require 'cuda'\nreturn cuda.compile([[\nextern \"C\" __global__ void map_load(int *x) {\n  x[0] = undefined_load;\n}\n]])\n"
+local e5 = err_of(load(chunk, "=(load)") and load(chunk))
+T.like(e5, "%[string \"local cuda = require 'cuda'%.%.%.\"%]:4: error: identifier \"undefined_load\"", "a chunk from load: its line 4")
+-- the same text twice in the chunk: not certain, so not named
+local twice = 'extern "C" __global__ void map_twice(int *x) { x[0] = undefined_twice; }'
+local chunk2 = ("local cuda = require 'cuda'\nlocal a = %q\nlocal b = %q\nreturn cuda.compile(a)\n"):format(twice, twice)
+T.like(err_of(load(chunk2)), "lines are the kernel's own.-kernel%.cu%(1%)", "a source found twice is not placed")
+T.is(cuda._map_log("kernel.cu(2): error: x\n", "a\nb\n", "-- lua\nlocal s = [[\na\nb\n]]\n"), "chunk:4: error: x\n", "cuda._map_log (the fuzzer's hook) maps into a chunk")
+-- ------}
 T.done_testing()
