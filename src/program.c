@@ -335,10 +335,13 @@ static int write_part (FILE *f, const char *s, size_t n) {
 }
 
 
-static int read_part (FILE *f, luaL_Buffer *b) {
+static int read_part (FILE *f, luaL_Buffer *b, long size) {
   size_t n, got;
   char *p;
-  if (fscanf(f, "%zu", &n) != 1 || fgetc(f) != '\n' || n > ((size_t)1 << 31))
+  long at;
+  /* a length past the file's end is a corrupt entry: a miss, and no 2 GiB
+  ** buffer made for it */
+  if (fscanf(f, "%zu", &n) != 1 || fgetc(f) != '\n' || (at = ftell(f)) < 0 || n > (size_t)(size - at))
     return 0;
   p = luaL_prepbuffsize(b, n);
   got = fread(p, 1, n, f);
@@ -351,30 +354,45 @@ static int read_part (FILE *f, luaL_Buffer *b) {
 ** On a hit, push code, log and a table of lowered names and return 1. The
 ** stored key must equal ours byte for byte.
 */
-static int cache_load (lua_State *L, const char *path, int keyidx, int nnames) {
-  FILE *f = fopen(path, "rb");
+/*
+** An entry: the key, code and log, then expression/lowered-name pairs, each
+** "<length>\n<bytes>". Anything else (truncated, corrupt, another key) is a
+** miss: the entry is never trusted beyond what it proves. Pushes code, log
+** and the lowered table on success.
+*/
+static int cache_read (lua_State *L, FILE *f, int keyidx, int nnames) {
   luaL_Buffer b;
   int i, ok, top = lua_gettop(L);
-  if (f == NULL) return 0;
+  long size;
+  if (fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) return 0;
   luaL_buffinit(L, &b);
-  ok = read_part(f, &b);
+  ok = read_part(f, &b, size);
   luaL_pushresult(&b);                              /* stored key */
   ok = ok && lua_rawequal(L, -1, keyidx);
   lua_pop(L, 1);
   for (i = 0; ok && i < 2; i++) {                   /* code, log */
     luaL_buffinit(L, &b);
-    ok = read_part(f, &b);
+    ok = read_part(f, &b, size);
     luaL_pushresult(&b);
   }
   lua_createtable(L, 0, nnames);                    /* code, log, lowered */
   for (i = 0; ok && i < 2 * nnames; i++) {          /* expression, lowered name */
     luaL_buffinit(L, &b);
-    ok = read_part(f, &b);
+    ok = read_part(f, &b, size);
     luaL_pushresult(&b);
     if (i % 2 == 1) lua_rawset(L, -3);
   }
-  fclose(f);
   if (!ok) lua_settop(L, top);
+  return ok;
+}
+
+
+static int cache_load (lua_State *L, const char *path, int keyidx, int nnames) {
+  FILE *f = fopen(path, "rb");
+  int ok;
+  if (f == NULL) return 0;
+  ok = cache_read(L, f, keyidx, nnames);   /* raises only on memory errors */
+  fclose(f);
   return ok;
 }
 
@@ -811,6 +829,34 @@ static int cuda_map_log (lua_State *L) {
 }
 
 
+/*
+** cuda._read_cache_entry(bytes, key [, nnames]) -> {code =, log =, lowered =} or
+** nil: the cache's reader over bytes in memory. A testing hook (fuzz/fuzz.c's
+** cache target), not part of the API.
+*/
+static int cuda_read_cache_entry (lua_State *L) {
+  size_t n;
+  const char *bytes = luaL_checklstring(L, 1, &n);
+  int nnames = (int)luaL_optinteger(L, 3, 0);
+  FILE *f;
+  luaL_checkstring(L, 2);
+  luaL_argcheck(L, nnames >= 0 && nnames <= MAXNAMES, 3, "0..256 names");
+  lua_settop(L, 3);
+  if (n == 0 || (f = fmemopen((void *)bytes, n, "rb")) == NULL) return 0;
+  if (!cache_read(L, f, 2, nnames)) {
+    fclose(f);
+    return 0;
+  }
+  fclose(f);
+  lua_createtable(L, 0, 3);
+  lua_insert(L, -4);
+  lua_setfield(L, -4, "lowered");
+  lua_setfield(L, -3, "log");
+  lua_setfield(L, -2, "code");
+  return 1;
+}
+
+
 /* cuda.cache_dir() -> the compile cache's directory (made if missing) | fail when caching is off */
 static int cuda_cache_dir (lua_State *L) {
   char buf[4096];
@@ -825,6 +871,7 @@ static const luaL_Reg funcs[] = {
   {"compile", cuda_compile},
   {"cache_dir", cuda_cache_dir},
   {"_map_log", cuda_map_log},
+  {"_read_cache_entry", cuda_read_cache_entry},
   {NULL, NULL}
 };
 

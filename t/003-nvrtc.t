@@ -209,4 +209,23 @@ local chunk2 = ("local cuda = require 'cuda'\nlocal a = %q\nlocal b = %q\nreturn
 T.like(err_of(load(chunk2)), "lines are the kernel's own.-kernel%.cu%(1%)", "a source found twice is not placed")
 T.is(cuda._map_log("kernel.cu(2): error: x\n", "a\nb\n", "-- lua\nlocal s = [[\na\nb\n]]\n"), "chunk:4: error: x\n", "cuda._map_log (the fuzzer's hook) maps into a chunk")
 -- ------}
+-- a corrupt or truncated cache entry is a miss, never trusted and never a crash
+do
+  local dir = os.tmpname()
+  os.remove(dir)
+  local run = "CULUA_CACHE=" .. dir .. " " .. T.culua .. [[ -e "local p = require('cuda').compile('extern \"C\" __global__ void cached_k(int *x) { x[0] = 7; }', {options = {'-arch=compute_80'}}); print(p.cached, #p.ptx > 0)"]]
+  T.like(T.run(run), "^false\ttrue", "first compile: a miss, stored")
+  T.like(T.run(run), "^true\ttrue", "second: a hit")
+  local p = io.popen("ls " .. dir .. "/*.nvrtc")
+  local entry = p:read("l")
+  p:close()
+  local whole = io.open(entry, "rb"):read("a")
+  for i, bad in ipairs{whole:sub(1, #whole // 2), "999999999999\n" .. whole, whole:gsub("^%d+", "7", 1), "", "\0\0\0"} do
+    local f = io.open(entry, "wb"); f:write(bad); f:close()
+    T.like(T.run(run), "^false\ttrue", ("corrupt entry %d: a miss, compiled again"):format(i))
+  end
+  T.like(T.run(run), "^true\ttrue", "and the entry written again is a hit")
+  os.execute("rm -rf " .. dir)
+  T.is(cuda._read_cache_entry("99999999999999\nkey", "key"), nil, "a length past the end is a miss, with no buffer made for it")
+end
 T.done_testing()
