@@ -4,6 +4,8 @@
 local T = require "culua.tap"
 local cuda = require "cuda"
 
+local skip = os.getenv("CULUA_TEST_SKIP_MPI")
+if skip and skip ~= "" then T.skip_all("MPI tests skipped in this pass: " .. skip) end
 local have, why = cuda.mpi.available()
 if not have then T.skip_all("cuda.mpi not built: " .. tostring(why)) end
 local mpirun = os.getenv("MPIRUN")
