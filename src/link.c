@@ -294,7 +294,7 @@ static int cuda_link (lua_State *L) {
     return luaL_error(L, "cuda.link: %s linking %d inputs on device %d: %s", culua_cuname(r), n,
                       lk->c.ordinal, lk->err[0] ? lk->err : "(no log)");
   lua_pushlstring(L, (const char *)cubin, size);
-  lua_pushstring(L, lk->info);
+  if (verbose) lua_pushstring(L, lk->info);
   linker_free(lk);   /* now, not at the next collection */
   /* the image alone, so that cuda.load(cuda.link{...}) reads as it should;
   ** the linker's report too when it was asked for */
