@@ -40,7 +40,8 @@ if not devices then
   for d = 0, ndev - 1 do devices[#devices + 1] = d end
 end
 local n = #devices
-print(("NCCL %d.%d.%d, %d GPU%s: %s"):format(nccl.version(), n, n == 1 and "" or "s",
+local major, minor, patch = nccl.version()
+print(("NCCL %d.%d.%d, %d GPU%s: %s"):format(major, minor, patch, n, n == 1 and "" or "s",
       table.concat((function () local t = {} for i, d in ipairs(devices) do t[i] = cuda.device(d).name end return t end)(), ", ")))
 
 -- the seed's device_t: send and receive buffers and a stream, a GPU

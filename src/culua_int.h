@@ -59,6 +59,7 @@ typedef struct culua_State {
   unsigned journal_next;   /* launches recorded so far */
   culua_Launch journal[CULUA_JOURNAL];
   size_t device_bytes;     /* held by this state's live device arrays */
+  unsigned long long peers[CULUA_MAXDEVICES];   /* bit j of peers[i]: kernels on i may read j's memory */
   int nvtx_depth;          /* NVTX ranges this state has open */
 } culua_State;
 

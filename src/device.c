@@ -330,6 +330,8 @@ static int device_enable_peer_access (lua_State *L) {
   r = culua_cu(L, "enable_peer_access")->cuCtxEnablePeerAccess(oc->ctx, 0);
   if (r != CUDA_SUCCESS && r != CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED)
     culua_cufail(L, r, "enable_peer_access", "from device %d to %d", d->ordinal, o->ordinal);
+  if (d->ordinal < 64 && o->ordinal < 64)   /* launches check arrays of other devices against it */
+    culua_state(L)->peers[d->ordinal] |= 1ULL << o->ordinal;
   return 0;
 }
 

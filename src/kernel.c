@@ -306,7 +306,12 @@ static void checkconfig (lua_State *L, const Kernel *k, const Config *c) {
 ** (a cudaTextureObject_t is an unsigned long long); integers are range
 ** checked for the parameter's width; numbers go to f32/f64.
 */
-static void putarg (lua_State *L, int i, int pos, const Param *p, char *buf) {
+/*
+** The argument at i into buf as parameter pos of type p. A launch on device
+** `ordinal` (-1: no device, as check_args) refuses an array of another
+** device unless peer access from it was enabled: the kernel would fault.
+*/
+static void putarg (lua_State *L, int i, int pos, const Param *p, char *buf, int ordinal) {
   culua_Array *a;
   unsigned long long tex;
   int t = lua_type(L, i);
@@ -323,6 +328,11 @@ static void putarg (lua_State *L, int i, int pos, const Param *p, char *buf) {
     if (p->bytes != 8 || p->kind == 'f')
       luaL_error(L, "launch: argument %d is a cuda.array but parameter %d is %c%d, not a pointer",
                  pos, pos, p->kind, (int)p->bits);
+    if (ordinal >= 0 && a->c.ordinal != ordinal &&
+        !(ordinal < 64 && a->c.ordinal < 64 && (culua_state(L)->peers[ordinal] >> a->c.ordinal & 1)))
+      luaL_error(L, "launch: argument %d is an array on device %d but the kernel runs on device %d "
+                 "(copy it over, or cuda.device(%d):enable_peer_access(cuda.device(%d)))", pos,
+                 a->c.ordinal, ordinal, ordinal, a->c.ordinal);
     memcpy(buf, &a->ptr, 8);
     return;
   }
@@ -411,7 +421,7 @@ static void do_launch (lua_State *L, Kernel *k, const Config *c, int argbase, in
     off = (off + (size_t)align - 1) / (size_t)align * (size_t)align;
     if (off + (size_t)k->p[j].bytes > sizeof(buf))
       luaL_error(L, "launch: the arguments of '%s' exceed %d bytes", k->name, ARGBYTES);
-    putarg(L, argbase + j, j + 1, &k->p[j], buf + off);
+    putarg(L, argbase + j, j + 1, &k->p[j], buf + off, k->mod->ordinal);
     args[j] = buf + off;
     off += (size_t)k->p[j].bytes;
   }
@@ -675,7 +685,7 @@ static int cuda_check_args (lua_State *L) {
                           j + 1, p.bytes);
       continue;
     }
-    putarg(L, j + 2, j + 1, &p, buf);
+    putarg(L, j + 2, j + 1, &p, buf, -1);
   }
   lua_pushboolean(L, 1);
   return 1;

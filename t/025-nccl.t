@@ -155,25 +155,28 @@ else
   local hh = cuda.host_array("float32", n // 2); half[2]:copy_to(hh)
   T.near(hh[1], h1[n // 2 + 1] + h2[n // 2 + 1], 1e-6, "reduce_scatter gives rank 1 the second half of the sum")
   T.error_like(function () comms[1]:all_reduce(xs[2]) end, "all_reduce: send is on device 1 but the communicator is on device 0", "an array of the other GPU")
+  T.diag("closing the two communicators of comm_all")
   for i = 1, 2 do comms[i]:close() end
+  T.ok(comms[1].closed and comms[2].closed, "comm_all's communicators close one after the other")
 
-  -- two processes, one rank each, from one id (as ranks under MPI start)
+  -- two processes, one rank each, from one id (as ranks under MPI start). Both are
+  -- children under a timeout: a rank that dies leaves the other waiting in NCCL's
+  -- init, and this test must end all the same
   local uid = nccl.unique_id()
   local hex = uid:gsub(".", function (ch) return ("%02x"):format(ch:byte()) end)
-  local child = io.popen((T.culua .. [[ -e "local cuda = require 'cuda'
-local id = ('%s'):gsub('..', function (h) return string.char(tonumber(h, 16)) end)
-local c = cuda.nccl.comm(id, 2, 1, {device = 1})
-local x = cuda.array('float64', 1000, {device = 1}):fill(2)
-c:all_reduce(x); cuda.device(1):synchronize()
-print('child', c.rank, x:totable()[1000])"]]):format(hex))
-  local cp = nccl.comm(uid, 2, 0, {device = 0})
-  local xp = cuda.array("float64", 1000, {device = 0}):fill(1)
-  cp:all_reduce(xp); cuda.device(0):synchronize()
-  local said = child:read("a")
-  child:close()
-  T.is(xp:totable()[1000], 3, "two processes: rank 0's sum")
-  T.like(said, "child\t1\t3", "two processes: rank 1's sum")
-  cp:close()
+  local function rank(r)
+    return io.popen(("timeout 90 %s -e \"local cuda = require 'cuda'\n" ..
+      "local id = ('%s'):gsub('..', function (h) return string.char(tonumber(h, 16)) end)\n" ..
+      "local c = cuda.nccl.comm(id, 2, %d, {device = %d})\n" ..
+      "local x = cuda.array('float64', 1000, {device = %d}):fill(%d + 1)\n" ..
+      "c:all_reduce(x); cuda.device(%d):synchronize()\n" ..
+      "print('rank', c.rank, x:totable()[1000]); c:close()\" 2>&1"):format(T.culua, hex, r, r, r, r, r))
+  end
+  local p0, p1 = rank(0), rank(1)
+  local said0, said1 = p0:read("a"), p1:read("a")
+  p0:close(); p1:close()
+  T.like(said0, "rank\t0\t3", "two processes: rank 0's sum")
+  T.like(said1, "rank\t1\t3", "two processes: rank 1's sum")
 end
 
 -- }======================================================

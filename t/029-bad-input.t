@@ -289,7 +289,8 @@ __constant__ float coef[4];
     case("matmul: arrays on two devices", function () cuda.catalog.matmul(A, cuda.array("float32", {16, 4}, {device = 1}), Cm) end,
          "A, B and C must be on one device")
     case("scan: y on another device", function () cuda.catalog.scan(x, y1) end, "device")
-    case("launch: an array of another device", function () k:launch(cfg, 1000, 2.0, x, y1) end, "device")
+    case("launch: an array of another device", function () k:launch(cfg, 1000, 2.0, x, y1) end,
+         "launch: argument 4 is an array on device 1 but the kernel runs on device 0 %(copy it over, or cuda%.device%(0%):enable_peer_access")
     case("fill: a stream of another device", function () x:fill(0, s1) end, "device")
   end
 end
