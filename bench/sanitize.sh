@@ -1,0 +1,93 @@
+#!/bin/sh
+# bench/sanitize.sh -- compute-sanitizer over the test files that launch
+# kernels, on the GPU machine:
+#
+#   sh bench/sanitize.sh [CULUA] [OUTDIR]
+#
+# CULUA is the interpreter (default ./culua), OUTDIR the folder for the
+# logs (default sanitize-out), one log a tool and file: OUTDIR/TOOL-FILE.log.
+# TOOLS restricts the tools (default "memcheck racecheck synccheck
+# initcheck"); TESTS the files (default every t/*.t that calls
+# T.need_gpu()), since racecheck, synccheck and initcheck are slow:
+#   TESTS="t/018-scan.t t/019-histogram.t" TOOLS=racecheck sh bench/sanitize.sh
+#
+# Notes on reading the table:
+# - initcheck may report reads of scratch memory (cuMemAlloc'ed, never
+#   memset) that a kernel itself wrote earlier in the same launch or an
+#   earlier one: that read-after-write is intended, and such a report is
+#   worth a look but not a bug by itself.
+# - some files must not run under the sanitizer: t/013-fault.t faults a
+#   kernel on purpose (the sanitizer would report that fault as the error
+#   it is, and the poisoned context would stop the rest); they are listed
+#   in EXCLUDE below with the reason, which is printed.
+# - tests that provoke refused API calls on purpose (t/012-launch.t asks
+#   for 100 KiB of dynamic shared memory) may count those in the summary:
+#   SANITIZER_FLAGS="--report-api-errors no" leaves them out.
+
+CULUA=${1:-./culua}
+OUTDIR=${2:-sanitize-out}
+TOOLS=${TOOLS:-"memcheck racecheck synccheck initcheck"}
+SANITIZER=${SANITIZER:-compute-sanitizer}
+SANITIZER_FLAGS=${SANITIZER_FLAGS:-}
+# the tests compile into a cache of their own, as under make check
+CULUA_CACHE=${CULUA_CACHE:-$OUTDIR/cache}; export CULUA_CACHE
+
+# "file:reason" a line
+EXCLUDE='t/013-fault.t:faults a kernel on purpose (an illegal address the sanitizer would count)'
+
+excluded () {  # prints the reason when $1 is excluded
+  echo "$EXCLUDE" | while IFS= read -r line; do
+    case $line in "$1:"*) echo "${line#*:}";; esac
+  done
+}
+
+if [ -z "$TESTS" ]; then
+  TESTS=`grep -l 'T\.need_gpu *(' t/*.t 2>/dev/null`
+fi
+if [ -z "$TESTS" ]; then
+  echo "sanitize.sh: no test files to run" >&2
+  exit 2
+fi
+mkdir -p "$OUTDIR" || exit 2
+
+status=0
+printf '%-28s %-10s %-12s %s\n' FILE TOOL ERRORS TAP
+for f in $TESTS; do
+  why=`excluded "$f"`
+  if [ -n "$why" ]; then
+    printf '%-28s %-10s %-12s %s\n' "$f" '-' excluded "$why"
+    continue
+  fi
+  base=`basename "$f" .t`
+  for tool in $TOOLS; do
+    log=$OUTDIR/$tool-$base.log
+    "$SANITIZER" --tool "$tool" --error-exitcode 99 --print-limit 20 \
+      $SANITIZER_FLAGS "$CULUA" "$f" >"$log" 2>&1
+    rc=$?
+    n=`sed -n 's/.*ERROR SUMMARY: \([0-9][0-9]*\) error.*/\1/p' "$log" | tail -n 1`
+    if [ -z "$n" ]; then
+      errs="no summary"
+      status=1
+    else
+      errs="$n errors"
+      [ "$n" -eq 0 ] || status=1
+    fi
+    # TAP: a line "not ok" that is not a TODO is a failure
+    fails=`grep '^not ok' "$log" | grep -vc '# *TODO'`
+    if [ "$fails" -gt 0 ]; then
+      tap="$fails failed"
+      status=1
+    elif grep -q '^ok' "$log"; then
+      tap=ok
+    elif grep -q '^1\.\.0' "$log"; then
+      tap=skipped
+    else
+      tap="no TAP (rc $rc)"
+      status=1
+    fi
+    [ "$rc" -eq 0 ] || [ "$rc" -eq 99 ] || case $tap in ok|skipped) tap="$tap (rc $rc)"; status=1;; esac
+    printf '%-28s %-10s %-12s %s\n' "$f" "$tool" "$errs" "$tap"
+  done
+done
+echo "logs in $OUTDIR"
+exit $status
