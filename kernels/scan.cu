@@ -32,7 +32,19 @@
 
 typedef unsigned long long u64;
 
-#define CULUA_THREADS 256        /* threads of a look-back block */
+/*
+** The look-back tile: 128 threads x 32 four-byte items (4096), 16 eight-byte
+** ones. Swept on an H100 (bench/RESULTS.md, session 6: threads 128/256/512 x
+** items 8..32, float32 and int32 at 2^28): 128 x 32 ran 2403 GB/s against
+** 256 x 16's 2131, CUB's 2435. Eight or more loads in flight a thread, and
+** fewer threads a tile to sync, are what paid.
+*/
+#ifndef CULUA_THREADS              /* -D for NVRTC variants (a tile-shape sweep) */
+#define CULUA_THREADS 128        /* threads of a look-back block */
+#endif
+#ifndef CULUA_ITEMS4
+#define CULUA_ITEMS4 32          /* items a thread for 4-byte types; half for 8-byte ones */
+#endif
 #define CULUA_SEED_THREADS 1024  /* the seed's one-block scans */
 #define FULL_MASK 0xffffffffu
 
@@ -375,7 +387,7 @@ __device__ A tile_prefix (u64 *scratch, u64 *values, u64 ntiles, u64 epoch, long
   return acc;
 }
 
-template <class T> struct Items { static const int n = sizeof(T) == 4 ? 16 : 8; };
+template <class T> struct Items { static const int n = sizeof(T) == 4 ? CULUA_ITEMS4 : CULUA_ITEMS4 / 2; };
 
 /*
 ** The single-pass scan: one block a tile of 256 x ITEMS elements (4096

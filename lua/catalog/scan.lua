@@ -139,7 +139,8 @@ end
 
 -- {====================================================== scan
 
-local TILE = {[4] = 4096, [8] = 2048}   -- elements a look-back tile: 256 threads x 16 or 8
+local TILE = {[4] = 4096, [8] = 2048}   -- elements a look-back tile: THREADS x 32 or 16
+local THREADS = 128                      -- CULUA_THREADS of kernels/scan.cu
 local function elem_size(dt) return (dt == "int64" or dt == "uint64" or dt == "float64") and 8 or 4 end
 
 local function lookback(x, y, n, exclusive, initb, dt, op, stream, out)
@@ -147,7 +148,7 @@ local function lookback(x, y, n, exclusive, initb, dt, op, stream, out)
   local ntiles = ceil_div(n, TILE[elem_size(dt)])
   local kern = core.kernel("scan", ("culua_scan_lookback_%s_%s"):format(short[dt], op), nil, dev)
   local w, values, base, epoch = tiles_for(dev, stream, ntiles)
-  kern:launch({grid = ntiles, block = 256, stream = stream}, x, y or 0, n, exclusive and 1 or 0, initb,
+  kern:launch({grid = ntiles, block = THREADS, stream = stream}, x, y or 0, n, exclusive and 1 or 0, initb,
               w, values, base, epoch, ntiles, out or 0)
 end
 
@@ -310,7 +311,7 @@ local function select_common(fname, x, y, pred, opts, split)
   end
   local ntiles = ceil_div(n, TILE[es])
   local word = core.scratch("scan_word", dev, stream, 1)
-  local cfg = {grid = ntiles, block = 256, stream = stream}
+  local cfg = {grid = ntiles, block = THREADS, stream = stream}
   local function pass(mode)
     local w, values, base, epoch = tiles_for(dev, stream, ntiles)
     kern:launch(cfg, x, flags or x, y, n, mode, word, word, w, values, base, epoch, ntiles)
