@@ -189,6 +189,21 @@ void culua_checkoptions (lua_State *L, int t, const char *fname, const char *con
 }
 
 
+/*
+** The value on top of the stack, an option `key` of fname, must be of type
+** `type` (LUA_TNUMBER: an integer): "fname: key must be an integer, got
+** string" names the option, where luaL_check* would say "bad argument #-1".
+*/
+void culua_checkfield (lua_State *L, const char *fname, const char *key, int type) {
+  int ok = type == LUA_TNUMBER ? lua_isinteger(L, -1) : lua_type(L, -1) == type;
+  if (!ok)
+    luaL_error(L, "%s: %s must be %s, got %s", fname, key,
+               type == LUA_TNUMBER ? "an integer" : type == LUA_TTABLE ? "a table" : "a string",
+               lua_type(L, -1) == LUA_TNUMBER ? lua_pushfstring(L, "%s", luaL_tolstring(L, -1, NULL))
+                                               : luaL_typename(L, -1));
+}
+
+
 /* the `device` option of the table at t: an ordinal >= 0 or a cuda.device; -1 when absent */
 int culua_optdevice (lua_State *L, int t, const char *fname) {
   int ordinal = -1;

@@ -179,6 +179,8 @@ void culua_push_preview (lua_State *L, const char *tname, culua_Dtype t, size_t 
 
 /* raise "fname: unknown option 'k' (known: ...)" for a key of table t not in known (NULL-ended) */
 void culua_checkoptions (lua_State *L, int t, const char *fname, const char *const known[]);
+/* the option `key` on top of the stack must be of type (LUA_TNUMBER: an integer), naming it if not */
+void culua_checkfield (lua_State *L, const char *fname, const char *key, int type);
 /* the `device` option of table t: an ordinal (>= 0) or a cuda.device; -1 when absent */
 int culua_optdevice (lua_State *L, int t, const char *fname);
 

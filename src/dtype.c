@@ -56,6 +56,11 @@ void culua_toelem (lua_State *L, int i, culua_Dtype t, void *p, const char *fnam
     if (!isnum)
       luaL_error(L, "%s: number expected for %s, got %s", fname,
                  culua_dtype_names[t], luaL_typename(L, i));
+    /* the one rule for values a dtype cannot hold: they raise. A finite
+    ** double past float32's range would become inf in silence; NaN and
+    ** the infinities are values of both float dtypes and pass */
+    if (t == CULUA_FLOAT32 && isinf((float)x) && !isinf(x))
+      luaL_error(L, "%s: %s overflows float32 (largest 3.4028235e+38)", fname, lua_tostring(L, i));
     if (t == CULUA_FLOAT32) *(float *)p = (float)x;
     else *(double *)p = (double)x;
   }

@@ -127,11 +127,28 @@ static int host_fill (lua_State *L) {
 }
 
 
+/* raise as culua_toelem does when x is not a value of dtype t */
+static void check_fits (lua_State *L, culua_Dtype t, double x, const char *fname) {
+  char probe[8];
+  if (x == floor(x) && fabs(x) < 9.2e18) lua_pushinteger(L, (lua_Integer)x);   /* 3.0 is the integer 3 */
+  else lua_pushnumber(L, x);
+  culua_toelem(L, -1, t, probe, fname);
+  lua_pop(L, 1);
+}
+
+
 /* h:iota([start [, step]]) -> h: start, start+step, ... (default 1, 1) */
 static int host_iota (lua_State *L) {
   culua_HostArray *h = check_host(L, 1);
   double start = luaL_optnumber(L, 2, 1), step = luaL_optnumber(L, 3, 1);
   size_t k;
+  /* the first and last values must fit the dtype, as any value does (the
+  ** sequence is monotonic, so the ends bound it) */
+  if (h->dtype != CULUA_FLOAT32 && h->dtype != CULUA_FLOAT64 && step != floor(step))
+    luaL_error(L, "iota: step %s is not a whole number, as %s needs", lua_tostring(L, 3), culua_dtype_names[h->dtype]);
+  check_fits(L, h->dtype, start, "iota");
+  check_fits(L, h->dtype, start + step * (double)(h->n - 1), "iota");
+  lua_settop(L, 3);
   for (k = 0; k < h->n; k++) culua_elem_set_double(h->dtype, elem(h, k), start + step * (double)k);
   lua_settop(L, 1);
   return 1;

@@ -148,6 +148,12 @@ static void read_request (lua_State *L, Request *q) {
   lua_Debug ar;
   memset(q, 0, sizeof(*q));
   q->src = luaL_checklstring(L, 1, &q->srclen);
+  {   /* NVRTC reads C strings: what follows a NUL would be dropped in silence */
+    const char *nul = (const char *)memchr(q->src, '\0', q->srclen);
+    if (nul != NULL)
+      luaL_error(L, "cuda.compile: the source has a NUL byte at offset %I (NVRTC would ignore the %I bytes after it)",
+                 (lua_Integer)(nul - q->src), (lua_Integer)(q->srclen - (size_t)(nul - q->src) - 1));
+  }
   if (!lua_isnoneornil(L, 2)) luaL_checktype(L, 2, LUA_TTABLE);
   lua_settop(L, 2);
   /* where the source string began is found only if a compile fails
@@ -162,9 +168,23 @@ static void read_request (lua_State *L, Request *q) {
   q->usecache = 1;
   q->name = "kernel.cu";
   if (lua_isnil(L, 2)) goto defaults;
-  if (lua_getfield(L, 2, "name") != LUA_TNIL) q->name = luaL_checkstring(L, -1);
-  if (lua_getfield(L, 2, "file") != LUA_TNIL) q->file = luaL_checkstring(L, -1);
-  if (lua_getfield(L, 2, "line") != LUA_TNIL) q->line = (int)luaL_checkinteger(L, -1);
+  {
+    static const char *const known[] = {"options", "headers", "name_expressions", "output", "name", "file",
+                                        "line", "cache", "rdc", NULL};
+    culua_checkoptions(L, 2, "cuda.compile", known);
+  }
+  if (lua_getfield(L, 2, "name") != LUA_TNIL) {
+    culua_checkfield(L, "cuda.compile", "name", LUA_TSTRING);
+    q->name = lua_tostring(L, -1);
+  }
+  if (lua_getfield(L, 2, "file") != LUA_TNIL) {
+    culua_checkfield(L, "cuda.compile", "file", LUA_TSTRING);
+    q->file = lua_tostring(L, -1);
+  }
+  if (lua_getfield(L, 2, "line") != LUA_TNIL) {
+    culua_checkfield(L, "cuda.compile", "line", LUA_TNUMBER);
+    q->line = (int)lua_tointeger(L, -1);
+  }
   if (q->file != NULL || q->line != 0) {   /* told: no search */
     if (q->file == NULL) q->file = q->callname ? q->callname : "?";
     if (q->line == 0) q->line = 1;
@@ -172,7 +192,9 @@ static void read_request (lua_State *L, Request *q) {
   }
   if (lua_getfield(L, 2, "cache") != LUA_TNIL) q->usecache = lua_toboolean(L, -1);
   if (lua_getfield(L, 2, "output") != LUA_TNIL) {
-    const char *out = luaL_checkstring(L, -1);
+    const char *out;
+    culua_checkfield(L, "cuda.compile", "output", LUA_TSTRING);
+    out = lua_tostring(L, -1);
     if (strcmp(out, "cubin") == 0) q->cubin = 1;
     else if (strcmp(out, "ptx") != 0)
       luaL_error(L, "cuda.compile: output must be 'ptx' or 'cubin', not '%s'", out);
@@ -184,7 +206,7 @@ static void read_request (lua_State *L, Request *q) {
     q->rdc = 1;
   }
   if (lua_getfield(L, 2, "options") != LUA_TNIL) {   /* options stay at a fixed index */
-    luaL_checktype(L, -1, LUA_TTABLE);
+    culua_checkfield(L, "cuda.compile", "options", LUA_TTABLE);
     for (i = 1; lua_rawgeti(L, -1, i) != LUA_TNIL; i++) {
       const char *o;
       if (lua_type(L, -1) != LUA_TSTRING)
@@ -205,20 +227,26 @@ static void read_request (lua_State *L, Request *q) {
     lua_pop(L, 1);
   }
   if (lua_getfield(L, 2, "headers") != LUA_TNIL) {
-    luaL_checktype(L, -1, LUA_TTABLE);
+    culua_checkfield(L, "cuda.compile", "headers", LUA_TTABLE);
     lua_pushnil(L);
     while (lua_next(L, -2)) {
       if (lua_type(L, -2) != LUA_TSTRING || lua_type(L, -1) != LUA_TSTRING)
         luaL_error(L, "cuda.compile: headers must map names to source strings");
       if (q->nheaders >= MAXHEADERS)
         luaL_error(L, "cuda.compile: more than %d headers", MAXHEADERS);
+      {
+        size_t hlen;
+        const char *h = lua_tolstring(L, -1, &hlen);
+        if (memchr(h, '\0', hlen) != NULL)
+          luaL_error(L, "cuda.compile: header '%s' has a NUL byte", lua_tostring(L, -2));
+      }
       q->hnames[q->nheaders] = lua_tostring(L, -2);
       q->hsrcs[q->nheaders++] = lua_tostring(L, -1);
       lua_pop(L, 1);
     }
   }
   if (lua_getfield(L, 2, "name_expressions") != LUA_TNIL) {
-    luaL_checktype(L, -1, LUA_TTABLE);
+    culua_checkfield(L, "cuda.compile", "name_expressions", LUA_TTABLE);
     for (i = 1; lua_rawgeti(L, -1, i) != LUA_TNIL; i++) {
       if (lua_type(L, -1) != LUA_TSTRING)
         luaL_error(L, "cuda.compile: name_expressions[%d] must be a string", i);

@@ -48,7 +48,10 @@ static int cuda_stream (lua_State *L) {
     culua_checkoptions(L, 1, "cuda.stream", known);
     lua_getfield(L, 1, "non_blocking");
     nonblocking = lua_toboolean(L, -1);
-    if (lua_getfield(L, 1, "priority") != LUA_TNIL) priority = (int)luaL_checkinteger(L, -1);
+    if (lua_getfield(L, 1, "priority") != LUA_TNIL) {
+      culua_checkfield(L, "cuda.stream", "priority", LUA_TNUMBER);
+      priority = (int)lua_tointeger(L, -1);
+    }
     lua_settop(L, 1);
     ordinal = culua_optdevice(L, 1, "cuda.stream");
   }

@@ -65,4 +65,19 @@ out = T.run("LUA_INIT='print(\"init ran\")' " .. culua .. " -E -e 'print(2)'")
 T.is(out, "2\n", "-E ignores LUA_INIT")
 
 os.remove(script)
+-- the man page (installed by make install) covers every option --help lists
+local srcdir = os.getenv("CULUA_SRCDIR") or "."
+local man = io.open(srcdir .. "/doc/culua.1")
+T.ok(man ~= nil, "doc/culua.1 is there")
+if man then
+  local text = man:read("a"):gsub("\\%-", "-"):gsub("\\fR", ""):gsub("\\fI", ""):gsub("\\fB", "")
+  man:close()
+  local help = T.run(T.culua .. " --help")
+  local missing = {}
+  for opt in help:gmatch("\n  (%-%-?%a*)") do
+    if not text:find(opt, 1, true) then missing[#missing + 1] = opt end
+  end
+  T.is(table.concat(missing, " "), "", "culua(1) names every option of --help")
+  T.like(text, "CULUA_CACHE", "and the environment")
+end
 T.done_testing()

@@ -104,4 +104,12 @@ else
   T.error_like(function () cuda.host_array("float32", 4, {pinned = true}) end, "cuda%.host_array: no CUDA",
                "pinned memory needs a GPU")
 end
+-- one rule for values a dtype cannot hold: they raise; NaN and the infinities are float values
+local f = cuda.host_array("float32", 3)
+f[1] = 1 / 0; f[2] = -1 / 0; f[3] = 0 / 0
+T.ok(f[1] == math.huge and f[2] == -math.huge and f[3] ~= f[3], "inf, -inf and NaN go into float32 as they are")
+f[1] = 3.4028235e38
+T.ok(f[1] > 3.4e38, "float32's largest value fits")
+T.error_like(function () f[1] = 1e39 end, "1e%+39 overflows float32", "a finite value past float32 raises instead of becoming inf")
+T.is(cuda.host_array("float64", 1):fill(1e300)[1], 1e300, "float64 holds it")
 T.done_testing()
