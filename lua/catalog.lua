@@ -17,6 +17,13 @@ local families = {
   "scan",
 }
 
+-- every catalog call is an NVTX range of its name, so Nsight Systems shows
+-- a script's catalog work (nanoseconds when no tool is attached)
+local nvtx_range = cuda.nvtx.range
+local function ranged(name, f)
+  return function (...) return nvtx_range(name, f, ...) end
+end
+
 local catalog = {
   kernel = core.kernel,   -- catalog.kernel(file, name [, defines, device])
   clear = core.clear,     -- called by cuda.reset()
@@ -33,7 +40,7 @@ for _, name in ipairs(families) do
       info[name] = v
     else
       assert(catalog[k] == nil, "two catalog families export " .. k)
-      catalog[k] = v
+      catalog[k] = type(v) == "function" and ranged("cuda.catalog." .. k, v) or v
     end
   end
 end

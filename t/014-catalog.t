@@ -80,4 +80,7 @@ local Cr = cuda.host_array("float64", {2, 2}):fill(1)
 cuda.catalog.reference.matmul(A, B, Cr, 2, 1)
 T.is_deeply(Cr:totable(), {{9, 11}, {21, 23}}, "reference.matmul computes alpha*A*B + beta*C")
 T.error_like(function () cuda.catalog.reference.matmul(A, A, Cr) end, "shapes 2x3 %* 2x3 %-> 2x2 do not fit", "reference checks shapes")
+-- every catalog call is an NVTX range of its name, closed when the call raises
+pcall(cuda.catalog.scan, 1)
+T.is(cuda.nvtx.depth(), 0, "a catalog call that raised left no NVTX range open")
 T.done_testing()

@@ -126,7 +126,8 @@ local function user_level()
   while true do
     local info = debug.getinfo(level, "S")
     if not info then return 1 end
-    if not info.source:find("^=%[culua%.catalog") then return level - 1 end
+    -- C frames between (an NVTX range, a pcall) have no line to name: look past them
+    if info.what ~= "C" and not info.source:find("^=%[culua%.catalog") then return level - 1 end
     level = level + 1
   end
 end

@@ -56,14 +56,14 @@ end
 -- {====================================================== checks
 
 -- the array's dtype, refusing a closed array with the function's name
--- (raised at the level of the user's call: this is called by the public functions)
+-- (core.fail raises at the user's call, however deep this is)
 local function dtype(a) return a.dtype end
 local function open_dtype(fname, what, x)
   if cuda.type(x) ~= "cuda.array" then
-    error(("cuda.catalog.%s: %s must be a cuda.array, got %s"):format(fname, what, cuda.type(x) or type(x)), 3)
+    core.fail(fname, "%s must be a cuda.array, got %s", what, cuda.type(x) or type(x))
   end
   local ok, dt = pcall(dtype, x)
-  if not ok then error(("cuda.catalog.%s: %s is closed"):format(fname, what), 3) end
+  if not ok then core.fail(fname, "%s is closed", what) end
   return dt
 end
 
