@@ -387,6 +387,20 @@ __device__ A tile_prefix (u64 *scratch, u64 *values, u64 ntiles, u64 epoch, long
   return acc;
 }
 
+/*
+** This block's tile: the next from the launch's counter (base: the counter's
+** value when the launch began), so a block waits only on tiles whose blocks
+** have started. valid: how many of its elements exist.
+*/
+__device__ __forceinline__ long long claim_tile (u64 *scratch, u64 base, u64 n, int tile_elems, int &valid) {
+  __shared__ long long s_tile;
+  if (threadIdx.x == 0) s_tile = (long long)(atomicAdd(scratch, 1ULL) - base);
+  __syncthreads();
+  u64 first = (u64)s_tile * tile_elems;
+  valid = n - first < (u64)tile_elems ? (int)(n - first) : tile_elems;
+  return s_tile;
+}
+
 template <class T> struct Items { static const int n = sizeof(T) == 4 ? CULUA_ITEMS4 : CULUA_ITEMS4 / 2; };
 
 /*
@@ -402,13 +416,10 @@ __device__ void scan_lookback (const T *x, T *y, u64 n, int exclusive, u64 initb
   __shared__ __align__(16) T buf[TILE + TILE / 32];
   __shared__ T wsum[CULUA_THREADS / 32];
   __shared__ T s_prefix;
-  __shared__ long long s_tile;
   const T id = Op::template identity<T>();
-  if (threadIdx.x == 0) s_tile = (long long)(atomicAdd(scratch, 1ULL) - base);
-  __syncthreads();
-  long long tile = s_tile;
+  int valid;
+  long long tile = claim_tile(scratch, base, n, TILE, valid);
   u64 first = (u64)tile * TILE;
-  int valid = n - first < (u64)TILE ? (int)(n - first) : TILE;
   T items[ITEMS];
   load_tile<T, ITEMS>(x + first, valid, id, items, buf);
   T sum = items[0];
@@ -458,12 +469,9 @@ __device__ void select_lookback (const T *x, const F *flags, T *y, u64 n, int mo
   __shared__ __align__(16) T buf[TILE + TILE / 32];
   __shared__ u64 wsum[CULUA_THREADS / 32];
   __shared__ u64 s_prefix;
-  __shared__ long long s_tile;
-  if (threadIdx.x == 0) s_tile = (long long)(atomicAdd(scratch, 1ULL) - base);
-  __syncthreads();
-  long long tile = s_tile;
+  int valid;
+  long long tile = claim_tile(scratch, base, n, TILE, valid);
   u64 first = (u64)tile * TILE;
-  int valid = n - first < (u64)TILE ? (int)(n - first) : TILE;
   T items[ITEMS];
   load_tile<T, ITEMS>(x + first, valid, T(0), items, buf);
   unsigned keep = 0;

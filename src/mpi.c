@@ -764,60 +764,51 @@ static int *read_counts (lua_State *L, int i, const char *fname, int size, long 
 }
 
 
-/* cuda.mpi.scatterv(send, counts, recv [, {root = 0}]) -> recv: rank r gets counts[r+1] elements of root's send */
-static int mpi_scatterv (lua_State *L) {
-  const char *fname = "cuda.mpi.scatterv";
+/*
+** scatterv and gatherv are one shape: a `part` on every rank (what it
+** receives, or sends), a `whole` on root laid out by counts, by rank.
+*/
+static int vector_collective (lua_State *L, int scatter) {
+  const char *fname = scatter ? "cuda.mpi.scatterv" : "cuda.mpi.gatherv";
+  const char *pname = scatter ? "recv" : "send", *wname = scatter ? "send" : "recv";
+  int wi = scatter ? 1 : 2, ci = scatter ? 2 : 3, pi = scatter ? 3 : 1;
   int size, rank, root, *c;
   long long total;
-  Buf s, r;
+  Buf part, whole;
   ensure_init(L, fname);
   check_opts(L, 4, fname, root_opts);
   root = opt_root(L, 4, fname);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   lua_settop(L, 4);
-  c = read_counts(L, 2, fname, size, &total);
-  array_buf(L, 3, &r, 0, fname);
-  if (r.count < c[rank]) luaL_error(L, "%s: recv has %d elements, fewer than counts[%d] = %d", fname, r.count, rank + 1, c[rank]);
-  memset(&s, 0, sizeof(s));
+  c = read_counts(L, ci, fname, size, &total);
+  array_buf(L, pi, &part, !scatter, fname);
+  if (part.count < c[rank])
+    luaL_error(L, "%s: %s has %d elements, fewer than counts[%d] = %d", fname, pname, part.count, rank + 1, c[rank]);
+  memset(&whole, 0, sizeof(whole));
   if (rank == root) {
-    array_buf(L, 1, &s, 1, fname);
-    if (s.count < total) luaL_error(L, "%s: send has %d elements, fewer than the counts' %I", fname, s.count, (lua_Integer)total);
-    if (s.type != r.type) luaL_error(L, "%s: send and recv differ in dtype", fname);
+    array_buf(L, wi, &whole, scatter, fname);
+    if (whole.count < total)
+      luaL_error(L, "%s: %s has %d elements, fewer than the counts' %I", fname, wname, whole.count, (lua_Integer)total);
+    if (whole.type != part.type) luaL_error(L, "%s: send and recv differ in dtype", fname);
   }
-  mpi_check(L, MPI_Scatterv(s.p, c, c + size, r.type, r.p, c[rank], r.type, root, MPI_COMM_WORLD), fname, "scattering");
-  buf_done(L, &r);
-  lua_pushvalue(L, 3);
+  if (scatter)
+    mpi_check(L, MPI_Scatterv(whole.p, c, c + size, part.type, part.p, c[rank], part.type, root, MPI_COMM_WORLD),
+              fname, "scattering");
+  else
+    mpi_check(L, MPI_Gatherv(part.p, c[rank], part.type, whole.p, c, c + size, part.type, root, MPI_COMM_WORLD),
+              fname, "gathering");
+  if (scatter) buf_done(L, &part);
+  else if (rank == root) buf_done(L, &whole);
+  lua_pushvalue(L, scatter ? 3 : 2);
   return 1;
 }
 
+/* cuda.mpi.scatterv(send, counts, recv [, {root = 0}]) -> recv: rank r gets counts[r+1] elements of root's send */
+static int mpi_scatterv (lua_State *L) { return vector_collective(L, 1); }
 
 /* cuda.mpi.gatherv(send, recv, counts [, {root = 0}]) -> recv on root: each rank's send, by rank */
-static int mpi_gatherv (lua_State *L) {
-  const char *fname = "cuda.mpi.gatherv";
-  int size, rank, root, *c;
-  long long total;
-  Buf s, r;
-  ensure_init(L, fname);
-  check_opts(L, 4, fname, root_opts);
-  root = opt_root(L, 4, fname);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  lua_settop(L, 4);
-  c = read_counts(L, 3, fname, size, &total);
-  array_buf(L, 1, &s, 1, fname);
-  if (s.count < c[rank]) luaL_error(L, "%s: send has %d elements, fewer than counts[%d] = %d", fname, s.count, rank + 1, c[rank]);
-  memset(&r, 0, sizeof(r));
-  if (rank == root) {
-    array_buf(L, 2, &r, 0, fname);
-    if (r.count < total) luaL_error(L, "%s: recv has %d elements, fewer than the counts' %I", fname, r.count, (lua_Integer)total);
-    if (s.type != r.type) luaL_error(L, "%s: send and recv differ in dtype", fname);
-  }
-  mpi_check(L, MPI_Gatherv(s.p, c[rank], s.type, r.p, c, c + size, s.type, root, MPI_COMM_WORLD), fname, "gathering");
-  if (rank == root) buf_done(L, &r);
-  lua_pushvalue(L, 2);
-  return 1;
-}
+static int mpi_gatherv (lua_State *L) { return vector_collective(L, 0); }
 
 
 /* cuda.mpi.allgather(send, recv) -> recv: size sends of equal length, by rank */
