@@ -29,6 +29,8 @@ OUTDIR=${2:-sanitize-out}
 TOOLS=${TOOLS:-"memcheck racecheck synccheck initcheck"}
 SANITIZER=${SANITIZER:-compute-sanitizer}
 SANITIZER_FLAGS=${SANITIZER_FLAGS:-}
+TIMEOUT=
+[ -n "${SANITIZER_TIMEOUT:-}" ] && TIMEOUT="timeout $SANITIZER_TIMEOUT"
 # the tests compile into a cache of their own, as under make check
 CULUA_CACHE=${CULUA_CACHE:-$OUTDIR/cache}; export CULUA_CACHE
 
@@ -61,11 +63,16 @@ for f in $TESTS; do
   base=`basename "$f" .t`
   for tool in $TOOLS; do
     log=$OUTDIR/$tool-$base.log
-    "$SANITIZER" --tool "$tool" --error-exitcode 99 --print-limit 20 \
+    # SANITIZER_TIMEOUT (seconds): a file slower than that under a tool is
+    # reported as such, not waited for
+    $TIMEOUT "$SANITIZER" --tool "$tool" --error-exitcode 99 --print-limit 20 \
       $SANITIZER_FLAGS "$CULUA" "$f" >"$log" 2>&1
     rc=$?
-    n=`sed -n 's/.*ERROR SUMMARY: \([0-9][0-9]*\) error.*/\1/p' "$log" | tail -n 1`
-    if [ -z "$n" ]; then
+    n=`sed -n -e 's/.*ERROR SUMMARY: \([0-9][0-9]*\) error.*/\1/p' \
+              -e 's/.*RACECHECK SUMMARY: .*(\([0-9][0-9]*\) error.*/\1/p' "$log" | tail -n 1`
+    if [ "$rc" -eq 124 ] && [ -n "$TIMEOUT" ]; then
+      errs="timed out"
+    elif [ -z "$n" ]; then
       errs="no summary"
       status=1
     else
