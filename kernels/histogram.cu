@@ -22,8 +22,10 @@
 **      fit the shared memory given);
 **   2: seed 003's histogram: block-private bins in shared memory, one
 **      shared atomicAdd an element, no aggregation.
-** All read with a grid-stride loop over 64-bit indices; the grid is sized
-** by the host.
+** Mode | 4: x is 16-byte aligned, so whole 16-byte groups are read as
+** uint4 (the rest, fewer than a group, one element a thread after); a view
+** at another offset reads element by element. All read with a grid-stride
+** loop over 64-bit indices; the grid is sized by the host (occupancy).
 */
 
 typedef unsigned long long u64;
@@ -66,6 +68,8 @@ __device__ void histogram (const T *__restrict__ x, u64 n, C *counts, int bins,
                            i64 ilo, i64 ihi, double flo, double fhi,
                            u64 *left, int mode) {
   extern __shared__ unsigned sh[];
+  const bool vec = (mode & 4) != 0;   /* 16-byte loads: the host saw x aligned */
+  mode &= 3;
   const bool shared = mode != 1;
   if (shared) {
     for (int i = threadIdx.x; i < bins; i += blockDim.x) sh[i] = 0;
@@ -74,19 +78,14 @@ __device__ void histogram (const T *__restrict__ x, u64 n, C *counts, int bins,
   unsigned out = 0;   /* left out by this thread */
   const unsigned lane = threadIdx.x & 31;
   const u64 stride = (u64)gridDim.x * blockDim.x;
-  /* every lane of a warp runs the same number of rounds (the bound is
-  ** rounded up to whole warps), so __match_any_sync sees the full warp */
-  u64 start = (u64)blockIdx.x * blockDim.x + threadIdx.x;
-  u64 rounds = (n + stride - 1) / stride;
-  for (u64 r = 0, i = start; r < rounds; r++, i += stride) {
-    int b = -2;   /* -2: past the end */
-    if (i < n) {
-      b = binner<T>::bin(x[i], ilo, ihi, flo, fhi, bins);
-      if (b < 0) out++;
-    }
+  const u64 start = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+  /* count bin b (-1: left out, -2: past the end); every lane of a warp
+  ** calls this equally often (loop bounds are whole rounds of the grid),
+  ** so __match_any_sync sees the full warp */
+  auto put = [&] (int b) {
     if (mode == 2) {
       if (b >= 0) atomicAdd(&sh[b], 1u);
-      continue;
+      return;
     }
     unsigned peers = __match_any_sync(FULL_MASK, b);
     if (b >= 0 && (__ffs(peers) - 1) == (int)lane) {
@@ -94,6 +93,40 @@ __device__ void histogram (const T *__restrict__ x, u64 n, C *counts, int bins,
       if (shared) atomicAdd(&sh[b], k);
       else add_to(&counts[b], k);
     }
+  };
+  u64 done = 0;
+  if (vec) {   /* x is 16-byte aligned: whole 16-byte groups first */
+    const int V = 16 / sizeof(T);
+    const u64 groups = n / V;
+    const uint4 *xv = (const uint4 *)x;
+    const u64 rounds = (groups + stride - 1) / stride;
+    for (u64 r = 0, i = start; r < rounds; r++, i += stride) {
+      T v[V];
+      bool in = i < groups;
+      if (in) {
+        uint4 q = xv[i];
+        memcpy(v, &q, 16);
+      }
+      #pragma unroll
+      for (int k = 0; k < V; k++) {
+        int b = -2;
+        if (in) {
+          b = binner<T>::bin(v[k], ilo, ihi, flo, fhi, bins);
+          if (b < 0) out++;
+        }
+        put(b);
+      }
+    }
+    done = groups * V;
+  }
+  const u64 rounds = (n - done + stride - 1) / stride;
+  for (u64 r = 0, i = done + start; r < rounds; r++, i += stride) {
+    int b = -2;
+    if (i < n) {
+      b = binner<T>::bin(x[i], ilo, ihi, flo, fhi, bins);
+      if (b < 0) out++;
+    }
+    put(b);
   }
   /* the left-out count: a warp's sum, one atomic a warp */
   for (int o = 16; o > 0; o >>= 1) out += __shfl_down_sync(FULL_MASK, out, o);

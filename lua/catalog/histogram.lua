@@ -141,7 +141,9 @@ function M.histogram(x, counts, opts)
   if n > 0 then
     local kern = core.kernel("histogram", ("culua_histogram_%s_%s"):format(short[dt], short[cdt]), nil, dev)
     local mode = variant == "seed" and 2 or (bins <= SHARED_BINS and 0 or 1)
-    local shared = mode == 1 and 0 or 4 * bins
+    -- 16-byte vector loads where x starts on 16 bytes (the seed reads one by one)
+    if mode ~= 2 and x.ptr % 16 == 0 then mode = mode | 4 end
+    local shared = (mode & 3) == 1 and 0 or 4 * bins
     local ilo, ihi, flo, fhi = 0, 1, 0.0, 1.0
     if is_float(dt) then flo, fhi = lo, hi else ilo, ihi = lo, hi end
     kern:launch({grid = grid_for(kern, dev, n, shared), block = THREADS, shared = shared, stream = stream},
