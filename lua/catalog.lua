@@ -15,6 +15,7 @@ local families = {
   "matmul",
   "barrier",
   "scan",
+  "histogram",
 }
 
 -- every catalog call is an NVTX range of its name, so Nsight Systems shows

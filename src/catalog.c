@@ -197,9 +197,92 @@ static int catalog_ref_scan (lua_State *L) {
 /* }====================================================== */
 
 
+/*
+** {======================================================
+** histogram
+** =======================================================
+*/
+
+/*
+** _catalog.ref_histogram(hx, hcounts, bins, lo, hi, accumulate) -> left out:
+** equal-width bins over [lo, hi), the bin of v floor((v - lo) * bins /
+** (hi - lo)). Integers exactly, in 64-bit unsigned arithmetic (lua/catalog/
+** histogram.lua keeps lo and hi within [-2^32, 2^33] and bins below 2^30, so
+** the product fits); floats in double, each operation rounded once as the
+** kernel's __dsub_rn, __dmul_rn and __ddiv_rn are (volatile stops the
+** compiler from contracting them), and a quotient that rounds up to `bins`
+** for v < hi clamped to the last bin. Values outside [lo, hi), NaNs
+** included, are not counted: their number is returned.
+*/
+static int64_t hist_bin_int (int64_t v, int64_t lo, int64_t hi, uint64_t bins) {
+  if (v < lo || v >= hi) return -1;
+  return (int64_t)(((uint64_t)(v - lo) * bins) / (uint64_t)(hi - lo));
+}
+
+static int64_t hist_bin_float (double v, double lo, double hi, int64_t bins) {
+  volatile double d, q;
+  int64_t b;
+  if (!(v >= lo && v < hi)) return -1;
+  d = v - lo;
+  d = d * (double)bins;
+  q = hi - lo;
+  q = d / q;
+  b = (int64_t)floor(q);
+  return b >= bins ? bins - 1 : b;
+}
+
+static int catalog_ref_histogram (lua_State *L) {
+  culua_HostArray *hx = culua_testhostarray(L, 1), *hc = culua_testhostarray(L, 2);
+  lua_Integer bins = luaL_checkinteger(L, 3);
+  int accumulate = lua_toboolean(L, 6);
+  int64_t ilo = 0, ihi = 0, left = 0;
+  double flo = 0, fhi = 0;
+  size_t i;
+  if (hx == NULL) luaL_typeerror(L, 1, CULUA_HOSTARRAY);
+  if (hc == NULL) luaL_typeerror(L, 2, CULUA_HOSTARRAY);
+  if (hx->data == NULL || hc->data == NULL)
+    return luaL_error(L, "cuda.catalog.reference.histogram: %s is closed", hx->data == NULL ? "hx" : "hcounts");
+  if (hc->dtype != CULUA_UINT32 && hc->dtype != CULUA_UINT64)
+    return luaL_error(L, "cuda.catalog.reference.histogram: hcounts has dtype %s; expected uint32 or uint64",
+                      culua_dtype_names[hc->dtype]);
+  if (bins < 1 || (size_t)bins > hc->n)
+    return luaL_error(L, "cuda.catalog.reference.histogram: bins (%d) must be 1 .. #hcounts (%d)",
+                      (int)bins, (int)hc->n);
+  switch (hx->dtype) {
+    case CULUA_UINT8: case CULUA_UINT16: case CULUA_INT32: case CULUA_UINT32:
+      ilo = luaL_checkinteger(L, 4); ihi = luaL_checkinteger(L, 5); break;
+    case CULUA_FLOAT32: case CULUA_FLOAT64:
+      flo = luaL_checknumber(L, 4); fhi = luaL_checknumber(L, 5); break;
+    default:
+      return luaL_error(L, "cuda.catalog.reference.histogram: hx has dtype %s; expected one of "
+                        "uint8, uint16, int32, uint32, float32, float64", culua_dtype_names[hx->dtype]);
+  }
+  if (!accumulate) memset(hc->data, 0, (size_t)bins * culua_dtype_size[hc->dtype]);
+  for (i = 0; i < hx->n; i++) {
+    int64_t b;
+    switch (hx->dtype) {
+      case CULUA_UINT8: b = hist_bin_int(((const uint8_t *)hx->data)[i], ilo, ihi, (uint64_t)bins); break;
+      case CULUA_UINT16: b = hist_bin_int(((const uint16_t *)hx->data)[i], ilo, ihi, (uint64_t)bins); break;
+      case CULUA_INT32: b = hist_bin_int(((const int32_t *)hx->data)[i], ilo, ihi, (uint64_t)bins); break;
+      case CULUA_UINT32: b = hist_bin_int(((const uint32_t *)hx->data)[i], ilo, ihi, (uint64_t)bins); break;
+      case CULUA_FLOAT32: b = hist_bin_float(((const float *)hx->data)[i], flo, fhi, bins); break;
+      default: b = hist_bin_float(((const double *)hx->data)[i], flo, fhi, bins); break;
+    }
+    if (b < 0) left++;
+    else if (hc->dtype == CULUA_UINT32) ((uint32_t *)hc->data)[b]++;
+    else ((uint64_t *)hc->data)[b]++;
+  }
+  lua_pushinteger(L, (lua_Integer)left);
+  return 1;
+}
+
+/* }====================================================== */
+
+
 static const luaL_Reg catalog_funcs[] = {
   {"ref_matmul", catalog_ref_matmul},
   {"ref_scan", catalog_ref_scan},
+  {"ref_histogram", catalog_ref_histogram},
   {"fatbin", catalog_fatbin},
   {"source", catalog_source},
   {"families", catalog_families},

@@ -6,7 +6,7 @@ local cuda = require "cuda"
 local srcdir = os.getenv("CULUA_SRCDIR") or "."
 
 for _, f in ipairs{"examples/devices.lua", "examples/embed.lua", "examples/grid_barrier.lua", "examples/matmul_lab.lua",
-                   "examples/scan.lua", "bench/scan.lua", "bench/launch.lua", "bench/copy.lua", "bench/nvrtc_cache.lua", "bench/matmul.lua", "bench/barrier.lua"} do
+                   "examples/scan.lua", "bench/scan.lua", "examples/histogram.lua", "bench/histogram.lua", "bench/launch.lua", "bench/copy.lua", "bench/nvrtc_cache.lua", "bench/matmul.lua", "bench/barrier.lua"} do
   local chunk, err = loadfile(srcdir .. "/" .. f)
   T.ok(chunk ~= nil, f .. " parses", err)
 end
@@ -33,6 +33,9 @@ if cuda.device_count() > 0 then
   T.like(out, "result%[gpu_v2%] *::.-SUCCESS!!.-result%[lookback%] *::.-SUCCESS!!.-pack%[gpu%] *::.-SUCCESS!!.-split%[gpu%] *::.-SUCCESS!!",
          "scan.lua checks the seed's scans, the multi-block ones, compact and split against the CPU")
   T.unlike(out, "FAILED", "and none fails")
+  out, status = T.run(("%s %s/examples/histogram.lua 300 201"):format(T.culua, srcdir))
+  T.is(status, 0, "histogram.lua (300 x 201) exits 0")
+  T.like(out, "variant 'default'.-SUCCESS!!.-variant 'seed'.-SUCCESS!!", "histogram.lua checks both variants against the CPU")
 else
   T.like(out, "No CUDA device found", "devices.lua says plainly that there is none")
 end

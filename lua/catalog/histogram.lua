@@ -1,0 +1,175 @@
+-- culua.catalog.histogram: cuda.catalog.histogram (kernels/histogram.cu):
+-- equal-width bins over [lo, hi) for 1-, 2-, 4- and 8-byte input counted
+-- into uint32 or uint64 counts, from seed 003's shared-memory histogram to
+-- one that aggregates equal values within a warp before any atomic.
+
+local cuda = require "cuda"
+local core = require "culua.catalog.core"
+local C = cuda._catalog
+
+local fail, one_of, ceil_div = core.fail, core.one_of, core.ceil_div
+
+local M = {}
+
+local dtypes = {"uint8", "uint16", "int32", "uint32", "float32", "float64"}
+local count_dtypes = {"uint32", "uint64"}
+local short = {uint8 = "u8", uint16 = "u16", int32 = "i32", uint32 = "u32", float32 = "f32",
+               float64 = "f64", uint64 = "u64"}
+local variants = {"default", "seed"}
+
+local THREADS = 256
+-- bins a block keeps in shared memory (4-byte words): 48 KiB, what a launch
+-- may ask for without opting in; beyond it the default variant counts in
+-- global memory and the seed's is refused
+local SHARED_BINS = 48 * 1024 // 4
+local MAX_BINS = 1 << 30   -- keeps (v - lo) * bins within 64 bits (below)
+-- integer lo and hi: within these, v - lo < 2^34 and (v - lo) * bins < 2^64
+local INT_LO, INT_HI = -(1 << 32), 1 << 33
+
+-- {====================================================== checks
+
+local function dtype(a) return a.dtype end
+local function open_dtype(fname, what, x)
+  if cuda.type(x) ~= "cuda.array" then
+    fail(fname, "%s must be a cuda.array, got %s", what, cuda.type(x) or type(x))
+  end
+  local ok, dt = pcall(dtype, x)
+  if not ok then fail(fname, "%s is closed", what) end
+  return dt
+end
+
+local function is_float(dt) return dt == "float32" or dt == "float64" end
+
+-- bins, lo and hi from the options, checked; counts holds `ncounts` elements
+local function range(fname, dt, ncounts, opts)
+  local bins = opts.bins
+  if bins == nil then bins = ncounts
+  elseif math.type(bins) ~= "integer" then
+    fail(fname, "bins must be an integer, got %s", tostring(bins))
+  end
+  if bins < 1 then fail(fname, "bins must be at least 1, got %d", bins) end
+  if bins > MAX_BINS then fail(fname, "bins must be at most %d, got %d", MAX_BINS, bins) end
+  if bins > ncounts then fail(fname, "counts has %d elements, fewer than bins (%d)", ncounts, bins) end
+  local lo, hi = opts.lo, opts.hi
+  if is_float(dt) then
+    if lo == nil then fail(fname, "lo is required for %s input", dt) end
+    if hi == nil then fail(fname, "hi is required for %s input", dt) end
+  end
+  lo, hi = lo or 0, hi or bins
+  for what, v in pairs{lo = lo, hi = hi} do
+    if type(v) ~= "number" then fail(fname, "%s must be a number, got %s", what, type(v)) end
+    if v ~= v then fail(fname, "%s is NaN", what) end
+  end
+  if is_float(dt) then
+    lo, hi = lo + 0.0, hi + 0.0
+    if lo == -math.huge or hi == math.huge then fail(fname, "lo and hi must be finite") end
+  else
+    local ilo, ihi = math.tointeger(lo), math.tointeger(hi)
+    if not ilo then fail(fname, "lo must be an integer for %s input, got %s", dt, tostring(lo)) end
+    if not ihi then fail(fname, "hi must be an integer for %s input, got %s", dt, tostring(hi)) end
+    if ilo < INT_LO or ilo > INT_HI then fail(fname, "lo must be within [%d, %d], got %d", INT_LO, INT_HI, ilo) end
+    if ihi < INT_LO or ihi > INT_HI then fail(fname, "hi must be within [%d, %d], got %d", INT_LO, INT_HI, ihi) end
+    lo, hi = ilo, ihi
+  end
+  if not (lo < hi) then fail(fname, "lo (%s) must be below hi (%s)", tostring(lo), tostring(hi)) end
+  return bins, lo, hi
+end
+
+-- }======================================================
+
+
+-- {====================================================== read back
+
+core.scratch_kind("histogram_word", "int64")   -- zeroed by each call, on its stream
+
+-- one pinned word a stream (or device) to read the left-out count through
+local readback = setmetatable({}, {__mode = "k"})
+local readback_dev = {}
+local function read_word(word, dev, stream)
+  local h
+  if stream then
+    h = readback[stream]
+    if not h then h = cuda.host_array("int64", 1, {pinned = true}); readback[stream] = h end
+    word:copy_to(h, stream)
+    stream:synchronize()   -- this stream only
+  else
+    h = readback_dev[dev.ordinal]
+    if not h then h = cuda.host_array("int64", 1, {pinned = true}); readback_dev[dev.ordinal] = h end
+    word:copy_to(h)
+  end
+  return h[1]
+end
+
+-- }======================================================
+
+
+-- {====================================================== histogram
+
+-- the grid: as many blocks as are resident at once (at most one an 8 KiB of
+-- input a thread block would read in one sweep), so each reads a grid-stride
+local function grid_for(kern, dev, n, shared)
+  local per = kern:max_active_blocks(THREADS, shared)
+  if per < 1 then per = 1 end
+  return math.max(1, math.min(per * core.sm_count(dev), ceil_div(n, THREADS * 4)))
+end
+
+-- cuda.catalog.histogram(x, counts [, opts]) -> how many of x were left out
+--   opts: bins (#counts), lo and hi (0 and bins for integer input; required
+--   for floats), accumulate (false: counts[1 .. bins] are zeroed first),
+--   variant ("default" | "seed"), stream
+function M.histogram(x, counts, opts)
+  local fname = "histogram"
+  opts = core.options(fname, opts, {"bins", "lo", "hi", "accumulate", "variant", "stream"})
+  local dt = open_dtype(fname, "x", x)
+  core.dtype_of(fname, "x", x, dtypes)
+  local cdt = open_dtype(fname, "counts", counts)
+  core.dtype_of(fname, "counts", counts, count_dtypes)
+  local dev = core.same_device(fname, {"x", "counts"}, x, counts)
+  local stream = core.check_stream(fname, opts.stream, dev)
+  local variant = one_of(fname, "variant", opts.variant or "default", variants)
+  if opts.accumulate ~= nil and type(opts.accumulate) ~= "boolean" then
+    fail(fname, "accumulate must be a boolean, got %s", type(opts.accumulate))
+  end
+  local bins, lo, hi = range(fname, dt, #counts, opts)
+  if variant == "seed" and bins > SHARED_BINS then
+    fail(fname, "variant 'seed' keeps the bins in shared memory: at most %d bins, got %d", SHARED_BINS, bins)
+  end
+  local n = #x
+  local word = core.scratch("histogram_word", dev, stream, 1):view(1, 1)
+  word:fill(0, stream)
+  if not opts.accumulate then counts:view(1, bins):fill(0, stream) end
+  if n > 0 then
+    local kern = core.kernel("histogram", ("culua_histogram_%s_%s"):format(short[dt], short[cdt]), nil, dev)
+    local mode = variant == "seed" and 2 or (bins <= SHARED_BINS and 0 or 1)
+    -- 16-byte vector loads where x starts on 16 bytes (the seed reads one by one)
+    if mode ~= 2 and x.ptr % 16 == 0 then mode = mode | 4 end
+    local shared = (mode & 3) == 1 and 0 or 4 * bins
+    local ilo, ihi, flo, fhi = 0, 1, 0.0, 1.0
+    if is_float(dt) then flo, fhi = lo, hi else ilo, ihi = lo, hi end
+    kern:launch({grid = grid_for(kern, dev, n, shared), block = THREADS, shared = shared, stream = stream},
+                x, n, counts, bins, ilo, ihi, flo, fhi, word, mode)
+  end
+  return read_word(word, dev, stream)
+end
+
+-- }======================================================
+
+-- on host arrays, in C: the same binning rule; returns the left-out count
+M.reference = {
+  histogram = function (hx, hcounts, opts)
+    local fname = "reference.histogram"
+    opts = core.options(fname, opts, {"bins", "lo", "hi", "accumulate"})
+    local bins, lo, hi = range(fname, hx.dtype, #hcounts, opts)
+    return C.ref_histogram(hx, hcounts, bins, lo, hi, opts.accumulate == true)
+  end,
+}
+
+M.info = {
+  variants = variants,
+  dtypes = dtypes,
+  counts = count_dtypes,
+  default = "default",
+  limits = {seed = SHARED_BINS, shared = SHARED_BINS},
+}
+
+return M
