@@ -16,15 +16,8 @@ local ANCHOR = arg[1]
 local REPS = 20
 local dev = cuda.device()
 
-local function anchor(args, key)
-  if not ANCHOR then return nil end
-  local p = io.popen(ANCHOR .. " " .. args .. " 2>&1")
-  local out = p:read("a")
-  p:close()
-  local v = tonumber(out:match(key .. "%s+([%d%.eE+-]+)"))
-  if not v then io.stderr:write(("anchor %s %s: no %s in its output:\n%s\n"):format(ANCHOR, args, key, out)) end
-  return v
-end
+local run_anchor = require "culua.anchor"
+local function anchor(args, key) return run_anchor(ANCHOR, args, key) end
 
 local function line(what, ms, bytes, cub_ms, target)
   local s = ("%-40s %9.3f ms %8.1f GB/s"):format(what, ms, bytes / ms / 1e6)
