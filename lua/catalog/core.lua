@@ -117,6 +117,43 @@ end
 -- }======================================================
 
 
+-- {====================================================== results read back
+
+-- one pinned host word a stream (or device) and dtype, reused
+local readback = setmetatable({}, {__mode = "k"})
+local readback_dev = {}
+
+-- the first element of a device array of results (a count, a reduction), read
+-- through a pinned word once the caller's stream has done it: only that
+-- stream is synchronized (the default stream's copy waits for its own work)
+function core.read_word(word, stream)
+  local words
+  if stream then
+    words = readback[stream] or {}
+    readback[stream] = words
+  else
+    local ordinal = word.device.ordinal
+    words = readback_dev[ordinal] or {}
+    readback_dev[ordinal] = words
+  end
+  local h = words[word.dtype]
+  if not h then
+    h = cuda.host_array(word.dtype, 1, {pinned = true})
+    words[word.dtype] = h
+  end
+  local v = word:view(1, 1)
+  if stream then
+    v:copy_to(h, stream)
+    stream:synchronize()
+  else
+    v:copy_to(h)
+  end
+  return h[1]
+end
+
+-- }======================================================
+
+
 -- {====================================================== argument checks
 
 -- raise "cuda.catalog.<fname>: ..." at the user's line: the first caller

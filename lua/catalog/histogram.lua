@@ -78,29 +78,8 @@ end
 -- }======================================================
 
 
--- {====================================================== read back
-
+-- the left-out count, read back through core.read_word
 core.scratch_kind("histogram_word", "int64")   -- zeroed by each call, on its stream
-
--- one pinned word a stream (or device) to read the left-out count through
-local readback = setmetatable({}, {__mode = "k"})
-local readback_dev = {}
-local function read_word(word, dev, stream)
-  local h
-  if stream then
-    h = readback[stream]
-    if not h then h = cuda.host_array("int64", 1, {pinned = true}); readback[stream] = h end
-    word:copy_to(h, stream)
-    stream:synchronize()   -- this stream only
-  else
-    h = readback_dev[dev.ordinal]
-    if not h then h = cuda.host_array("int64", 1, {pinned = true}); readback_dev[dev.ordinal] = h end
-    word:copy_to(h)
-  end
-  return h[1]
-end
-
--- }======================================================
 
 
 -- {====================================================== histogram
@@ -149,7 +128,7 @@ function M.histogram(x, counts, opts)
     kern:launch({grid = grid_for(kern, dev, n, shared), block = THREADS, shared = shared, stream = stream},
                 x, n, counts, bins, ilo, ihi, flo, fhi, word, mode)
   end
-  return read_word(word, dev, stream)
+  return core.read_word(word, stream)
 end
 
 -- }======================================================

@@ -107,32 +107,6 @@ local function tiles_for(dev, stream, ntiles)
   return w, values, base, st.epoch
 end
 
--- one pinned word a stream (or device) and dtype to read a result back through
-local readback = setmetatable({}, {__mode = "k"})
-local readback_dev = {}
-local function read_word(word, dev, stream)
-  local words
-  if stream then
-    words = readback[stream] or {}
-    readback[stream] = words
-  else
-    words = readback_dev[dev.ordinal] or {}
-    readback_dev[dev.ordinal] = words
-  end
-  local h = words[word.dtype]
-  if not h then
-    h = cuda.host_array(word.dtype, 1, {pinned = true})
-    words[word.dtype] = h
-  end
-  local v = word:view(1, 1)
-  if stream then
-    v:copy_to(h, stream)
-    stream:synchronize()   -- this stream only
-  else
-    v:copy_to(h)
-  end
-  return h[1]
-end
 
 -- }======================================================
 
@@ -228,7 +202,7 @@ function M.reduce(x, opts)
   if #x < 1 then fail(fname, "x is empty") end
   local word = core.scratch("scan_word", dev, stream, 1)
   lookback(x, nil, #x, false, identity_bits(dt, op), dt, op, stream, word)
-  return from_bits(dt, read_word(word, dev, stream))
+  return from_bits(dt, core.read_word(word, stream))
 end
 
 -- }======================================================
@@ -318,7 +292,7 @@ local function select_common(fname, x, y, pred, opts, split)
   end
   if split then pass(2) end   -- the kept count first: the rest start there
   pass(split and 1 or 0)
-  return read_word(word, dev, stream)
+  return core.read_word(word, stream)
 end
 
 -- cuda.catalog.compact(x, y, pred [, opts]) -> count: the elements of x for which
