@@ -341,24 +341,7 @@ static int opt_int (lua_State *L, int t, const char *key, int dflt) {
 static void check_opts (lua_State *L, int t, const char *fname, const char *const known[]) {
   if (lua_isnoneornil(L, t)) return;
   luaL_argexpected(L, lua_istable(L, t), t, "table of options");
-  lua_pushnil(L);
-  while (lua_next(L, t)) {
-    int i, found = 0;
-    if (lua_type(L, -2) == LUA_TSTRING)
-      for (i = 0; known[i] != NULL; i++) found |= strcmp(known[i], lua_tostring(L, -2)) == 0;
-    if (!found) {
-      luaL_Buffer B;
-      const char *key = luaL_tolstring(L, -2, NULL);   /* key, value, keystring */
-      luaL_buffinit(L, &B);
-      for (i = 0; known[i] != NULL; i++) {
-        if (i) luaL_addstring(&B, ", ");
-        luaL_addstring(&B, known[i]);
-      }
-      luaL_pushresult(&B);
-      luaL_error(L, "%s: unknown option '%s' (known: %s)", fname, key, lua_tostring(L, -1));
-    }
-    lua_pop(L, 1);
-  }
+  culua_checkoptions(L, t, fname, known);
 }
 
 

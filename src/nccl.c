@@ -122,13 +122,9 @@ static int nccl_comm (lua_State *L) {
   luaL_argcheck(L, rank >= 0 && rank < nranks, 3,
                 lua_pushfstring(L, "rank must be 0..%I (nranks - 1), got %I", nranks - 1, rank));
   if (!lua_isnoneornil(L, 4)) {
+    static const char *const known[] = {"device", NULL};
     luaL_checktype(L, 4, LUA_TTABLE);
-    lua_pushnil(L);
-    while (lua_next(L, 4)) {
-      if (lua_type(L, -2) != LUA_TSTRING || strcmp(lua_tostring(L, -2), "device") != 0)
-        luaL_error(L, "%s: unknown option '%s' (known: device)", fname, luaL_tolstring(L, -2, NULL));
-      lua_pop(L, 1);
-    }
+    culua_checkoptions(L, 4, fname, known);
     if (lua_getfield(L, 4, "device") != LUA_TNIL) ordinal = (int)luaL_checkinteger(L, -1);
     lua_pop(L, 1);
   }
@@ -299,13 +295,14 @@ static void read_op (lua_State *L, Op *o, const char *fname, int reduces, int ro
   o->op = ncclSum;
   if (lua_isnoneornil(L, opts)) return;
   luaL_argexpected(L, lua_istable(L, opts), opts, "table of options");
-  lua_pushnil(L);
-  while (lua_next(L, opts)) {
-    const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "";
-    if (!((reduces && strcmp(k, "op") == 0) || (rooted && strcmp(k, "root") == 0) || strcmp(k, "stream") == 0))
-      luaL_error(L, "%s: unknown option '%s' (known: %s%sstream)", fname, luaL_tolstring(L, -2, NULL),
-                 reduces ? "op, " : "", rooted ? "root, " : "");
-    lua_pop(L, 1);
+  {   /* op and root only where the operation has them */
+    const char *known[4];
+    int k = 0;
+    if (reduces) known[k++] = "op";
+    if (rooted) known[k++] = "root";
+    known[k++] = "stream";
+    known[k] = NULL;
+    culua_checkoptions(L, opts, fname, known);
   }
   if (lua_getfield(L, opts, "op") != LUA_TNIL) {
     const char *name = luaL_checkstring(L, -1);

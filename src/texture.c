@@ -94,17 +94,7 @@ static void read_options (lua_State *L, int i, Options *o) {
   memset(o, 0, sizeof(*o));
   if (lua_isnoneornil(L, i)) return;
   luaL_checktype(L, i, LUA_TTABLE);
-  lua_pushnil(L);
-  while (lua_next(L, i)) {   /* a misspelt key must not silently mean the default */
-    int j;
-    for (j = 0; option_names[j] != NULL; j++)
-      if (lua_type(L, -2) == LUA_TSTRING && strcmp(lua_tostring(L, -2), option_names[j]) == 0) break;
-    if (option_names[j] == NULL)
-      luaL_error(L, "cuda.texture: unknown option %s (known: filter, address, normalized, read, border)",
-                 lua_type(L, -2) == LUA_TSTRING ? lua_pushfstring(L, "'%s'", lua_tostring(L, -2))
-                                                : luaL_typename(L, -2));
-    lua_pop(L, 1);
-  }
+  culua_checkoptions(L, i, "cuda.texture", option_names);   /* a misspelt key must not mean the default */
   o->filter = pick(L, i, "filter", filter_names, 0);
   o->address = pick(L, i, "address", address_names, 0);
   o->read = pick(L, i, "read", read_names, 0);
