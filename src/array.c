@@ -390,14 +390,11 @@ static void peer_access (lua_State *L, culua_Array *x, const culua_Array *y) {
   const culua_Driver *cu = culua_cu(L, "copy");
   int a = x->c.ordinal, b = y->c.ordinal, ok = 0;
   culua_Ctx yc = y->c;
-  CUresult r;
   if (a >= 64 || b >= 64 || ((S->peers[a] >> b) & 1 && (S->peers[b] >> a) & 1)) return;
   if (cu->cuDeviceCanAccessPeer(&ok, x->c.dev, y->c.dev) != CUDA_SUCCESS || !ok) return;
-  r = cu->cuCtxEnablePeerAccess(yc.ctx, 0);            /* x's context is current: x reads y */
-  if (r == CUDA_SUCCESS || r == CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) S->peers[a] |= 1ULL << b;
+  culua_enable_peer(L, a, yc.ctx, b);                  /* x's context is current: x reads y */
   culua_ctx_enter(L, &yc, CULUA_ARRAY);
-  r = cu->cuCtxEnablePeerAccess(x->c.ctx, 0);
-  if (r == CUDA_SUCCESS || r == CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) S->peers[b] |= 1ULL << a;
+  culua_enable_peer(L, b, x->c.ctx, a);
   culua_ctx_enter(L, &x->c, CULUA_ARRAY);
 }
 

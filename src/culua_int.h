@@ -130,6 +130,13 @@ int culua_ctx_stale (const culua_Ctx *c);
 */
 int culua_ctx_live (culua_Ctx *c);
 
+/*
+** Let kernels on device `from` (its context current) read the memory of
+** context `to` (device toord), and note it in culua_State.peers; an access
+** already enabled is success. Returns the driver's result.
+*/
+CUresult culua_enable_peer (lua_State *L, int from, CUcontext to, int toord);
+
 /* push the cuda.device object of an ordinal */
 void culua_pushdevice (lua_State *L, int ordinal, const char *fname);
 

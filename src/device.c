@@ -319,6 +319,15 @@ static int device_can_access_peer (lua_State *L) {
 }
 
 
+CUresult culua_enable_peer (lua_State *L, int from, CUcontext to, int toord) {
+  CUresult r = culua_load_driver(NULL)->cuCtxEnablePeerAccess(to, 0);
+  if (r == CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) r = CUDA_SUCCESS;
+  if (r == CUDA_SUCCESS && from < 64 && toord < 64)   /* launches check arrays of other devices against it */
+    culua_state(L)->peers[from] |= 1ULL << toord;
+  return r;
+}
+
+
 /* dev:enable_peer_access(other): let kernels on dev read other's memory */
 static int device_enable_peer_access (lua_State *L) {
   Device *d = check_device(L, 1), *o = check_device(L, 2);
@@ -327,11 +336,9 @@ static int device_enable_peer_access (lua_State *L) {
   luaL_argcheck(L, d->ordinal != o->ordinal, 2, "a device is always its own peer");
   oc = device_ctx(L, o, "enable_peer_access");
   device_ctx(L, d, "enable_peer_access");
-  r = culua_cu(L, "enable_peer_access")->cuCtxEnablePeerAccess(oc->ctx, 0);
-  if (r != CUDA_SUCCESS && r != CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED)
+  r = culua_enable_peer(L, d->ordinal, oc->ctx, o->ordinal);
+  if (r != CUDA_SUCCESS)
     culua_cufail(L, r, "enable_peer_access", "from device %d to %d", d->ordinal, o->ordinal);
-  if (d->ordinal < 64 && o->ordinal < 64)   /* launches check arrays of other devices against it */
-    culua_state(L)->peers[d->ordinal] |= 1ULL << o->ordinal;
   return 0;
 }
 
