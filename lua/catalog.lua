@@ -15,6 +15,7 @@ local families = {
   "matmul",
   "barrier",
   "scan",
+  "sort",
 }
 
 local catalog = {
