@@ -205,6 +205,9 @@ local function check_open(fname, what, x)
   check_array(fname, what, x)
   local ok, n = pcall(size_of, x)
   if not ok then fail(fname, "%s is a closed cuda.array", what) end
+  if x.pitched then   -- its rows are apart: the kernels read elements one after another
+    fail(fname, "%s is a pitched array (copy it to a packed array first)", what)
+  end
   return n
 end
 
