@@ -1,5 +1,5 @@
 -- bench/sort.lua: cuda.catalog.sort against CUB's DeviceRadixSort, in the same run.
---   culua bench/sort.lua [ANCHOR]
+--   culua bench/sort.lua [ANCHOR] [sweep]
 -- ANCHOR (bench/anchor_cub) sorts uniform random keys and prints the median of its
 -- event-timed calls:
 --   ANCHOR sort u32 N REPS keys|pairs   -> "sort_ms X"   (uint32 keys, uint32 values)
@@ -8,10 +8,13 @@
 -- they (and the values) are restored from pristine device copies before the call, the
 -- stream is synchronized, and only the call lies between the two events. Figures:
 -- uint32 keys and pairs at 2^28 and uint64 keys at 2^27 in Gkeys/s (targets >= 1.0x
--- CUB), and a sort of 2^16 uint32 keys a call (target <= 30 us), every variant.
+-- CUB), and a sort of 2^16 uint32 keys a call (target <= 30 us), every variant. With
+-- "sweep", the 2^28 and 2^27 sorts again with other keys a thread (items =, compiled by
+-- NVRTC on first use), to choose the prebuilt counts.
 local cuda = require "cuda"
 local cat = cuda.catalog
-local ANCHOR = arg[1]
+local ANCHOR = arg[1] ~= "sweep" and arg[1] or nil
+local SWEEP = arg[1] == "sweep" or arg[2] == "sweep"
 local REPS = 15
 
 if cuda.device_count() == 0 then
@@ -139,6 +142,25 @@ do
   print(("%-28s %9.2f us"):format("n = 3000 (one block)", time_sort(small, nil, 5 * REPS) * 1000))
   local w = random_keys("uint32", 32, 6)
   print(("%-28s %9.2f us"):format("n = 32, variant warp", time_sort(w, nil, 5 * REPS, {variant = "warp"}) * 1000))
+end
+
+if SWEEP then
+  print("keys a thread (items; the prebuilt: 15 for 32-bit keys, 12 for 64-bit)")
+  for _, c in ipairs{
+    {"uint32 keys n = 2^28", "uint32", 1 << 28, false, {9, 12, 15, 17, 18}},
+    {"uint32 pairs n = 2^28", "uint32", 1 << 28, true, {9, 12, 15, 17, 18}},
+    {"uint64 keys n = 2^27", "uint64", 1 << 27, false, {8, 10, 12, 14, 16, 18}},
+  } do
+    local what, dt, n, with_values, counts = table.unpack(c)
+    local pk = random_keys(dt, n, 1)
+    local pv = with_values and random_keys("uint32", n, 2) or nil
+    for _, items in ipairs(counts) do
+      line(("%s items %d"):format(what, items), n, time_sort(pk, pv, 5, {items = items}))
+    end
+    pk, pv = nil, nil
+    collectgarbage()
+    collectgarbage()
+  end
 end
 
 if #targets > 0 then print("targets: " .. table.concat(targets, "; ")) end
