@@ -31,5 +31,7 @@ if command -v taskset >/dev/null 2>&1; then pin="taskset -c 2"; fi
   echo
   "$culua" bench/histogram.lua bench/anchor_cub
   echo
+  "$culua" bench/sort.lua bench/anchor_cub
+  echo
   "$culua" examples/grid_barrier.lua seed "${out:-/tmp}/grid_barrier.csv" | sed -n '/Part 2/,$p'
 } 2>&1 | if [ -n "$out" ]; then tee "$out/bench.txt"; else cat; fi

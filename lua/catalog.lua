@@ -16,6 +16,7 @@ local families = {
   "barrier",
   "scan",
   "histogram",
+  "sort",
 }
 
 -- every catalog call is an NVTX range of its name, so Nsight Systems shows

@@ -11,6 +11,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "culua_int.h"
@@ -278,11 +279,129 @@ static int catalog_ref_histogram (lua_State *L) {
 
 /* }====================================================== */
 
+/* {====================================================== CPU references: sort */
+
+/* a key and its position: qsort is not stable, the position makes it so */
+typedef struct SortItem {
+  uint64_t key;
+  size_t pos;
+} SortItem;
+
+static int sortitem_cmp (const void *a, const void *b) {
+  const SortItem *x = (const SortItem *)a, *y = (const SortItem *)b;
+  if (x->key != y->key) return x->key < y->key ? -1 : 1;
+  return (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+#define F32_NAN(u) (((u) & 0x7fffffffu) > 0x7f800000u)
+#define F64_NAN(v) (((v) & 0x7fffffffffffffffull) > 0x7ff0000000000000ull)
+
+/*
+** The key at p as the unsigned "radix bits" the GPU sorts (kernels/sort.cu):
+** the sign bit of signed keys flipped; of floats, every bit when negative
+** and the sign bit otherwise; inverted when descending; every NaN all ones
+** in either order, so that it sorts last.
+*/
+static uint64_t radix_bits (culua_Dtype t, const void *p, int desc) {
+  uint32_t u;
+  uint64_t v, r;
+  switch (t) {
+    case CULUA_UINT32: memcpy(&u, p, 4); r = u; break;
+    case CULUA_INT32: memcpy(&u, p, 4); r = u ^ 0x80000000u; break;
+    case CULUA_FLOAT32:
+      memcpy(&u, p, 4);
+      if (F32_NAN(u)) return 0xffffffffu;
+      r = (u & 0x80000000u) ? (uint32_t)~u : u ^ 0x80000000u;
+      break;
+    case CULUA_UINT64: memcpy(&v, p, 8); r = v; break;
+    case CULUA_INT64: memcpy(&v, p, 8); r = v ^ 0x8000000000000000ull; break;
+    default:   /* CULUA_FLOAT64 */
+      memcpy(&v, p, 8);
+      if (F64_NAN(v)) return ~(uint64_t)0;
+      r = (v & 0x8000000000000000ull) ? ~v : v ^ 0x8000000000000000ull;
+      break;
+  }
+  if (desc) r = culua_dtype_size[t] == 8 ? ~r : (~r & 0xffffffffu);
+  return r;
+}
+
+/* a NaN key as the GPU writes it back: the canonical quiet NaN */
+static void canonical_nan (culua_Dtype t, void *p) {
+  if (t == CULUA_FLOAT32) {
+    uint32_t u;
+    memcpy(&u, p, 4);
+    if (F32_NAN(u)) { u = 0x7fc00000u; memcpy(p, &u, 4); }
+  }
+  else if (t == CULUA_FLOAT64) {
+    uint64_t v;
+    memcpy(&v, p, 8);
+    if (F64_NAN(v)) { v = 0x7ff8000000000000ull; memcpy(p, &v, 8); }
+  }
+}
+
+/* move n elements of size `es` at data into the order of items, through tmp */
+static void permute (char *data, size_t es, const SortItem *items, size_t n, char *tmp) {
+  size_t j;
+  for (j = 0; j < n; j++) memcpy(tmp + j * es, data + items[j].pos * es, es);
+  memcpy(data, tmp, n * es);
+}
+
+/*
+** _catalog.ref_sort(hkeys, hvalues|nil, descending, begin_bit, end_bit):
+** the stable sort of cuda.catalog.sort on host arrays, in place, in the
+** GPU's order: by bits begin_bit .. end_bit-1 of the keys' radix bits,
+** equal keys in their input order; NaN keys come out as the GPU writes
+** them. qsort on (key, position) pairs: n log n, fine for a reference.
+*/
+static int catalog_ref_sort (lua_State *L) {
+  culua_HostArray *k = culua_testhostarray(L, 1), *v = NULL;
+  int desc = lua_toboolean(L, 3);
+  lua_Integer b0 = luaL_checkinteger(L, 4), b1 = luaL_checkinteger(L, 5);
+  size_t n, i, ks, width, es;
+  uint64_t mask;
+  SortItem *items;
+  char *tmp;
+  if (k == NULL) return luaL_typeerror(L, 1, CULUA_HOSTARRAY);
+  if (!lua_isnoneornil(L, 2) && (v = culua_testhostarray(L, 2)) == NULL)
+    return luaL_typeerror(L, 2, CULUA_HOSTARRAY);
+  switch (k->dtype) {
+    case CULUA_UINT32: case CULUA_INT32: case CULUA_FLOAT32:
+    case CULUA_UINT64: case CULUA_INT64: case CULUA_FLOAT64: break;
+    default:
+      return luaL_error(L, "reference.sort: keys of dtype %s are not sorted (uint32, int32, float32, uint64, int64, float64)",
+                        culua_dtype_names[k->dtype]);
+  }
+  n = k->n;
+  ks = culua_dtype_size[k->dtype];
+  width = 8 * ks;
+  if (v != NULL && v->n != n)
+    return luaL_error(L, "reference.sort: hvalues has %d elements but hkeys has %d", (int)v->n, (int)n);
+  if (b0 < 0 || b1 > (lua_Integer)width || b0 >= b1)
+    return luaL_error(L, "reference.sort: bits %d..%d are not within 0..%d", (int)b0, (int)b1, (int)width);
+  mask = (b1 - b0 == 64) ? ~(uint64_t)0 : (((uint64_t)1 << (b1 - b0)) - 1);
+  es = v != NULL && culua_dtype_size[v->dtype] > ks ? culua_dtype_size[v->dtype] : ks;
+  items = (SortItem *)lua_newuserdatauv(L, (n ? n : 1) * sizeof(SortItem), 0);
+  tmp = (char *)lua_newuserdatauv(L, (n ? n : 1) * es, 0);
+  for (i = 0; i < n; i++) {
+    items[i].key = (radix_bits(k->dtype, (const char *)k->data + i * ks, desc) >> b0) & mask;
+    items[i].pos = i;
+  }
+  qsort(items, n, sizeof(SortItem), sortitem_cmp);
+  permute((char *)k->data, ks, items, n, tmp);
+  for (i = 0; i < n; i++) canonical_nan(k->dtype, (char *)k->data + i * ks);
+  if (v != NULL) permute((char *)v->data, culua_dtype_size[v->dtype], items, n, tmp);
+  lua_settop(L, 1);
+  return 1;
+}
+
+/* }====================================================== */
+
 
 static const luaL_Reg catalog_funcs[] = {
   {"ref_matmul", catalog_ref_matmul},
   {"ref_scan", catalog_ref_scan},
   {"ref_histogram", catalog_ref_histogram},
+  {"ref_sort", catalog_ref_sort},
   {"fatbin", catalog_fatbin},
   {"source", catalog_source},
   {"families", catalog_families},

@@ -1,12 +1,13 @@
 -- The examples and benchmark scripts: every one parses; devices.lua runs anywhere;
 -- with a GPU, a small run of the matmul lab checks every variant and writes its CSVs, and a
--- small run of the scan example checks its scans, compact and split.
+-- small run of the scan example checks its scans, compact and split, and the sort example agrees
+-- with the CPU.
 local T = require "culua.tap"
 local cuda = require "cuda"
 local srcdir = os.getenv("CULUA_SRCDIR") or "."
 
 for _, f in ipairs{"examples/devices.lua", "examples/embed.lua", "examples/grid_barrier.lua", "examples/matmul_lab.lua",
-                   "examples/scan.lua", "bench/scan.lua", "examples/histogram.lua", "bench/histogram.lua", "bench/launch.lua", "bench/copy.lua", "bench/nvrtc_cache.lua", "bench/matmul.lua", "bench/barrier.lua"} do
+                   "examples/scan.lua", "bench/scan.lua", "examples/histogram.lua", "bench/histogram.lua", "examples/sort.lua", "bench/sort.lua", "bench/launch.lua", "bench/copy.lua", "bench/nvrtc_cache.lua", "bench/matmul.lua", "bench/barrier.lua"} do
   local chunk, err = loadfile(srcdir .. "/" .. f)
   T.ok(chunk ~= nil, f .. " parses", err)
 end
@@ -36,6 +37,11 @@ if cuda.device_count() > 0 then
   out, status = T.run(("%s %s/examples/histogram.lua 300 201"):format(T.culua, srcdir))
   T.is(status, 0, "histogram.lua (300 x 201) exits 0")
   T.like(out, "variant 'default'.-SUCCESS!!.-variant 'seed'.-SUCCESS!!", "histogram.lua checks both variants against the CPU")
+  out, status = T.run(("%s %s/examples/sort.lua 100000"):format(T.culua, srcdir))
+  T.is(status, 0, "sort.lua (N = 100000) exits 0")
+  local _, agree = out:gsub("SUCCESS", "")
+  T.is(agree, 7, "sort.lua: the seed's four rounds, the warp sort of 32 and the two larger sorts agree with the CPU")
+  T.unlike(out, "FAILURE", "and none differs")
 else
   T.like(out, "No CUDA device found", "devices.lua says plainly that there is none")
 end

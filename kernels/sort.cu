@@ -1,0 +1,737 @@
+/*
+** sort.cu
+** The radix sort family of culua's catalog: stable LSD radix sorts of 32-
+** and 64-bit keys, 8 bits a pass, with values of 4 or 8 bytes carried along.
+**
+** Keys are sorted as unsigned integers of their "radix bits": signed keys
+** with the sign bit flipped; floats with every bit flipped when negative and
+** the sign bit flipped otherwise (so -0.0 comes before +0.0); descending
+** order inverts those bits, which keeps the sort stable. Every NaN, whatever
+** its sign and payload, becomes all ones after the inversion, so NaNs sort
+** last in either order, and comes back as the canonical quiet NaN
+** (0x7fc00000, 0x7ff8000000000000): the sort cannot keep both NaNs last and
+** their bits. No other float has radix bits all ones in either order (only a
+** NaN has all bits set, and +0.0's sign-flipped bits are not zero). A pass
+** that reads the user's keys transforms them (SORT_FIRST), the pass that
+** writes the user's keys transforms them back (SORT_LAST), and the passes
+** between move radix bits.
+**
+** Three variants (lua/catalog/sort.lua picks and plans them):
+** - onesweep (Adinets and Merrill, "Onesweep: A Faster Least Significant
+**   Digit Radix Sort for GPUs", 2022): one kernel histograms every pass's
+**   digits in one read and scans the counts; then one kernel a pass takes
+**   tiles in the order its blocks start (a counter), ranks a tile's keys with
+**   warp-level multi-split, finds the tile's place among the earlier tiles by
+**   decoupled look-back on one counter a digit and tile, and scatters through
+**   shared memory so that the writes coalesce. Sorts of at most one tile run
+**   in a single block that makes every pass in shared memory (one launch).
+** - lsd: the classic three kernels a pass (digit counts per block, one scan
+**   of them, a stable scatter).
+** - warp: seed 003's teaching sort of at most 32 uint32 keys in one warp, a
+**   bit a round, with __ballot_sync and __popc.
+*/
+
+typedef unsigned int u32;
+typedef unsigned long long u64;
+
+#define SORT_RADIX 256            /* 8-bit digits */
+#define SORT_THREADS 256          /* a block: one thread a digit */
+#define SORT_WARPS (SORT_THREADS / 32)
+#define SORT_FULL 0xffffffffu
+
+/* flags of a pass */
+#define SORT_FIRST 1     /* keys come from the user: make them radix bits */
+#define SORT_LAST 2      /* keys go to the user: back from radix bits */
+#define SORT_IOTA 4      /* values are not read: they are the keys' 1-based positions */
+#define SORT_NOKEYS 8    /* write no keys (argsort's last pass) */
+#define SORT_DESC 16     /* descending: radix bits inverted */
+
+/*
+** A look-back word: 2 status bits above a 30-bit count. Zero: the tile has
+** published nothing yet. The words are zeroed before each launch that uses
+** them (one launch ahead, by the launch before: see onesweep), so a pass
+** never reads an earlier pass's word.
+*/
+#define SORT_AGGREGATE 0x40000000u   /* the tile's own count */
+#define SORT_PREFIX 0x80000000u      /* the count of this and every earlier tile */
+#define SORT_COUNT 0x3fffffffu
+#define SORT_LOOKBACK 4              /* earlier tiles' words loaded at once */
+
+#ifndef SORT_ITEMS32
+#define SORT_ITEMS32 15   /* keys a thread, 32-bit keys: tiles of 3840 */
+#endif
+#ifndef SORT_ITEMS64
+#define SORT_ITEMS64 12   /* keys a thread, 64-bit keys: tiles of 3072 */
+#endif
+
+
+/* {====================================================== radix bits */
+
+template <typename K> struct KeyBits;
+template <> struct KeyBits<u32> {
+  static constexpr u32 sign = 0x80000000u, exp = 0x7f800000u, qnan = 0x7fc00000u;
+};
+template <> struct KeyBits<u64> {
+  static constexpr u64 sign = 0x8000000000000000ull, exp = 0x7ff0000000000000ull, qnan = 0x7ff8000000000000ull;
+};
+
+/* kind: 0 unsigned, 1 signed, 2 floating point */
+template <typename K>
+__device__ __forceinline__ K to_radix (K k, int kind, int flags) {
+  const K sign = KeyBits<K>::sign;
+  if (kind == 2) {
+    if ((k & ~sign) > KeyBits<K>::exp) return ~K(0);   /* NaN, of either sign: last, either order */
+    k = (k & sign) ? ~k : (k ^ sign);
+  }
+  else if (kind == 1) k ^= sign;
+  return (flags & SORT_DESC) ? ~k : k;
+}
+
+template <typename K>
+__device__ __forceinline__ K from_radix (K k, int kind, int flags) {
+  const K sign = KeyBits<K>::sign;
+  if (kind == 2 && k == ~K(0)) return KeyBits<K>::qnan;
+  if (flags & SORT_DESC) k = ~k;
+  if (kind == 1) k ^= sign;
+  else if (kind == 2) k = (k & sign) ? (k ^ sign) : ~k;
+  return k;
+}
+
+template <typename K>
+__device__ __forceinline__ u32 digit_of (K k, int shift, u32 mask) {
+  return (u32)(k >> shift) & mask;
+}
+
+/* }====================================================== */
+
+
+/* {====================================================== block-wide pieces */
+
+/*
+** The look-back words are read and written by other blocks while this one
+** spins: relaxed loads and stores at GPU scope. A word carries its status
+** and its count together, and nothing else is published through it, so no
+** release or acquire is needed (unlike scan's 8-byte values).
+*/
+__device__ __forceinline__ u32 load_relaxed (const u32 *p) {
+  u32 v;
+  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+__device__ __forceinline__ void store_relaxed (u32 *p, u32 v) {
+  asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" :: "l"(p), "r"(v) : "memory");
+}
+
+/* exclusive prefix sum of one value a thread over the block's 256 threads;
+** `warp_sums` holds SORT_WARPS values of shared memory, free again on return */
+template <typename T>
+__device__ __forceinline__ T block_exclusive_scan (T x, T *warp_sums) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  T incl = x;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    T y = __shfl_up_sync(SORT_FULL, incl, o);
+    if (lane >= o) incl += y;
+  }
+  if (lane == 31) warp_sums[warp] = incl;
+  __syncthreads();
+  T before = 0;
+#pragma unroll
+  for (int w = 0; w < SORT_WARPS; w++)
+    if (w < warp) before += warp_sums[w];
+  __syncthreads();
+  return before + incl - x;
+}
+
+/*
+** Warp-level multi-split: the rank of each of a thread's ITEMS digits among
+** the warp's keys of the same digit, in key order (item i of lane l is key
+** i*32 + l of the warp's run). Eight ballots find the lanes that share a
+** digit (its peers); the highest of them reads and advances the warp's
+** counter of that digit, and the others learn the old count by shuffle.
+** whist: the warp's 256 counters, zero on entry, its digit counts on exit.
+*/
+template <int ITEMS>
+__device__ __forceinline__ void warp_rank (const u32 (&dig)[ITEMS], u32 (&rank)[ITEMS], u32 *whist) {
+  const int lane = threadIdx.x & 31;
+  const u32 below = (1u << lane) - 1;
+#pragma unroll
+  for (int i = 0; i < ITEMS; i++) {
+    u32 d = dig[i], peers = SORT_FULL;
+#pragma unroll
+    for (int b = 0; b < 8; b++) {
+      u32 bit = (d >> b) & 1;
+      u32 m = __ballot_sync(SORT_FULL, bit);
+      peers &= bit ? m : ~m;
+    }
+    int leader = 31 - __clz(peers);
+    u32 base = 0;
+    if (lane == leader) {
+      base = whist[d];
+      whist[d] = base + __popc(peers);
+    }
+    base = __shfl_sync(SORT_FULL, base, leader);
+    rank[i] = base + __popc(peers & below);
+    __syncwarp();   /* the counter's new value is seen by the next item's leader */
+  }
+}
+
+/*
+** A tile's ranks: on exit rank[i] is item i's place among the tile's keys of
+** its digit (stable), and the return value is the tile's count of digit
+** threadIdx.x. Items are warp-striped: item i of lane l in warp w is key
+** w*32*ITEMS + i*32 + l of the tile. whist: SORT_WARPS x 256 words of shared
+** memory, zero on entry; the caller syncs before reusing them.
+*/
+template <int ITEMS>
+__device__ __forceinline__ u32 rank_tile (const u32 (&dig)[ITEMS], u32 (&rank)[ITEMS], u32 (*whist)[SORT_RADIX]) {
+  const int tid = threadIdx.x, warp = tid >> 5;
+  warp_rank<ITEMS>(dig, rank, whist[warp]);
+  __syncthreads();
+  u32 count = 0;   /* digit tid: each warp's counter becomes the count of earlier warps */
+#pragma unroll
+  for (int w = 0; w < SORT_WARPS; w++) {
+    u32 c = whist[w][tid];
+    whist[w][tid] = count;
+    count += c;
+  }
+  __syncthreads();
+#pragma unroll
+  for (int i = 0; i < ITEMS; i++) rank[i] += whist[warp][dig[i]];
+  return count;
+}
+
+/* a tile's keys, warp-striped, as radix bits; keys past `valid` are all ones
+** (the last digit of every pass, ranked after every real key) */
+template <typename K, int ITEMS>
+__device__ __forceinline__ void load_keys (const K *src, u32 valid, K (&key)[ITEMS], int kind, int flags) {
+  const u32 first = (threadIdx.x >> 5) * 32 * ITEMS + (threadIdx.x & 31);
+  if (valid == SORT_THREADS * ITEMS) {
+#pragma unroll
+    for (int i = 0; i < ITEMS; i++) key[i] = src[first + i * 32];
+  }
+  else {
+#pragma unroll
+    for (int i = 0; i < ITEMS; i++) key[i] = first + i * 32 < valid ? src[first + i * 32] : ~K(0);
+  }
+  if (flags & SORT_FIRST) {
+#pragma unroll
+    for (int i = 0; i < ITEMS; i++)
+      if (first + i * 32 < valid) key[i] = to_radix(key[i], kind, flags);
+  }
+}
+
+/* the values of the same keys; `pos1` is the 1-based position of the tile's
+** first key, for SORT_IOTA */
+template <typename V, int ITEMS>
+__device__ __forceinline__ void load_values (const V *src, u32 valid, V (&val)[ITEMS], u64 pos1, int flags) {
+  const u32 first = (threadIdx.x >> 5) * 32 * ITEMS + (threadIdx.x & 31);
+#pragma unroll
+  for (int i = 0; i < ITEMS; i++) {
+    u32 j = first + i * 32;
+    if (flags & SORT_IOTA) val[i] = (V)(pos1 + j);
+    else val[i] = j < valid ? src[j] : V(0);
+  }
+}
+
+/* shared memory of a tile: the warps' counters, then (reused) the tile's keys
+** and values in sorted order */
+template <typename K, typename V, int ITEMS>
+struct TileShared {
+  union {
+    u32 whist[SORT_WARPS][SORT_RADIX];
+    K keys[SORT_THREADS * ITEMS];
+    V vals[SORT_THREADS * ITEMS];
+  } u;
+  u64 gbase[SORT_RADIX];   /* a digit's place in the output, less its start in the tile */
+  u32 local[SORT_RADIX];   /* a digit's start in the tile */
+  u32 wsum[SORT_WARPS];
+  u64 wsum64[SORT_WARPS];
+  u32 tile;
+};
+
+template <typename K, typename V, int ITEMS>
+__device__ __forceinline__ void zero_counters (TileShared<K, V, ITEMS> &s) {
+  u32 *w = &s.u.whist[0][0];
+#pragma unroll
+  for (int i = threadIdx.x; i < SORT_WARPS * SORT_RADIX; i += SORT_THREADS) w[i] = 0;
+  __syncthreads();
+}
+
+/*
+** Scatter a ranked tile through shared memory: the keys go to shared memory
+** in sorted order (rank[i]: the place in the tile), and thread t then writes
+** sorted keys t, t + 256, ..., so that a warp writes runs of consecutive
+** places. s.gbase holds each digit's output place less its start in the
+** tile. The values follow the same way. dig[] is overwritten with the digits
+** of the sorted keys.
+*/
+template <typename K, typename V, bool VALUES, int ITEMS>
+__device__ __forceinline__ void scatter_tile (TileShared<K, V, ITEMS> &s, const K (&key)[ITEMS], u32 (&dig)[ITEMS],
+                                              const u32 (&rank)[ITEMS], u32 valid, int shift, u32 mask,
+                                              K *kout, const V *vin, V *vout, u64 pos1, int kind, int flags) {
+  const int tid = threadIdx.x;
+  __syncthreads();   /* the counters are read: the union becomes keys */
+#pragma unroll
+  for (int i = 0; i < ITEMS; i++) s.u.keys[rank[i]] = key[i];
+  __syncthreads();
+#pragma unroll
+  for (int i = 0; i < ITEMS; i++) {
+    u32 j = i * SORT_THREADS + tid;
+    if (j < valid) {
+      K k = s.u.keys[j];
+      u32 d = digit_of(k, shift, mask);
+      dig[i] = d;
+      if (!(flags & SORT_NOKEYS))
+        kout[s.gbase[d] + j] = (flags & SORT_LAST) ? from_radix(k, kind, flags) : k;
+    }
+  }
+  if (VALUES) {
+    V val[ITEMS];
+    load_values<V, ITEMS>(vin, valid, val, pos1, flags);
+    __syncthreads();   /* the keys are read: the union becomes values */
+#pragma unroll
+    for (int i = 0; i < ITEMS; i++)
+      if (rank[i] < valid) s.u.vals[rank[i]] = val[i];
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < ITEMS; i++) {
+      u32 j = i * SORT_THREADS + tid;
+      if (j < valid) vout[s.gbase[dig[i]] + j] = s.u.vals[j];
+    }
+  }
+}
+
+/* }====================================================== */
+
+
+/* {====================================================== onesweep */
+
+/*
+** The upfront histogram: every pass's digit counts over all n keys, in one
+** read. A block counts in shared memory and adds to `hist` (passes x 256
+** counts); the last block to finish (a ticket in *done) turns the counts
+** into each pass's exclusive digit offsets in `bins` (bins_stride apart),
+** leaves hist and *done at zero for the next sort, and sets skip[p] where
+** one digit holds every key (the pass is then a copy). The grid also zeroes
+** `zero` (the passes' tile counters and the first launch's look-back words),
+** which no block of this kernel reads.
+*/
+template <typename K>
+__device__ __forceinline__ void upfront (const K *kin, u64 n, u64 *hist, u32 *done, u64 *bins, u64 bins_stride,
+                                         u32 *skip, u32 *zero, u64 zero_words, int passes, int begin_bit,
+                                         int end_bit, int kind, int flags) {
+  __shared__ u32 count[8][SORT_RADIX];
+  __shared__ u64 wsum[SORT_WARPS];
+  __shared__ int last;
+  const int tid = threadIdx.x;
+  const u64 stride = (u64)gridDim.x * SORT_THREADS;
+  for (u64 i = (u64)blockIdx.x * SORT_THREADS + tid; i < zero_words; i += stride) zero[i] = 0;
+  for (int p = 0; p < 8; p++) count[p][tid] = 0;
+  __syncthreads();
+  u64 i = (u64)blockIdx.x * SORT_THREADS + tid;
+  for (; i + 3 * stride < n; i += 4 * stride) {   /* four loads in flight */
+    K k[4];
+#pragma unroll
+    for (int q = 0; q < 4; q++) k[q] = kin[i + q * stride];
+#pragma unroll
+    for (int q = 0; q < 4; q++) {
+      K r = to_radix(k[q], kind, flags);
+      for (int p = 0; p < passes; p++) {
+        int shift = begin_bit + 8 * p, bits = min(8, end_bit - shift);
+        atomicAdd(&count[p][digit_of(r, shift, (1u << bits) - 1)], 1u);
+      }
+    }
+  }
+  for (; i < n; i += stride) {
+    K r = to_radix(kin[i], kind, flags);
+    for (int p = 0; p < passes; p++) {
+      int shift = begin_bit + 8 * p, bits = min(8, end_bit - shift);
+      atomicAdd(&count[p][digit_of(r, shift, (1u << bits) - 1)], 1u);
+    }
+  }
+  __syncthreads();
+  for (int p = 0; p < passes; p++)
+    if (count[p][tid]) atomicAdd(&hist[p * SORT_RADIX + tid], (u64)count[p][tid]);
+  __threadfence();
+  __syncthreads();
+  if (tid == 0) last = atomicAdd(done, 1u) == gridDim.x - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  for (int p = 0; p < passes; p++) {
+    u64 c = __ldcg(&hist[p * SORT_RADIX + tid]);
+    hist[p * SORT_RADIX + tid] = 0;
+    u64 before = block_exclusive_scan<u64>(c, wsum);
+    bins[p * bins_stride + tid] = before;
+    if (tid == 0) skip[p] = 0;
+    __syncthreads();
+    if (c == n) skip[p] = 1;
+  }
+  if (tid == 0) *done = 0;
+}
+
+/*
+** A pass where one digit holds every key keeps the order: a tile is copied to
+** the same places (transformed on the first pass and back on the last). kin,
+** vin: the tile's first key and value; at: its place.
+*/
+template <typename K, typename V, bool VALUES, int ITEMS>
+__device__ __forceinline__ void copy_tile (const K *kin, K *kout, const V *vin, V *vout, u64 at, u32 valid,
+                                           int kind, int flags) {
+  const u32 first = (threadIdx.x >> 5) * 32 * ITEMS + (threadIdx.x & 31);
+  K key[ITEMS];
+  load_keys<K, ITEMS>(kin, valid, key, kind, flags);
+  if (!(flags & SORT_NOKEYS)) {
+#pragma unroll
+    for (int i = 0; i < ITEMS; i++)
+      if (first + i * 32 < valid) kout[at + first + i * 32] = (flags & SORT_LAST) ? from_radix(key[i], kind, flags) : key[i];
+  }
+  if (VALUES) {
+    V val[ITEMS];
+    load_values<V, ITEMS>(vin, valid, val, at + 1, flags);
+#pragma unroll
+    for (int i = 0; i < ITEMS; i++)
+      if (first + i * 32 < valid) vout[at + first + i * 32] = val[i];
+  }
+}
+
+/*
+** One pass over one portion of at most 2^30 - 1 keys (the look-back counts
+** have 30 bits): keys base .. base+count-1 of kin (and vin) go to their
+** places in kout (and vout).
+**
+** Blocks take tiles in the order they start (a ticket in *ctr, zeroed by the
+** upfront kernel), so a tile only ever waits on tiles whose blocks are
+** running or done; and a tile publishes its own counts before it waits on
+** anything, so every wait ends.
+**
+** A tile ranks its keys, publishes its digit counts in its look-back words
+** (lb: a row of 256 a tile, zero on entry), adds up the earlier tiles'
+** counts, each thread its digit (decoupled look-back: a tile that has only
+** published its own count is added and passed over, and the walk stops at
+** the first tile that has published its inclusive prefix), publishes its
+** prefix, and scatters. bins_in: each digit's first place in the output for
+** this portion; the last tile writes the next portion's to bins_out (when
+** not null). lb_next: the next launch's words, of lb_next_tiles tiles, zeroed
+** here (the launch before this one used them and is done). skip: nonzero when
+** every key has the same digit this pass, which is then a copy.
+*/
+template <typename K, typename V, bool VALUES, int ITEMS>
+__device__ __forceinline__ void onesweep (const K *kin, K *kout, const V *vin, V *vout, u64 base, u32 count,
+                                          const u64 *bins_in, u64 *bins_out, u32 *lb, u32 *lb_next,
+                                          u32 lb_next_tiles, u32 *ctr, const u32 *skip, int shift, int bits,
+                                          int kind, int flags) {
+  constexpr u32 TILE = SORT_THREADS * ITEMS;
+  __shared__ TileShared<K, V, ITEMS> s;
+  const int tid = threadIdx.x;
+  const u32 mask = (1u << bits) - 1;
+  if (tid == 0) s.tile = atomicAdd(ctr, 1u);
+  __syncthreads();
+  const u32 tile = s.tile, tiles = (count + TILE - 1) / TILE;
+  for (u32 t = tile; t < lb_next_tiles; t += tiles) lb_next[(u64)t * SORT_RADIX + tid] = 0;
+  const u32 start = tile * TILE, valid = min(TILE, count - start);
+  kin += base + start;
+  if (VALUES && !(flags & SORT_IOTA)) vin += base + start;
+  if (*skip) {
+    copy_tile<K, V, VALUES, ITEMS>(kin, kout, vin, vout, base + start, valid, kind, flags);
+    return;
+  }
+
+  zero_counters(s);
+  K key[ITEMS];
+  u32 dig[ITEMS], rank[ITEMS];
+  load_keys<K, ITEMS>(kin, valid, key, kind, flags);
+#pragma unroll
+  for (int i = 0; i < ITEMS; i++) dig[i] = digit_of(key[i], shift, mask);
+  u32 n = rank_tile<ITEMS>(dig, rank, s.u.whist);
+
+  u32 mine = (tid == (int)mask) ? n - (TILE - valid) : n;   /* less the padding keys */
+  u32 *word = lb + (u64)tile * SORT_RADIX + tid;
+  store_relaxed(word, (tile == 0 ? SORT_PREFIX : SORT_AGGREGATE) | mine);
+  u32 local = block_exclusive_scan<u32>(n, s.wsum);   /* digit tid's start in the tile */
+  u32 before = 0;
+  if (tile > 0) {
+    /* SORT_LOOKBACK earlier tiles' words a round, loaded together: when the
+       blocks start at once, a walk passes over many tiles that have only
+       published their own counts, and one load at a time would make it a
+       chain of round trips to L2 */
+    const u32 *w = word - SORT_RADIX;
+    u32 left = tile;   /* tiles at or before *w */
+    for (int spins = 0;; spins++) {
+      u32 v[SORT_LOOKBACK];
+#pragma unroll
+      for (int j = 0; j < SORT_LOOKBACK; j++) v[j] = (u32)j < left ? load_relaxed(w - j * SORT_RADIX) : 0;
+      int j = 0;
+      bool found = false;
+#pragma unroll
+      for (; j < SORT_LOOKBACK; j++) {
+        if (v[j] == 0) break;   /* not published yet: load again from here */
+        before += v[j] & SORT_COUNT;
+        if (v[j] & SORT_PREFIX) { found = true; break; }
+      }
+      if (found) break;
+      w -= j * SORT_RADIX;
+      left -= j;
+      if (j == 0 && spins > 8) __nanosleep(32);
+    }
+    store_relaxed(word, SORT_PREFIX | (before + mine));
+  }
+  s.gbase[tid] = bins_in[tid] + before - local;   /* unsigned: wraps back when the rank is added */
+  s.local[tid] = local;
+  __syncthreads();
+#pragma unroll
+  for (int i = 0; i < ITEMS; i++) rank[i] += s.local[dig[i]];
+  scatter_tile<K, V, VALUES, ITEMS>(s, key, dig, rank, valid, shift, mask, kout, vin, vout, base + start + 1,
+                                    kind, flags);
+  if (bins_out && tile == tiles - 1) bins_out[tid] = bins_in[tid] + before + mine;
+}
+
+/*
+** A sort of at most one tile, every pass, in one block: the keys (and
+** values) stay in registers and trade places through shared memory after
+** each pass's ranks, read back warp-striped in their new order, which is
+** the order the next pass's ranks keep. kin may be kout (in place: every key
+** is read before any is written), and vin vout. flags: SORT_DESC,
+** SORT_IOTA, SORT_NOKEYS.
+*/
+template <typename K, typename V, bool VALUES, int ITEMS>
+__device__ __forceinline__ void small_sort (const K *kin, K *kout, const V *vin, V *vout, u32 n, int begin_bit,
+                                            int end_bit, int kind, int flags) {
+  __shared__ TileShared<K, V, ITEMS> s;
+  const int tid = threadIdx.x;
+  const u32 first = (tid >> 5) * 32 * ITEMS + (tid & 31);
+  K key[ITEMS];
+  V val[ITEMS];
+  u32 dig[ITEMS], rank[ITEMS];
+  load_keys<K, ITEMS>(kin, n, key, kind, flags | SORT_FIRST);
+  if (VALUES) load_values<V, ITEMS>(vin, n, val, 1, flags);
+  for (int shift = begin_bit; shift < end_bit; shift += 8) {
+    const u32 mask = (1u << min(8, end_bit - shift)) - 1;
+    zero_counters(s);
+#pragma unroll
+    for (int i = 0; i < ITEMS; i++) dig[i] = digit_of(key[i], shift, mask);
+    u32 c = rank_tile<ITEMS>(dig, rank, s.u.whist);
+    u32 local = block_exclusive_scan<u32>(c, s.wsum);   /* its syncs end the counters' reads */
+    s.local[tid] = local;
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < ITEMS; i++) s.u.keys[rank[i] + s.local[dig[i]]] = key[i];
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < ITEMS; i++) key[i] = s.u.keys[first + i * 32];
+    if (VALUES) {
+      __syncthreads();
+#pragma unroll
+      for (int i = 0; i < ITEMS; i++) s.u.vals[rank[i] + s.local[dig[i]]] = val[i];
+      __syncthreads();
+#pragma unroll
+      for (int i = 0; i < ITEMS; i++) val[i] = s.u.vals[first + i * 32];
+    }
+    __syncthreads();   /* the union becomes counters again */
+  }
+#pragma unroll
+  for (int i = 0; i < ITEMS; i++) {
+    u32 j = first + i * 32;
+    if (j < n) {
+      if (!(flags & SORT_NOKEYS)) kout[j] = from_radix(key[i], kind, flags);
+      if (VALUES) vout[j] = val[i];
+    }
+  }
+}
+
+/* }====================================================== */
+
+
+/* {====================================================== lsd: three kernels a pass */
+
+/*
+** Block b of the grid sorts keys b*chunk .. (b+1)*chunk-1 (its chunk) in
+** tiles, in order. lsd_count writes each block's digit counts digit-major,
+** counts[d * blocks + b], so that one exclusive scan of them (lsd_scan) gives
+** every block its first place for every digit; lsd_scatter then ranks its
+** chunk a tile at a time and scatters it, advancing its places.
+*/
+template <typename K>
+__device__ __forceinline__ void lsd_count (const K *kin, u64 n, u64 chunk, u64 *counts, int shift, int bits,
+                                           int kind, int flags) {
+  __shared__ u32 c[SORT_RADIX];
+  const int tid = threadIdx.x;
+  const u32 mask = (1u << bits) - 1;
+  c[tid] = 0;
+  __syncthreads();
+  u64 lo = (u64)blockIdx.x * chunk, hi = min(n, lo + chunk);
+  for (u64 i = lo + tid; i < hi; i += SORT_THREADS) {
+    K k = kin[i];
+    if (flags & SORT_FIRST) k = to_radix(k, kind, flags);
+    atomicAdd(&c[digit_of(k, shift, mask)], 1u);
+  }
+  __syncthreads();
+  counts[(u64)tid * gridDim.x + blockIdx.x] = c[tid];
+}
+
+/* the exclusive prefix sums of counts[0 .. m-1], in place, by one block: a
+** thread a slice */
+extern "C" __global__ void __launch_bounds__(SORT_THREADS) culua_sort_lsd_scan (u64 *counts, u64 m) {
+  __shared__ u64 wsum[SORT_WARPS];
+  const u64 per = (m + SORT_THREADS - 1) / SORT_THREADS;
+  const u64 lo = min(m, threadIdx.x * per), hi = min(m, lo + per);
+  u64 sum = 0;
+  for (u64 i = lo; i < hi; i++) sum += counts[i];
+  u64 run = block_exclusive_scan<u64>(sum, wsum);
+  for (u64 i = lo; i < hi; i++) {
+    u64 c = counts[i];
+    counts[i] = run;
+    run += c;
+  }
+}
+
+template <typename K, typename V, bool VALUES, int ITEMS>
+__device__ __forceinline__ void lsd_scatter (const K *kin, K *kout, const V *vin, V *vout, u64 n, u64 chunk,
+                                             const u64 *offsets, int shift, int bits, int kind, int flags) {
+  constexpr u32 TILE = SORT_THREADS * ITEMS;
+  __shared__ TileShared<K, V, ITEMS> s;
+  const int tid = threadIdx.x;
+  const u32 mask = (1u << bits) - 1;
+  u64 place = offsets[(u64)tid * gridDim.x + blockIdx.x];   /* digit tid's next place */
+  u64 lo = (u64)blockIdx.x * chunk, hi = min(n, lo + chunk);
+  for (u64 t = lo; t < hi; t += TILE) {
+    const u32 valid = (u32)min((u64)TILE, hi - t);
+    zero_counters(s);
+    K key[ITEMS];
+    u32 dig[ITEMS], rank[ITEMS];
+    load_keys<K, ITEMS>(kin + t, valid, key, kind, flags);
+#pragma unroll
+    for (int i = 0; i < ITEMS; i++) dig[i] = digit_of(key[i], shift, mask);
+    u32 cnt = rank_tile<ITEMS>(dig, rank, s.u.whist);
+    u32 local = block_exclusive_scan<u32>(cnt, s.wsum);
+    s.gbase[tid] = place - local;
+    s.local[tid] = local;
+    place += (tid == (int)mask) ? cnt - (TILE - valid) : cnt;
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < ITEMS; i++) rank[i] += s.local[dig[i]];
+    scatter_tile<K, V, VALUES, ITEMS>(s, key, dig, rank, valid, shift, mask, kout,
+                                      (VALUES && !(flags & SORT_IOTA)) ? vin + t : vin, vout, t + 1, kind, flags);
+    __syncthreads();   /* the tile in shared memory is written out */
+  }
+}
+
+/* }====================================================== */
+
+
+/* {====================================================== warp: seed 003's sort */
+
+/*
+** At most 32 uint32 keys in one warp of 32 threads, one bit a round from
+** begin_bit up: a ballot tells every lane which lanes hold a one; a lane
+** with a zero goes after the zeros of lower lanes, a lane with a one after
+** all zeros and the ones of lower lanes. The keys (and values) trade places
+** through a ping-pong buffer in shared memory. Lanes past n hold all ones,
+** which stay behind the real keys.
+*/
+template <typename V, bool VALUES>
+__device__ __forceinline__ void warp_sort (const u32 *kin, u32 *kout, const V *vin, V *vout, int n,
+                                           int begin_bit, int end_bit, int flags) {
+  __shared__ u32 sk[2][32];
+  __shared__ V sv[2][32];
+  const int lane = threadIdx.x & 31;
+  const u32 below = (1u << lane) - 1;
+  u32 key = lane < n ? to_radix<u32>(kin[lane], 0, flags) : SORT_FULL;
+  V val = V(0);
+  if (VALUES) val = (flags & SORT_IOTA) ? (V)(lane + 1) : lane < n ? vin[lane] : V(0);
+  int buf = 0;
+  for (int b = begin_bit; b < end_bit; b++) {
+    u32 bit = (key >> b) & 1;
+    u32 ones = __ballot_sync(SORT_FULL, bit), zeros = ~ones;
+    u32 pos = bit ? __popc(zeros) + __popc(ones & below) : __popc(zeros & below);
+    sk[buf][pos] = key;
+    if (VALUES) sv[buf][pos] = val;
+    __syncwarp();
+    key = sk[buf][lane];
+    if (VALUES) val = sv[buf][lane];
+    buf ^= 1;   /* the other buffer next round: no lane still reads the one written next */
+  }
+  if (lane < n) {
+    if (!(flags & SORT_NOKEYS)) kout[lane] = from_radix<u32>(key, 0, flags);
+    if (VALUES) vout[lane] = val;
+  }
+}
+
+/* }====================================================== */
+
+
+/* {====================================================== entry points */
+
+/* the keys (or values) back to the user's array when the passes are odd in
+** number and end in scratch */
+extern "C" __global__ void culua_sort_copy32 (const u32 *src, u32 *dst, u64 n) {
+  for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) dst[i] = src[i];
+}
+
+extern "C" __global__ void culua_sort_copy64 (const u64 *src, u64 *dst, u64 n) {
+  for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) dst[i] = src[i];
+}
+
+#define SORT_COUNTS(k, K) \
+  extern "C" __global__ void __launch_bounds__(SORT_THREADS) culua_sort_upfront_##k ( \
+      const K *kin, u64 n, u64 *hist, u32 *done, u64 *bins, u64 bins_stride, u32 *skip, u32 *zero, \
+      u64 zero_words, int passes, int begin_bit, int end_bit, int kind, int flags) { \
+    upfront<K>(kin, n, hist, done, bins, bins_stride, skip, zero, zero_words, passes, begin_bit, end_bit, \
+               kind, flags); \
+  } \
+  extern "C" __global__ void __launch_bounds__(SORT_THREADS) culua_sort_lsd_count_##k ( \
+      const K *kin, u64 n, u64 chunk, u64 *counts, int shift, int bits, int kind, int flags) { \
+    lsd_count<K>(kin, n, chunk, counts, shift, bits, kind, flags); \
+  }
+
+SORT_COUNTS(u32, u32)
+SORT_COUNTS(u64, u64)
+
+/* culua_sort_{onesweep,small,lsd}_<key>_<value>_<items>, <value> "keys" for keys alone */
+#define SORT_PASS(k, K, v, V, VALUES, I) \
+  extern "C" __global__ void __launch_bounds__(SORT_THREADS) culua_sort_onesweep_##k##_##v##_##I ( \
+      const K *kin, K *kout, const V *vin, V *vout, u64 base, u32 count, const u64 *bins_in, u64 *bins_out, \
+      u32 *lb, u32 *lb_next, u32 lb_next_tiles, u32 *ctr, const u32 *skip, int shift, int bits, int kind, \
+      int flags) { \
+    onesweep<K, V, VALUES, I>(kin, kout, vin, vout, base, count, bins_in, bins_out, lb, lb_next, lb_next_tiles, \
+                              ctr, skip, shift, bits, kind, flags); \
+  } \
+  extern "C" __global__ void __launch_bounds__(SORT_THREADS) culua_sort_small_##k##_##v##_##I ( \
+      const K *kin, K *kout, const V *vin, V *vout, u32 n, int begin_bit, int end_bit, int kind, int flags) { \
+    small_sort<K, V, VALUES, I>(kin, kout, vin, vout, n, begin_bit, end_bit, kind, flags); \
+  } \
+  extern "C" __global__ void __launch_bounds__(SORT_THREADS) culua_sort_lsd_##k##_##v##_##I ( \
+      const K *kin, K *kout, const V *vin, V *vout, u64 n, u64 chunk, const u64 *offsets, int shift, int bits, \
+      int kind, int flags) { \
+    lsd_scatter<K, V, VALUES, I>(kin, kout, vin, vout, n, chunk, offsets, shift, bits, kind, flags); \
+  }
+
+#define SORT_PASSES(I32, I64) SORT_PASSES_(I32, I64)
+#define SORT_PASSES_(I32, I64) \
+  SORT_PASS(u32, u32, keys, u32, false, I32) \
+  SORT_PASS(u32, u32, u32, u32, true, I32) \
+  SORT_PASS(u32, u32, u64, u64, true, I32) \
+  SORT_PASS(u64, u64, keys, u32, false, I64) \
+  SORT_PASS(u64, u64, u32, u32, true, I64) \
+  SORT_PASS(u64, u64, u64, u64, true, I64)
+
+/* prebuilt: the default keys a thread; NVRTC builds other counts (-DCULUA_SORT_ITEMS=n) */
+#ifdef CULUA_SORT_ITEMS
+SORT_PASSES(CULUA_SORT_ITEMS, CULUA_SORT_ITEMS)
+#else
+SORT_PASSES(SORT_ITEMS32, SORT_ITEMS64)
+#endif
+
+#define SORT_WARP(v, V, VALUES) \
+  extern "C" __global__ void __launch_bounds__(32) culua_sort_warp_##v ( \
+      const u32 *kin, u32 *kout, const V *vin, V *vout, int n, int begin_bit, int end_bit, int flags) { \
+    warp_sort<V, VALUES>(kin, kout, vin, vout, n, begin_bit, end_bit, flags); \
+  }
+
+SORT_WARP(keys, u32, false)
+SORT_WARP(u32, u32, true)
+SORT_WARP(u64, u64, true)
+
+/* }====================================================== */

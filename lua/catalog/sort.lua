@@ -1,0 +1,366 @@
+-- culua.catalog.sort: cuda.catalog.sort and argsort, stable LSD radix sorts of
+-- 32- and 64-bit keys with values carried along (kernels/sort.cu).
+--
+-- A sort is in place from the user's view: the passes move keys (and values)
+-- between the user's arrays and the catalog's scratch memory, and end in the
+-- user's. Three variants: onesweep (the default: one histogram kernel, then
+-- one kernel a pass with decoupled look-back; a sort of at most one tile in
+-- a single block, one launch), lsd (three kernels a pass) and warp (seed
+-- 003's teaching sort of at most 32 uint32 keys).
+
+local cuda = require "cuda"
+local core = require "culua.catalog.core"
+local C = cuda._catalog
+
+local fail, one_of, check_array, ceil_div = core.fail, core.one_of, core.check_array, core.ceil_div
+
+local M = {}
+
+-- {====================================================== plans
+
+local variants = {"onesweep", "lsd", "warp"}
+local key_dtypes = {"uint32", "int32", "float32", "uint64", "int64", "float64"}
+local value_dtypes = {"int32", "uint32", "float32", "int64", "uint64", "float64"}
+local key_kind = {uint32 = 0, uint64 = 0, int32 = 1, int64 = 1, float32 = 2, float64 = 2}
+local key_bits = {uint32 = 32, int32 = 32, float32 = 32, uint64 = 64, int64 = 64, float64 = 64}
+local elem_bytes = {int8 = 1, uint8 = 1, int16 = 2, uint16 = 2, int32 = 4, uint32 = 4, float32 = 4,
+                    int64 = 8, uint64 = 8, float64 = 8}
+local options = {"descending", "begin_bit", "end_bit", "variant", "stream", "items", "portion"}
+
+-- kernels/sort.cu's flags
+local FIRST, LAST, IOTA, NOKEYS, DESC = 1, 2, 4, 8, 16
+
+local THREADS = 256                         -- SORT_THREADS
+local default_items = {[4] = 15, [8] = 12}  -- SORT_ITEMS32, SORT_ITEMS64
+local MAX_ITEMS = 18                        -- a tile of 64-bit values in 48 KiB of shared memory
+local MAX_COUNT = (1 << 30) - 1             -- the look-back words' 30-bit counts
+local WARP_MAX = 32
+
+-- Scratch (core.scratch): "sort_state", uint32 words: the upfront histogram and
+-- its ticket at fixed places (zero between sorts: the histogram kernel's last
+-- block leaves them so; the kind is zeroed when made), the passes' skip marks,
+-- then what a sort lays out afresh: digit offsets, tile tickets and look-back
+-- words (zeroed by the kernels before use). "sort_keys", "sort_keys2",
+-- "sort_values": the passes' other buffers, in 8-byte words.
+core.scratch_kind("sort_state", "uint32", true)
+core.scratch_kind("sort_keys", "uint64")
+core.scratch_kind("sort_keys2", "uint64")
+core.scratch_kind("sort_values", "uint64")
+
+local HIST, DONE, SKIP, FREE = 0, 4096, 4104, 4160   -- word offsets in sort_state
+local function pad64(words) return ceil_div(words, 64) * 64 end
+
+local function kernel(name, items, dev)
+  if items then
+    return core.kernel("sort", name, {"CULUA_SORT_ITEMS=" .. items}, dev)
+  end
+  return core.kernel("sort", name, nil, dev)
+end
+
+-- the buffers of each pass: keys from the user's array back to it (sort), or
+-- from it into scratch and never written at the end (argsort: `out` gets the
+-- 1-based positions); {kin, kout, vin, vout} a pass, and .copy: the buffers to
+-- copy back when the passes end in scratch
+local function chain(passes, n, keys, values, out, dev, stream, kb, vb)
+  local plan = {}
+  if out then
+    local sa = core.scratch("sort_keys", dev, stream, ceil_div(n * kb, 8))
+    local sb = passes > 2 and core.scratch("sort_keys2", dev, stream, ceil_div(n * kb, 8)) or sa
+    local sv = passes > 1 and core.scratch("sort_values", dev, stream, ceil_div(n * vb, 8)) or out
+    local kin, vin = keys, 0
+    for p = 0, passes - 1 do
+      local kout = p % 2 == 0 and sa or sb   -- the last pass writes no keys
+      local vout = (passes - 1 - p) % 2 == 0 and out or sv
+      plan[p + 1] = {kin, kout, vin, vout}
+      kin, vin = kout, vout
+    end
+    return plan
+  end
+  local sk = core.scratch("sort_keys", dev, stream, ceil_div(n * kb, 8))
+  local sv = values and core.scratch("sort_values", dev, stream, ceil_div(n * vb, 8))
+  local kin, vin = keys, values or 0
+  for p = 0, passes - 1 do
+    local kout, vout = keys, values or 0
+    if p % 2 == 0 then kout, vout = sk, sv or 0 end
+    plan[p + 1] = {kin, kout, vin, vout}
+    kin, vin = kout, vout
+  end
+  if passes % 2 == 1 then plan.copy = {sk, keys, sv, values} end
+  return plan
+end
+
+-- odd passes end in scratch: copy the keys (and values) back to the user's arrays
+local function copy_back(c, n, kb, vb, dev, stream)
+  local cfg = {grid = math.min(ceil_div(n, 256), 4 * core.sm_count(dev)), block = 256, stream = stream}
+  core.kernel("sort", kb == 4 and "culua_sort_copy32" or "culua_sort_copy64", nil, dev):launch(cfg, c[1], c[2], n)
+  if c[4] then
+    core.kernel("sort", vb == 4 and "culua_sort_copy32" or "culua_sort_copy64", nil, dev):launch(cfg, c[3], c[4], n)
+  end
+end
+
+local function pass_flags(p, passes, desc, out)
+  local f = desc and DESC or 0
+  if p == 0 then f = f | FIRST end
+  if p == passes - 1 then f = f | LAST end
+  if out and p == 0 then f = f | IOTA end
+  if out and p == passes - 1 then f = f | NOKEYS end
+  return f
+end
+
+local function suffixes(kb, vb, has_values)
+  return kb == 4 and "u32" or "u64", has_values and (vb == 4 and "u32" or "u64") or "keys"
+end
+
+local function items_define(a) return a.items ~= default_items[a.kb] and a.items end
+
+-- a sort of at most one tile: every pass in one block, one launch, no scratch
+local function run_small(a)
+  local ks, vs = suffixes(a.kb, a.vb, a.has_values)
+  local k = kernel(("culua_sort_small_%s_%s_%d"):format(ks, vs, a.items), items_define(a), a.dev)
+  local flags = (a.desc and DESC or 0) | (a.out and (IOTA | NOKEYS) or 0)
+  k:launch({grid = 1, block = THREADS, stream = a.stream}, a.keys, a.keys, a.values or 0, a.values or a.out or 0,
+           a.n, a.begin_bit, a.end_bit, a.kind, flags)
+end
+
+-- onesweep: the histogram of every pass at once, then a kernel a pass and
+-- portion (a portion: at most 2^30 - 1 keys, a whole number of tiles)
+local function run_onesweep(a)
+  local n, dev, stream, passes = a.n, a.dev, a.stream, a.passes
+  local tile = THREADS * a.items
+  local portion = (a.portion or MAX_COUNT) // tile * tile
+  if portion < tile then portion = tile end
+  local portions = ceil_div(n, portion)
+  local max_tiles = ceil_div(math.min(n, portion), tile)
+  local launches = passes * portions
+  local ctr = FREE + 2 * 256 * portions * passes   -- after the digit offsets (8-byte words)
+  local lb0 = ctr + pad64(launches)
+  local lb1 = lb0 + 256 * max_tiles
+  local state = core.scratch("sort_state", dev, stream, lb1 + 256 * max_tiles)
+  local base = state.ptr
+  local function at(word) return base + 4 * word end
+  local ks, vs = suffixes(a.kb, a.vb, a.has_values)
+  local up = kernel("culua_sort_upfront_" .. ks, nil, dev)
+  local grid = math.max(1, math.min(ceil_div(n, THREADS * 8), 4 * core.sm_count(dev)))
+  up:launch({grid = grid, block = THREADS, stream = stream},
+            a.keys, n, at(HIST), at(DONE), at(FREE), 256 * portions, at(SKIP), at(ctr), lb1 - ctr,
+            passes, a.begin_bit, a.end_bit, a.kind, a.desc and DESC or 0)
+  local k = kernel(("culua_sort_onesweep_%s_%s_%d"):format(ks, vs, a.items), items_define(a), dev)
+  local L = 0
+  for p = 0, passes - 1 do
+    local shift = a.begin_bit + 8 * p
+    local bits = math.min(8, a.end_bit - shift)
+    local flags = pass_flags(p, passes, a.desc, a.out)
+    local bufs = a.plan[p + 1]
+    for q = 0, portions - 1 do
+      local first = q * portion
+      local count = math.min(portion, n - first)
+      local lb, lb_next = L % 2 == 0 and lb0 or lb1, L % 2 == 0 and lb1 or lb0
+      local bins_in = FREE + 2 * 256 * (p * portions + q)
+      local bins_out = q < portions - 1 and at(bins_in + 512) or 0
+      k:launch({grid = ceil_div(count, tile), block = THREADS, stream = stream},
+               bufs[1], bufs[2], bufs[3], bufs[4], first, count, at(bins_in), bins_out,
+               at(lb), at(lb_next), L < launches - 1 and max_tiles or 0, at(ctr + L), at(SKIP + p),
+               shift, bits, a.kind, flags)
+      L = L + 1
+    end
+  end
+end
+
+-- lsd: per pass, each block's digit counts, one scan of them, a stable scatter
+local function run_lsd(a)
+  local n, dev, stream, passes = a.n, a.dev, a.stream, a.passes
+  local tile = THREADS * a.items
+  local tiles = ceil_div(n, tile)
+  local blocks = math.min(tiles, 8 * core.sm_count(dev))
+  local chunk = ceil_div(tiles, blocks) * tile
+  blocks = ceil_div(n, chunk)
+  local state = core.scratch("sort_state", dev, stream, FREE + 2 * 256 * blocks)
+  local counts = state.ptr + 4 * FREE
+  local ks, vs = suffixes(a.kb, a.vb, a.has_values)
+  local count = kernel("culua_sort_lsd_count_" .. ks, nil, dev)
+  local scan = kernel("culua_sort_lsd_scan", nil, dev)
+  local scatter = kernel(("culua_sort_lsd_%s_%s_%d"):format(ks, vs, a.items), items_define(a), dev)
+  local cfg = {grid = blocks, block = THREADS, stream = stream}
+  local one = {grid = 1, block = THREADS, stream = stream}
+  for p = 0, passes - 1 do
+    local shift = a.begin_bit + 8 * p
+    local bits = math.min(8, a.end_bit - shift)
+    local flags = pass_flags(p, passes, a.desc, a.out)
+    local bufs = a.plan[p + 1]
+    count:launch(cfg, bufs[1], n, chunk, counts, shift, bits, a.kind, flags)
+    scan:launch(one, counts, 256 * blocks)
+    scatter:launch(cfg, bufs[1], bufs[2], bufs[3], bufs[4], n, chunk, counts, shift, bits, a.kind, flags)
+  end
+end
+
+-- }======================================================
+
+
+-- {====================================================== argument checks
+
+local function size_of(x) return x.size end
+
+-- an open cuda.array: its element count
+local function check_open(fname, what, x)
+  check_array(fname, what, x)
+  local ok, n = pcall(size_of, x)
+  if not ok then fail(fname, "%s is a closed cuda.array", what) end
+  if x.pitched then   -- its rows are apart: the kernels read elements one after another
+    fail(fname, "%s is a pitched array (copy it to a packed array first)", what)
+  end
+  return n
+end
+
+local function check_keys(fname, keys)
+  local n = check_open(fname, "keys", keys)
+  local dt = keys.dtype
+  if not key_kind[dt] then
+    fail(fname, "keys has dtype %s; expected one of %s", dt, table.concat(key_dtypes, ", "))
+  end
+  if n < 1 then fail(fname, "keys is empty") end
+  return n, dt
+end
+
+local function check_values(fname, values, n)
+  local nv = check_open(fname, "values", values)
+  local dt = values.dtype
+  if elem_bytes[dt] ~= 4 and elem_bytes[dt] ~= 8 then
+    fail(fname, "values has dtype %s; expected a 4- or 8-byte dtype (%s)", dt, table.concat(value_dtypes, ", "))
+  end
+  if nv ~= n then fail(fname, "values has %d elements but keys has %d", nv, n) end
+  return elem_bytes[dt]
+end
+
+-- opts already passed core.options
+local function check_opts(fname, opts, width)
+  local o = {}
+  o.variant = one_of(fname, "variant", opts.variant or "onesweep", variants)
+  if opts.descending ~= nil and type(opts.descending) ~= "boolean" then
+    fail(fname, "descending must be a boolean, got %s", type(opts.descending))
+  end
+  o.desc = opts.descending == true
+  local b0, b1 = opts.begin_bit or 0, opts.end_bit or width
+  if math.type(b0) ~= "integer" or b0 < 0 or b0 >= width then
+    fail(fname, "begin_bit must be an integer 0..%d, got %s", width - 1, tostring(opts.begin_bit))
+  end
+  if math.type(b1) ~= "integer" or b1 < 1 or b1 > width then
+    fail(fname, "end_bit must be an integer 1..%d, got %s", width, tostring(opts.end_bit))
+  end
+  if b0 >= b1 then fail(fname, "begin_bit (%d) must be less than end_bit (%d)", b0, b1) end
+  o.begin_bit, o.end_bit = b0, b1
+  local items = opts.items
+  if items ~= nil and (math.type(items) ~= "integer" or items < 1 or items > MAX_ITEMS) then
+    fail(fname, "items must be an integer 1..%d, got %s", MAX_ITEMS, tostring(items))
+  end
+  o.items = items
+  local portion = opts.portion
+  if portion ~= nil and (math.type(portion) ~= "integer" or portion < 1 or portion > MAX_COUNT) then
+    fail(fname, "portion must be an integer 1..%d, got %s", MAX_COUNT, tostring(portion))
+  end
+  o.portion = portion
+  o.stream = opts.stream
+  return o
+end
+
+-- }======================================================
+
+
+-- {====================================================== sort and argsort
+
+-- the sort of keys (and values) by o; `out`: argsort's result array instead of values
+local function run(fname, keys, values, out, n, kdt, vb, o, dev)
+  local kb = key_bits[kdt] // 8
+  local stream = core.check_stream(fname, o.stream, dev)
+  if o.variant == "warp" then
+    if kdt ~= "uint32" then fail(fname, "variant 'warp' sorts uint32 keys only, got %s", kdt) end
+    if n > WARP_MAX then fail(fname, "variant 'warp' sorts at most %d keys (one warp), got %d", WARP_MAX, n) end
+    local vs = (values or out) and (vb == 4 and "u32" or "u64") or "keys"
+    local k = core.kernel("sort", "culua_sort_warp_" .. vs, nil, dev)
+    local flags = o.desc and DESC or 0
+    if out then flags = flags | IOTA | NOKEYS end
+    k:launch({grid = 1, block = 32, stream = stream}, keys, keys, values or 0, values or out or 0,
+             n, o.begin_bit, o.end_bit, flags)
+    return
+  end
+  local passes = ceil_div(o.end_bit - o.begin_bit, 8)
+  local a = {n = n, dev = dev, stream = stream, passes = passes, kb = kb, vb = vb, keys = keys, values = values,
+             has_values = values ~= nil or out ~= nil, out = out, desc = o.desc, kind = key_kind[kdt],
+             begin_bit = o.begin_bit, end_bit = o.end_bit, items = o.items or default_items[kb],
+             portion = o.portion}
+  if o.variant == "onesweep" and not o.portion and n <= THREADS * a.items then
+    run_small(a)
+    return
+  end
+  a.plan = chain(passes, n, keys, values, out, dev, stream, kb, vb)
+  if o.variant == "lsd" then run_lsd(a) else run_onesweep(a) end
+  if a.plan.copy then copy_back(a.plan.copy, n, kb, vb, dev, stream) end
+end
+
+-- cuda.catalog.sort(keys [, values] [, opts]) -> keys, values
+--   keys: uint32, int32, float32, uint64, int64 or float64; values: any 4- or 8-byte dtype
+--   opts: descending (false), begin_bit (0), end_bit (the key's width), variant ("onesweep",
+--         "lsd", "warp"), stream; tuning: items (keys a thread), portion (keys a launch
+--         of onesweep; also turns off the one-block path)
+function M.sort(keys, values, opts)
+  local fname = "sort"
+  if opts == nil and type(values) == "table" then values, opts = nil, values end
+  opts = core.options(fname, opts, options)   -- a misspelt option first, before any other check
+  local n, kdt = check_keys(fname, keys)
+  local vb
+  if values ~= nil then vb = check_values(fname, values, n) end
+  local o = check_opts(fname, opts, key_bits[kdt])
+  local dev = core.same_device(fname, {"keys", "values"}, keys, values)
+  run(fname, keys, values, nil, n, kdt, vb, o, dev)
+  return keys, values
+end
+
+-- cuda.catalog.argsort(keys [, opts]) -> a new array of the 1-based positions of
+-- keys in their stable sorted order (uint32; uint64 from 2^32 keys); keys are not changed
+function M.argsort(keys, opts)
+  local fname = "argsort"
+  opts = core.options(fname, opts, options)
+  local n, kdt = check_keys(fname, keys)
+  local o = check_opts(fname, opts, key_bits[kdt])
+  local dev = keys.device
+  local idt = n < (1 << 32) and "uint32" or "uint64"
+  local out = cuda.array(idt, n, {device = dev.ordinal})
+  run(fname, keys, nil, out, n, kdt, elem_bytes[idt], o, dev)
+  return out
+end
+
+-- }======================================================
+
+-- on host arrays, in C: the same order (stable, -0.0 before +0.0, NaNs last
+-- in either order and written as the canonical quiet NaN)
+local function ref_sort(hkeys, hvalues, opts)
+  if opts == nil and type(hvalues) == "table" then hvalues, opts = nil, hvalues end
+  opts = opts or {}
+  local width = 8 * (elem_bytes[hkeys.dtype] or 4)
+  return C.ref_sort(hkeys, hvalues, opts.descending, opts.begin_bit or 0, opts.end_bit or width)
+end
+
+M.reference = {
+  sort = ref_sort,
+  -- a new host array of the 1-based positions in sorted order
+  argsort = function (hkeys, opts)
+    local n = #hkeys
+    local idx = cuda.host_array(n < (1 << 32) and "uint32" or "uint64", n):iota(1)
+    local copy = cuda.host_array(hkeys.dtype, n):copy_from(hkeys)
+    ref_sort(copy, idx, opts)
+    return idx
+  end,
+}
+
+M.info = {
+  variants = variants,
+  default = "onesweep",
+  key_dtypes = key_dtypes,
+  value_dtypes = value_dtypes,
+  limits = {warp = WARP_MAX},
+  knobs = {descending = "stable descending order (NaNs still last)", begin_bit = "first bit of the radix bits sorted",
+           end_bit = "one past the last bit sorted", items = "onesweep and lsd: keys a thread (1.." .. MAX_ITEMS .. ")",
+           portion = "onesweep: keys a launch of a pass (at most 2^30 - 1)",
+           warp = "at most " .. WARP_MAX .. " uint32 keys"},
+}
+
+return M
