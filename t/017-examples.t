@@ -30,4 +30,37 @@ if cuda.device_count() > 0 then
 else
   T.like(out, "No CUDA device found", "devices.lua says plainly that there is none")
 end
+
+-- seed 003's programs, at small sizes: each compiles its kernels on any
+-- machine and says plainly when there is no GPU; with one, it checks its
+-- results against the CPU and says SUCCESS. %s in the arguments is a fresh
+-- directory for the files they write.
+local seed003 = {
+  {"examples/streams.lua", "100003 4099 %s/streams",
+   {"Check %(1 stream%): every element of c equals a %+ b: SUCCESS", "Check %(4 streams%).-SUCCESS",
+    "Speed%-up of 4 streams over 1: [%d.]+x", "Timeline, 4 streams.-stream 4 |"}, {"streams.csv"}},
+}
+for _, ex in ipairs(seed003) do
+  local f, args, patterns, files = table.unpack(ex)
+  local chunk, err = loadfile(srcdir .. "/" .. f)
+  T.ok(chunk ~= nil, f .. " parses", err)
+  local dir = os.tmpname()
+  os.remove(dir)
+  os.execute("mkdir -p " .. dir)
+  local t0 = os.time()
+  out, status = T.run(("%s %s/%s %s"):format(T.culua, srcdir, f, args:gsub("%%s", dir)))
+  T.is(status, 0, f .. " exits 0")
+  if cuda.device_count() > 0 then
+    for _, pat in ipairs(patterns) do T.like(out, pat, f .. ": " .. pat) end
+    for _, name in ipairs(files or {}) do
+      local h = io.open(dir .. "/" .. name)
+      T.ok(h ~= nil, f .. " writes " .. name)
+      if h then h:close() end
+    end
+    T.diag(("%s: %d s"):format(f, os.time() - t0))
+  else
+    T.is(out, "No CUDA device found.\n", f .. " compiles its kernels and says there is no GPU")
+  end
+  os.execute("rm -rf " .. dir)
+end
 T.done_testing()
