@@ -39,6 +39,9 @@ local seed003 = {
   {"examples/streams.lua", "100003 4099 %s/streams",
    {"Check %(1 stream%): every element of c equals a %+ b: SUCCESS", "Check %(4 streams%).-SUCCESS",
     "Speed%-up of 4 streams over 1: [%d.]+x", "Timeline, 4 streams.-stream 4 |"}, {"streams.csv"}},
+  {"examples/image_merge.lua", "size=37x53 out=%s/merged.pgm reps=2",
+   {"1 GPU: the merge equals the CPU's", "wall time [%d.]+ ms", "Check: every merged sample equals the CPU's: SUCCESS"},
+   {"merged.pgm"}},
 }
 for _, ex in ipairs(seed003) do
   local f, args, patterns, files = table.unpack(ex)
