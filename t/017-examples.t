@@ -42,6 +42,9 @@ local seed003 = {
   {"examples/image_merge.lua", "size=37x53 out=%s/merged.pgm reps=2",
    {"1 GPU: the merge equals the CPU's", "wall time [%d.]+ ms", "Check: every merged sample equals the CPU's: SUCCESS"},
    {"merged.pgm"}},
+  {"examples/sgemm.lua", "257 129 193",
+   {"against the CPU: naive/16 ok %S+, v2/16 ok %S+, naive/32 ok %S+, v2/32 ok", "32x32 +sgemm_kernel_v2 +[%d.]+ +[%d.]+ +%- +ok",
+    "Check: every kernel agrees with the CPU: SUCCESS"}},
 }
 for _, ex in ipairs(seed003) do
   local f, args, patterns, files = table.unpack(ex)
