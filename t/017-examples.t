@@ -45,6 +45,9 @@ local seed003 = {
   {"examples/sgemm.lua", "257 129 193",
    {"against the CPU: naive/16 ok %S+, v2/16 ok %S+, naive/32 ok %S+, v2/32 ok", "32x32 +sgemm_kernel_v2 +[%d.]+ +[%d.]+ +%- +ok",
     "Check: every kernel agrees with the CPU: SUCCESS"}},
+  {"examples/convolution.lua", "101x67 9",
+   {"every pixel of a 75 x 101 image against the CPU: v1 ok %S+, v2 ok %S+, v3 ok", "convolution_kernel_v3 +[%d.]+ +[%d.]+x",
+    "Check: all three kernels agree with the CPU: SUCCESS"}},
 }
 for _, ex in ipairs(seed003) do
   local f, args, patterns, files = table.unpack(ex)
