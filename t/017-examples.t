@@ -48,6 +48,9 @@ local seed003 = {
   {"examples/convolution.lua", "101x67 9",
    {"every pixel of a 75 x 101 image against the CPU: v1 ok %S+, v2 ok %S+, v3 ok", "convolution_kernel_v3 +[%d.]+ +[%d.]+x",
     "Check: all three kernels agree with the CPU: SUCCESS"}},
+  {"examples/nbody.lua", "2048",
+   {"one step of N = 1000 against the CPU %([%d.]+ s in Lua%): seed ok %S+, tuned/64 ok.-tuned/1024 ok",
+    "\n +2048 | +[%d.]+ +[%d.e+]+ +[%d.]+ | +%d+ +[%d.]+", "Check: both kernels agree with the CPU: SUCCESS"}},
 }
 for _, ex in ipairs(seed003) do
   local f, args, patterns, files = table.unpack(ex)
