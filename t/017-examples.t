@@ -51,6 +51,9 @@ local seed003 = {
   {"examples/nbody.lua", "2048",
    {"one step of N = 1000 against the CPU %([%d.]+ s in Lua%): seed ok %S+, tuned/64 ok.-tuned/1024 ok",
     "\n +2048 | +[%d.]+ +[%d.e+]+ +[%d.]+ | +%d+ +[%d.]+", "Check: both kernels agree with the CPU: SUCCESS"}},
+  {"examples/radix_warp.lua", "50",
+   {"new index %(prefix sum %+ offset%) +2 +0 +1 +3\n", "gives new indices 2 0 1 3: the same", "sorted: 1 4 7 14",
+    "50 runs of 32 random keys against table%.sort: all sorted", "Sorting Successful! %(SUCCESS%)"}},
 }
 for _, ex in ipairs(seed003) do
   local f, args, patterns, files = table.unpack(ex)
@@ -63,7 +66,7 @@ for _, ex in ipairs(seed003) do
   out, status = T.run(("%s %s/%s %s"):format(T.culua, srcdir, f, args:gsub("%%s", dir)))
   T.is(status, 0, f .. " exits 0")
   if cuda.device_count() > 0 then
-    for _, pat in ipairs(patterns) do T.like(out, pat, f .. ": " .. pat) end
+    for _, pat in ipairs(patterns) do T.like(out, pat, f .. ": " .. pat:gsub("\n", "\\n")) end
     for _, name in ipairs(files or {}) do
       local h = io.open(dir .. "/" .. name)
       T.ok(h ~= nil, f .. " writes " .. name)
