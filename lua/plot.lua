@@ -5,6 +5,10 @@
 --   local ok, why = plot.lines{output = "out.png", title = "...", xlabel = "N", ylabel = "GFLOP/s",
 --                              logx = true, series = {{name = "tiled", x = {...}, y = {...}}}}
 --   -- ok is false, with the reason, when gnuplot is missing: scripts go on without the picture
+--   plot.gantt{output = "t.png", title = "...", xlabel = "ms", rows = {"stream 1", "stream 2"},
+--              kinds = {"H2D", "kernel", "D2H"},
+--              bars = {{row = 1, kind = "H2D", start = 0.0, stop = 0.12}, ...}}
+--   -- a timeline: one bar per operation, a row per stream (or device), a colour per kind
 
 local plot = {}
 
@@ -63,6 +67,58 @@ function plot.lines(spec)
   local parts = {}
   for i, s in ipairs(spec.series) do
     parts[#parts + 1] = ("%q index %d with linespoints title %q"):format(data, i - 1, s.name)
+  end
+  script[#script + 1] = "plot " .. table.concat(parts, ", ")
+  local sf = os.tmpname()
+  f = assert(io.open(sf, "w"))
+  f:write(table.concat(script, "\n"), "\n")
+  f:close()
+  local ok = os.execute(shell_quote(gp) .. " " .. shell_quote(sf) .. " 2>/dev/null")
+  os.remove(sf)
+  os.remove(data)
+  if not ok then return false, "gnuplot failed" end
+  return true
+end
+
+-- a PNG timeline (Gantt chart): spec.rows names the rows top to bottom, each
+-- bar {row = i, kind = name, start = t0, stop = t1} is drawn in its kind's colour
+function plot.gantt(spec)
+  local gp = plot.gnuplot()
+  if not gp then return false, "gnuplot is not installed" end
+  local nrows, kinds = #spec.rows, spec.kinds
+  local data = os.tmpname()
+  local f = assert(io.open(data, "w"))
+  for i, kind in ipairs(kinds) do
+    if i > 1 then f:write("\n\n") end
+    f:write("# ", kind, "\n")
+    local any = false
+    for _, b in ipairs(spec.bars) do
+      if b.kind == kind then
+        -- row 1 at the top: y = nrows - row + 1
+        local y = nrows - b.row + 1
+        f:write(("%.10g %d %.10g %.10g %.3f %.3f\n"):format((b.start + b.stop) / 2, y, b.start, b.stop, y - 0.35, y + 0.35))
+        any = true
+      end
+    end
+    if not any then f:write("nan nan nan nan nan nan\n") end   -- keeps the block (and its key entry)
+  end
+  f:close()
+  local tics = {}
+  for i, name in ipairs(spec.rows) do tics[#tics + 1] = ("%q %d"):format(name, nrows - i + 1) end
+  local script = {
+    "set terminal pngcairo size 1200," .. math.max(300, 60 * nrows + 150) .. " noenhanced",
+    "set output " .. ("%q"):format(spec.output),
+    "set title " .. ("%q"):format(spec.title or ""),
+    "set xlabel " .. ("%q"):format(spec.xlabel or ""),
+    "set ytics (" .. table.concat(tics, ", ") .. ")",
+    ("set yrange [0.4:%f]"):format(nrows + 0.6),
+    "set key outside right",
+    "set grid xtics",
+    "set style fill solid 0.8 border -1",
+  }
+  local parts = {}
+  for i, kind in ipairs(kinds) do
+    parts[#parts + 1] = ("%q index %d using 1:2:3:4:5:6 with boxxyerror title %q"):format(data, i - 1, kind)
   end
   script[#script + 1] = "plot " .. table.concat(parts, ", ")
   local sf = os.tmpname()

@@ -45,4 +45,52 @@ if cuda.device_count() > 0 then
 else
   T.like(out, "No CUDA device found", "devices.lua says plainly that there is none")
 end
+
+-- seed 003's programs, at small sizes: each compiles its kernels on any
+-- machine and says plainly when there is no GPU; with one, it checks its
+-- results against the CPU and says SUCCESS. %s in the arguments is a fresh
+-- directory for the files they write.
+local seed003 = {
+  {"examples/streams.lua", "100003 4099 %s/streams",
+   {"Check %(1 stream%): every element of c equals a %+ b: SUCCESS", "Check %(4 streams%).-SUCCESS",
+    "Speed%-up of 4 streams over 1: [%d.]+x", "Timeline, 4 streams.-stream 4 |"}, {"streams.csv"}},
+  {"examples/image_merge.lua", "size=37x53 out=%s/merged.pgm reps=2",
+   {"1 GPU: the merge equals the CPU's", "wall time [%d.]+ ms", "Check: every merged sample equals the CPU's: SUCCESS"},
+   {"merged.pgm"}},
+  {"examples/sgemm.lua", "257 129 193",
+   {"against the CPU: naive/16 ok %S+, v2/16 ok %S+, naive/32 ok %S+, v2/32 ok", "32x32 +sgemm_kernel_v2 +[%d.]+ +[%d.]+ +%- +ok",
+    "Check: every kernel agrees with the CPU: SUCCESS"}},
+  {"examples/convolution.lua", "101x67 9",
+   {"every pixel of a 75 x 101 image against the CPU: v1 ok %S+, v2 ok %S+, v3 ok", "convolution_kernel_v3 +[%d.]+ +[%d.]+x",
+    "Check: all three kernels agree with the CPU: SUCCESS"}},
+  {"examples/nbody.lua", "2048",
+   {"one step of N = 1000 against the CPU %([%d.]+ s in Lua%): seed ok %S+, tuned/64 ok.-tuned/1024 ok",
+    "\n +2048 | +[%d.]+ +[%d.e+]+ +[%d.]+ | +%d+ +[%d.]+", "Check: both kernels agree with the CPU: SUCCESS"}},
+  {"examples/radix_warp.lua", "50",
+   {"new index %(prefix sum %+ offset%) +2 +0 +1 +3\n", "gives new indices 2 0 1 3: the same", "sorted: 1 4 7 14",
+    "50 runs of 32 random keys against table%.sort: all sorted", "Sorting Successful! %(SUCCESS%)"}},
+}
+for _, ex in ipairs(seed003) do
+  local f, args, patterns, files = table.unpack(ex)
+  local chunk, err = loadfile(srcdir .. "/" .. f)
+  T.ok(chunk ~= nil, f .. " parses", err)
+  local dir = os.tmpname()
+  os.remove(dir)
+  os.execute("mkdir -p " .. dir)
+  local t0 = os.time()
+  out, status = T.run(("%s %s/%s %s"):format(T.culua, srcdir, f, args:gsub("%%s", dir)))
+  T.is(status, 0, f .. " exits 0")
+  if cuda.device_count() > 0 then
+    for _, pat in ipairs(patterns) do T.like(out, pat, f .. ": " .. pat:gsub("\n", "\\n")) end
+    for _, name in ipairs(files or {}) do
+      local h = io.open(dir .. "/" .. name)
+      T.ok(h ~= nil, f .. " writes " .. name)
+      if h then h:close() end
+    end
+    T.diag(("%s: %d s"):format(f, os.time() - t0))
+  else
+    T.is(out, "No CUDA device found.\n", f .. " compiles its kernels and says there is no GPU")
+  end
+  os.execute("rm -rf " .. dir)
+end
 T.done_testing()
