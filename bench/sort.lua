@@ -32,15 +32,8 @@ if ANCHOR then
   if not f then print(("anchor %s is missing: ours alone"):format(ANCHOR)); ANCHOR = nil else f:close() end
 end
 
-local function anchor(args)
-  if not ANCHOR then return nil end
-  local p = io.popen(ANCHOR .. " sort " .. args .. " 2>&1")
-  local out = p:read("a")
-  p:close()
-  local v = tonumber(out:match("sort_ms%s+([%d%.eE+-]+)"))
-  if not v then io.stderr:write(("anchor %s sort %s: no sort_ms in its output:\n%s\n"):format(ANCHOR, args, out)) end
-  return v
-end
+local run_anchor = require "culua.anchor"
+local function anchor(args) return run_anchor(ANCHOR, "sort " .. args, "sort_ms") end
 
 local function median(t)
   table.sort(t)
@@ -115,7 +108,7 @@ for _, c in ipairs{
   line(what, n, ms, anchor(args:format(n, REPS)), 1.0)
   if dt == "uint32" and not with_values then
     local pk2 = random_keys(dt, n, 1)
-    line("  variant lsd", n, time_sort(pk2, nil, 3, {variant = "lsd"}))
+    line("  variant lsd", n, (time_sort(pk2, nil, 3, {variant = "lsd"})))
     pk2 = nil
     collectgarbage()
   end

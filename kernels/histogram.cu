@@ -4,24 +4,33 @@
 ** for uint8, uint16, int32, uint32, float32 and float64 input, counted into
 ** uint32 or uint64 counts.
 **
-** The bin of v is floor((v - lo) * bins / (hi - lo)). For integers that is
-** exact in 64-bit unsigned arithmetic (the host keeps lo and hi within
-** [-2^32, 2^33] and bins below 2^30, so the product fits); floats compute it
-** in double with round-to-nearest operations spelt out (no contraction), so
-** the C reference in src/catalog.c gets the same bits, and a v just below
-** hi whose quotient rounds up to `bins` is clamped into the last bin.
+** The bin of v is floor((v - lo) * bins / (hi - lo)) for integers, exact:
+** the host keeps lo and hi within [-2^32, 2^33] and bins below 2^30, so
+** d = v - lo and d * bins fit 64 bits. Dividing is what costs: a 64-bit
+** division is a software loop of dozens of instructions, while a byte of
+** input has the time of about ten. So the rule is chosen once a thread:
+** hi - lo == bins (every integer its own bin, the common case) is d itself;
+** where d * bins stays below 2^32 it is a multiply-high by the reciprocal
+** ceil(2^64 / range), exact for every 32-bit dividend (Lemire, Kaser and
+** Kurz 2019); only wider ranges divide. Floats take (v - lo) * scale in
+** double, scale = bins / (hi - lo) worked out by the host, each operation
+** rounded once (the C reference in src/catalog.c does the same), a product
+** that rounds up to `bins` for v below hi clamped into the last bin.
 ** Values outside [lo, hi) and NaNs are left out and counted.
 **
 ** One kernel a dtype pair, three ways, chosen by `mode`:
-**   0: block-private bins in shared memory, equal bins within a warp
-**      aggregated first (__match_any_sync: the leader adds the group's
-**      size), so that skewed data (all values equal) costs one shared
-**      atomic a warp rather than 32 on one address; then one global
-**      atomicAdd per nonzero bin per block;
-**   1: the same aggregation straight to global counts (bins that do not
-**      fit the shared memory given);
+**   0: bins in shared memory, one shared atomicAdd an element. With
+**      mode | 8 each warp has its own copy (the host gives 8 copies of
+**      shared memory where they fit), so warps do not contend, and the
+**      copies are summed at the end; lanes of one warp on one bin are
+**      served by the hardware in one instruction, which is why skewed
+**      data (every value equal) runs as fast as uniform data. Grouping
+**      equal values with __match_any_sync first measured 17x slower on
+**      the H100 (bench/RESULTS.md, session 7);
+**   1: bins that do not fit shared memory: global atomics, a warp whose
+**      lanes all hold one bin adding once;
 **   2: seed 003's histogram: block-private bins in shared memory, one
-**      shared atomicAdd an element, no aggregation.
+**      shared atomicAdd an element, read one element at a time.
 ** Mode | 4: x is 16-byte aligned, so whole 16-byte groups are read as
 ** uint4 (the rest, fewer than a group, one element a thread after); a view
 ** at another offset reads element by element. All read with a grid-stride
@@ -32,120 +41,186 @@ typedef unsigned long long u64;
 typedef long long i64;
 
 #define FULL_MASK 0xffffffffu
+#define HIST_VEC 4
+#define HIST_WARPS 8   /* a copy of the bins a warp */
 
-/* the bin of v, or -1 when it is left out */
-template <typename T> struct binner {
-  static __device__ __forceinline__ int bin (T v, i64 lo, i64 hi, double, double, int bins) {
-    i64 w = (i64)v;
-    if (w < lo || w >= hi) return -1;
-    return (int)(((u64)(w - lo) * (u64)bins) / (u64)(hi - lo));
+/*
+** How an integer's bin is found (see above), the way fixed at compile time
+** so that the loop over the input holds no branch on it: NARROW when the
+** input type fits 32 bits signed and lo, hi do too, so d is a 32-bit
+** subtraction (a value below lo wraps past the range); KIND 0: d itself,
+** 1: the multiply-high, 2: a 64-bit division, 3: d itself with no range
+** check, where every value of the type is in range (uint8 over [0, 256)
+** with 256 bins: the loop is a byte extract and a shared atomic).
+*/
+template <bool NARROW, int KIND> struct int_rule {
+  static const bool always = KIND == 3;   /* no value is left out */
+  i64 lo;
+  u64 range, magic;
+  unsigned bins;
+  template <typename T> __device__ __forceinline__ int bin (T v) const {
+    u64 d;
+    if (KIND == 3) return (int)((unsigned)v - (unsigned)lo);
+    if (NARROW) {
+      unsigned d32 = (unsigned)v - (unsigned)lo;
+      if (d32 >= (unsigned)range) return -1;
+      d = d32;
+    }
+    else {
+      d = (u64)((i64)v - lo);
+      if (d >= range) return -1;
+    }
+    if (KIND == 0) return (int)d;
+    if (KIND == 1) return (int)__umul64hi(magic, (u64)((unsigned)d * bins));
+    return (int)(d * bins / range);
   }
 };
 
-__device__ __forceinline__ int float_bin (double v, double lo, double hi, int bins) {
-  if (!(v >= lo && v < hi)) return -1;   /* NaN fails both */
-  double q = __ddiv_rn(__dmul_rn(__dsub_rn(v, lo), (double)bins), __dsub_rn(hi, lo));
-  int b = (int)floor(q);
-  return b >= bins ? bins - 1 : b;
-}
-
-template <> struct binner<float> {
-  static __device__ __forceinline__ int bin (float v, i64, i64, double lo, double hi, int bins) {
-    return float_bin((double)v, lo, hi, bins);
-  }
-};
-template <> struct binner<double> {
-  static __device__ __forceinline__ int bin (double v, i64, i64, double lo, double hi, int bins) {
-    return float_bin(v, lo, hi, bins);
+struct float_rule {
+  static const bool always = false;
+  double lo, hi, scale;
+  int bins;
+  template <typename T> __device__ __forceinline__ int bin (T v) const {
+    if (!(v >= lo && v < hi)) return -1;   /* NaN fails both */
+    int b = (int)floor(__dmul_rn(__dsub_rn((double)v, lo), scale));
+    return b >= bins ? bins - 1 : b;
   }
 };
 
 __device__ __forceinline__ void add_to (unsigned *c, unsigned k) { atomicAdd(c, k); }
 __device__ __forceinline__ void add_to (u64 *c, unsigned k) { atomicAdd(c, (u64)k); }
 
-template <typename T, typename C>
-__device__ void histogram (const T *__restrict__ x, u64 n, C *counts, int bins,
-                           i64 ilo, i64 ihi, double flo, double fhi,
-                           u64 *left, int mode) {
-  extern __shared__ unsigned sh[];
-  const bool vec = (mode & 4) != 0;   /* 16-byte loads: the host saw x aligned */
-  mode &= 3;
-  const bool shared = mode != 1;
-  if (shared) {
-    for (int i = threadIdx.x; i < bins; i += blockDim.x) sh[i] = 0;
-    __syncthreads();
-  }
-  unsigned out = 0;   /* left out by this thread */
-  const unsigned lane = threadIdx.x & 31;
+/*
+** Count x[0 .. n) into `mine` (shared memory) or, without shared bins,
+** straight into counts; returns how many this thread left out.
+*/
+template <typename T, typename C, typename R>
+__device__ unsigned count (const T *__restrict__ x, u64 n, C *counts, const R &rule,
+                           unsigned *mine, bool shared, bool vec) {
   const u64 stride = (u64)gridDim.x * blockDim.x;
   const u64 start = (u64)blockIdx.x * blockDim.x + threadIdx.x;
-  /* count bin b (-1: left out, -2: past the end); every lane of a warp
-  ** calls this equally often (loop bounds are whole rounds of the grid),
-  ** so __match_any_sync sees the full warp */
-  auto put = [&] (int b) {
-    if (mode == 2) {
-      if (b >= 0) atomicAdd(&sh[b], 1u);
-      return;
-    }
-    unsigned peers = __match_any_sync(FULL_MASK, b);
-    if (b >= 0 && (__ffs(peers) - 1) == (int)lane) {
-      unsigned k = __popc(peers);
-      if (shared) atomicAdd(&sh[b], k);
-      else add_to(&counts[b], k);
-    }
-  };
-  u64 done = 0;
-  if (vec) {   /* x is 16-byte aligned: whole 16-byte groups first */
-    const int V = 16 / sizeof(T);
-    const u64 groups = n / V;
-    const uint4 *xv = (const uint4 *)x;
-    const u64 rounds = (groups + stride - 1) / stride;
-    for (u64 r = 0, i = start; r < rounds; r++, i += stride) {
+  const unsigned lane = threadIdx.x & 31;
+  const int V = 16 / sizeof(T);
+  const uint4 *xv = (const uint4 *)x;
+  const u64 groups = vec ? n / V : 0;   /* 16-byte groups, read first */
+  unsigned out = 0;
+  if (shared) {
+    for (u64 i = start; i < groups; i += stride) {
       T v[V];
-      bool in = i < groups;
-      if (in) {
-        uint4 q = xv[i];
-        memcpy(v, &q, 16);
-      }
+      uint4 q = __ldcs(xv + i);   /* read once: streaming, not kept in L2 */
+      memcpy(v, &q, 16);
       #pragma unroll
       for (int k = 0; k < V; k++) {
-        int b = -2;
-        if (in) {
-          b = binner<T>::bin(v[k], ilo, ihi, flo, fhi, bins);
-          if (b < 0) out++;
-        }
-        put(b);
+        int b = rule.bin(v[k]);
+        if (R::always || b >= 0) atomicAdd(&mine[b], 1u);
+        else out++;
       }
     }
-    done = groups * V;
-  }
-  const u64 rounds = (n - done + stride - 1) / stride;
-  for (u64 r = 0, i = done + start; r < rounds; r++, i += stride) {
-    int b = -2;
-    if (i < n) {
-      b = binner<T>::bin(x[i], ilo, ihi, flo, fhi, bins);
-      if (b < 0) out++;
+    for (u64 i = groups * V + start; i < n; i += stride) {
+      int b = rule.bin(x[i]);
+      if (b >= 0) atomicAdd(&mine[b], 1u);
+      else out++;
     }
-    put(b);
+    return out;
   }
+  /* global bins: every lane runs the same number of rounds (-2: past the
+  ** end), so the vote sees the whole warp and a warp whose lanes all hold
+  ** one bin (skewed data) adds once */
+  auto put = [&] (int b) {
+    if (b == -1) out++;
+    if (__all_sync(FULL_MASK, b == __shfl_sync(FULL_MASK, b, 0))) {
+      if (lane == 0 && b >= 0) add_to(&counts[b], 32u);
+    }
+    else if (b >= 0) add_to(&counts[b], 1u);
+  };
+  u64 rounds = (groups + stride - 1) / stride;
+  for (u64 r = 0, i = start; r < rounds; r++, i += stride) {
+    T v[V];
+    bool in = i < groups;
+    if (in) {
+      uint4 q = __ldcs(xv + i);
+      memcpy(v, &q, 16);
+    }
+    #pragma unroll
+    for (int k = 0; k < V; k++) put(in ? rule.bin(v[k]) : -2);
+  }
+  rounds = (n - groups * V + stride - 1) / stride;
+  for (u64 r = 0, i = groups * V + start; r < rounds; r++, i += stride)
+    put(i < n ? rule.bin(x[i]) : -2);
+  return out;
+}
+
+template <typename T> struct is_float { static const bool value = false; };
+template <> struct is_float<float> { static const bool value = true; };
+template <> struct is_float<double> { static const bool value = true; };
+
+/* the integer rule for these lo, hi and bins, then count */
+template <bool NARROW, typename T, typename C>
+__device__ unsigned count_int (const T *x, u64 n, C *counts, int bins, i64 lo, i64 hi,
+                               unsigned *mine, bool shared, bool vec) {
+  const u64 range = (u64)(hi - lo);
+  if (NARROW && sizeof(T) < 4 && range == (u64)bins && lo <= 0 && hi > (i64)(T)-1) {
+    int_rule<NARROW, 3> r = {lo, range, 0, (unsigned)bins};
+    return count(x, n, counts, r, mine, shared, vec);
+  }
+  if (range == (u64)bins) {
+    int_rule<NARROW, 0> r = {lo, range, 0, (unsigned)bins};
+    return count(x, n, counts, r, mine, shared, vec);
+  }
+  if (range - 1 <= 0xffffffffull / (u64)bins) {   /* d * bins < 2^32 */
+    /* ceil(2^64 / range); 0 for range 1, whose only d is 0 */
+    int_rule<NARROW, 1> r = {lo, range, ~0ull / range + 1, (unsigned)bins};
+    return count(x, n, counts, r, mine, shared, vec);
+  }
+  int_rule<NARROW, 2> r = {lo, range, 0, (unsigned)bins};
+  return count(x, n, counts, r, mine, shared, vec);
+}
+
+template <typename T, typename C>
+__device__ void histogram (const T *__restrict__ x, u64 n, C *counts, int bins,
+                           i64 ilo, i64 ihi, double flo, double fhi, double scale,
+                           u64 *left, int mode) {
+  extern __shared__ unsigned sh[];
+  const bool vec = (mode & HIST_VEC) != 0;
+  const int copies = (mode & 8) ? HIST_WARPS : 1;
+  mode &= 3;
+  const bool shared = mode != 1;
+  unsigned *mine = sh + (copies > 1 ? (threadIdx.x >> 5) % copies * bins : 0);
+  if (shared) {
+    for (int i = threadIdx.x; i < bins * copies; i += blockDim.x) sh[i] = 0;
+    __syncthreads();
+  }
+  unsigned out;   /* left out by this thread */
+  if constexpr (is_float<T>::value) {
+    float_rule r = {flo, fhi, scale, bins};
+    out = count(x, n, counts, r, mine, shared, vec);
+  }
+  else if (sizeof(T) < 4 || (T)-1 < (T)0) {   /* u8, u16, i32: values fit 32 bits signed */
+    if (ilo >= -0x80000000ll && ihi <= 0x7fffffffll)
+      out = count_int<true>(x, n, counts, bins, ilo, ihi, mine, shared, vec);
+    else
+      out = count_int<false>(x, n, counts, bins, ilo, ihi, mine, shared, vec);
+  }
+  else out = count_int<false>(x, n, counts, bins, ilo, ihi, mine, shared, vec);
   /* the left-out count: a warp's sum, one atomic a warp */
   for (int o = 16; o > 0; o >>= 1) out += __shfl_down_sync(FULL_MASK, out, o);
-  if (lane == 0 && out != 0) atomicAdd(left, (u64)out);
+  if ((threadIdx.x & 31) == 0 && out != 0) atomicAdd(left, (u64)out);
   if (shared) {
     __syncthreads();
     for (int i = threadIdx.x; i < bins; i += blockDim.x) {
-      unsigned k = sh[i];
+      unsigned k = 0;
+      for (int c = 0; c < copies; c++) k += sh[c * bins + i];
       if (k != 0) add_to(&counts[i], k);
     }
   }
 }
 
 #define HIST(TN, T, CN, C)                                                         \
-  extern "C" __global__ void __launch_bounds__(256)                                \
+  extern "C" __global__ void __launch_bounds__(256, 6)                             \
   culua_histogram_##TN##_##CN (const T *x, u64 n, C *counts, int bins,             \
                                i64 ilo, i64 ihi, double flo, double fhi,           \
-                               u64 *left, int mode) {                               \
-    histogram<T, C>(x, n, counts, bins, ilo, ihi, flo, fhi, left, mode);            \
+                               double scale, u64 *left, int mode) {                 \
+    histogram<T, C>(x, n, counts, bins, ilo, ihi, flo, fhi, scale, left, mode);     \
   }
 
 #define HIST2(TN, T) HIST(TN, T, u32, unsigned) HIST(TN, T, u64, u64)

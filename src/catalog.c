@@ -209,10 +209,10 @@ static int catalog_ref_scan (lua_State *L) {
 ** equal-width bins over [lo, hi), the bin of v floor((v - lo) * bins /
 ** (hi - lo)). Integers exactly, in 64-bit unsigned arithmetic (lua/catalog/
 ** histogram.lua keeps lo and hi within [-2^32, 2^33] and bins below 2^30, so
-** the product fits); floats in double, each operation rounded once as the
-** kernel's __dsub_rn, __dmul_rn and __ddiv_rn are (volatile stops the
-** compiler from contracting them), and a quotient that rounds up to `bins`
-** for v < hi clamped to the last bin. Values outside [lo, hi), NaNs
+** the product fits); floats as (v - lo) * scale in double, scale = bins /
+** (hi - lo), each operation rounded once as the kernel's __dsub_rn and
+** __dmul_rn are (volatile stops the compiler from contracting them), and a
+** product that rounds up to `bins` for v < hi clamped to the last bin. Values outside [lo, hi), NaNs
 ** included, are not counted: their number is returned.
 */
 static int64_t hist_bin_int (int64_t v, int64_t lo, int64_t hi, uint64_t bins) {
@@ -220,15 +220,13 @@ static int64_t hist_bin_int (int64_t v, int64_t lo, int64_t hi, uint64_t bins) {
   return (int64_t)(((uint64_t)(v - lo) * bins) / (uint64_t)(hi - lo));
 }
 
-static int64_t hist_bin_float (double v, double lo, double hi, int64_t bins) {
-  volatile double d, q;
+static int64_t hist_bin_float (double v, double lo, double hi, double scale, int64_t bins) {
+  volatile double d;
   int64_t b;
   if (!(v >= lo && v < hi)) return -1;
   d = v - lo;
-  d = d * (double)bins;
-  q = hi - lo;
-  q = d / q;
-  b = (int64_t)floor(q);
+  d = d * scale;
+  b = (int64_t)floor(d);
   return b >= bins ? bins - 1 : b;
 }
 
@@ -237,7 +235,7 @@ static int catalog_ref_histogram (lua_State *L) {
   lua_Integer bins = luaL_checkinteger(L, 3);
   int accumulate = lua_toboolean(L, 6);
   int64_t ilo = 0, ihi = 0, left = 0;
-  double flo = 0, fhi = 0;
+  double flo = 0, fhi = 0, scale = 0;
   size_t i;
   if (hx == NULL) luaL_typeerror(L, 1, CULUA_HOSTARRAY);
   if (hc == NULL) luaL_typeerror(L, 2, CULUA_HOSTARRAY);
@@ -253,7 +251,9 @@ static int catalog_ref_histogram (lua_State *L) {
     case CULUA_UINT8: case CULUA_UINT16: case CULUA_INT32: case CULUA_UINT32:
       ilo = luaL_checkinteger(L, 4); ihi = luaL_checkinteger(L, 5); break;
     case CULUA_FLOAT32: case CULUA_FLOAT64:
-      flo = luaL_checknumber(L, 4); fhi = luaL_checknumber(L, 5); break;
+      flo = luaL_checknumber(L, 4); fhi = luaL_checknumber(L, 5);
+      scale = (double)bins / (fhi - flo);   /* as lua/catalog/histogram.lua works it out */
+      break;
     default:
       return luaL_error(L, "cuda.catalog.reference.histogram: hx has dtype %s; expected one of "
                         "uint8, uint16, int32, uint32, float32, float64", culua_dtype_names[hx->dtype]);
@@ -266,8 +266,8 @@ static int catalog_ref_histogram (lua_State *L) {
       case CULUA_UINT16: b = hist_bin_int(((const uint16_t *)hx->data)[i], ilo, ihi, (uint64_t)bins); break;
       case CULUA_INT32: b = hist_bin_int(((const int32_t *)hx->data)[i], ilo, ihi, (uint64_t)bins); break;
       case CULUA_UINT32: b = hist_bin_int(((const uint32_t *)hx->data)[i], ilo, ihi, (uint64_t)bins); break;
-      case CULUA_FLOAT32: b = hist_bin_float(((const float *)hx->data)[i], flo, fhi, bins); break;
-      default: b = hist_bin_float(((const double *)hx->data)[i], flo, fhi, bins); break;
+      case CULUA_FLOAT32: b = hist_bin_float(((const float *)hx->data)[i], flo, fhi, scale, bins); break;
+      default: b = hist_bin_float(((const double *)hx->data)[i], flo, fhi, scale, bins); break;
     }
     if (b < 0) left++;
     else if (hc->dtype == CULUA_UINT32) ((uint32_t *)hc->data)[b]++;

@@ -38,9 +38,13 @@ do
   c, left = counted("float32", {0.0, -0.0, 0.5, 0.99999994, 1.0, nan, inf, -inf, -1e-30}, 2, {lo = 0, hi = 1})
   T.is_deeply(c, {2, 2}, "reference: float32 with -0.0 in bin 1 and the float below hi in the last")
   T.is(left, 5, "  hi, NaN, +-inf and a tiny negative left out")
-  -- a v just below hi whose quotient rounds to bins is clamped to the last bin
+  -- a v just below hi whose product rounds to bins is clamped to the last bin:
+  -- 0.1 - 2^-56 times 10 / 0.1 is 10.0 in double
   c, left = counted("float64", {1 - 2 ^ -53}, 3, {lo = 0, hi = 1})
   T.is_deeply(c, {0, 0, 1}, "reference: float64 just below hi lands in the last bin")
+  c, left = counted("float64", {0.1 - 2 ^ -56, 0.05}, 10, {lo = 0, hi = 0.1})
+  T.is_deeply(c, {0, 0, 0, 0, 0, 1, 0, 0, 0, 1}, "reference: a product rounding up to bins is clamped to the last bin")
+  T.is(left, 0, "  and not left out")
   local hc = cuda.host_array("uint32", 3):copy_from({5, 6, 7})
   ref(host("uint8", {0, 2}), hc, {accumulate = true})
   T.is_deeply(hc:totable(), {6, 6, 8}, "reference: accumulate adds")
@@ -62,8 +66,8 @@ T.lives_ok(function () prog = cuda.compile(src, {options = {"-std=c++17", "-arch
 if prog then
   local function fits(name, ...) return cuda.check_args(cuda.signature(prog.ptx, name), ...) end
   local big = (1 << 40) + 3
-  T.ok(fits("culua_histogram_u8_u32", 1, big, 2, 256, 0, 256, 0.0, 1.0, 3, 0), "u8/u32 arguments")
-  T.ok(fits("culua_histogram_f64_u64", 1, big, 2, 5000, 0, 1, -1.5, 2.5, 3, 1), "f64/u64 arguments")
+  T.ok(fits("culua_histogram_u8_u32", 1, big, 2, 256, 0, 256, 0.0, 1.0, 1.0, 3, 0), "u8/u32 arguments")
+  T.ok(fits("culua_histogram_f64_u64", 1, big, 2, 5000, 0, 1, -1.5, 2.5, 1250.0, 3, 1), "f64/u64 arguments")
 end
 
 local info = cat.list().histogram

@@ -22,6 +22,7 @@ local THREADS = 256
 -- may ask for without opting in; beyond it the default variant counts in
 -- global memory and the seed's is refused
 local SHARED_BINS = 48 * 1024 // 4
+local COPIES = THREADS // 32   -- the default keeps a copy a warp where they fit (kernels/histogram.cu)
 local MAX_BINS = 1 << 30   -- keeps (v - lo) * bins within 64 bits (below)
 -- integer lo and hi: within these, v - lo < 2^34 and (v - lo) * bins < 2^64
 local INT_LO, INT_HI = -(1 << 32), 1 << 33
@@ -120,13 +121,16 @@ function M.histogram(x, counts, opts)
   if n > 0 then
     local kern = core.kernel("histogram", ("culua_histogram_%s_%s"):format(short[dt], short[cdt]), nil, dev)
     local mode = variant == "seed" and 2 or (bins <= SHARED_BINS and 0 or 1)
+    local shared = mode == 1 and 0 or 4 * bins
+    if mode == 0 and bins * COPIES <= SHARED_BINS then   -- a copy of the bins a warp
+      mode, shared = mode | 8, 4 * bins * COPIES
+    end
     -- 16-byte vector loads where x starts on 16 bytes (the seed reads one by one)
     if mode ~= 2 and x.ptr % 16 == 0 then mode = mode | 4 end
-    local shared = (mode & 3) == 1 and 0 or 4 * bins
-    local ilo, ihi, flo, fhi = 0, 1, 0.0, 1.0
-    if is_float(dt) then flo, fhi = lo, hi else ilo, ihi = lo, hi end
+    local ilo, ihi, flo, fhi, scale = 0, 1, 0.0, 1.0, 1.0
+    if is_float(dt) then flo, fhi, scale = lo, hi, bins / (hi - lo) else ilo, ihi = lo, hi end
     kern:launch({grid = grid_for(kern, dev, n, shared), block = THREADS, shared = shared, stream = stream},
-                x, n, counts, bins, ilo, ihi, flo, fhi, word, mode)
+                x, n, counts, bins, ilo, ihi, flo, fhi, scale, word, mode)
   end
   return core.read_word(word, stream)
 end
