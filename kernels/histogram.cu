@@ -105,9 +105,8 @@ __device__ unsigned count (const T *__restrict__ x, u64 n, C *counts, const R &r
   const u64 groups = vec ? n / V : 0;   /* 16-byte groups, read first */
   unsigned out = 0;
   if (shared) {
-    for (u64 i = start; i < groups; i += stride) {
+    auto put16 = [&] (uint4 q) {
       T v[V];
-      uint4 q = __ldcs(xv + i);   /* read once: streaming, not kept in L2 */
       memcpy(v, &q, 16);
       #pragma unroll
       for (int k = 0; k < V; k++) {
@@ -115,7 +114,16 @@ __device__ unsigned count (const T *__restrict__ x, u64 n, C *counts, const R &r
         if (R::always || b >= 0) atomicAdd(&mine[b], 1u);
         else out++;
       }
+    };
+    /* two groups in flight a thread: the loads of the second overlap the
+    ** atomics of the first. Read once: streaming, not kept in L2 */
+    u64 i = start;
+    for (; i + stride < groups; i += 2 * stride) {
+      uint4 q0 = __ldcs(xv + i), q1 = __ldcs(xv + i + stride);
+      put16(q0);
+      put16(q1);
     }
+    if (i < groups) put16(__ldcs(xv + i));
     for (u64 i = groups * V + start; i < n; i += stride) {
       int b = rule.bin(x[i]);
       if (b >= 0) atomicAdd(&mine[b], 1u);

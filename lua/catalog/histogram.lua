@@ -87,9 +87,15 @@ core.scratch_kind("histogram_word", "int64")   -- zeroed by each call, on its st
 
 -- the grid: as many blocks as are resident at once (at most one an 8 KiB of
 -- input a thread block would read in one sweep), so each reads a grid-stride
+local grids = setmetatable({}, {__mode = "k"})   -- kernel -> shared bytes -> blocks resident
 local function grid_for(kern, dev, n, shared)
-  local per = kern:max_active_blocks(THREADS, shared)
-  if per < 1 then per = 1 end
+  local g = grids[kern] or {}
+  grids[kern] = g
+  local per = g[shared]
+  if not per then   -- a driver call: asked once a kernel and size
+    per = math.max(1, kern:max_active_blocks(THREADS, shared))
+    g[shared] = per
+  end
   return math.max(1, math.min(per * core.sm_count(dev), ceil_div(n, THREADS * 4)))
 end
 
@@ -117,7 +123,7 @@ function M.histogram(x, counts, opts)
   local n = #x
   local word = core.scratch("histogram_word", dev, stream, 1):view(1, 1)
   word:fill(0, stream)
-  if not opts.accumulate then counts:view(1, bins):fill(0, stream) end
+  if not opts.accumulate then (bins == #counts and counts or counts:view(1, bins)):fill(0, stream) end
   if n > 0 then
     local kern = core.kernel("histogram", ("culua_histogram_%s_%s"):format(short[dt], short[cdt]), nil, dev)
     local mode = variant == "seed" and 2 or (bins <= SHARED_BINS and 0 or 1)
