@@ -16,6 +16,19 @@ local function shell_quote(s)
   return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
 end
 
+-- gnuplot runs a script of lines over the data file; both files go afterwards
+local function run_gnuplot(gp, script, data)
+  local sf = os.tmpname()
+  local f = assert(io.open(sf, "w"))
+  f:write(table.concat(script, "\n"), "\n")
+  f:close()
+  local ok = os.execute(shell_quote(gp) .. " " .. shell_quote(sf) .. " 2>/dev/null")
+  os.remove(sf)
+  os.remove(data)
+  if not ok then return false, "gnuplot failed" end
+  return true
+end
+
 -- write rows (tables of values) under a header line; returns the path
 function plot.csv(path, header, rows)
   local f = assert(io.open(path, "w"))
@@ -69,15 +82,7 @@ function plot.lines(spec)
     parts[#parts + 1] = ("%q index %d with linespoints title %q"):format(data, i - 1, s.name)
   end
   script[#script + 1] = "plot " .. table.concat(parts, ", ")
-  local sf = os.tmpname()
-  f = assert(io.open(sf, "w"))
-  f:write(table.concat(script, "\n"), "\n")
-  f:close()
-  local ok = os.execute(shell_quote(gp) .. " " .. shell_quote(sf) .. " 2>/dev/null")
-  os.remove(sf)
-  os.remove(data)
-  if not ok then return false, "gnuplot failed" end
-  return true
+  return run_gnuplot(gp, script, data)
 end
 
 -- a PNG timeline (Gantt chart): spec.rows names the rows top to bottom, each
@@ -121,15 +126,7 @@ function plot.gantt(spec)
     parts[#parts + 1] = ("%q index %d using 1:2:3:4:5:6 with boxxyerror title %q"):format(data, i - 1, kind)
   end
   script[#script + 1] = "plot " .. table.concat(parts, ", ")
-  local sf = os.tmpname()
-  f = assert(io.open(sf, "w"))
-  f:write(table.concat(script, "\n"), "\n")
-  f:close()
-  local ok = os.execute(shell_quote(gp) .. " " .. shell_quote(sf) .. " 2>/dev/null")
-  os.remove(sf)
-  os.remove(data)
-  if not ok then return false, "gnuplot failed" end
-  return true
+  return run_gnuplot(gp, script, data)
 end
 
 return plot

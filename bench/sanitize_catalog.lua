@@ -1,0 +1,78 @@
+-- bench/sanitize_catalog.lua: catalog families' kernels at small sizes, every
+-- variant, op and dtype, for compute-sanitizer (the test files run them at sizes
+-- that take racecheck and initcheck too long):
+--   compute-sanitizer --tool racecheck ./culua bench/sanitize_catalog.lua [FAMILY ...]
+-- FAMILY is scan, histogram or sort (default: all three).
+local cuda = require "cuda"
+local cat = cuda.catalog
+
+local run = {}
+
+function run.scan()
+  for _, dt in ipairs{"int32", "uint32", "int64", "uint64", "float32", "float64"} do
+    for _, n in ipairs{1, 33, 1000, 4097, 70001} do
+      local h = cuda.host_array(dt, n):random(n, 0, 9)
+      local x, y = cuda.array(dt, n):copy_from(h), cuda.array(dt, n)
+      for _, op in ipairs{"add", "min", "max"} do
+        cat.scan(x, y, {op = op}); cat.scan(x, y, {op = op, exclusive = true}); cat.reduce(x, {op = op})
+      end
+      if n <= 1024 then cat.scan(x, y, {variant = "naive"}) end
+      if n <= 2048 then cat.scan(x, y, {variant = "blelloch"}) end
+      cat.scan(x, y, {variant = "global"})
+      if dt == "float32" then
+        local flags = cuda.array("uint8", n):copy_from(cuda.host_array("uint8", n):random(1, 0, 1))
+        cat.compact(x, y, flags); cat.compact(x, y, "x > 4.0f"); cat.split(x, y, flags)
+      end
+    end
+  end
+end
+
+function run.histogram()
+  for _, dt in ipairs{"uint8", "uint16", "int32", "uint32", "float32", "float64"} do
+    for _, n in ipairs{1, 33, 1000, 4097, 70001} do
+      local x = cuda.array(dt, n):copy_from(cuda.host_array(dt, n):random(n, 0, 200))
+      local float = dt:sub(1, 5) == "float"
+      for _, cdt in ipairs{"uint32", "uint64"} do
+        -- a copy a warp (256 bins), one a block (5000), global counts (20000)
+        for _, bins in ipairs{256, 5000, 20000} do
+          local c = cuda.array(cdt, bins)
+          local o = {lo = float and 0.0 or 0, hi = float and 200.0 or 200}
+          cat.histogram(x, c, o)
+          if bins <= 12288 then o.variant = "seed"; cat.histogram(x, c, o) end
+        end
+        if n > 1 then   -- a view one element in: not 16-byte aligned, read element by element
+          cat.histogram(x:view(2, n - 1), cuda.array(cdt, 7), {lo = float and 0.0 or 0, hi = float and 200.0 or 200, bins = 7})
+        end
+      end
+    end
+    if dt == "uint8" then   -- every byte its own bin, unchecked
+      local x = cuda.array("uint8", 70001):copy_from(cuda.host_array("uint8", 70001):random(3, 0, 255))
+      cat.histogram(x, cuda.array("uint32", 256))
+    end
+  end
+end
+
+function run.sort()
+  for _, dt in ipairs{"uint32", "int32", "float32", "uint64", "int64", "float64"} do
+    for _, n in ipairs{1, 32, 33, 3000, 4097, 70001} do
+      local h = cuda.host_array(dt, n):random(n, dt:sub(1, 1) == "u" and 0 or -1000, 1000)
+      local k, v = cuda.array(dt, n), cuda.array("uint32", n)
+      v:fill(1)   -- values are read: initcheck would count an unwritten array
+      for _, variant in ipairs{"onesweep", "lsd"} do
+        k:copy_from(h); cat.sort(k, nil, {variant = variant})
+        k:copy_from(h); cat.sort(k, v, {variant = variant, descending = true})
+        k:copy_from(h); cat.sort(k, nil, {variant = variant, begin_bit = 4, end_bit = 12})
+      end
+      cat.argsort(k)
+    end
+  end
+  local w = cuda.array("uint32", 32):copy_from(cuda.host_array("uint32", 32):random(5, 0, 1000))
+  cat.sort(w, nil, {variant = "warp"})
+end
+
+local families = #arg > 0 and arg or {"scan", "histogram", "sort"}
+for _, f in ipairs(families) do
+  assert(run[f], "sanitize_catalog.lua: no family " .. f)(f)
+  cuda.synchronize()
+  print(("%s done"):format(f))
+end
