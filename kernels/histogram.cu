@@ -20,11 +20,15 @@
 **
 ** One kernel a dtype pair, three ways, chosen by `mode`:
 **   0: bins in shared memory, one shared atomicAdd an element. With
-**      mode | 8 each warp has its own copy (the host gives 8 copies of
-**      shared memory where they fit), so warps do not contend, and the
-**      copies are summed at the end; lanes of one warp on one bin are
-**      served by the hardware in one instruction, which is why skewed
-**      data (every value equal) runs as fast as uniform data. Grouping
+**      mode | 16 (at most 256 bins) each lane of a warp has its own copy,
+**      bin b of lane l at word 32 b + l: a lane always hits its own bank,
+**      so a warp's 32 atomics never conflict whatever the data, and the
+**      block's warps share the copies. With mode | 8 (more bins, where
+**      8 copies fit) each warp has its own copy instead; lanes of one warp
+**      on one bin are served by the hardware in one instruction, which is
+**      why skewed data runs as fast as uniform data. The copies are summed
+**      at the end. A 16-byte group holding one value repeated (a run, as
+**      in skewed data) is counted with one atomic. Grouping
 **      equal values with __match_any_sync first measured 17x slower on
 **      the H100 (bench/RESULTS.md, session 7);
 **   1: bins that do not fit shared memory: global atomics, a warp whose
@@ -90,13 +94,22 @@ struct float_rule {
 __device__ __forceinline__ void add_to (unsigned *c, unsigned k) { atomicAdd(c, k); }
 __device__ __forceinline__ void add_to (u64 *c, unsigned k) { atomicAdd(c, (u64)k); }
 
+/* whether the 16 bytes of q hold one value of T, repeated */
+template <typename T> __device__ __forceinline__ bool all_equal (uint4 q) {
+  if (sizeof(T) == 8) return q.x == q.z && q.y == q.w;
+  if (!(q.x == q.y && q.y == q.z && q.z == q.w)) return false;
+  if (sizeof(T) == 1) return q.x == (q.x & 0xffu) * 0x01010101u;
+  if (sizeof(T) == 2) return (q.x >> 16) == (q.x & 0xffffu);
+  return true;
+}
+
 /*
 ** Count x[0 .. n) into `mine` (shared memory) or, without shared bins,
 ** straight into counts; returns how many this thread left out.
 */
 template <typename T, typename C, typename R>
 __device__ unsigned count (const T *__restrict__ x, u64 n, C *counts, const R &rule,
-                           unsigned *mine, bool shared, bool vec) {
+                           unsigned *mine, int shift, bool shared, bool vec) {
   const u64 stride = (u64)gridDim.x * blockDim.x;
   const u64 start = (u64)blockIdx.x * blockDim.x + threadIdx.x;
   const unsigned lane = threadIdx.x & 31;
@@ -108,10 +121,16 @@ __device__ unsigned count (const T *__restrict__ x, u64 n, C *counts, const R &r
     auto put16 = [&] (uint4 q) {
       T v[V];
       memcpy(v, &q, 16);
+      if (all_equal<T>(q)) {   /* a run of one value (skewed data): one atomic for the group */
+        int b = rule.bin(v[0]);
+        if (R::always || b >= 0) atomicAdd(&mine[b << shift], (unsigned)V);
+        else out += V;
+        return;
+      }
       #pragma unroll
       for (int k = 0; k < V; k++) {
         int b = rule.bin(v[k]);
-        if (R::always || b >= 0) atomicAdd(&mine[b], 1u);
+        if (R::always || b >= 0) atomicAdd(&mine[b << shift], 1u);
         else out++;
       }
     };
@@ -126,7 +145,7 @@ __device__ unsigned count (const T *__restrict__ x, u64 n, C *counts, const R &r
     if (i < groups) put16(__ldcs(xv + i));
     for (u64 i = groups * V + start; i < n; i += stride) {
       int b = rule.bin(x[i]);
-      if (b >= 0) atomicAdd(&mine[b], 1u);
+      if (b >= 0) atomicAdd(&mine[b << shift], 1u);
       else out++;
     }
     return out;
@@ -165,23 +184,23 @@ template <> struct is_float<double> { static const bool value = true; };
 /* the integer rule for these lo, hi and bins, then count */
 template <bool NARROW, typename T, typename C>
 __device__ unsigned count_int (const T *x, u64 n, C *counts, int bins, i64 lo, i64 hi,
-                               unsigned *mine, bool shared, bool vec) {
+                               unsigned *mine, int shift, bool shared, bool vec) {
   const u64 range = (u64)(hi - lo);
   if (NARROW && sizeof(T) < 4 && range == (u64)bins && lo <= 0 && hi > (i64)(T)-1) {
     int_rule<NARROW, 3> r = {lo, range, 0, (unsigned)bins};
-    return count(x, n, counts, r, mine, shared, vec);
+    return count(x, n, counts, r, mine, shift, shared, vec);
   }
   if (range == (u64)bins) {
     int_rule<NARROW, 0> r = {lo, range, 0, (unsigned)bins};
-    return count(x, n, counts, r, mine, shared, vec);
+    return count(x, n, counts, r, mine, shift, shared, vec);
   }
   if (range - 1 <= 0xffffffffull / (u64)bins) {   /* d * bins < 2^32 */
     /* ceil(2^64 / range); 0 for range 1, whose only d is 0 */
     int_rule<NARROW, 1> r = {lo, range, ~0ull / range + 1, (unsigned)bins};
-    return count(x, n, counts, r, mine, shared, vec);
+    return count(x, n, counts, r, mine, shift, shared, vec);
   }
   int_rule<NARROW, 2> r = {lo, range, 0, (unsigned)bins};
-  return count(x, n, counts, r, mine, shared, vec);
+  return count(x, n, counts, r, mine, shift, shared, vec);
 }
 
 template <typename T, typename C>
@@ -190,10 +209,14 @@ __device__ void histogram (const T *__restrict__ x, u64 n, C *counts, int bins,
                            u64 *left, int mode) {
   extern __shared__ unsigned sh[];
   const bool vec = (mode & HIST_VEC) != 0;
-  const int copies = (mode & 8) ? HIST_WARPS : 1;
+  /* where this thread counts: bin b at mine[b << shift] */
+  const bool lanes = (mode & 16) != 0;
+  const int copies = lanes ? 32 : (mode & 8) ? HIST_WARPS : 1;
+  const int shift = lanes ? 5 : 0;
   mode &= 3;
   const bool shared = mode != 1;
-  unsigned *mine = sh + (copies > 1 ? (threadIdx.x >> 5) % copies * bins : 0);
+  unsigned *mine = lanes ? sh + (threadIdx.x & 31)
+                         : sh + (copies > 1 ? (threadIdx.x >> 5) % copies * bins : 0);
   if (shared) {
     for (int i = threadIdx.x; i < bins * copies; i += blockDim.x) sh[i] = 0;
     __syncthreads();
@@ -201,15 +224,15 @@ __device__ void histogram (const T *__restrict__ x, u64 n, C *counts, int bins,
   unsigned out;   /* left out by this thread */
   if constexpr (is_float<T>::value) {
     float_rule r = {flo, fhi, scale, bins};
-    out = count(x, n, counts, r, mine, shared, vec);
+    out = count(x, n, counts, r, mine, shift, shared, vec);
   }
   else if (sizeof(T) < 4 || (T)-1 < (T)0) {   /* u8, u16, i32: values fit 32 bits signed */
     if (ilo >= -0x80000000ll && ihi <= 0x7fffffffll)
-      out = count_int<true>(x, n, counts, bins, ilo, ihi, mine, shared, vec);
+      out = count_int<true>(x, n, counts, bins, ilo, ihi, mine, shift, shared, vec);
     else
-      out = count_int<false>(x, n, counts, bins, ilo, ihi, mine, shared, vec);
+      out = count_int<false>(x, n, counts, bins, ilo, ihi, mine, shift, shared, vec);
   }
-  else out = count_int<false>(x, n, counts, bins, ilo, ihi, mine, shared, vec);
+  else out = count_int<false>(x, n, counts, bins, ilo, ihi, mine, shift, shared, vec);
   /* the left-out count: a warp's sum, one atomic a warp */
   for (int o = 16; o > 0; o >>= 1) out += __shfl_down_sync(FULL_MASK, out, o);
   if ((threadIdx.x & 31) == 0 && out != 0) atomicAdd(left, (u64)out);
@@ -217,7 +240,10 @@ __device__ void histogram (const T *__restrict__ x, u64 n, C *counts, int bins,
     __syncthreads();
     for (int i = threadIdx.x; i < bins; i += blockDim.x) {
       unsigned k = 0;
-      for (int c = 0; c < copies; c++) k += sh[c * bins + i];
+      if (lanes)   /* bin i's 32 words, each lane starting at its own bank */
+        for (int c = 0; c < 32; c++) k += sh[i * 32 + ((c + threadIdx.x) & 31)];
+      else
+        for (int c = 0; c < copies; c++) k += sh[c * bins + i];
       if (k != 0) add_to(&counts[i], k);
     }
   }

@@ -22,7 +22,10 @@ local THREADS = 256
 -- may ask for without opting in; beyond it the default variant counts in
 -- global memory and the seed's is refused
 local SHARED_BINS = 48 * 1024 // 4
-local COPIES = THREADS // 32   -- the default keeps a copy a warp where they fit (kernels/histogram.cu)
+-- the default keeps a copy of the bins a lane up to LANE_BINS (32 KiB), else a copy a
+-- warp where they fit (kernels/histogram.cu says why)
+local LANE_BINS = 256
+local COPIES = THREADS // 32
 local MAX_BINS = 1 << 30   -- keeps (v - lo) * bins within 64 bits (below)
 -- integer lo and hi: within these, v - lo < 2^34 and (v - lo) * bins < 2^64
 local INT_LO, INT_HI = -(1 << 32), 1 << 33
@@ -128,7 +131,9 @@ function M.histogram(x, counts, opts)
     local kern = core.kernel("histogram", ("culua_histogram_%s_%s"):format(short[dt], short[cdt]), nil, dev)
     local mode = variant == "seed" and 2 or (bins <= SHARED_BINS and 0 or 1)
     local shared = mode == 1 and 0 or 4 * bins
-    if mode == 0 and bins * COPIES <= SHARED_BINS then   -- a copy of the bins a warp
+    if mode == 0 and bins <= LANE_BINS then   -- a copy of the bins a lane
+      mode, shared = mode | 16, 4 * bins * 32
+    elseif mode == 0 and bins * COPIES <= SHARED_BINS then   -- a copy a warp
       mode, shared = mode | 8, 4 * bins * COPIES
     end
     -- 16-byte vector loads where x starts on 16 bytes (the seed reads one by one)
