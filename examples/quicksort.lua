@@ -11,13 +11,13 @@
 -- grid: a grid is complete only when all the grids it launched are.
 --
 -- The program is compiled by NVRTC as relocatable device code, linked by the
--- driver against the device runtime (libcudadevrt.a) and loaded. The seed
--- set the device runtime's sync depth to MAX_DEPTH: the old device runtime
--- kept a grid whose children were still running suspended at its end, and
--- reserved memory for that down to the sync depth. CUDA 12's device runtime
--- (CDP2) does not suspend grids and, from compute capability 9.0, refuses the
--- limit, so the script only tries it and says what the driver answered. It
--- sizes the buffer of pending device-side launches for every launch the sort
+-- driver against the device runtime (libcudadevrt.a) and loaded. The seed set
+-- the device runtime's sync depth to MAX_DEPTH: how deep in the tree of grids
+-- device code may call cudaDeviceSynchronize (its kernel never does). CUDA
+-- 12's device runtime (CDP2) has no such call, and from compute capability
+-- 9.0 the driver refuses the limit (CUDA_ERROR_UNSUPPORTED_LIMIT, says
+-- cuda.h), so the script only tries it and prints the driver's answer. It
+-- raises the limit on outstanding device-side launches to the most the sort
 -- can make, and counts in a device variable the launches, the failed ones,
 -- the deepest level and the longest range left to a selection sort.
 --
@@ -148,14 +148,16 @@ do
   if ok then
     print(("dev_runtime_sync_depth set to %d, as the seed does"):format(got))
   else
-    print(("dev_runtime_sync_depth not set to %d as the seed does (CUDA 12's device runtime has no use for it);\n" ..
-           "  the driver says: %s"):format(MAX_DEPTH, tostring(got)))
+    print(("dev_runtime_sync_depth not set to %d as the seed does (CUDA 12 has no device-side cudaDeviceSynchronize\n" ..
+           "  for it to limit); the driver says: %s"):format(MAX_DEPTH, tostring(got)))
   end
 end
--- A grid at depth d < MAX_DEPTH launches at most two, on disjoint ranges, so
--- depth d holds at most min(2^d, N) grids: at most their sum is ever launched
--- from the device (2^17 - 2 for N >= 2^16), and the buffer of launches not yet
--- running is made that large. A launch that finds it full fails, and is counted.
+-- A device-side launch is outstanding until its grid completes, after all of
+-- its children: near the end of the sort almost every launch is. A grid at
+-- depth d < MAX_DEPTH launches at most two, on disjoint ranges, so depth d
+-- holds at most min(2^d, N) grids and their sum bounds the launches (2^17 - 2
+-- for N >= 2^16); the limit is raised to that. A launch past the limit fails
+-- (cudaErrorLaunchPendingCountExceeded), and is counted.
 local most = 0
 for d = 1, MAX_DEPTH do most = most + math.min(1 << d, N) end
 local slots = cuda.device_limit("dev_runtime_pending_launch_count")
