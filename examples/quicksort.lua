@@ -101,9 +101,10 @@ extern "C" __global__ void cdp_simple_quicksort(unsigned int *data, int left, in
     selection_sort(data, left, right);
     return;
   }
-  // Partition around the middle element. Each scan stops at an element on the
-  // wrong side, or at the pivot itself, so neither leaves the range; a pair
-  // found is swapped and both pointers step past it.
+  // Partition around the middle element. A scan stops at an element on the
+  // wrong side of the pivot or equal to it: first the pivot itself, later the
+  // elements just swapped, bound the scans, so neither leaves the range. A
+  // pair found is swapped and both pointers step past it.
   unsigned int *lptr = data + left;
   unsigned int *rptr = data + right;
   unsigned int pivot = data[left + (right - left) / 2];
