@@ -69,6 +69,21 @@ local seed003 = {
   {"examples/radix_warp.lua", "50",
    {"new index %(prefix sum %+ offset%) +2 +0 +1 +3\n", "gives new indices 2 0 1 3: the same", "sorted: 1 4 7 14",
     "50 runs of 32 random keys against table%.sort: all sorted", "Sorting Successful! %(SUCCESS%)"}},
+  {"examples/image_histogram.lua", "301x203",
+   {"301 x 203 image %(generated: bands and noise%), 256 bins, blocks of 16 x 16",
+    "SUCCESS!! %(texture kernel: all 256 bins equal the CPU's, 61103 pixels%)",
+    "SUCCESS!! %(cuda%.catalog%.histogram: all 256 bins equal the CPU's, 61103 pixels%)",
+    "Processing Time %-> GPU %(texture kernel%): [%d.]+ ms"}},
+  {"examples/quicksort.lua", "20000",
+   {"dev_runtime_pending_launch_count: %d+ %(at most 72766 device%-side launches",
+    "Validating results: OK %(streams: SUCCESS%)\n%d+ device%-side launches, 0 failed, deepest level %d+",
+    "Validating results: OK %(fire_and_forget: SUCCESS%)\n%d+ device%-side launches, 0 failed",
+    "Validating results: OK %(cuda%.catalog%.sort: SUCCESS%)",
+    "cuda%.catalog%.sort %(onesweep radix sort%) +[%d.]+ ms",
+    "Check: both quicksorts and the catalog's sort agree with the CPU: SUCCESS"}},
+  {"examples/quicksort.lua", "37",
+   {"Validating results: OK %(streams: SUCCESS%)\n2 device%-side launches, 0 failed, deepest level 1",
+    "Check: both quicksorts and the catalog's sort agree with the CPU: SUCCESS"}},
 }
 for _, ex in ipairs(seed003) do
   local f, args, patterns, files = table.unpack(ex)
@@ -92,5 +107,21 @@ for _, ex in ipairs(seed003) do
     T.is(out, "No CUDA device found.\n", f .. " compiles its kernels and says there is no GPU")
   end
   os.execute("rm -rf " .. dir)
+end
+
+-- image_histogram.lua on a PGM file: an odd-sized plain (P2) one, written here
+do
+  local pgm = require "culua.pgm"
+  local name = os.tmpname()
+  pgm.write(name, cuda.host_array("uint8", {45, 77}):random(45 * 77, 0, 255), {format = "P2"})
+  out, status = T.run(("%s %s/examples/image_histogram.lua %s"):format(T.culua, srcdir, name))
+  T.is(status, 0, "image_histogram.lua on a 77 x 45 P2 file exits 0")
+  if cuda.device_count() > 0 then
+    T.like(out, "77 x 45 image %(.-, maxval 255%).-SUCCESS!! %(texture kernel: all 256 bins equal the CPU's, 3465 pixels%)" ..
+           ".-SUCCESS!! %(cuda%.catalog%.histogram", "image_histogram.lua reads the PGM and agrees with the CPU")
+  else
+    T.is(out, "No CUDA device found.\n", "image_histogram.lua with a file says there is no GPU")
+  end
+  os.remove(name)
 end
 T.done_testing()
