@@ -120,13 +120,14 @@ __device__ void panel (int n, int j0, int jb, int ju, int search, T *A, int *ipi
   if (!search) return;
   /* the block's best: lane 0 of each warp holds its warp's */
   if (lane == 0) { wv[warp] = best; wi[warp] = bi; }
+  __threadfence();                      /* every thread's row writes, before the block's ticket */
   __syncthreads();
   if (threadIdx.x == 0) {
     for (int w = 1; w < warps; w++)
       if (better(wv[w], wi[w], best, bi)) { best = wv[w]; bi = wi[w]; }
     part[2 * blockIdx.x] = best;
     part[2 * blockIdx.x + 1] = (double)bi;
-    __threadfence();                    /* the partial and this block's rows, before the ticket */
+    __threadfence();                    /* the partial, before the ticket */
     last = atomicAdd(counter, 1u) == gridDim.x - 1;
   }
   __syncthreads();
