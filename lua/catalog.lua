@@ -17,6 +17,7 @@ local families = {
   "scan",
   "histogram",
   "sort",
+  "solve",
 }
 
 -- every catalog call is an NVTX range of its name, so Nsight Systems shows

@@ -397,11 +397,164 @@ static int catalog_ref_sort (lua_State *L) {
 /* }====================================================== */
 
 
+/* {====================================================== solve: LU references */
+
+/* a host array's elements as a new double buffer (a userdata on the stack) */
+static double *to_doubles (lua_State *L, const culua_HostArray *h) {
+  double *w = (double *)lua_newuserdatauv(L, (h->n ? h->n : 1) * sizeof(double), 0);
+  size_t i, e = culua_dtype_size[h->dtype];
+  for (i = 0; i < h->n; i++) w[i] = culua_elem_double(h->dtype, (const char *)h->data + i * e);
+  return w;
+}
+
+static void from_doubles (culua_HostArray *h, const double *w) {
+  size_t i, e = culua_dtype_size[h->dtype];
+  for (i = 0; i < h->n; i++) culua_elem_set_double(h->dtype, (char *)h->data + i * e, w[i]);
+}
+
+/* the n of a square float host array at i */
+static culua_HostArray *check_square (lua_State *L, int i, const char *fname, size_t *n) {
+  size_t rows, cols;
+  culua_HostArray *h = check_matrix(L, i, &rows, &cols);
+  if (h->dtype != CULUA_FLOAT32 && h->dtype != CULUA_FLOAT64)
+    luaL_error(L, "%s: the matrix has dtype %s; expected float32 or float64", fname, culua_dtype_names[h->dtype]);
+  if (rows != cols) luaL_error(L, "%s: the matrix is %dx%d, not square", fname, (int)rows, (int)cols);
+  *n = rows;
+  return h;
+}
+
+static culua_HostArray *check_pivots (lua_State *L, int i, const char *fname, size_t n) {
+  culua_HostArray *p = culua_testhostarray(L, i);
+  if (p == NULL) luaL_typeerror(L, i, CULUA_HOSTARRAY);
+  if (p->dtype != CULUA_INT32 || p->n < n)
+    luaL_error(L, "%s: ipiv must be an int32 host array of at least %d elements", fname, (int)n);
+  return p;
+}
+
+
+/*
+** _catalog.ref_lu(hA, hipiv) -> info: LAPACK's unblocked getrf on the
+** row-major n x n host array hA, in double whatever its dtype: the pivot of
+** column j is the first row of largest magnitude among rows j..n-1 (as
+** i?amax), the rows are swapped whole, the column below scaled by the pivot
+** and the rest updated by a rank-1 step. A zero pivot is skipped as getrf
+** skips it, and the first one's 1-based index is returned (0: none).
+*/
+static int catalog_ref_lu (lua_State *L) {
+  size_t n, i, j, c;
+  culua_HostArray *ha = check_square(L, 1, "reference.lu", &n);
+  culua_HostArray *hp = check_pivots(L, 2, "reference.lu", n);
+  int32_t *ipiv = (int32_t *)hp->data;
+  double *w = to_doubles(L, ha);
+  lua_Integer info = 0;
+  for (j = 0; j < n; j++) {
+    size_t p = j;
+    double best = fabs(w[j * n + j]), pv;
+    for (i = j + 1; i < n; i++)
+      if (fabs(w[i * n + j]) > best) { best = fabs(w[i * n + j]); p = i; }
+    ipiv[j] = (int32_t)(p + 1);
+    if (p != j)
+      for (c = 0; c < n; c++) { double t = w[j * n + c]; w[j * n + c] = w[p * n + c]; w[p * n + c] = t; }
+    pv = w[j * n + j];
+    if (pv == 0) {
+      if (info == 0) info = (lua_Integer)j + 1;
+      continue;
+    }
+    for (i = j + 1; i < n; i++) {
+      double l = w[i * n + j] / pv;
+      double *ri = w + i * n;
+      const double *rj = w + j * n;
+      ri[j] = l;
+      for (c = j + 1; c < n; c++) ri[c] -= l * rj[c];
+    }
+  }
+  from_doubles(ha, w);
+  lua_pushinteger(L, info);
+  return 1;
+}
+
+
+/* the rows and columns of a right-hand side host array: n x k, or 1-D of n*k */
+static culua_HostArray *check_rhs (lua_State *L, int i, const char *fname, size_t n, size_t *k) {
+  culua_HostArray *h = culua_testhostarray(L, i);
+  if (h == NULL) luaL_typeerror(L, i, CULUA_HOSTARRAY);
+  if (h->rows > 0 ? h->rows != n : (n == 0 || h->n % n != 0))
+    luaL_error(L, "%s: the right-hand sides do not have %d rows", fname, (int)n);
+  *k = h->rows > 0 ? h->cols : h->n / n;
+  return h;
+}
+
+
+/* _catalog.ref_lu_solve(hLU, hipiv, hB): hB overwritten with X, from ref_lu's factors, in double */
+static int catalog_ref_lu_solve (lua_State *L) {
+  size_t n, k, i, j, c;
+  culua_HostArray *hl = check_square(L, 1, "reference.lu_solve", &n);
+  culua_HostArray *hp = check_pivots(L, 2, "reference.lu_solve", n);
+  culua_HostArray *hb = check_rhs(L, 3, "reference.lu_solve", n, &k);
+  const int32_t *ipiv = (const int32_t *)hp->data;
+  double *lu = to_doubles(L, hl), *x = to_doubles(L, hb);
+  for (i = 0; i < n; i++) {
+    size_t p = (size_t)ipiv[i] - 1;
+    if (ipiv[i] < 1 || p >= n) return luaL_error(L, "reference.lu_solve: ipiv[%d] = %d is out of 1..%d", (int)i + 1, (int)ipiv[i], (int)n);
+    if (p != i)
+      for (c = 0; c < k; c++) { double t = x[i * k + c]; x[i * k + c] = x[p * k + c]; x[p * k + c] = t; }
+  }
+  for (i = 0; i < n; i++)           /* L y = P b, L unit lower */
+    for (j = 0; j < i; j++)
+      for (c = 0; c < k; c++) x[i * k + c] -= lu[i * n + j] * x[j * k + c];
+  for (i = n; i-- > 0; ) {           /* U x = y */
+    for (j = i + 1; j < n; j++)
+      for (c = 0; c < k; c++) x[i * k + c] -= lu[i * n + j] * x[j * k + c];
+    for (c = 0; c < k; c++) x[i * k + c] /= lu[i * n + i];
+  }
+  from_doubles(hb, x);
+  lua_settop(L, 3);
+  return 1;
+}
+
+
+/*
+** _catalog.ref_lu_residual(hA, hX, hB) -> ||B - A X|| / (||A|| ||X||), in
+** infinity norms (largest row sum of magnitudes), in double: the tests divide
+** by n * eps for LAPACK's ratio. NaN when X is zero or not finite.
+*/
+static int catalog_ref_lu_residual (lua_State *L) {
+  size_t n, k, k2, i, j, c;
+  culua_HostArray *ha = check_square(L, 1, "reference.lu_residual", &n);
+  culua_HostArray *hx = check_rhs(L, 2, "reference.lu_residual", n, &k);
+  culua_HostArray *hb = check_rhs(L, 3, "reference.lu_residual", n, &k2);
+  double *a, *x, *b, *r, na = 0, nx = 0, nr = 0;
+  if (k2 != k) return luaL_error(L, "reference.lu_residual: X has %d columns but B has %d", (int)k, (int)k2);
+  a = to_doubles(L, ha); x = to_doubles(L, hx); b = to_doubles(L, hb);
+  r = (double *)lua_newuserdatauv(L, (k ? k : 1) * sizeof(double), 0);
+  for (i = 0; i < n; i++) {
+    double sa = 0, sx = 0, sr = 0;
+    for (c = 0; c < k; c++) r[c] = b[i * k + c];
+    for (j = 0; j < n; j++) {
+      double aij = a[i * n + j];
+      sa += fabs(aij);
+      for (c = 0; c < k; c++) r[c] -= aij * x[j * k + c];
+    }
+    for (c = 0; c < k; c++) { sr += fabs(r[c]); sx += fabs(x[i * k + c]); }
+    if (sa != sa || sa > na) na = sa;   /* a NaN sticks */
+    if (sx != sx || sx > nx) nx = sx;
+    if (sr != sr || sr > nr) nr = sr;
+  }
+  lua_pushnumber(L, nr / (na * nx));
+  return 1;
+}
+
+/* }====================================================== */
+
+
 static const luaL_Reg catalog_funcs[] = {
   {"ref_matmul", catalog_ref_matmul},
   {"ref_scan", catalog_ref_scan},
   {"ref_histogram", catalog_ref_histogram},
   {"ref_sort", catalog_ref_sort},
+  {"ref_lu", catalog_ref_lu},
+  {"ref_lu_solve", catalog_ref_lu_solve},
+  {"ref_lu_residual", catalog_ref_lu_residual},
   {"fatbin", catalog_fatbin},
   {"source", catalog_source},
   {"families", catalog_families},

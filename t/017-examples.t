@@ -7,7 +7,8 @@ local cuda = require "cuda"
 local srcdir = os.getenv("CULUA_SRCDIR") or "."
 
 for _, f in ipairs{"examples/devices.lua", "examples/embed.lua", "examples/grid_barrier.lua", "examples/matmul_lab.lua",
-                   "examples/scan.lua", "bench/scan.lua", "examples/histogram.lua", "bench/histogram.lua", "examples/sort.lua", "bench/sort.lua", "bench/launch.lua", "bench/copy.lua", "bench/nvrtc_cache.lua", "bench/matmul.lua", "bench/barrier.lua"} do
+                   "examples/scan.lua", "bench/scan.lua", "examples/histogram.lua", "bench/histogram.lua", "examples/sort.lua", "bench/sort.lua", "bench/launch.lua", "bench/copy.lua", "bench/nvrtc_cache.lua", "bench/matmul.lua", "bench/barrier.lua",
+                   "examples/gauss.lua", "bench/solve.lua"} do
   local chunk, err = loadfile(srcdir .. "/" .. f)
   T.ok(chunk ~= nil, f .. " parses", err)
 end
@@ -42,6 +43,10 @@ if cuda.device_count() > 0 then
   local _, agree = out:gsub("SUCCESS", "")
   T.is(agree, 7, "sort.lua: the seed's four rounds, the warp sort of 32 and the two larger sorts agree with the CPU")
   T.unlike(out, "FAILURE", "and none differs")
+  out, status = T.run(("%s %s/examples/gauss.lua 300"):format(T.culua, srcdir))
+  T.is(status, 0, "gauss.lua (N = 300) exits 0")
+  T.like(out, "sequential CPU.-one GPU, method seed.-one GPU, method lu.-SUCCESS!!",
+         "gauss.lua: the CPU, the seed's kernels and the blocked LU, each within LAPACK's ratio")
 else
   T.like(out, "No CUDA device found", "devices.lua says plainly that there is none")
 end

@@ -1,0 +1,105 @@
+-- bench/solve.lua: cuda.catalog.lu / lu_solve against cuSOLVER, in the same run.
+--   culua bench/solve.lua [ANCHOR [BLOCKS [SIZES]]]
+-- ANCHOR (bench/anchor_cusolver, built by nvcc with -lcusolver -lcublas) times
+-- <t>getrf and <t>getrs (one right-hand side) with events, median:
+--   ANCHOR f32|f64 N REPS  ->  "getrf_ms X" and "getrs_ms Y"
+-- BLOCKS: panel widths to time, "64" or "32,64,128" (default: the catalog's
+-- default alone); SIZES: "8192,16384" (the default).
+-- TFLOP/s = (2/3) n^3 / t. Targets on the H100 (issue 12): float32 solve
+-- (getrf + getrs) >= 1.0x cuSOLVER at n = 8192 and 16384; float64 LU >= 0.8x
+-- dgetrf. Ours includes its two read-backs (the input check and the pivots'
+-- status), which synchronize. The seed's method (three kernels a column) is
+-- timed once at n <= 8192 as the baseline.
+local cuda = require "cuda"
+local cat = cuda.catalog
+local ANCHOR = arg[1]
+local BLOCKS, SIZES = {}, {}
+for b in (arg[2] or ""):gmatch("%d+") do BLOCKS[#BLOCKS + 1] = math.tointeger(tonumber(b)) end
+for s in (arg[3] or "8192,16384"):gmatch("%d+") do SIZES[#SIZES + 1] = math.tointeger(tonumber(s)) end
+if #BLOCKS == 0 then BLOCKS = {false} end
+local REPS = 5
+local dev = cuda.device()
+
+local run_anchor = require "culua.anchor"
+if ANCHOR then
+  local f = io.open(ANCHOR)
+  if not f then print(("anchor %s is missing: ours alone"):format(ANCHOR)); ANCHOR = nil else f:close() end
+end
+
+print(("cuda.catalog lu on %s, median of %d%s"):format(dev.name, REPS,
+      ANCHOR and (", anchor " .. ANCHOR) or " (no anchor given: ours alone)"))
+
+local function tflops(n, ms) return 2 / 3 * n ^ 3 / (ms * 1e-3) / 1e12 end
+
+local function median(t)
+  table.sort(t)
+  local r = #t
+  return r % 2 == 1 and t[(r + 1) // 2] or (t[r // 2] + t[r // 2 + 1]) / 2
+end
+
+-- the median time (ms) of f(A, b) on fresh copies of A0 and b0 (the copies not timed)
+local function time(A0, b0, A, b, reps, f)
+  local e0, e1 = cuda.event(), cuda.event()
+  local t = {}
+  for r = 0, reps do               -- r = 0: the warm-up
+    A:copy_from(A0)
+    b:copy_from(b0)
+    e0:record()
+    f(A, b)
+    e1:record()
+    e1:synchronize()
+    if r > 0 then t[#t + 1] = e0:elapsed(e1) end
+  end
+  return median(t)
+end
+
+local function line(what, n, ms, anchor_ms, target)
+  local s = ("%-44s %10.2f ms %7.2f TFLOP/s"):format(what, ms, tflops(n, ms))
+  if anchor_ms then
+    s = s .. ("   cuSOLVER %10.2f ms %7.2f TFLOP/s   %.2fx (target >= %.1fx)"):format(anchor_ms, tflops(n, anchor_ms),
+                                                                                  anchor_ms / ms, target)
+  end
+  print(s)
+end
+
+for _, dt in ipairs{"float32", "float64"} do
+  local t = dt == "float32" and "f32" or "f64"
+  for _, n in ipairs(SIZES) do
+    local hA = cuda.host_array(dt, {n, n}):random(1, -1, 1)
+    local hb = cuda.host_array(dt, n):random(2, -1, 1)
+    local A0, b0 = cuda.array(dt, {n, n}):copy_from(hA), cuda.array(dt, n):copy_from(hb)
+    hA = nil
+    collectgarbage()
+    local A, b = cuda.array(dt, {n, n}), cuda.array(dt, n)
+    local getrf, getrs
+    if ANCHOR then
+      getrf = run_anchor(ANCHOR, ("%s %d %d"):format(t, n, REPS), "getrf_ms")
+      getrs = run_anchor(ANCHOR, ("%s %d %d"):format(t, n, REPS), "getrs_ms")
+    end
+    for _, nb in ipairs(BLOCKS) do
+      local opts = {block = nb or nil}
+      local what = ("%s n = %d block %s"):format(dt, n, nb or "default")
+      if dt == "float32" then
+        local ms = time(A0, b0, A, b, REPS, function (a, x) local piv = cat.lu(a, opts); cat.lu_solve(a, piv, x, opts) end)
+        line(what .. ": lu + lu_solve", n, ms, getrf and getrs and getrf + getrs, 1.0)
+      else
+        local ms = time(A0, b0, A, b, REPS, function (a) cat.lu(a, opts) end)
+        line(what .. ": lu", n, ms, getrf, 0.8)
+      end
+    end
+    -- the residual of one solve, so that a fast wrong answer shows
+    local x = cat.solve(A0, b0)
+    local hx = cuda.host_array(dt, n)
+    x:copy_to(hx)
+    hA = cuda.host_array(dt, {n, n})
+    A0:copy_to(hA)
+    local ratio = cat.reference.lu_residual(hA, hx, hb) / (n * (dt == "float32" and 2.0 ^ -24 or 2.0 ^ -53))
+    print(("%-44s ratio %.3f%s"):format("  residual ||b - A x|| / (||A|| ||x|| n eps)", ratio, ratio <= 10 and "" or "  WRONG"))
+    if n <= 8192 and dt == "float32" then
+      local ms = time(A0, b0, A, b, 1, function (a, bb) cat.solve(a, bb, {method = "seed", overwrite = true}) end)
+      line(("  seed method (Gauss-Jordan, 3 kernels a column)"), n, ms)
+    end
+    A0, b0, A, b, x, hA = nil, nil, nil, nil, nil, nil
+    collectgarbage()
+  end
+end

@@ -1,0 +1,534 @@
+/*
+** solve.cu
+** The solve family of culua's catalog: LU factorization with partial
+** pivoting and the solves that use it, on row-major float32 and float64
+** matrices (element (i, j) of an n x n matrix at i*ld + j).
+**
+** Two methods, both driven from lua/catalog/solve.lua:
+**   - seed: seed 003's three kernels a column (find the pivot row and the
+**     multipliers, extract the pivot row, eliminate), on the transposed
+**     (augmented) matrix, as the seed stores it so that the pivot search
+**     reads a column contiguously;
+**   - lu: blocked right-looking LU, LAPACK's getrf: a panel of `block`
+**     columns factored on the GPU (a kernel a column, which also searches
+**     the next column's pivot), the panel's row swaps applied to the rest,
+**     a triangular solve for the block row of U, and the trailing update
+**     A22 -= L21 * U12 by a register-blocked GEMM with leading dimensions.
+**
+** Pivots are LAPACK's ipiv, 1-based: at step i, row i was swapped with
+** row ipiv[i]. A status word records the first bad pivot: i + 1 when
+** pivot i is zero, -(i + 1) when it is not finite; 0 when all are fine.
+** Matrix offsets are element counts (long long), leading dimensions ints.
+*/
+
+#include <culua/common.cuh>
+
+#define MAXBLOCK 128      /* the widest panel (a lane keeps 4 of its columns) */
+
+
+/* a candidate's magnitude: NaN counts as infinite, so that it is chosen and reported */
+template <typename T>
+__device__ __forceinline__ double magnitude (T v) {
+  double a = fabs((double)v);
+  return a != a ? __longlong_as_double(0x7ff0000000000000ll) : a;
+}
+
+/* (a, ia) better than (b, ib): larger, then the smaller row (LAPACK's i?amax takes the first) */
+__device__ __forceinline__ bool better (double a, int ia, double b, int ib) {
+  return a > b || (a == b && ia < ib);
+}
+
+/* a pivot's verdict into the status word, unless an earlier one is there */
+template <typename T>
+__device__ __forceinline__ void note_pivot (int *status, int i, T pv) {
+  if (*status != 0) return;
+  if (pv == T(0)) *status = i + 1;
+  else if (!isfinite((double)pv)) *status = -(i + 1);
+}
+
+
+/* {====================================================== input checks */
+
+/* status = 1 when any of x[0..count) is NaN or infinite */
+template <typename T>
+__device__ void check_finite (long long count, const T *x, int *status) {
+  bool bad = false;
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < count;
+       i += (long long)gridDim.x * blockDim.x)
+    bad |= !isfinite((double)x[i]);
+  if (__syncthreads_or(bad) && threadIdx.x == 0) *status = 1;
+}
+
+/* }====================================================== */
+
+
+/* {====================================================== panel factorization */
+
+/*
+** One column of the panel of columns [j0, j0 + jb), rows [j0, n): when
+** ju >= j0, eliminate column ju below its pivot (the multipliers
+** A[r][ju] /= A[ju][ju] and the rank-1 update of the panel's columns right of
+** ju); when `search`, also find the pivot of column js = ju + 1 among rows
+** js..n-1 (the values just updated), record it, and swap rows js and the
+** pivot across the panel. A warp a row, so a row's panel columns are read
+** together. The blocks' candidates meet in `part`; the last block to finish
+** (a ticket on `counter`, which it puts back to 0) picks the pivot and swaps,
+** once every block's writes are visible (each fenced before its ticket).
+*/
+template <typename T>
+__device__ void panel (int n, int j0, int jb, int ju, int search, T *A, int *ipiv, int *status,
+                       double *part, unsigned *counter) {
+  __shared__ double wv[32];
+  __shared__ int wi[32];
+  __shared__ bool last;
+  __shared__ int spiv;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  const int js = ju + 1, jend = j0 + jb;
+  const bool update = ju >= j0;
+  T ur[MAXBLOCK / 32], pv = T(0);
+  if (update) {   /* row ju's panel entries right of ju: this lane's columns */
+    pv = A[(size_t)ju * n + ju];
+#pragma unroll
+    for (int q = 0; q < MAXBLOCK / 32; q++) {
+      int c = js + lane + 32 * q;
+      ur[q] = c < jend ? A[(size_t)ju * n + c] : T(0);
+    }
+  }
+  double best = -1.0;
+  int bi = n;
+  for (int r = js + blockIdx.x * warps + warp; r < n; r += gridDim.x * warps) {
+    T *row = A + (size_t)r * n;
+    if (update) {
+      T l = pv != T(0) ? row[ju] / pv : T(0);
+      __syncwarp();                     /* every lane has read row[ju] */
+      if (lane == 0 && pv != T(0)) row[ju] = l;
+#pragma unroll
+      for (int q = 0; q < MAXBLOCK / 32; q++) {
+        int c = js + lane + 32 * q;
+        if (c < jend) {
+          T v = row[c] - l * ur[q];
+          row[c] = v;
+          if (q == 0 && lane == 0 && search) { double m = magnitude(v); if (better(m, r, best, bi)) { best = m; bi = r; } }
+        }
+      }
+    }
+    else if (lane == 0) {
+      double m = magnitude(row[js]);
+      if (better(m, r, best, bi)) { best = m; bi = r; }
+    }
+  }
+  if (!search) return;
+  /* the block's best: lane 0 of each warp holds its warp's */
+  if (lane == 0) { wv[warp] = best; wi[warp] = bi; }
+  __threadfence();                      /* every thread's row writes, before the block's ticket */
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int w = 1; w < warps; w++)
+      if (better(wv[w], wi[w], best, bi)) { best = wv[w]; bi = wi[w]; }
+    part[2 * blockIdx.x] = best;
+    part[2 * blockIdx.x + 1] = (double)bi;
+    __threadfence();                    /* the partial, before the ticket */
+    last = atomicAdd(counter, 1u) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (!last) return;
+  if (threadIdx.x == 0) {
+    __threadfence();
+    best = -1.0; bi = n;
+    for (int b = 0; b < (int)gridDim.x; b++) {
+      double v = __ldcg(part + 2 * b);
+      int i = (int)__ldcg(part + 2 * b + 1);
+      if (better(v, i, best, bi)) { best = v; bi = i; }
+    }
+    if (bi >= n) bi = js;               /* cannot happen: row js is always a candidate */
+    ipiv[js] = bi + 1;
+    note_pivot(status, js, __ldcg(A + (size_t)bi * n + js));
+    *counter = 0;                       /* for the next launch (kernels on one stream are ordered) */
+    spiv = bi;
+  }
+  __syncthreads();
+  int p = spiv;
+  if (p != js)
+    for (int c = j0 + threadIdx.x; c < jend; c += blockDim.x) {
+      T a = __ldcg(A + (size_t)js * n + c), b = __ldcg(A + (size_t)p * n + c);
+      A[(size_t)js * n + c] = b;
+      A[(size_t)p * n + c] = a;
+    }
+}
+
+/* }====================================================== */
+
+
+/* {====================================================== row swaps */
+
+/*
+** The swaps of pivots i0..i1-1 (ipiv, 1-based) on the columns [0, ncols) of
+** X (leading dimension ld) that are outside [skip_lo, skip_hi): a thread a
+** column, the swaps in order.
+*/
+template <typename T>
+__device__ void laswp (int ncols, int ld, int skip_lo, int skip_hi, int i0, int i1, const int *ipiv, T *X) {
+  int width = ncols - (skip_hi - skip_lo);
+  for (int t = blockIdx.x * blockDim.x + threadIdx.x; t < width; t += gridDim.x * blockDim.x) {
+    int c = t < skip_lo ? t : t + (skip_hi - skip_lo);
+    for (int i = i0; i < i1; i++) {
+      int p = ipiv[i] - 1;
+      if (p != i) {
+        T a = X[(size_t)i * ld + c];
+        X[(size_t)i * ld + c] = X[(size_t)p * ld + c];
+        X[(size_t)p * ld + c] = a;
+      }
+    }
+  }
+}
+
+
+/*
+** perm[i] = the row of B that row i of P*B is, from the n pivots: the swaps
+** replayed on an identity, by one thread (they are a chain), in shared memory
+** when it fits (`shared`: the launch gave n ints of it), else in perm itself.
+*/
+__device__ void permutation (int n, const int *ipiv, int *perm, int shared) {
+  extern __shared__ int sp[];
+  int *w = shared ? sp : perm;
+  for (int i = threadIdx.x; i < n; i += blockDim.x) w[i] = i;
+  __syncthreads();
+  if (threadIdx.x == 0)
+    for (int i = 0; i < n; i++) {
+      int p = ipiv[i] - 1;
+      int a = w[i];
+      w[i] = w[p];
+      w[p] = a;
+    }
+  __syncthreads();
+  if (shared)
+    for (int i = threadIdx.x; i < n; i += blockDim.x) perm[i] = w[i];
+}
+
+
+/* W (n x k) = the rows perm[0..n) of B (n x k) */
+template <typename T>
+__device__ void gather (int n, int k, const int *perm, const T *B, T *W) {
+  long long total = (long long)n * k;
+  for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < total;
+       e += (long long)gridDim.x * blockDim.x) {
+    int i = (int)(e / k), c = (int)(e % k);
+    W[e] = B[(size_t)perm[i] * k + c];
+  }
+}
+
+template <typename T>
+__device__ void copy (long long count, const T *src, T *dst) {
+  for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < count;
+       e += (long long)gridDim.x * blockDim.x)
+    dst[e] = src[e];
+}
+
+/* }====================================================== */
+
+
+/* {====================================================== triangular solves */
+
+/*
+** X (jb x ncols, leading dimension ldx) = inv(Tr) * X for the jb x jb
+** triangle Tr (leading dimension ldt): unit lower (UPPER false, forward) or
+** upper with its diagonal (UPPER true, backward). A block takes 32 columns
+** into shared memory; 8 rows of threads share the updates below (above)
+** each solved row.
+*/
+template <typename T, bool UPPER>
+__device__ void trsm (int jb, int ncols, const T *Tr, long long toff, int ldt, T *X, long long xoff, int ldx) {
+  __shared__ T xs[MAXBLOCK][33];
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int c = blockIdx.x * 32 + tx;
+  const bool in = c < ncols;
+  Tr += toff;
+  X += xoff;
+  for (int i = ty; i < jb; i += 8) xs[i][tx] = in ? X[(size_t)i * ldx + c] : T(0);
+  __syncthreads();
+  if (!UPPER) {
+    for (int k = 0; k < jb - 1; k++) {
+      T xk = xs[k][tx];
+      for (int i = k + 1 + ty; i < jb; i += 8) xs[i][tx] -= Tr[(size_t)i * ldt + k] * xk;
+      __syncthreads();
+    }
+  }
+  else {
+    for (int k = jb - 1; k >= 0; k--) {
+      if (ty == 0) xs[k][tx] /= Tr[(size_t)k * ldt + k];
+      __syncthreads();
+      T xk = xs[k][tx];
+      for (int i = ty; i < k; i += 8) xs[i][tx] -= Tr[(size_t)i * ldt + k] * xk;
+      __syncthreads();
+    }
+  }
+  if (in)
+    for (int i = ty; i < jb; i += 8) X[(size_t)i * ldx + c] = xs[i][tx];
+}
+
+/* }====================================================== */
+
+
+/* {====================================================== C -= A * B */
+
+/*
+** C (M x N) -= A (M x K) * B (K x N), each with its own offset and leading
+** dimension: the trailing update and the blocked substitutions. BM x BN
+** tiles of C, BK deep, TM x TN a thread in two halves (rows ty*TM/2.. and
+** BM/2 + ty*TM/2..: neighbouring threads read neighbouring shared words);
+** the next tiles are loaded into registers while this one is used.
+*/
+template <typename T, int BM, int BN, int BK, int TM, int TN>
+__device__ void gemm_sub (int M, int N, int K, const T *A, long long aoff, int lda,
+                          const T *B, long long boff, int ldb, T *C, long long coff, int ldc) {
+  constexpr int NT = (BM / TM) * (BN / TN);
+  constexpr int LA = BM * BK / NT, LB = BK * BN / NT;
+  __shared__ T as[2][BK][BM + 4];     /* +4: the transposing stores hit distinct banks */
+  __shared__ T bs[2][BK][BN];
+  const int tid = threadIdx.x;
+  const int bm = blockIdx.y * BM, bn = blockIdx.x * BN;
+  const int tx = tid % (BN / TN), ty = tid / (BN / TN);
+  A += aoff; B += boff; C += coff;
+  T ra[LA], rb[LB], acc[TM][TN];
+#pragma unroll
+  for (int i = 0; i < TM; i++)
+#pragma unroll
+    for (int j = 0; j < TN; j++) acc[i][j] = T(0);
+
+  auto fetch = [&] (int k0) {
+#pragma unroll
+    for (int q = 0; q < LA; q++) {
+      int e = tid + q * NT, r = bm + e / BK, c = k0 + e % BK;
+      ra[q] = (r < M && c < K) ? A[(size_t)r * lda + c] : T(0);
+    }
+#pragma unroll
+    for (int q = 0; q < LB; q++) {
+      int e = tid + q * NT, r = k0 + e / BN, c = bn + e % BN;
+      rb[q] = (r < K && c < N) ? B[(size_t)r * ldb + c] : T(0);
+    }
+  };
+  auto stash = [&] (int s) {
+#pragma unroll
+    for (int q = 0; q < LA; q++) {
+      int e = tid + q * NT;
+      as[s][e % BK][e / BK] = ra[q];
+    }
+#pragma unroll
+    for (int q = 0; q < LB; q++) {
+      int e = tid + q * NT;
+      bs[s][e / BN][e % BN] = rb[q];
+    }
+  };
+
+  fetch(0);
+  stash(0);
+  __syncthreads();
+  int s = 0;
+  for (int k0 = 0; k0 < K; k0 += BK) {
+    bool more = k0 + BK < K;
+    if (more) fetch(k0 + BK);
+#pragma unroll
+    for (int k = 0; k < BK; k++) {
+      T a[TM], b[TN];
+#pragma unroll
+      for (int i = 0; i < TM / 2; i++) {
+        a[i] = as[s][k][ty * (TM / 2) + i];
+        a[i + TM / 2] = as[s][k][BM / 2 + ty * (TM / 2) + i];
+      }
+#pragma unroll
+      for (int j = 0; j < TN / 2; j++) {
+        b[j] = bs[s][k][tx * (TN / 2) + j];
+        b[j + TN / 2] = bs[s][k][BN / 2 + tx * (TN / 2) + j];
+      }
+#pragma unroll
+      for (int i = 0; i < TM; i++)
+#pragma unroll
+        for (int j = 0; j < TN; j++) acc[i][j] += a[i] * b[j];
+    }
+    if (more) {
+      stash(s ^ 1);   /* the other buffer: its last readers passed the barrier below */
+      __syncthreads();
+      s ^= 1;
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < TM; i++) {
+    int r = bm + (i < TM / 2 ? ty * (TM / 2) + i : BM / 2 + ty * (TM / 2) + i - TM / 2);
+    if (r >= M) continue;
+#pragma unroll
+    for (int j = 0; j < TN; j++) {
+      int c = bn + (j < TN / 2 ? tx * (TN / 2) + j : BN / 2 + tx * (TN / 2) + j - TN / 2);
+      if (c < N) C[(size_t)r * ldc + c] -= acc[i][j];
+    }
+  }
+}
+
+/* }====================================================== */
+
+
+/* {====================================================== the seed's kernels */
+
+/*
+** The seed keeps the transpose of the augmented matrix [A | B]: ABT is
+** (n + k) x n, ABT[c*n + r] = AB[r][c], so that a column of AB (the pivot
+** search, the elimination) is contiguous. Two modes: `lu` (eliminate the rows
+** below the pivot and keep the multipliers: getrf's unblocked algorithm) and
+** Gauss-Jordan (lu = 0: eliminate every other row, as the seed's CPU loop
+** does, so that the solution is the right-hand columns over the diagonal).
+*/
+
+/* out (cols x rows) = transpose of in (rows x cols), through 32 x 32 tiles */
+template <typename T>
+__device__ void transpose (int rows, int cols, const T *in, long long inoff, int ldin,
+                           T *out, long long outoff, int ldout) {
+  __shared__ T tile[32][33];
+  in += inoff;
+  out += outoff;
+  int r0 = blockIdx.y * 32, c0 = blockIdx.x * 32;
+  for (int i = threadIdx.y; i < 32; i += blockDim.y) {
+    int r = r0 + i, c = c0 + threadIdx.x;
+    if (r < rows && c < cols) tile[i][threadIdx.x] = in[(size_t)r * ldin + c];
+  }
+  __syncthreads();
+  for (int i = threadIdx.y; i < 32; i += blockDim.y) {
+    int c = c0 + i, r = r0 + threadIdx.x;
+    if (r < rows && c < cols) out[(size_t)c * ldout + r] = tile[threadIdx.x][i];
+  }
+}
+
+
+/*
+** findPivotRowAndMultipliers, one block: the pivot of column p among rows
+** p..n-1, then the multipliers of the rows to eliminate as they will be
+** once rows p and the pivot's are swapped (mult[p] = 0: the pivot row stays).
+*/
+template <typename T>
+__device__ void seed_pivot (int n, int p, int lu, const T *ABT, int *ipiv, T *mult, int *status) {
+  __shared__ double sv[32];
+  __shared__ int si[32];
+  __shared__ int spiv;
+  const T *col = ABT + (size_t)p * n;
+  double best = -1.0;
+  int bi = n;
+  for (int r = p + threadIdx.x; r < n; r += blockDim.x) {
+    double m = magnitude(col[r]);
+    if (better(m, r, best, bi)) { best = m; bi = r; }
+  }
+  for (int o = 16; o > 0; o >>= 1) {
+    double v = __shfl_down_sync(0xffffffffu, best, o);
+    int i = __shfl_down_sync(0xffffffffu, bi, o);
+    if (better(v, i, best, bi)) { best = v; bi = i; }
+  }
+  if ((threadIdx.x & 31) == 0) { sv[threadIdx.x >> 5] = best; si[threadIdx.x >> 5] = bi; }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int w = 1; w < (int)(blockDim.x >> 5); w++)
+      if (better(sv[w], si[w], best, bi)) { best = sv[w]; bi = si[w]; }
+    if (bi >= n) bi = p;
+    ipiv[p] = bi + 1;
+    note_pivot(status, p, col[bi]);
+    spiv = bi;
+  }
+  __syncthreads();
+  int piv = spiv;
+  T pv = col[piv];
+  bool usable = pv != T(0) && isfinite((double)pv);
+  for (int r = (lu ? p + 1 : 0) + threadIdx.x; r < n; r += blockDim.x) {
+    int src = r == p ? piv : r == piv ? p : r;
+    mult[r] = (r == p || !usable) ? T(0) : col[src] / pv;
+  }
+}
+
+
+/* extractPivotRow: swap rows p and ipiv[p]-1 of AB (a thread a column) and keep the new row p */
+template <typename T>
+__device__ void seed_extract (int n, int ncols, int p, const int *ipiv, T *ABT, T *prow) {
+  int piv = ipiv[p] - 1;
+  for (int c = blockIdx.x * blockDim.x + threadIdx.x; c < ncols; c += gridDim.x * blockDim.x) {
+    T *col = ABT + (size_t)c * n;
+    T a = col[p], b = col[piv];
+    col[p] = b;
+    col[piv] = a;
+    prow[c] = b;
+  }
+}
+
+
+/* rowElimination: row r -= mult[r] * pivot row, on columns p.. (column p takes the multiplier, or 0) */
+template <typename T>
+__device__ void seed_eliminate (int n, int ncols, int p, int lu, T *ABT, const T *mult, const T *prow) {
+  int r = (lu ? p + 1 : 0) + blockIdx.x * blockDim.x + threadIdx.x;
+  if (r >= n || r == p) return;
+  T m = mult[r];
+  for (int c = p + blockIdx.y; c < ncols; c += gridDim.y) {
+    T *e = ABT + (size_t)c * n + r;
+    if (c == p) *e = lu ? m : T(0);
+    else *e -= m * prow[c];
+  }
+}
+
+
+/* X (n x k) = the right-hand columns of the reduced ABT over its diagonal */
+template <typename T>
+__device__ void seed_divide (int n, int k, const T *ABT, T *X) {
+  long long total = (long long)n * k;
+  for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < total;
+       e += (long long)gridDim.x * blockDim.x) {
+    int r = (int)(e / k), j = (int)(e % k);
+    X[e] = ABT[(size_t)(n + j) * n + r] / ABT[(size_t)r * n + r];
+  }
+}
+
+/* }====================================================== */
+
+
+/* {====================================================== instances */
+
+#define CULUA_SOLVE(t, T) \
+  extern "C" __global__ void culua_solve_check_##t (long long count, const T *x, int *status) \
+  { check_finite<T>(count, x, status); } \
+  extern "C" __global__ void __launch_bounds__(256) culua_solve_panel_##t (int n, int j0, int jb, int ju, int search, \
+      T *A, int *ipiv, int *status, double *part, unsigned *counter) \
+  { panel<T>(n, j0, jb, ju, search, A, ipiv, status, part, counter); } \
+  extern "C" __global__ void culua_solve_laswp_##t (int ncols, int ld, int skip_lo, int skip_hi, int i0, int i1, \
+      const int *ipiv, T *X) \
+  { laswp<T>(ncols, ld, skip_lo, skip_hi, i0, i1, ipiv, X); } \
+  extern "C" __global__ void culua_solve_gather_##t (int n, int k, const int *perm, const T *B, T *W) \
+  { gather<T>(n, k, perm, B, W); } \
+  extern "C" __global__ void culua_solve_copy_##t (long long count, const T *src, T *dst) \
+  { copy<T>(count, src, dst); } \
+  extern "C" __global__ void __launch_bounds__(256) culua_solve_trsm_lower_##t (int jb, int ncols, const T *Tr, \
+      long long toff, int ldt, T *X, long long xoff, int ldx) \
+  { trsm<T, false>(jb, ncols, Tr, toff, ldt, X, xoff, ldx); } \
+  extern "C" __global__ void __launch_bounds__(256) culua_solve_trsm_upper_##t (int jb, int ncols, const T *Tr, \
+      long long toff, int ldt, T *X, long long xoff, int ldx) \
+  { trsm<T, true>(jb, ncols, Tr, toff, ldt, X, xoff, ldx); } \
+  extern "C" __global__ void culua_solve_transpose_##t (int rows, int cols, const T *in, long long inoff, int ldin, \
+      T *out, long long outoff, int ldout) \
+  { transpose<T>(rows, cols, in, inoff, ldin, out, outoff, ldout); } \
+  extern "C" __global__ void culua_solve_seed_pivot_##t (int n, int p, int lu, const T *ABT, int *ipiv, T *mult, int *status) \
+  { seed_pivot<T>(n, p, lu, ABT, ipiv, mult, status); } \
+  extern "C" __global__ void culua_solve_seed_extract_##t (int n, int ncols, int p, const int *ipiv, T *ABT, T *prow) \
+  { seed_extract<T>(n, ncols, p, ipiv, ABT, prow); } \
+  extern "C" __global__ void culua_solve_seed_eliminate_##t (int n, int ncols, int p, int lu, T *ABT, const T *mult, \
+      const T *prow) \
+  { seed_eliminate<T>(n, ncols, p, lu, ABT, mult, prow); } \
+  extern "C" __global__ void culua_solve_seed_divide_##t (int n, int k, const T *ABT, T *X) \
+  { seed_divide<T>(n, k, ABT, X); }
+
+CULUA_SOLVE(f32, float)
+CULUA_SOLVE(f64, double)
+
+extern "C" __global__ void culua_solve_permutation (int n, const int *ipiv, int *perm, int shared)
+{ permutation(n, ipiv, perm, shared); }
+
+/* 128 x 128 x 8 tiles, 8 x 8 a thread (float); 64 x 64 x 8, 4 x 4 (double) */
+#define GEMM_PARAMS(T) int M, int N, int K, const T *A, long long aoff, int lda, const T *B, long long boff, \
+  int ldb, T *C, long long coff, int ldc
+#define GEMM_ARGS M, N, K, A, aoff, lda, B, boff, ldb, C, coff, ldc
+extern "C" __global__ void __launch_bounds__(256, 2) culua_solve_gemm_f32 (GEMM_PARAMS(float))
+{ gemm_sub<float, 128, 128, 8, 8, 8>(GEMM_ARGS); }
+extern "C" __global__ void __launch_bounds__(256) culua_solve_gemm_f64 (GEMM_PARAMS(double))
+{ gemm_sub<double, 64, 64, 8, 4, 4>(GEMM_ARGS); }
+
+/* }====================================================== */

@@ -1,0 +1,306 @@
+-- cuda.catalog.lu, lu_solve and solve: the C references on hand-made and random
+-- matrices, the kernels' source under NVRTC and their argument lists, and the
+-- argument checks that need no device; with a GPU, both methods on random,
+-- diagonally dominant (rows permuted), badly scaled, permuted-identity, 1 x 1,
+-- odd-sized (not a multiple of the panel), 1000 and 4096 matrices in float32
+-- and float64, against LAPACK's residual ratio ||B - A X|| / (||A|| ||X|| n eps)
+-- <= 10 and the reference's pivots; several right-hand sides, views, a stream,
+-- singular and non-finite inputs refused, bad arguments named.
+local T = require "culua.tap"
+local cuda = require "cuda"
+local cat = cuda.catalog
+local ref = cat.reference
+
+local EPS = {float32 = 2.0 ^ -24, float64 = 2.0 ^ -53}
+
+-- {====================================================== host matrices
+
+local function host(dt, rows)
+  local n = #rows
+  return cuda.host_array(dt, {n, #rows[1]}):copy_from(rows)
+end
+
+-- n x n of a kind: "random" (uniform in [-1, 1)), "dominant" (random, diagonal n + 1,
+-- rows then permuted: every pivot is clear), "scaled" (random rows times 2^-20..2^20),
+-- "identity" (a permuted identity: a swap at most steps)
+local function matrix(dt, n, kind, seed)
+  local h = cuda.host_array(dt, {n, n}):random(seed, -1, 1)
+  if kind == "random" then return h end
+  local perm = {}
+  for i = 1, n do perm[i] = i end
+  local r = cuda.host_array("int64", n):random(seed + 1, 0, 1 << 30)
+  for i = n, 2, -1 do
+    local j = r[i] % i + 1
+    perm[i], perm[j] = perm[j], perm[i]
+  end
+  if kind == "dominant" then
+    local m = cuda.host_array(dt, {n, n})
+    for i = 1, n do
+      local src = perm[i]
+      for j = 1, n do m[(i - 1) * n + j] = h[(src - 1) * n + j] end
+      m[(i - 1) * n + src] = n + 1.0 + (src % 7) / 8
+    end
+    return m
+  elseif kind == "scaled" then
+    for i = 1, n do
+      local s = 2.0 ^ (r[i] % 41 - 20)
+      for j = 1, n do h[(i - 1) * n + j] = h[(i - 1) * n + j] * s end
+    end
+    return h
+  elseif kind == "identity" then
+    h:fill(0)
+    for i = 1, n do h[(i - 1) * n + perm[i]] = 1 end
+    return h
+  end
+  error("no kind " .. kind)
+end
+
+local function copy_of(h)
+  local c = cuda.host_array(h.dtype, #h.shape == 2 and h.shape or #h)
+  return c:copy_from(h)
+end
+
+local function ratio(hA, hX, hB)
+  local n = hA.shape[1]
+  return ref.lu_residual(hA, hX, hB) / (n * EPS[hA.dtype])
+end
+
+-- }======================================================
+
+
+-- {====================================================== without a GPU
+
+do
+  local A = host("float64", {{0, 1}, {2, 3}})
+  local piv = cuda.host_array("int32", 2)
+  T.is(ref.lu(A, piv), 0, "reference.lu: a 2 x 2 that needs a swap")
+  T.is_deeply(piv:totable(), {2, 2}, "  pivots 2, 2")
+  T.is_deeply(A:totable(), {{2, 3}, {0, 1}}, "  L and U in place")
+  A = host("float32", {{1, 2, 3}, {4, 5, 6}, {7, 8, 10}})
+  piv = cuda.host_array("int32", 3)
+  T.is(ref.lu(A, piv), 0, "reference.lu: 3 x 3")
+  T.is_deeply(piv:totable(), {3, 3, 3}, "  pivots as LAPACK's getrf gives them")
+  local t = A:totable()
+  T.is_deeply(t[1], {7, 8, 10}, "  U's first row is the pivot row")
+  T.near(t[2][1], 1 / 7, 1e-7, "  L's multipliers")
+  local B = cuda.host_array("float32", 3):copy_from({1, 2, 3})
+  ref.lu_solve(A, piv, B)
+  local hA = host("float32", {{1, 2, 3}, {4, 5, 6}, {7, 8, 10}})
+  T.ok(ratio(hA, B, cuda.host_array("float32", 3):copy_from({1, 2, 3})) < 10, "reference.lu_solve: residual ratio below 10")
+  T.is(ref.lu(host("float64", {{1, 2}, {2, 4}}), cuda.host_array("int32", 2)), 2, "reference.lu: a singular matrix's info")
+  T.is(ref.lu(host("float64", {{0, 0}, {0, 1}}), cuda.host_array("int32", 2)), 1, "reference.lu: a zero first column")
+  -- a random one through the references
+  local n = 60
+  local M = matrix("float64", n, "random", 5)
+  local LU, p = copy_of(M), cuda.host_array("int32", n)
+  ref.lu(LU, p)
+  local hb = cuda.host_array("float64", {n, 3}):random(6, -1, 1)
+  local hx = copy_of(hb)
+  ref.lu_solve(LU, p, hx)
+  T.ok(ratio(M, hx, hb) < 10, "reference: random 60 x 60, three right-hand sides, ratio below 10")
+  T.error_like(function () ref.lu(host("int32", {{1}}), cuda.host_array("int32", 1)) end,
+               "reference%.lu: the matrix has dtype int32", "reference.lu refuses integers")
+  T.error_like(function () ref.lu(host("float32", {{1, 2}}), cuda.host_array("int32", 2)) end,
+               "reference%.lu: the matrix is 1x2, not square", "reference.lu refuses a non-square")
+  T.error_like(function () ref.lu(host("float32", {{1}}), cuda.host_array("float32", 1)) end,
+               "ipiv must be an int32 host array", "reference.lu: ipiv's dtype")
+end
+
+-- the kernels' source compiles under NVRTC, and the launch arguments fit the signatures
+local prog
+T.lives_ok(function () prog = cuda.compile(cuda._catalog.source("solve"), {options = {"-std=c++17", "-arch=compute_80"}}) end,
+           "kernels/solve.cu compiles under NVRTC")
+if prog then
+  local function fits(name, ...) return cuda.check_args(cuda.signature(prog.ptx, name), ...) end
+  local big = (1 << 33) + 5
+  T.ok(fits("culua_solve_panel_f32", 1000, 64, 64, 63, 1, 1, 2, 3, 4, 5), "panel arguments")
+  T.ok(fits("culua_solve_gemm_f64", 10, 20, 64, 1, big, 100, 2, big, 100, 3, big, 100), "gemm arguments (64-bit offsets)")
+  T.ok(fits("culua_solve_trsm_lower_f32", 64, 100, 1, big, 100, 2, big, 100), "trsm arguments")
+  T.ok(fits("culua_solve_laswp_f64", 100, 100, 0, 64, 0, 64, 1, 2), "laswp arguments")
+  T.ok(fits("culua_solve_check_f32", big, 1, 2), "check arguments")
+  T.ok(fits("culua_solve_permutation", 100, 1, 2, 1), "permutation arguments")
+  T.ok(fits("culua_solve_seed_pivot_f64", 100, 3, 1, 1, 2, 3, 4), "seed pivot arguments")
+  T.ok(fits("culua_solve_seed_eliminate_f32", 100, 101, 3, 0, 1, 2, 3), "seed elimination arguments")
+  T.ok(fits("culua_solve_transpose_f64", 10, 20, 1, 0, 20, 2, big, 10), "transpose arguments")
+end
+
+local info = cat.list().solve
+T.is_deeply(info.methods, {"lu", "seed"}, "list(): methods")
+T.is(info.default, "lu", "list(): the default")
+
+T.error_like(function () cat.lu(1) end, "cuda%.catalog%.lu: A must be a cuda%.array, got number", "lu: A not an array")
+T.error_like(function () cat.lu(cuda.host_array("float32", {2, 2})) end, "A must be a cuda%.array, got cuda%.hostarray", "lu: a host array")
+T.error_like(function () cat.lu(nil, {blok = 64}) end, "cuda%.catalog%.lu: unknown option 'blok' %(known: stream, method, block, devices%)", "lu: unknown option")
+T.error_like(function () cat.solve(nil, nil, {overwrite = true, x = 1}) end, "cuda%.catalog%.solve: unknown option 'x'", "solve: unknown option")
+T.error_like(function () cat.lu_solve(nil, nil, nil, {method = "seed"}) end, "cuda%.catalog%.lu_solve: unknown option 'method'", "lu_solve: no method")
+T.error_like(function () cat.lu_solve(1, 2, 3, "x") end, "lu_solve: opts must be a table, got string", "lu_solve: opts not a table")
+
+-- }======================================================
+
+
+-- {====================================================== with a GPU
+
+local function gpu_tests()
+  local function device_of(h) return cuda.array(h.dtype, #h.shape == 2 and h.shape or #h):copy_from(h) end
+  local function to_host(d) local h = cuda.host_array(d.dtype, #d.shape == 2 and d.shape or #d); d:copy_to(h); return h end
+
+  -- lu on the GPU: its pivots against the reference's (when `pivots`), its factors through the
+  -- reference's solve, lu_solve's, and solve's (both methods), each by the residual ratio
+  local function check(what, hA, opts)
+    local dt, n = hA.dtype, hA.shape[1]
+    local k = opts.k or 1
+    local hB = k == 1 and opts.vector and cuda.host_array(dt, n):random(11, -1, 1)
+               or cuda.host_array(dt, {n, k}):random(11, -1, 1)
+    local dA = device_of(hA)
+    local ok, piv = pcall(cat.lu, dA, {method = opts.method, block = opts.block})
+    if not T.ok(ok, what .. ": lu") then T.diag(piv); return end
+    local hLU, hpiv = to_host(dA), to_host(piv)
+    if opts.pivots then
+      local rLU, rpiv = copy_of(hA), cuda.host_array("int32", n)
+      ref.lu(rLU, rpiv)
+      local same = hpiv:bytes() == rpiv:bytes()
+      if not T.ok(same, what .. ": pivots as the reference's") then
+        local g, w = hpiv:totable(), rpiv:totable()
+        for i = 1, n do if g[i] ~= w[i] then T.diag(("  ipiv[%d] = %d, reference %d"):format(i, g[i], w[i])); break end end
+      end
+    end
+    local hX = copy_of(hB)
+    ref.lu_solve(hLU, hpiv, hX)
+    local r = ratio(hA, hX, hB)
+    if not T.ok(r <= 10, what .. ": the factors solve (reference substitution)") then T.diag("  ratio " .. r) end
+    local dB = device_of(hB)
+    cat.lu_solve(dA, piv, dB, {block = opts.block})
+    r = ratio(hA, to_host(dB), hB)
+    if not T.ok(r <= 10, what .. ": lu_solve") then T.diag("  ratio " .. r) end
+    if opts.solve ~= false then
+      local dA2, dB2 = device_of(hA), device_of(hB)
+      for _, m in ipairs{"lu", "seed"} do
+        local X = cat.solve(dA2, dB2, {method = m, block = opts.block})
+        r = ratio(hA, to_host(X), hB)
+        if not T.ok(r <= 10, what .. ": solve, method " .. m) then T.diag("  ratio " .. r) end
+      end
+      T.ok(to_host(dA2):bytes() == hA:bytes() and to_host(dB2):bytes() == hB:bytes(), what .. ": solve left A and B as they were")
+    end
+  end
+
+  for _, dt in ipairs{"float32", "float64"} do
+    local f64 = dt == "float64"
+    for _, m in ipairs{"lu", "seed"} do
+      check(("%s %s 1 x 1"):format(dt, m), host(dt, {{-3}}), {method = m, pivots = true, vector = true})
+      check(("%s %s random 50"):format(dt, m), matrix(dt, 50, "random", 1), {method = m, pivots = true, k = 3})
+      check(("%s %s random 67, block 16"):format(dt, m), matrix(dt, 67, "random", 2), {method = m, block = 16, pivots = true, k = 2, solve = false})
+      check(("%s %s random 130 (2 panels and 2 columns)"):format(dt, m), matrix(dt, 130, "random", 3), {method = m, pivots = f64, k = 5})
+      check(("%s %s dominant 200, rows permuted"):format(dt, m), matrix(dt, 200, "dominant", 4), {method = m, pivots = true, vector = true, solve = false})
+      check(("%s %s permuted identity 150"):format(dt, m), matrix(dt, 150, "identity", 5), {method = m, pivots = true, k = 1, solve = false})
+      check(("%s %s badly scaled 100"):format(dt, m), matrix(dt, 100, "scaled", 6), {method = m, pivots = f64, k = 2, solve = false})
+    end
+    check(dt .. " lu random 1000, block 128, 130 right-hand sides", matrix(dt, 1000, "random", 7), {block = 128, pivots = f64, k = 130, solve = false})
+    check(dt .. " lu dominant 1000", matrix(dt, 1000, "dominant", 8), {pivots = true, k = 1, vector = true})
+    check(dt .. " lu random 333, block 1", matrix(dt, 333, "random", 9), {block = 1, pivots = f64, k = 2, solve = false})
+  end
+  -- 4096 in float64: the ratio only (the C reference's LU would take a while)
+  do
+    local n = 4096
+    local hA = matrix("float64", n, "random", 10)
+    local hB = cuda.host_array("float64", {n, 2}):random(12, -1, 1)
+    local X, piv = cat.solve(device_of(hA), device_of(hB))
+    local r = ratio(hA, to_host(X), hB)
+    if not T.ok(r <= 10, "float64 lu random 4096: solve") then T.diag("  ratio " .. r) end
+    T.is(#piv, n, "  ipiv has n elements")
+  end
+
+  -- views: A a view inside a larger array (the elements around it untouched), B a vector view
+  for _, dt in ipairs{"float32", "float64"} do
+    local n = 70
+    local hA = matrix(dt, n, "random", 13)
+    local big = cuda.array(dt, n * n + 10):fill(-7.5)
+    local A = big:view(4, n * n)
+    A:copy_from(hA)
+    local hb = cuda.host_array(dt, n):random(14, -1, 1)
+    local bbig = cuda.array(dt, n + 6):fill(-7.5)
+    local b = bbig:view(3, n)
+    b:copy_from(hb)
+    local piv = cat.lu(A)
+    cat.lu_solve(A, piv, b)
+    local r = ratio(hA, to_host(b), hb)
+    T.ok(r <= 10, dt .. ": lu and lu_solve on views") 
+    local hbig, hbb = to_host(big), to_host(bbig)
+    T.ok(hbig[1] == -7.5 and hbig[3] == -7.5 and hbig[n * n + 4] == -7.5 and hbig[n * n + 10] == -7.5, "  around A untouched")
+    T.ok(hbb[1] == -7.5 and hbb[2] == -7.5 and hbb[n + 3] == -7.5 and hbb[n + 6] == -7.5, "  around b untouched")
+  end
+
+  -- a stream; overwrite
+  do
+    local s = cuda.stream()
+    local hA, hB = matrix("float32", 90, "random", 15), cuda.host_array("float32", {90, 4}):random(16, -1, 1)
+    local dA, dB = device_of(hA), device_of(hB)
+    local X = cat.solve(dA, dB, {stream = s, overwrite = true})
+    s:synchronize()
+    T.ok(rawequal(X, dB), "overwrite: X is B")
+    T.ok(ratio(hA, to_host(dB), hB) <= 10, "  on a stream, solved in place")
+    T.ok(to_host(dA):bytes() ~= hA:bytes(), "  A holds the factors")
+  end
+
+  -- singular and non-finite inputs
+  for _, dt in ipairs{"float32", "float64"} do
+    for _, m in ipairs{"lu", "seed"} do
+      T.error_like(function () cat.lu(device_of(host(dt, {{1, 2}, {2, 4}})), {method = m}) end,
+                   "^[^\n]*030%-solve%.t:%d+: cuda%.catalog%.lu: the matrix is singular: pivot 2 is zero",
+                   dt .. " " .. m .. ": 2 x 2 singular")
+      local h = matrix(dt, 100, "random", 17)
+      for i = 1, 100 do h[(i - 1) * 100 + 38] = 0 end
+      T.error_like(function () cat.lu(device_of(h), {method = m, block = 32}) end,
+                   "cuda%.catalog%.lu: the matrix is singular: pivot 38 is zero", dt .. " " .. m .. ": a zero column")
+      T.error_like(function () cat.solve(device_of(h), cuda.array(dt, 100):fill(1), {method = m}) end,
+                   "cuda%.catalog%.solve: the matrix is singular: pivot 38 is zero", dt .. " " .. m .. ": solve refuses it too")
+      for _, bad in ipairs{0 / 0, math.huge} do
+        local hb = matrix(dt, 20, "random", 18)
+        hb[55] = bad
+        local d = device_of(hb)
+        T.error_like(function () cat.lu(d, {method = m}) end, "cuda%.catalog%.lu: A contains NaN or inf", dt .. " " .. m .. ": " .. tostring(bad) .. " refused")
+        T.ok(to_host(d):bytes() == hb:bytes(), "  A untouched")
+      end
+    end
+    local B = cuda.array(dt, 4):fill(0 / 0)
+    T.error_like(function () cat.solve(device_of(matrix(dt, 4, "random", 19)), B) end, "solve: B contains NaN or inf", dt .. ": a NaN in B")
+  end
+
+  -- bad arguments
+  local A = cuda.array("float32", {4, 4}):fill(1)
+  for _, c in ipairs{
+    {function () cat.lu(cuda.array("int32", {2, 2})) end, "lu: A has dtype int32; expected one of float32, float64"},
+    {function () cat.lu(cuda.array("float32", {2, 3})) end, "lu: A must be square, got 2x3"},
+    {function () cat.lu(cuda.array("float32", 5)) end, "lu: A is 1%-D with 5 elements, not a square number"},
+    {function () cat.lu(A, {method = "qr"}) end, "lu: method must be one of lu, seed, got qr"},
+    {function () cat.lu(A, {block = 0}) end, "lu: block must be an integer 1..128, got 0"},
+    {function () cat.lu(A, {block = 256}) end, "lu: block must be an integer 1..128, got 256"},
+    {function () cat.lu(A, {devices = {0, 1}}) end, "lu: devices: several GPUs are not yet supported"},
+    {function () cat.lu(A, {stream = 3}) end, "lu: stream must be a cuda.stream, got number"},
+    {function () cat.solve(A, cuda.array("float32", {3, 2})) end, "solve: B is 3x2 but A is 4x4: B must have 4 rows"},
+    {function () cat.solve(A, cuda.array("float32", 6)) end, "solve: B is 1%-D with 6 elements, not a multiple of n = 4"},
+    {function () cat.solve(A, cuda.array("float64", 4)) end, "solve: B has dtype float64 but A has float32"},
+    {function () cat.solve(A, cuda.array("float32", 4), {overwrite = 1}) end, "solve: overwrite must be a boolean, got number"},
+    {function () cat.lu_solve(A, cuda.array("int64", 4), cuda.array("float32", 4)) end, "lu_solve: ipiv has dtype int64; expected int32"},
+    {function () cat.lu_solve(A, cuda.array("int32", 3), cuda.array("float32", 4)) end, "lu_solve: ipiv has 3 elements, fewer than n = 4"},
+    {function () cat.lu_solve(A, nil, cuda.array("float32", 4)) end, "lu_solve: ipiv must be a cuda.array, got nil"},
+  } do
+    T.error_like(c[1], "cuda%.catalog%." .. c[2], c[2]:gsub("%%", ""))
+  end
+  local closed = cuda.array("float32", {4, 4})
+  closed:close()
+  T.error_like(function () cat.lu(closed) end, "closed cuda%.array", "lu: a closed array")
+  T.error_like(function () cat.solve(A, closed) end, "closed cuda%.array", "solve: a closed B")
+end
+
+if cuda.device_count() > 0 then
+  gpu_tests()
+  collectgarbage()
+  collectgarbage()
+  T.is(cuda.memory_in_use(), 0, "no device memory leaked by this file")
+else
+  T.skip("no CUDA device: the GPU half of the solve tests", 1)
+end
+
+-- }======================================================
+
+T.done_testing()
