@@ -160,6 +160,7 @@ local function shape_name(c)
   local s = ("%dx%d"):format(c.threads or 256, c.items)
   if c.min_blocks then s = s .. " b" .. c.min_blocks end
   if c.window then s = s .. " w" .. c.window end
+  if c.fused == false then s = s .. " not fused" end
   return s
 end
 
@@ -211,8 +212,9 @@ if SWEEP then
     local n = 1 << 16
     local pk = random_keys("uint32", n, 3)
     local k = cuda.array("uint32", n):copy_from(pk)
-    for _, sh in ipairs{{items = 15}, {items = 15, window = 8}, {items = 8}, {items = 8, window = 8},
-                        {items = 4, window = 8}, {threads = 512, items = 4, window = 8}, {threads = 1024, items = 8}} do
+    for _, sh in ipairs{{items = 15}, {items = 15, fused = false}, {items = 15, window = 8}, {items = 8},
+                        {items = 8, window = 8}, {items = 4, window = 8}, {items = 4, window = 8, fused = false},
+                        {threads = 512, items = 4, window = 8}, {threads = 1024, items = 8}} do
       local o = {}
       for key, v in pairs(sh) do o[key] = v end
       local ok, err = pcall(cat.sort, k, o)   -- builds the shape first

@@ -24,12 +24,16 @@
 **   warp-level multi-split, finds the tile's place among the earlier tiles by
 **   decoupled look-back on one counter a digit and tile, and scatters through
 **   shared memory so that the writes coalesce. Sorts of at most one tile run
-**   in a single block that makes every pass in shared memory (one launch).
+**   in a single block that makes every pass in shared memory (one launch);
+**   sorts of up to a tile a multiprocessor run every pass in one launch too,
+**   a block a tile, all resident, grid barriers between the passes (fused).
 ** - lsd: the classic three kernels a pass (digit counts per block, one scan
 **   of them, a stable scatter).
 ** - warp: seed 003's teaching sort of at most 32 uint32 keys in one warp, a
 **   bit a round, with __ballot_sync and __popc.
 */
+
+#include <culua/barrier.cuh>
 
 typedef unsigned int u32;
 typedef unsigned long long u64;
@@ -240,16 +244,20 @@ __device__ __forceinline__ void warp_rank (const u32 (&dig)[ITEMS], u32 (&rank)[
 
 /* a tile's keys, warp-striped, as radix bits; keys past `valid` are all ones
 ** (the last digit of every pass, ranked after every real key) */
-template <typename K, int ITEMS>
+template <typename T, bool CG>
+__device__ __forceinline__ T load_one (const T *p) { return CG ? __ldcg(p) : *p; }
+
+/* CG: from L2 (what other blocks of the same launch wrote: fused) */
+template <typename K, int ITEMS, bool CG = false>
 __device__ __forceinline__ void load_keys (const K *src, u32 valid, K (&key)[ITEMS], int kind, int flags) {
   const u32 first = (threadIdx.x >> 5) * 32 * ITEMS + (threadIdx.x & 31);
   if (valid == SORT_THREADS * ITEMS) {
 #pragma unroll
-    for (int i = 0; i < ITEMS; i++) key[i] = src[first + i * 32];
+    for (int i = 0; i < ITEMS; i++) key[i] = load_one<K, CG>(src + first + i * 32);
   }
   else {
 #pragma unroll
-    for (int i = 0; i < ITEMS; i++) key[i] = first + i * 32 < valid ? src[first + i * 32] : ~K(0);
+    for (int i = 0; i < ITEMS; i++) key[i] = first + i * 32 < valid ? load_one<K, CG>(src + first + i * 32) : ~K(0);
   }
   if (flags & SORT_FIRST) {
 #pragma unroll
@@ -260,14 +268,14 @@ __device__ __forceinline__ void load_keys (const K *src, u32 valid, K (&key)[ITE
 
 /* the values of the same keys; `pos1` is the 1-based position of the tile's
 ** first key, for SORT_IOTA */
-template <typename V, int ITEMS>
+template <typename V, int ITEMS, bool CG = false>
 __device__ __forceinline__ void load_values (const V *src, u32 valid, V (&val)[ITEMS], u64 pos1, int flags) {
   const u32 first = (threadIdx.x >> 5) * 32 * ITEMS + (threadIdx.x & 31);
 #pragma unroll
   for (int i = 0; i < ITEMS; i++) {
     u32 j = first + i * 32;
     if (flags & SORT_IOTA) val[i] = (V)(pos1 + j);
-    else val[i] = j < valid ? src[j] : V(0);
+    else val[i] = j < valid ? load_one<V, CG>(src + j) : V(0);
   }
 }
 
@@ -281,6 +289,7 @@ struct TileShared {
     V vals[SORT_THREADS * ITEMS];
   } u;
   u64 gbase[SORT_RADIX];   /* a digit's place in the output, less its start in the tile */
+  u64 wsum64[SORT_WARPS];
   u32 wsum[SORT_WARPS];
   u32 tile;
 };
@@ -611,6 +620,126 @@ __device__ __forceinline__ void small_sort (const K *kin, K *kout, const V *vin,
 /* }====================================================== */
 
 
+/* {====================================================== fused: every pass in one launch */
+
+/*
+** A sort of a few tiles, one a block, every block resident at once (a
+** cooperative launch), in one launch: at 2^16 keys the launches and the
+** gaps between the kernels of the other paths cost more than the work.
+** Barriers between the steps take the place of kernel boundaries:
+**
+**   every block zeroes its rows of the look-back words of every pass, reads
+**   its tile and counts the digits of every pass into `hist` (passes x 256
+**   counts, zero on entry); barrier;
+**   a pass: a block reads its tile from the pass's input (after a barrier
+**   when that is also its output, so that every tile is read before any is
+**   written), ranks it as onesweep does (decoupled look-back on the pass's
+**   own words), takes each digit's start from hist, writes the tile out;
+**   barrier, and the next pass.
+**
+** The buffers: pass 0 reads k0 (and v0), pass p writes ka when p is even,
+** kb when odd, and the next pass reads what it wrote (lua/catalog/sort.lua
+** picks them so that the last pass writes the user's array). The last block
+** to finish (a ticket in *done) leaves hist and *done at zero; the barrier's
+** words return to zero by themselves. flags: SORT_DESC, SORT_IOTA,
+** SORT_NOKEYS.
+*/
+template <typename K, typename V, bool VALUES, int ITEMS>
+__device__ __forceinline__ void fused (const K *k0, K *ka, K *kb, const V *v0, V *va, V *vb, u32 n, u32 *hist,
+                                       u32 *done, u32 *lb, unsigned *bar, int begin_bit, int end_bit, int kind,
+                                       int flags, int window) {
+  constexpr u32 TILE = SORT_THREADS * ITEMS;
+  __shared__ TileShared<K, V, ITEMS> s;
+  const int tid = threadIdx.x, warp = tid >> 5;
+  const u32 tile = blockIdx.x, tiles = gridDim.x;
+  const u32 start = tile * TILE, valid = min(TILE, n - start);
+  const u32 first = warp * 32 * ITEMS + (tid & 31);
+  const int passes = (end_bit - begin_bit + 7) / 8;   /* at most 8 <= SORT_WARPS rows of counters */
+  culua::grid_barrier grid(bar);
+
+  if (tid < SORT_RADIX)
+    for (int p = 0; p < passes; p++) lb[((u64)p * tiles + tile) * SORT_RADIX + tid] = 0;
+  K key[ITEMS];
+  V val[ITEMS];
+  u32 dig[ITEMS], rank[ITEMS];
+  load_keys<K, ITEMS>(k0 + start, valid, key, kind, flags | SORT_FIRST);
+  u32 (*count)[SORT_RADIX] = s.u.whist;   /* a row a pass */
+  for (int i = tid; i < passes * SORT_RADIX; i += SORT_THREADS) count[i / SORT_RADIX][i % SORT_RADIX] = 0;
+  __syncthreads();
+#pragma unroll
+  for (int i = 0; i < ITEMS; i++) {
+    if (first + i * 32 < valid) {
+      for (int p = 0; p < passes; p++) {
+        int shift = begin_bit + 8 * p, bits = min(8, end_bit - shift);
+        atomicAdd(&count[p][digit_of(key[i], shift, (1u << bits) - 1)], 1u);
+      }
+    }
+  }
+  __syncthreads();
+  if (tid < SORT_RADIX)
+    for (int p = 0; p < passes; p++)
+      if (count[p][tid]) atomicAdd(&hist[p * SORT_RADIX + tid], count[p][tid]);
+  grid.sync();   /* hist is whole, every look-back word zero; the rows of counters are free */
+
+  for (int p = 0; p < passes; p++) {
+    const int shift = begin_bit + 8 * p, bits = min(8, end_bit - shift);
+    const u32 mask = (1u << bits) - 1;
+    const bool last = p == passes - 1;
+    const K *src = p == 0 ? k0 : (p & 1) ? ka : kb;
+    K *dst = (p & 1) ? kb : ka;
+    const V *vsrc = p == 0 ? v0 : (p & 1) ? va : vb;
+    V *vdst = (p & 1) ? vb : va;
+    const int iota = p == 0 ? flags & SORT_IOTA : 0;
+    const int wflags = (flags & SORT_DESC) | (last ? SORT_LAST | (flags & SORT_NOKEYS) : 0);
+    const u32 c = tid < SORT_RADIX ? __ldcg(&hist[p * SORT_RADIX + tid]) : 0;   /* digit tid's count, all tiles */
+    if (p > 0) load_keys<K, ITEMS, true>(src + start, valid, key, kind, 0);
+    if (VALUES) load_values<V, ITEMS, true>(iota ? vsrc : vsrc + start, valid, val, start + 1, iota);
+    if ((const void *)src == (const void *)dst || (VALUES && !iota && (const void *)vsrc == (const void *)vdst))
+      grid.sync();   /* in place: every tile is in registers before any is written */
+
+#pragma unroll
+    for (int i = 0; i < ITEMS; i++) dig[i] = digit_of(key[i], shift, mask);
+    warp_count<ITEMS>(dig, s.u.whist[warp]);
+    __syncthreads();
+    const u32 cnt = tile_counts(s.u.whist);   /* digit tid's count in the tile */
+    const u32 mine = (tid == (int)mask) ? cnt - (TILE - valid) : cnt;   /* less the padding keys */
+    u32 *word = lb + ((u64)p * tiles + tile) * SORT_RADIX + tid;
+    if (tid < SORT_RADIX) store_relaxed(word, (tile == 0 ? SORT_PREFIX : SORT_AGGREGATE) | mine);
+    /* one scan for two sums: the tile's digit starts below, every tile's above (no carry: both < 2^32) */
+    const u64 both = block_exclusive_scan<SORT_THREADS, u64>(((u64)c << 32) | cnt, s.wsum64);
+    const u32 local = (u32)both, digit_start = (u32)(both >> 32);
+    tile_offsets(s.u.whist, local);
+    __syncthreads();
+    warp_rank<ITEMS>(dig, rank, s.u.whist[warp]);
+    __syncthreads();   /* the counters are read: the union becomes keys */
+    put_keys<K, V, ITEMS>(s, key, rank);
+    if (tid < SORT_RADIX) {
+      u32 before = 0;
+      if (tile > 0) {
+        before = look_back(word, tile, window);
+        store_relaxed(word, SORT_PREFIX | (before + mine));
+      }
+      s.gbase[tid] = (u64)digit_start + before - local;   /* unsigned: wraps back when the place is added */
+    }
+    __syncthreads();
+    write_keys<K, V, ITEMS>(s, dig, valid, shift, mask, dst, kind, wflags);
+    if (VALUES) write_values<K, V, ITEMS>(s, val, dig, rank, valid, vdst);
+    if (!last) grid.sync();   /* the pass is written before the next reads it */
+  }
+
+  /* the last block out leaves hist and *done at zero: every block read hist before it came */
+  __syncthreads();
+  if (tid == 0) s.tile = atomicAdd(done, 1u) == tiles - 1;
+  __syncthreads();
+  if (s.tile) {
+    for (int i = tid; i < passes * SORT_RADIX; i += SORT_THREADS) hist[i] = 0;
+    if (tid == 0) *done = 0;
+  }
+}
+
+/* }====================================================== */
+
+
 /* {====================================================== lsd: three kernels a pass */
 
 /*
@@ -815,6 +944,15 @@ __device__ __forceinline__ void small_entry (const K *kin, K *kout, const V *vin
 }
 
 template <typename K, typename V, bool VALUES, int ITEMS>
+__device__ __forceinline__ void fused_entry (const K *k0, K *ka, K *kb, const V *v0, V *va, V *vb, u32 n, u32 *hist,
+                                             u32 *done, u32 *lb, unsigned *bar, int begin_bit, int end_bit, int kind,
+                                             int flags, int window) {
+  if constexpr (SORT_FITS(K, V, ITEMS))
+    fused<K, V, VALUES, ITEMS>(k0, ka, kb, v0, va, vb, n, hist, done, lb, bar, begin_bit, end_bit, kind, flags, window);
+  else __trap();
+}
+
+template <typename K, typename V, bool VALUES, int ITEMS>
 __device__ __forceinline__ void lsd_entry (const K *kin, K *kout, const V *vin, V *vout, u64 n, u64 chunk,
                                            const u64 *offsets, int shift, int bits, int kind, int flags) {
   if constexpr (SORT_FITS(K, V, ITEMS))
@@ -833,6 +971,12 @@ __device__ __forceinline__ void lsd_entry (const K *kin, K *kout, const V *vin, 
   extern "C" __global__ void SORT_BOUNDS SORT_NAME(small, k, v, I) ( \
       const K *kin, K *kout, const V *vin, V *vout, u32 n, int begin_bit, int end_bit, int kind, int flags) { \
     small_entry<K, V, VALUES, I>(kin, kout, vin, vout, n, begin_bit, end_bit, kind, flags); \
+  } \
+  extern "C" __global__ void SORT_BOUNDS SORT_NAME(fused, k, v, I) ( \
+      const K *k0, K *ka, K *kb, const V *v0, V *va, V *vb, u32 n, u32 *hist, u32 *done, u32 *lb, unsigned *bar, \
+      int begin_bit, int end_bit, int kind, int flags, int window) { \
+    fused_entry<K, V, VALUES, I>(k0, ka, kb, v0, va, vb, n, hist, done, lb, bar, begin_bit, end_bit, kind, flags, \
+                                 window); \
   } \
   extern "C" __global__ void SORT_BOUNDS SORT_NAME(lsd, k, v, I) ( \
       const K *kin, K *kout, const V *vin, V *vout, u64 n, u64 chunk, const u64 *offsets, int shift, int bits, \

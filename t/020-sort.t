@@ -38,6 +38,7 @@ if p then
     T.ok(fits("culua_sort_onesweep_" .. e, 1, 2, 3, 4, big, (1 << 30) - 1, 5, 0, 6, 7, 70000, 8, 9, 56, 8, 2, 31, 4),
          "onesweep_" .. e .. "'s arguments")
     T.ok(fits("culua_sort_small_" .. e, 1, 1, 0, 2, 3840, 0, 64, 1, 30), "small_" .. e .. "'s arguments")
+    T.ok(fits("culua_sort_fused_" .. e, 1, 2, 1, 0, 0, 0, 500000, 3, 4, 5, 6, 0, 64, 2, 28, 4), "fused_" .. e .. "'s arguments")
     T.ok(fits("culua_sort_lsd_" .. e, 1, 2, 3, 4, big, 3840 * 5, 5, 24, 8, 2, 3), "lsd_" .. e .. "'s arguments")
   end
   for _, k in ipairs{"u32", "u64"} do
@@ -208,7 +209,8 @@ local function check(dt, n, how, opts, vdt, tag)
 end
 
 -- portion = 2^29 keeps the multi-block onesweep for sorts of one tile or less, which
--- the one-block path takes otherwise
+-- the one-block path takes otherwise (and for sorts of up to a tile a multiprocessor,
+-- which the one-launch path, fused, takes otherwise)
 local multi = {portion = 1 << 29}
 local lengths = {1, 2, 31, 32, 33, 1000, 4097, (1 << 20) + 1}
 for _, dt in ipairs{"uint32", "int32", "float32", "uint64", "int64", "float64"} do
@@ -275,6 +277,27 @@ check("uint32", 100003, "random", {items = 7}, "uint32", " items 7")
 check("uint64", 100003, "random", {items = 18}, "uint64", " items 18")
 check("float32", 2000, "random", {items = 9}, "uint64", " items 9, one block")
 check("float32", 100003, "random", {items = 1, variant = "lsd"}, "float32", " lsd items 1")
+-- the one-launch path (fused) against onesweep's launch a pass: odd and even passes (pass
+-- 0 in place or not), values of both widths, argsort, and the most tiles it takes
+local sms = dev:attribute("multiprocessor_count")
+check("uint32", 3840 + 1, "random", nil, "uint32", " fused, two tiles, the second of one key")
+check("uint32", 3840 * sms, "random", nil, "uint64", " fused, a tile a multiprocessor")
+check("uint32", 3840 * sms + 1, "random", nil, "uint32", " one tile past fused")
+check("float32", 50000, "random", {fused = false}, "uint32", " not fused")
+check("int64", 30001, "few", {fused = false, descending = true}, "int32", " not fused, descending")
+check("float64", 30001, "random", {begin_bit = 3, end_bit = 29}, "uint64", " fused, bits 3..29 (odd: pass 0 in place)")
+check("uint32", 30001, "random", {end_bit = 8}, "float64", " fused, one pass in place")
+check("int32", 65536, "small", {descending = true}, nil, " fused, 2^16 descending keys")
+check("uint32", 65536, "random", {window = 1}, "uint32", " fused, window 1")
+for _, c in ipairs{{"float32", 65536, {}}, {"int64", 20000, {end_bit = 24}}, {"uint32", 9000, {end_bit = 8}}} do
+  local dt, n, o = c[1], c[2], c[3]
+  local hk = make_keys(dt, n, "few", n)
+  local dk = device_of(hk)
+  local idx = argsort(dk, o)
+  same(idx, ref.argsort(hk, o), ("argsort %s n=%d fused: positions as the reference"):format(dt, n))
+  same(dk, hk, ("argsort %s n=%d fused: keys untouched"):format(dt, n))
+end
+
 -- other block shapes (NVRTC) and look-back windows
 check("uint32", 300007, "random", {threads = 384, items = 20}, nil, " threads 384 items 20")
 check("uint32", 300007, "random", {threads = 384, items = 20, min_blocks = 2}, "uint32", " threads 384 items 20 min_blocks 2")
@@ -396,6 +419,7 @@ do
     {function () sort(k, {threads = 128}) end, "threads must be a multiple of 32 in 256%.%.1024, got 128", "too few threads"},
     {function () sort(k, {min_blocks = 0}) end, "min_blocks must be an integer 1%.%.8, got 0", "min_blocks zero"},
     {function () sort(k, {window = 9}) end, "window must be an integer 1%.%.8, got 9", "window too wide"},
+    {function () sort(k, {fused = 1}) end, "fused must be a boolean, got number", "fused a number"},
     {function () sort(cuda.array("uint64", 10), cuda.array("uint32", 10), {items = 24}) end,
      "items x threads %(24 x 256%) need 51240 bytes of shared memory for 8%-byte keys or values; at most 49152", "a tile too big"},
     {function () sort(k, {portion = 0}) end, "portion must be an integer", "empty portion"},

@@ -5,7 +5,8 @@
 -- between the user's arrays and the catalog's scratch memory, and end in the
 -- user's. Three variants: onesweep (the default: one histogram kernel, then
 -- one kernel a pass with decoupled look-back; a sort of at most one tile in
--- a single block, one launch), lsd (three kernels a pass) and warp (seed
+-- a single block, and of up to a tile a multiprocessor in one launch with grid
+-- barriers between the passes), lsd (three kernels a pass) and warp (seed
 -- 003's teaching sort of at most 32 uint32 keys).
 
 local cuda = require "cuda"
@@ -26,7 +27,7 @@ local key_bits = {uint32 = 32, int32 = 32, float32 = 32, uint64 = 64, int64 = 64
 local elem_bytes = {int8 = 1, uint8 = 1, int16 = 2, uint16 = 2, int32 = 4, uint32 = 4, float32 = 4,
                     int64 = 8, uint64 = 8, float64 = 8}
 local options = {"descending", "begin_bit", "end_bit", "variant", "stream", "items", "threads", "min_blocks",
-                 "window", "portion"}
+                 "window", "fused", "portion"}
 
 -- kernels/sort.cu's flags
 local FIRST, LAST, IOTA, NOKEYS, DESC = 1, 2, 4, 8, 16
@@ -51,7 +52,9 @@ core.scratch_kind("sort_keys", "uint64")
 core.scratch_kind("sort_keys2", "uint64")
 core.scratch_kind("sort_values", "uint64")
 
-local HIST, DONE, SKIP, FREE = 0, 4096, 4104, 4160   -- word offsets in sort_state
+local HIST, DONE, SKIP = 0, 4096, 4104   -- word offsets in sort_state: onesweep's
+local FHIST, FDONE, BAR = 4160, 6208, 6272  -- fused's (u32 counts), a grid barrier's words
+local FREE = 6400                           -- (culua/barrier.cuh's flat barrier: BAR + 112, 113)
 local function pad64(words) return ceil_div(words, 64) * 64 end
 
 local function kernel(name, dev) return core.kernel("sort", name, nil, dev) end
@@ -132,6 +135,48 @@ local function run_small(a)
   local flags = (a.desc and DESC or 0) | (a.out and (IOTA | NOKEYS) or 0)
   k:launch({grid = 1, block = a.threads, stream = a.stream}, a.keys, a.keys, a.values or 0, a.values or a.out or 0,
            a.n, a.begin_bit, a.end_bit, a.kind, flags)
+end
+
+-- fused: every pass in one launch of one block a tile, all resident at once (a
+-- cooperative launch), the passes apart by grid barriers. The buffers: pass 0 reads
+-- k0, pass p writes ka (p even) or kb (p odd), and the next pass reads what it wrote;
+-- they are chosen so that the last pass writes the user's array (a sort: pass 0 in
+-- place when the passes are odd), or `out` (argsort: keys only ever in scratch).
+local function run_fused(a, k, tiles)
+  local n, dev, stream, passes = a.n, a.dev, a.stream, a.passes
+  local kbytes, vbytes = ceil_div(n * a.kb, 8), ceil_div(n * a.vb, 8)
+  local k0, ka, kb, v0, va, vb
+  if a.out then
+    local s1 = core.scratch("sort_keys", dev, stream, kbytes)
+    local sv = passes > 1 and core.scratch("sort_values", dev, stream, vbytes) or a.out
+    k0, ka, kb = a.keys, s1, passes > 2 and core.scratch("sort_keys2", dev, stream, kbytes) or s1
+    v0 = 0
+    if passes % 2 == 1 then va, vb = a.out, sv else va, vb = sv, a.out end
+  else
+    local sk = core.scratch("sort_keys", dev, stream, kbytes)
+    local sv = a.values and core.scratch("sort_values", dev, stream, vbytes) or 0
+    local vals = a.values or 0
+    k0, v0 = a.keys, vals
+    if passes % 2 == 0 then ka, kb, va, vb = sk, a.keys, sv, vals else ka, kb, va, vb = a.keys, sk, vals, sv end
+  end
+  local state = core.scratch("sort_state", dev, stream, FREE + 256 * passes * tiles)
+  local base = state.ptr
+  local flags = (a.desc and DESC or 0) | (a.out and (IOTA | NOKEYS) or 0)
+  k:launch({grid = tiles, block = a.threads, stream = stream, cooperative = true},
+           k0, ka, kb, v0, va, vb, n, base + 4 * FHIST, base + 4 * FDONE, base + 4 * FREE, base + 4 * BAR,
+           a.begin_bit, a.end_bit, a.kind, flags, a.window)
+end
+
+-- the most tiles the fused path takes: one block a multiprocessor at most (the barriers
+-- are cheapest there), fewer if the kernel's blocks cannot all be resident (kept a kernel)
+local fused_cap = setmetatable({}, {__mode = "k"})
+local function fused_tiles(k, a)
+  local cap = fused_cap[k]
+  if not cap then
+    cap = math.min(core.sm_count(a.dev), k:max_cooperative_grid(a.threads))
+    fused_cap[k] = cap
+  end
+  return cap
 end
 
 -- onesweep: the histogram of every pass at once, then a kernel a pass and
@@ -281,6 +326,10 @@ local function check_opts(fname, opts, width)
     fail(fname, "window must be an integer 1..%d, got %s", MAX_WINDOW, tostring(window))
   end
   o.window = window
+  if opts.fused ~= nil and type(opts.fused) ~= "boolean" then
+    fail(fname, "fused must be a boolean, got %s", type(opts.fused))
+  end
+  o.fused = opts.fused
   local portion = opts.portion
   if portion ~= nil and (math.type(portion) ~= "integer" or portion < 1 or portion > MAX_COUNT) then
     fail(fname, "portion must be an integer 1..%d, got %s", MAX_COUNT, tostring(portion))
@@ -329,6 +378,16 @@ local function run(fname, keys, values, out, n, kdt, vb, o, dev)
     run_small(a)
     return
   end
+  if o.variant == "onesweep" and not o.portion and o.fused ~= false then
+    local tiles = ceil_div(n, tile)
+    if tiles <= core.sm_count(dev) then
+      local k = tile_kernel("fused", a)
+      if tiles <= fused_tiles(k, a) then
+        run_fused(a, k, tiles)
+        return
+      end
+    end
+  end
   a.plan = chain(passes, n, keys, values, out, dev, stream, kb, vb)
   if o.variant == "lsd" then run_lsd(a) else run_onesweep(a) end
   if a.plan.copy then copy_back(a.plan.copy, n, kb, vb, dev, stream) end
@@ -339,8 +398,9 @@ end
 --   opts: descending (false), begin_bit (0), end_bit (the key's width), variant ("onesweep",
 --         "lsd", "warp"), stream; tuning: items (keys a thread), threads (a tile's block),
 --         min_blocks (blocks a multiprocessor the registers are bounded for), window (look-back
---         words loaded at once), portion (keys a launch of onesweep; also turns off the
---         one-block path)
+--         words loaded at once), fused (false: no one-launch path for sorts of up to a
+--         tile a multiprocessor), portion (keys a launch of onesweep; also turns off the
+--         one-block and one-launch paths)
 function M.sort(keys, values, opts)
   local fname = "sort"
   if opts == nil and type(values) == "table" then values, opts = nil, values end
@@ -402,6 +462,7 @@ M.info = {
            threads = "onesweep and lsd: a tile's block (a multiple of 32 in 256..1024)",
            min_blocks = "onesweep and lsd: blocks a multiprocessor the registers are bounded for (1..8)",
            window = "onesweep: look-back words loaded at once (1.." .. MAX_WINDOW .. ")",
+           fused = "onesweep: false turns off the one-launch path (a tile a multiprocessor at most)",
            portion = "onesweep: keys a launch of a pass (at most 2^30 - 1)",
            warp = "at most " .. WARP_MAX .. " uint32 keys"},
 }
