@@ -9,8 +9,10 @@
 -- stream is synchronized, and only the call lies between the two events. Figures:
 -- uint32 keys and pairs at 2^28 and uint64 keys at 2^27 in Gkeys/s (targets >= 1.0x
 -- CUB), and a sort of 2^16 uint32 keys a call (target <= 30 us), every variant. With
--- "sweep", the 2^28 and 2^27 sorts again with other keys a thread (items =, compiled by
--- NVRTC on first use), to choose the prebuilt counts.
+-- "sweep": where the time of a 2^28 sort goes (a pass, the rest), then the 2^28 and 2^27
+-- sorts and the 2^16 one again in other shapes (threads x items, min_blocks, the
+-- look-back window; NVRTC builds the shapes not prebuilt on first use), a line each, to
+-- choose the prebuilt ones.
 local cuda = require "cuda"
 local cat = cuda.catalog
 local ANCHOR = arg[1] ~= "sweep" and arg[1] or nil
@@ -137,22 +139,88 @@ do
   print(("%-28s %9.2f us"):format("n = 32, variant warp", time_sort(w, nil, 5 * REPS, {variant = "warp"}) * 1000))
 end
 
+-- one sweep line: a configuration's median, or why it did not run
+local function sweep_line(what, n, pk, pv, opts, reps)
+  local ok, ms = pcall(time_sort, pk, pv, reps or 5, opts)
+  if ok then line(what, n, ms) else print(("%-40s failed: %s"):format(what, tostring(ms))) end
+  collectgarbage()   -- the sorted copies (a GiB or two) before the next line makes its own
+  collectgarbage()
+  return ok and ms
+end
+
+-- a configuration's name: threads x items [bN] [wN]
+local function shape_name(c)
+  local s = ("%dx%d"):format(c.threads or 256, c.items)
+  if c.min_blocks then s = s .. " b" .. c.min_blocks end
+  if c.window then s = s .. " w" .. c.window end
+  if c.fused == false then s = s .. " not fused" end
+  return s
+end
+
 if SWEEP then
-  print("keys a thread (items; the prebuilt: 15 for 32-bit keys, 12 for 64-bit)")
+  -- where a sort's time goes: uint32 keys sorted on 16 and on 32 bits (2 and 4 passes, no
+  -- copy back), so that a pass costs half the difference and the rest is the histogram
+  -- kernel and the launches
+  do
+    local n = 1 << 28
+    local pk = random_keys("uint32", n, 1)
+    local t2 = sweep_line("uint32 keys 2^28 end_bit 16", n, pk, nil, {end_bit = 16})
+    local t4 = sweep_line("uint32 keys 2^28 end_bit 32", n, pk, nil, {})
+    if t2 and t4 then
+      print(("  a pass %.3f ms (%.0f GB/s moved), the rest %.3f ms"):format((t4 - t2) / 2,
+            2 * 4 * n / ((t4 - t2) / 2) / 1e6, t2 - (t4 - t2)))
+    end
+    pk = nil
+    collectgarbage()
+    collectgarbage()
+  end
+  -- shapes (threads x items, NVRTC builds those not prebuilt), min_blocks (bN) and the
+  -- look-back window (wN; default 4); the default shape is the first line of each
+  local shapes32 = {
+    {items = 15}, {items = 15, window = 1}, {items = 15, window = 8}, {items = 12}, {items = 18}, {items = 22},
+    {items = 15, min_blocks = 3}, {threads = 384, items = 15}, {threads = 384, items = 20},
+    {threads = 384, items = 20, min_blocks = 2}, {threads = 512, items = 12}, {threads = 512, items = 16},
+    {threads = 512, items = 18, min_blocks = 1},
+  }
+  local shapes64 = {
+    {items = 12}, {items = 12, window = 8}, {items = 9}, {items = 16}, {items = 12, min_blocks = 3},
+    {threads = 384, items = 12}, {threads = 384, items = 12, min_blocks = 2}, {threads = 512, items = 9},
+    {threads = 512, items = 10},
+  }
   for _, c in ipairs{
-    {"uint32 keys n = 2^28", "uint32", 1 << 28, false, {9, 12, 15, 17, 18}},
-    {"uint32 pairs n = 2^28", "uint32", 1 << 28, true, {9, 12, 15, 17, 18}},
-    {"uint64 keys n = 2^27", "uint64", 1 << 27, false, {8, 10, 12, 14, 16, 18}},
+    {"uint32 keys n = 2^28", "uint32", 1 << 28, false, shapes32},
+    {"uint32 pairs n = 2^28", "uint32", 1 << 28, true, shapes32},
+    {"uint64 keys n = 2^27", "uint64", 1 << 27, false, shapes64},
   } do
-    local what, dt, n, with_values, counts = table.unpack(c)
+    local what, dt, n, with_values, shapes = table.unpack(c)
     local pk = random_keys(dt, n, 1)
     local pv = with_values and random_keys("uint32", n, 2) or nil
-    for _, items in ipairs(counts) do
-      line(("%s items %d"):format(what, items), n, time_sort(pk, pv, 5, {items = items}))
-    end
+    for _, sh in ipairs(shapes) do sweep_line(("%s %s"):format(what, shape_name(sh)), n, pk, pv, sh) end
     pk, pv = nil, nil
     collectgarbage()
     collectgarbage()
+  end
+  -- 2^16 keys: smaller tiles make more blocks, each with less to rank before its look-back
+  do
+    local n = 1 << 16
+    local pk = random_keys("uint32", n, 3)
+    local k = cuda.array("uint32", n):copy_from(pk)
+    for _, sh in ipairs{{items = 15}, {items = 15, fused = false}, {items = 15, window = 8}, {items = 8},
+                        {items = 8, window = 8}, {items = 4, window = 8}, {items = 4, window = 8, fused = false},
+                        {threads = 512, items = 4, window = 8}, {threads = 1024, items = 8}} do
+      local o = {}
+      for key, v in pairs(sh) do o[key] = v end
+      local ok, err = pcall(cat.sort, k, o)   -- builds the shape first
+      if not ok then
+        print(("uint32 keys 2^16 %-20s failed: %s"):format(shape_name(sh), tostring(err)))
+      else
+        local calls = 100
+        local r = cuda.bench(function () for _ = 1, calls do cat.sort(k, o) end end, {warmup = 2, reps = REPS})
+        local one = time_sort(pk, nil, 5 * REPS, sh)
+        print(("uint32 keys 2^16 %-20s %8.2f us a call from Lua, %8.2f us between events"):format(
+              shape_name(sh), r.median * 1000 / calls, one * 1000))
+      end
+    end
   end
 end
 

@@ -24,20 +24,38 @@
 **   warp-level multi-split, finds the tile's place among the earlier tiles by
 **   decoupled look-back on one counter a digit and tile, and scatters through
 **   shared memory so that the writes coalesce. Sorts of at most one tile run
-**   in a single block that makes every pass in shared memory (one launch).
+**   in a single block that makes every pass in shared memory (one launch);
+**   sorts of up to a tile a multiprocessor run every pass in one launch too,
+**   a block a tile, all resident, grid barriers between the passes (fused).
 ** - lsd: the classic three kernels a pass (digit counts per block, one scan
 **   of them, a stable scatter).
 ** - warp: seed 003's teaching sort of at most 32 uint32 keys in one warp, a
 **   bit a round, with __ballot_sync and __popc.
 */
 
+#include <culua/barrier.cuh>
+
 typedef unsigned int u32;
 typedef unsigned long long u64;
 
-#define SORT_RADIX 256            /* 8-bit digits */
-#define SORT_THREADS 256          /* a block: one thread a digit */
-#define SORT_WARPS (SORT_THREADS / 32)
+#define SORT_RADIX 256            /* 8-bit digits; the histogram kernels' blocks */
 #define SORT_FULL 0xffffffffu
+
+/*
+** Threads of a tile's block (onesweep, the one-block sort, lsd's scatter):
+** at least one a digit; the first 256 own a digit each in the steps done
+** per digit (counts, scan, look-back). NVRTC builds other shapes
+** (-DCULUA_SORT_THREADS=n, n a multiple of 32 in 256..1024), whose entry
+** points' names end in _t<n>.
+*/
+#ifdef CULUA_SORT_THREADS
+#define SORT_THREADS CULUA_SORT_THREADS
+#else
+#define SORT_THREADS 256
+#endif
+#define SORT_WARPS (SORT_THREADS / 32)
+static_assert(SORT_THREADS % 32 == 0 && SORT_THREADS >= SORT_RADIX && SORT_THREADS <= 1024,
+              "CULUA_SORT_THREADS: a multiple of 32 in 256..1024");
 
 /* flags of a pass */
 #define SORT_FIRST 1     /* keys come from the user: make them radix bits */
@@ -55,7 +73,7 @@ typedef unsigned long long u64;
 #define SORT_AGGREGATE 0x40000000u   /* the tile's own count */
 #define SORT_PREFIX 0x80000000u      /* the count of this and every earlier tile */
 #define SORT_COUNT 0x3fffffffu
-#define SORT_LOOKBACK 4              /* earlier tiles' words loaded at once */
+#define SORT_MAX_WINDOW 8            /* at most this many earlier tiles' words loaded at once */
 
 #ifndef SORT_ITEMS32
 #define SORT_ITEMS32 15   /* keys a thread, 32-bit keys: tiles of 3840 */
@@ -123,9 +141,9 @@ __device__ __forceinline__ void store_relaxed (u32 *p, u32 v) {
   asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" :: "l"(p), "r"(v) : "memory");
 }
 
-/* exclusive prefix sum of one value a thread over the block's 256 threads;
-** `warp_sums` holds SORT_WARPS values of shared memory, free again on return */
-template <typename T>
+/* exclusive prefix sum of one value a thread over a block of THREADS threads;
+** `warp_sums` holds THREADS / 32 values of shared memory, free again on return */
+template <int THREADS, typename T>
 __device__ __forceinline__ T block_exclusive_scan (T x, T *warp_sums) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   T incl = x;
@@ -138,22 +156,73 @@ __device__ __forceinline__ T block_exclusive_scan (T x, T *warp_sums) {
   __syncthreads();
   T before = 0;
 #pragma unroll
-  for (int w = 0; w < SORT_WARPS; w++)
+  for (int w = 0; w < THREADS / 32; w++)
     if (w < warp) before += warp_sums[w];
   __syncthreads();
   return before + incl - x;
 }
 
 /*
-** Warp-level multi-split: the rank of each of a thread's ITEMS digits among
-** the warp's keys of the same digit, in key order (item i of lane l is key
-** i*32 + l of the warp's run). Eight ballots find the lanes that share a
-** digit (its peers); the highest of them reads and advances the warp's
-** counter of that digit, and the others learn the old count by shuffle.
-** whist: the warp's 256 counters, zero on entry, its digit counts on exit.
+** A tile's ranks, in the steps of onesweep's "early counts": first every warp
+** counts its keys' digits in a row of 256 counters of its own (an atomic in
+** shared memory a key), so that the tile's digit counts are known, and can be
+** published to the later tiles, before the slower ranking; then the rows
+** become each warp's first place in the tile for each digit, and each warp
+** ranks its keys against its row. Items are warp-striped: item i of lane l in
+** warp w is key w*32*ITEMS + i*32 + l of the tile, and ranks keep that order
+** among equal digits (stable). whist: SORT_WARPS rows of 256 words.
+**
+**   warp_count(dig, whist[warp]);  __syncthreads();
+**   n = tile_counts(whist);                    digit tid's count (tid < 256; 0 above)
+**   local = block_exclusive_scan(n, ...);      digit tid's first place in the tile
+**   tile_offsets(whist, local);  __syncthreads();
+**   warp_rank(dig, rank, whist[warp]);         rank[i]: item i's place in the tile
+**
+** The caller makes sure that no thread still reads what whist shares its
+** shared memory with (the tile's keys of a previous round) when a warp zeroes
+** its row in warp_count.
 */
 template <int ITEMS>
-__device__ __forceinline__ void warp_rank (const u32 (&dig)[ITEMS], u32 (&rank)[ITEMS], u32 *whist) {
+__device__ __forceinline__ void warp_count (const u32 (&dig)[ITEMS], u32 *row) {
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int d = lane; d < SORT_RADIX; d += 32) row[d] = 0;
+  __syncwarp();
+#pragma unroll
+  for (int i = 0; i < ITEMS; i++) atomicAdd(&row[dig[i]], 1u);
+}
+
+/* column tid of the rows becomes the count of digit tid in the earlier warps */
+__device__ __forceinline__ u32 tile_counts (u32 (*whist)[SORT_RADIX]) {
+  const int tid = threadIdx.x;
+  u32 count = 0;
+  if (tid < SORT_RADIX) {
+#pragma unroll
+    for (int w = 0; w < SORT_WARPS; w++) {
+      u32 c = whist[w][tid];
+      whist[w][tid] = count;
+      count += c;
+    }
+  }
+  return count;
+}
+
+/* and then each warp's first place in the tile for digit tid */
+__device__ __forceinline__ void tile_offsets (u32 (*whist)[SORT_RADIX], u32 local) {
+  const int tid = threadIdx.x;
+  if (tid < SORT_RADIX) {
+#pragma unroll
+    for (int w = 0; w < SORT_WARPS; w++) whist[w][tid] += local;
+  }
+}
+
+/*
+** Warp-level multi-split: eight ballots find the lanes whose item i has the
+** same digit (its peers); the highest of them advances the warp's counter of
+** that digit by their number, and the others learn the old count by shuffle.
+*/
+template <int ITEMS>
+__device__ __forceinline__ void warp_rank (const u32 (&dig)[ITEMS], u32 (&rank)[ITEMS], u32 *row) {
   const int lane = threadIdx.x & 31;
   const u32 below = (1u << lane) - 1;
 #pragma unroll
@@ -167,53 +236,28 @@ __device__ __forceinline__ void warp_rank (const u32 (&dig)[ITEMS], u32 (&rank)[
     }
     int leader = 31 - __clz(peers);
     u32 base = 0;
-    if (lane == leader) {
-      base = whist[d];
-      whist[d] = base + __popc(peers);
-    }
-    base = __shfl_sync(SORT_FULL, base, leader);
-    rank[i] = base + __popc(peers & below);
+    if (lane == leader) base = atomicAdd(&row[d], (u32)__popc(peers));
+    rank[i] = __shfl_sync(SORT_FULL, base, leader) + __popc(peers & below);
     __syncwarp();   /* the counter's new value is seen by the next item's leader */
   }
 }
 
-/*
-** A tile's ranks: on exit rank[i] is item i's place among the tile's keys of
-** its digit (stable), and the return value is the tile's count of digit
-** threadIdx.x. Items are warp-striped: item i of lane l in warp w is key
-** w*32*ITEMS + i*32 + l of the tile. whist: SORT_WARPS x 256 words of shared
-** memory, zero on entry; the caller syncs before reusing them.
-*/
-template <int ITEMS>
-__device__ __forceinline__ u32 rank_tile (const u32 (&dig)[ITEMS], u32 (&rank)[ITEMS], u32 (*whist)[SORT_RADIX]) {
-  const int tid = threadIdx.x, warp = tid >> 5;
-  warp_rank<ITEMS>(dig, rank, whist[warp]);
-  __syncthreads();
-  u32 count = 0;   /* digit tid: each warp's counter becomes the count of earlier warps */
-#pragma unroll
-  for (int w = 0; w < SORT_WARPS; w++) {
-    u32 c = whist[w][tid];
-    whist[w][tid] = count;
-    count += c;
-  }
-  __syncthreads();
-#pragma unroll
-  for (int i = 0; i < ITEMS; i++) rank[i] += whist[warp][dig[i]];
-  return count;
-}
-
 /* a tile's keys, warp-striped, as radix bits; keys past `valid` are all ones
 ** (the last digit of every pass, ranked after every real key) */
-template <typename K, int ITEMS>
+template <typename T, bool CG>
+__device__ __forceinline__ T load_one (const T *p) { return CG ? __ldcg(p) : *p; }
+
+/* CG: from L2 (what other blocks of the same launch wrote: fused) */
+template <typename K, int ITEMS, bool CG = false>
 __device__ __forceinline__ void load_keys (const K *src, u32 valid, K (&key)[ITEMS], int kind, int flags) {
   const u32 first = (threadIdx.x >> 5) * 32 * ITEMS + (threadIdx.x & 31);
   if (valid == SORT_THREADS * ITEMS) {
 #pragma unroll
-    for (int i = 0; i < ITEMS; i++) key[i] = src[first + i * 32];
+    for (int i = 0; i < ITEMS; i++) key[i] = load_one<K, CG>(src + first + i * 32);
   }
   else {
 #pragma unroll
-    for (int i = 0; i < ITEMS; i++) key[i] = first + i * 32 < valid ? src[first + i * 32] : ~K(0);
+    for (int i = 0; i < ITEMS; i++) key[i] = first + i * 32 < valid ? load_one<K, CG>(src + first + i * 32) : ~K(0);
   }
   if (flags & SORT_FIRST) {
 #pragma unroll
@@ -224,14 +268,14 @@ __device__ __forceinline__ void load_keys (const K *src, u32 valid, K (&key)[ITE
 
 /* the values of the same keys; `pos1` is the 1-based position of the tile's
 ** first key, for SORT_IOTA */
-template <typename V, int ITEMS>
+template <typename V, int ITEMS, bool CG = false>
 __device__ __forceinline__ void load_values (const V *src, u32 valid, V (&val)[ITEMS], u64 pos1, int flags) {
   const u32 first = (threadIdx.x >> 5) * 32 * ITEMS + (threadIdx.x & 31);
 #pragma unroll
   for (int i = 0; i < ITEMS; i++) {
     u32 j = first + i * 32;
     if (flags & SORT_IOTA) val[i] = (V)(pos1 + j);
-    else val[i] = j < valid ? src[j] : V(0);
+    else val[i] = j < valid ? load_one<V, CG>(src + j) : V(0);
   }
 }
 
@@ -245,37 +289,47 @@ struct TileShared {
     V vals[SORT_THREADS * ITEMS];
   } u;
   u64 gbase[SORT_RADIX];   /* a digit's place in the output, less its start in the tile */
-  u32 local[SORT_RADIX];   /* a digit's start in the tile */
-  u32 wsum[SORT_WARPS];
   u64 wsum64[SORT_WARPS];
+  u32 wsum[SORT_WARPS];
   u32 tile;
 };
 
+/* a tile's ranks (see warp_count): rank[i] is item i's place among the tile's
+** keys; returns digit tid's count in the tile (tid < 256) and sets *local to
+** its first place; whist's rows are free to zero (no reads of the union
+** pending); on return the rows are still read by warp_rank's last items */
 template <typename K, typename V, int ITEMS>
-__device__ __forceinline__ void zero_counters (TileShared<K, V, ITEMS> &s) {
-  u32 *w = &s.u.whist[0][0];
-#pragma unroll
-  for (int i = threadIdx.x; i < SORT_WARPS * SORT_RADIX; i += SORT_THREADS) w[i] = 0;
+__device__ __forceinline__ u32 rank_tile (TileShared<K, V, ITEMS> &s, const u32 (&dig)[ITEMS], u32 (&rank)[ITEMS],
+                                          u32 *local) {
+  const int warp = threadIdx.x >> 5;
+  warp_count<ITEMS>(dig, s.u.whist[warp]);
   __syncthreads();
+  u32 n = tile_counts(s.u.whist);
+  *local = block_exclusive_scan<SORT_THREADS, u32>(n, s.wsum);
+  tile_offsets(s.u.whist, *local);
+  __syncthreads();
+  warp_rank<ITEMS>(dig, rank, s.u.whist[warp]);
+  return n;
 }
 
 /*
-** Scatter a ranked tile through shared memory: the keys go to shared memory
-** in sorted order (rank[i]: the place in the tile), and thread t then writes
-** sorted keys t, t + 256, ..., so that a warp writes runs of consecutive
-** places. s.gbase holds each digit's output place less its start in the
-** tile. The values follow the same way. dig[] is overwritten with the digits
-** of the sorted keys.
+** Scatter a ranked tile through shared memory, so that the writes coalesce:
+** put_keys stores the keys in tile order (rank[i]: the place in the tile);
+** after a __syncthreads, write_keys has thread t write sorted keys t, t +
+** SORT_THREADS, ..., so that a warp writes runs of consecutive places, each
+** key to s.gbase[its digit] + its place in the tile, and leaves their digits
+** in dig[]. write_values then does the same with the values (its own syncs).
 */
-template <typename K, typename V, bool VALUES, int ITEMS>
-__device__ __forceinline__ void scatter_tile (TileShared<K, V, ITEMS> &s, const K (&key)[ITEMS], u32 (&dig)[ITEMS],
-                                              const u32 (&rank)[ITEMS], u32 valid, int shift, u32 mask,
-                                              K *kout, const V *vin, V *vout, u64 pos1, int kind, int flags) {
-  const int tid = threadIdx.x;
-  __syncthreads();   /* the counters are read: the union becomes keys */
+template <typename K, typename V, int ITEMS>
+__device__ __forceinline__ void put_keys (TileShared<K, V, ITEMS> &s, const K (&key)[ITEMS], const u32 (&rank)[ITEMS]) {
 #pragma unroll
   for (int i = 0; i < ITEMS; i++) s.u.keys[rank[i]] = key[i];
-  __syncthreads();
+}
+
+template <typename K, typename V, int ITEMS>
+__device__ __forceinline__ void write_keys (TileShared<K, V, ITEMS> &s, u32 (&dig)[ITEMS], u32 valid, int shift,
+                                            u32 mask, K *kout, int kind, int flags) {
+  const int tid = threadIdx.x;
 #pragma unroll
   for (int i = 0; i < ITEMS; i++) {
     u32 j = i * SORT_THREADS + tid;
@@ -287,19 +341,21 @@ __device__ __forceinline__ void scatter_tile (TileShared<K, V, ITEMS> &s, const 
         kout[s.gbase[d] + j] = (flags & SORT_LAST) ? from_radix(k, kind, flags) : k;
     }
   }
-  if (VALUES) {
-    V val[ITEMS];
-    load_values<V, ITEMS>(vin, valid, val, pos1, flags);
-    __syncthreads();   /* the keys are read: the union becomes values */
+}
+
+template <typename K, typename V, int ITEMS>
+__device__ __forceinline__ void write_values (TileShared<K, V, ITEMS> &s, const V (&val)[ITEMS], const u32 (&dig)[ITEMS],
+                                              const u32 (&rank)[ITEMS], u32 valid, V *vout) {
+  const int tid = threadIdx.x;
+  __syncthreads();   /* the keys are read: the union becomes values */
 #pragma unroll
-    for (int i = 0; i < ITEMS; i++)
-      if (rank[i] < valid) s.u.vals[rank[i]] = val[i];
-    __syncthreads();
+  for (int i = 0; i < ITEMS; i++)
+    if (rank[i] < valid) s.u.vals[rank[i]] = val[i];
+  __syncthreads();
 #pragma unroll
-    for (int i = 0; i < ITEMS; i++) {
-      u32 j = i * SORT_THREADS + tid;
-      if (j < valid) vout[s.gbase[dig[i]] + j] = s.u.vals[j];
-    }
+  for (int i = 0; i < ITEMS; i++) {
+    u32 j = i * SORT_THREADS + tid;
+    if (j < valid) vout[s.gbase[dig[i]] + j] = s.u.vals[j];
   }
 }
 
@@ -323,14 +379,14 @@ __device__ __forceinline__ void upfront (const K *kin, u64 n, u64 *hist, u32 *do
                                          u32 *skip, u32 *zero, u64 zero_words, int passes, int begin_bit,
                                          int end_bit, int kind, int flags) {
   __shared__ u32 count[8][SORT_RADIX];
-  __shared__ u64 wsum[SORT_WARPS];
+  __shared__ u64 wsum[SORT_RADIX / 32];
   __shared__ int last;
   const int tid = threadIdx.x;
-  const u64 stride = (u64)gridDim.x * SORT_THREADS;
-  for (u64 i = (u64)blockIdx.x * SORT_THREADS + tid; i < zero_words; i += stride) zero[i] = 0;
+  const u64 stride = (u64)gridDim.x * SORT_RADIX;
+  for (u64 i = (u64)blockIdx.x * SORT_RADIX + tid; i < zero_words; i += stride) zero[i] = 0;
   for (int p = 0; p < 8; p++) count[p][tid] = 0;
   __syncthreads();
-  u64 i = (u64)blockIdx.x * SORT_THREADS + tid;
+  u64 i = (u64)blockIdx.x * SORT_RADIX + tid;
   for (; i + 3 * stride < n; i += 4 * stride) {   /* four loads in flight */
     K k[4];
 #pragma unroll
@@ -363,7 +419,7 @@ __device__ __forceinline__ void upfront (const K *kin, u64 n, u64 *hist, u32 *do
   for (int p = 0; p < passes; p++) {
     u64 c = __ldcg(&hist[p * SORT_RADIX + tid]);
     hist[p * SORT_RADIX + tid] = 0;
-    u64 before = block_exclusive_scan<u64>(c, wsum);
+    u64 before = block_exclusive_scan<SORT_RADIX, u64>(c, wsum);
     bins[p * bins_stride + tid] = before;
     if (tid == 0) skip[p] = 0;
     __syncthreads();
@@ -407,30 +463,65 @@ __device__ __forceinline__ void copy_tile (const K *kin, K *kout, const V *vin, 
 ** running or done; and a tile publishes its own counts before it waits on
 ** anything, so every wait ends.
 **
-** A tile ranks its keys, publishes its digit counts in its look-back words
-** (lb: a row of 256 a tile, zero on entry), adds up the earlier tiles'
+** A tile counts its keys' digits and publishes the counts in its look-back
+** words at once (lb: a row of 256 a tile, zero on entry), so that the later
+** tiles find them while it ranks its keys (the slow part) and puts them in
+** shared memory in tile order; only then does it add up the earlier tiles'
 ** counts, each thread its digit (decoupled look-back: a tile that has only
 ** published its own count is added and passed over, and the walk stops at
-** the first tile that has published its inclusive prefix), publishes its
-** prefix, and scatters. bins_in: each digit's first place in the output for
-** this portion; the last tile writes the next portion's to bins_out (when
-** not null). lb_next: the next launch's words, of lb_next_tiles tiles, zeroed
-** here (the launch before this one used them and is done). skip: nonzero when
-** every key has the same digit this pass, which is then a copy.
+** the first tile that has published its inclusive prefix), publish its
+** prefix, and write its keys out. window: earlier tiles' words loaded at
+** once in the walk (1..SORT_MAX_WINDOW). bins_in: each digit's first place
+** in the output for this portion; the last tile writes the next portion's to
+** bins_out (when not null). lb_next: the next launch's words, of
+** lb_next_tiles tiles, zeroed here (the launch before this one used them and
+** is done). skip: nonzero when every key has the same digit this pass, which
+** is then a copy.
 */
+
+/* the count of every tile before the one of look-back word *word, for its
+** digit: `window` words of earlier tiles loaded a round */
+__device__ __forceinline__ u32 look_back (const u32 *word, u32 tile, int window) {
+  const u32 *w = word - SORT_RADIX;
+  u32 left = tile;   /* tiles at or before *w */
+  u32 before = 0;
+  for (int spins = 0;; spins++) {
+    /* loaded together: when blocks start at once, a walk passes over many
+       tiles that have only published their own counts, and one load at a
+       time would make it a chain of round trips to L2 */
+    u32 v[SORT_MAX_WINDOW];
+#pragma unroll
+    for (int j = 0; j < SORT_MAX_WINDOW; j++)
+      v[j] = j < window && (u32)j < left ? load_relaxed(w - j * SORT_RADIX) : 0;
+    int j = 0;
+    bool found = false;
+#pragma unroll
+    for (; j < SORT_MAX_WINDOW; j++) {
+      if (v[j] == 0) break;   /* not published yet (or past the window): load again from here */
+      before += v[j] & SORT_COUNT;
+      if (v[j] & SORT_PREFIX) { found = true; break; }
+    }
+    if (found) return before;   /* tile 0 publishes its prefix: the walk ends there at the latest */
+    w -= j * SORT_RADIX;
+    left -= j;
+    if (j == 0 && spins > 8) __nanosleep(32);
+  }
+}
+
 template <typename K, typename V, bool VALUES, int ITEMS>
 __device__ __forceinline__ void onesweep (const K *kin, K *kout, const V *vin, V *vout, u64 base, u32 count,
                                           const u64 *bins_in, u64 *bins_out, u32 *lb, u32 *lb_next,
                                           u32 lb_next_tiles, u32 *ctr, const u32 *skip, int shift, int bits,
-                                          int kind, int flags) {
+                                          int kind, int flags, int window) {
   constexpr u32 TILE = SORT_THREADS * ITEMS;
   __shared__ TileShared<K, V, ITEMS> s;
-  const int tid = threadIdx.x;
+  const int tid = threadIdx.x, warp = tid >> 5;
   const u32 mask = (1u << bits) - 1;
   if (tid == 0) s.tile = atomicAdd(ctr, 1u);
   __syncthreads();
   const u32 tile = s.tile, tiles = (count + TILE - 1) / TILE;
-  for (u32 t = tile; t < lb_next_tiles; t += tiles) lb_next[(u64)t * SORT_RADIX + tid] = 0;
+  if (tid < SORT_RADIX)
+    for (u32 t = tile; t < lb_next_tiles; t += tiles) lb_next[(u64)t * SORT_RADIX + tid] = 0;
   const u32 start = tile * TILE, valid = min(TILE, count - start);
   kin += base + start;
   if (VALUES && !(flags & SORT_IOTA)) vin += base + start;
@@ -439,53 +530,41 @@ __device__ __forceinline__ void onesweep (const K *kin, K *kout, const V *vin, V
     return;
   }
 
-  zero_counters(s);
   K key[ITEMS];
   u32 dig[ITEMS], rank[ITEMS];
   load_keys<K, ITEMS>(kin, valid, key, kind, flags);
 #pragma unroll
   for (int i = 0; i < ITEMS; i++) dig[i] = digit_of(key[i], shift, mask);
-  u32 n = rank_tile<ITEMS>(dig, rank, s.u.whist);
 
-  u32 mine = (tid == (int)mask) ? n - (TILE - valid) : n;   /* less the padding keys */
-  u32 *word = lb + (u64)tile * SORT_RADIX + tid;
-  store_relaxed(word, (tile == 0 ? SORT_PREFIX : SORT_AGGREGATE) | mine);
-  u32 local = block_exclusive_scan<u32>(n, s.wsum);   /* digit tid's start in the tile */
-  u32 before = 0;
-  if (tile > 0) {
-    /* SORT_LOOKBACK earlier tiles' words a round, loaded together: when the
-       blocks start at once, a walk passes over many tiles that have only
-       published their own counts, and one load at a time would make it a
-       chain of round trips to L2 */
-    const u32 *w = word - SORT_RADIX;
-    u32 left = tile;   /* tiles at or before *w */
-    for (int spins = 0;; spins++) {
-      u32 v[SORT_LOOKBACK];
-#pragma unroll
-      for (int j = 0; j < SORT_LOOKBACK; j++) v[j] = (u32)j < left ? load_relaxed(w - j * SORT_RADIX) : 0;
-      int j = 0;
-      bool found = false;
-#pragma unroll
-      for (; j < SORT_LOOKBACK; j++) {
-        if (v[j] == 0) break;   /* not published yet: load again from here */
-        before += v[j] & SORT_COUNT;
-        if (v[j] & SORT_PREFIX) { found = true; break; }
-      }
-      if (found) break;
-      w -= j * SORT_RADIX;
-      left -= j;
-      if (j == 0 && spins > 8) __nanosleep(32);
-    }
-    store_relaxed(word, SORT_PREFIX | (before + mine));
-  }
-  s.gbase[tid] = bins_in[tid] + before - local;   /* unsigned: wraps back when the rank is added */
-  s.local[tid] = local;
+  /* rank_tile's steps, with the counts published between them */
+  warp_count<ITEMS>(dig, s.u.whist[warp]);
   __syncthreads();
-#pragma unroll
-  for (int i = 0; i < ITEMS; i++) rank[i] += s.local[dig[i]];
-  scatter_tile<K, V, VALUES, ITEMS>(s, key, dig, rank, valid, shift, mask, kout, vin, vout, base + start + 1,
-                                    kind, flags);
-  if (bins_out && tile == tiles - 1) bins_out[tid] = bins_in[tid] + before + mine;
+  const u32 n = tile_counts(s.u.whist);   /* digit tid's count in the tile */
+  const u32 mine = (tid == (int)mask) ? n - (TILE - valid) : n;   /* less the padding keys */
+  u32 *word = lb + (u64)tile * SORT_RADIX + tid;
+  if (tid < SORT_RADIX) store_relaxed(word, (tile == 0 ? SORT_PREFIX : SORT_AGGREGATE) | mine);
+  const u32 local = block_exclusive_scan<SORT_THREADS, u32>(n, s.wsum);   /* digit tid's start in the tile */
+  tile_offsets(s.u.whist, local);
+  __syncthreads();
+  warp_rank<ITEMS>(dig, rank, s.u.whist[warp]);
+  __syncthreads();   /* the counters are read: the union becomes keys */
+  put_keys<K, V, ITEMS>(s, key, rank);
+
+  V val[ITEMS];
+  if (VALUES)   /* in flight during the walk */
+    load_values<V, ITEMS>(vin, valid, val, base + start + 1, flags);
+  u32 before = 0;
+  if (tid < SORT_RADIX) {
+    if (tile > 0) {
+      before = look_back(word, tile, window);
+      store_relaxed(word, SORT_PREFIX | (before + mine));
+    }
+    s.gbase[tid] = bins_in[tid] + before - local;   /* unsigned: wraps back when the place is added */
+  }
+  __syncthreads();
+  write_keys<K, V, ITEMS>(s, dig, valid, shift, mask, kout, kind, flags);
+  if (VALUES) write_values<K, V, ITEMS>(s, val, dig, rank, valid, vout);
+  if (bins_out && tile == tiles - 1 && tid < SORT_RADIX) bins_out[tid] = bins_in[tid] + before + mine;
 }
 
 /*
@@ -509,22 +588,19 @@ __device__ __forceinline__ void small_sort (const K *kin, K *kout, const V *vin,
   if (VALUES) load_values<V, ITEMS>(vin, n, val, 1, flags);
   for (int shift = begin_bit; shift < end_bit; shift += 8) {
     const u32 mask = (1u << min(8, end_bit - shift)) - 1;
-    zero_counters(s);
 #pragma unroll
     for (int i = 0; i < ITEMS; i++) dig[i] = digit_of(key[i], shift, mask);
-    u32 c = rank_tile<ITEMS>(dig, rank, s.u.whist);
-    u32 local = block_exclusive_scan<u32>(c, s.wsum);   /* its syncs end the counters' reads */
-    s.local[tid] = local;
-    __syncthreads();
-#pragma unroll
-    for (int i = 0; i < ITEMS; i++) s.u.keys[rank[i] + s.local[dig[i]]] = key[i];
+    u32 local;
+    rank_tile<K, V, ITEMS>(s, dig, rank, &local);
+    __syncthreads();   /* the counters are read: the union becomes keys */
+    put_keys<K, V, ITEMS>(s, key, rank);
     __syncthreads();
 #pragma unroll
     for (int i = 0; i < ITEMS; i++) key[i] = s.u.keys[first + i * 32];
     if (VALUES) {
       __syncthreads();
 #pragma unroll
-      for (int i = 0; i < ITEMS; i++) s.u.vals[rank[i] + s.local[dig[i]]] = val[i];
+      for (int i = 0; i < ITEMS; i++) s.u.vals[rank[i]] = val[i];
       __syncthreads();
 #pragma unroll
       for (int i = 0; i < ITEMS; i++) val[i] = s.u.vals[first + i * 32];
@@ -538,6 +614,126 @@ __device__ __forceinline__ void small_sort (const K *kin, K *kout, const V *vin,
       if (!(flags & SORT_NOKEYS)) kout[j] = from_radix(key[i], kind, flags);
       if (VALUES) vout[j] = val[i];
     }
+  }
+}
+
+/* }====================================================== */
+
+
+/* {====================================================== fused: every pass in one launch */
+
+/*
+** A sort of a few tiles, one a block, every block resident at once (a
+** cooperative launch), in one launch: at 2^16 keys the launches and the
+** gaps between the kernels of the other paths cost more than the work.
+** Barriers between the steps take the place of kernel boundaries:
+**
+**   every block zeroes its rows of the look-back words of every pass, reads
+**   its tile and counts the digits of every pass into `hist` (passes x 256
+**   counts, zero on entry); barrier;
+**   a pass: a block reads its tile from the pass's input (after a barrier
+**   when that is also its output, so that every tile is read before any is
+**   written), ranks it as onesweep does (decoupled look-back on the pass's
+**   own words), takes each digit's start from hist, writes the tile out;
+**   barrier, and the next pass.
+**
+** The buffers: pass 0 reads k0 (and v0), pass p writes ka when p is even,
+** kb when odd, and the next pass reads what it wrote (lua/catalog/sort.lua
+** picks them so that the last pass writes the user's array). The last block
+** to finish (a ticket in *done) leaves hist and *done at zero; the barrier's
+** words return to zero by themselves. flags: SORT_DESC, SORT_IOTA,
+** SORT_NOKEYS.
+*/
+template <typename K, typename V, bool VALUES, int ITEMS>
+__device__ __forceinline__ void fused (const K *k0, K *ka, K *kb, const V *v0, V *va, V *vb, u32 n, u32 *hist,
+                                       u32 *done, u32 *lb, unsigned *bar, int begin_bit, int end_bit, int kind,
+                                       int flags, int window) {
+  constexpr u32 TILE = SORT_THREADS * ITEMS;
+  __shared__ TileShared<K, V, ITEMS> s;
+  const int tid = threadIdx.x, warp = tid >> 5;
+  const u32 tile = blockIdx.x, tiles = gridDim.x;
+  const u32 start = tile * TILE, valid = min(TILE, n - start);
+  const u32 first = warp * 32 * ITEMS + (tid & 31);
+  const int passes = (end_bit - begin_bit + 7) / 8;   /* at most 8 <= SORT_WARPS rows of counters */
+  culua::grid_barrier grid(bar);
+
+  if (tid < SORT_RADIX)
+    for (int p = 0; p < passes; p++) lb[((u64)p * tiles + tile) * SORT_RADIX + tid] = 0;
+  K key[ITEMS];
+  V val[ITEMS];
+  u32 dig[ITEMS], rank[ITEMS];
+  load_keys<K, ITEMS>(k0 + start, valid, key, kind, flags | SORT_FIRST);
+  u32 (*count)[SORT_RADIX] = s.u.whist;   /* a row a pass */
+  for (int i = tid; i < passes * SORT_RADIX; i += SORT_THREADS) count[i / SORT_RADIX][i % SORT_RADIX] = 0;
+  __syncthreads();
+#pragma unroll
+  for (int i = 0; i < ITEMS; i++) {
+    if (first + i * 32 < valid) {
+      for (int p = 0; p < passes; p++) {
+        int shift = begin_bit + 8 * p, bits = min(8, end_bit - shift);
+        atomicAdd(&count[p][digit_of(key[i], shift, (1u << bits) - 1)], 1u);
+      }
+    }
+  }
+  __syncthreads();
+  if (tid < SORT_RADIX)
+    for (int p = 0; p < passes; p++)
+      if (count[p][tid]) atomicAdd(&hist[p * SORT_RADIX + tid], count[p][tid]);
+  grid.sync();   /* hist is whole, every look-back word zero; the rows of counters are free */
+
+  for (int p = 0; p < passes; p++) {
+    const int shift = begin_bit + 8 * p, bits = min(8, end_bit - shift);
+    const u32 mask = (1u << bits) - 1;
+    const bool last = p == passes - 1;
+    const K *src = p == 0 ? k0 : (p & 1) ? ka : kb;
+    K *dst = (p & 1) ? kb : ka;
+    const V *vsrc = p == 0 ? v0 : (p & 1) ? va : vb;
+    V *vdst = (p & 1) ? vb : va;
+    const int iota = p == 0 ? flags & SORT_IOTA : 0;
+    const int wflags = (flags & SORT_DESC) | (last ? SORT_LAST | (flags & SORT_NOKEYS) : 0);
+    const u32 c = tid < SORT_RADIX ? __ldcg(&hist[p * SORT_RADIX + tid]) : 0;   /* digit tid's count, all tiles */
+    if (p > 0) load_keys<K, ITEMS, true>(src + start, valid, key, kind, 0);
+    if (VALUES) load_values<V, ITEMS, true>(iota ? vsrc : vsrc + start, valid, val, start + 1, iota);
+    if ((const void *)src == (const void *)dst || (VALUES && !iota && (const void *)vsrc == (const void *)vdst))
+      grid.sync();   /* in place: every tile is in registers before any is written */
+
+#pragma unroll
+    for (int i = 0; i < ITEMS; i++) dig[i] = digit_of(key[i], shift, mask);
+    warp_count<ITEMS>(dig, s.u.whist[warp]);
+    __syncthreads();
+    const u32 cnt = tile_counts(s.u.whist);   /* digit tid's count in the tile */
+    const u32 mine = (tid == (int)mask) ? cnt - (TILE - valid) : cnt;   /* less the padding keys */
+    u32 *word = lb + ((u64)p * tiles + tile) * SORT_RADIX + tid;
+    if (tid < SORT_RADIX) store_relaxed(word, (tile == 0 ? SORT_PREFIX : SORT_AGGREGATE) | mine);
+    /* one scan for two sums: the tile's digit starts below, every tile's above (no carry: both < 2^32) */
+    const u64 both = block_exclusive_scan<SORT_THREADS, u64>(((u64)c << 32) | cnt, s.wsum64);
+    const u32 local = (u32)both, digit_start = (u32)(both >> 32);
+    tile_offsets(s.u.whist, local);
+    __syncthreads();
+    warp_rank<ITEMS>(dig, rank, s.u.whist[warp]);
+    __syncthreads();   /* the counters are read: the union becomes keys */
+    put_keys<K, V, ITEMS>(s, key, rank);
+    if (tid < SORT_RADIX) {
+      u32 before = 0;
+      if (tile > 0) {
+        before = look_back(word, tile, window);
+        store_relaxed(word, SORT_PREFIX | (before + mine));
+      }
+      s.gbase[tid] = (u64)digit_start + before - local;   /* unsigned: wraps back when the place is added */
+    }
+    __syncthreads();
+    write_keys<K, V, ITEMS>(s, dig, valid, shift, mask, dst, kind, wflags);
+    if (VALUES) write_values<K, V, ITEMS>(s, val, dig, rank, valid, vdst);
+    if (!last) grid.sync();   /* the pass is written before the next reads it */
+  }
+
+  /* the last block out leaves hist and *done at zero: every block read hist before it came */
+  __syncthreads();
+  if (tid == 0) s.tile = atomicAdd(done, 1u) == tiles - 1;
+  __syncthreads();
+  if (s.tile) {
+    for (int i = tid; i < passes * SORT_RADIX; i += SORT_THREADS) hist[i] = 0;
+    if (tid == 0) *done = 0;
   }
 }
 
@@ -562,7 +758,7 @@ __device__ __forceinline__ void lsd_count (const K *kin, u64 n, u64 chunk, u64 *
   c[tid] = 0;
   __syncthreads();
   u64 lo = (u64)blockIdx.x * chunk, hi = min(n, lo + chunk);
-  for (u64 i = lo + tid; i < hi; i += SORT_THREADS) {
+  for (u64 i = lo + tid; i < hi; i += SORT_RADIX) {
     K k = kin[i];
     if (flags & SORT_FIRST) k = to_radix(k, kind, flags);
     atomicAdd(&c[digit_of(k, shift, mask)], 1u);
@@ -573,13 +769,13 @@ __device__ __forceinline__ void lsd_count (const K *kin, u64 n, u64 chunk, u64 *
 
 /* the exclusive prefix sums of counts[0 .. m-1], in place, by one block: a
 ** thread a slice */
-extern "C" __global__ void __launch_bounds__(SORT_THREADS) culua_sort_lsd_scan (u64 *counts, u64 m) {
-  __shared__ u64 wsum[SORT_WARPS];
-  const u64 per = (m + SORT_THREADS - 1) / SORT_THREADS;
+extern "C" __global__ void __launch_bounds__(SORT_RADIX) culua_sort_lsd_scan (u64 *counts, u64 m) {
+  __shared__ u64 wsum[SORT_RADIX / 32];
+  const u64 per = (m + SORT_RADIX - 1) / SORT_RADIX;
   const u64 lo = min(m, threadIdx.x * per), hi = min(m, lo + per);
   u64 sum = 0;
   for (u64 i = lo; i < hi; i++) sum += counts[i];
-  u64 run = block_exclusive_scan<u64>(sum, wsum);
+  u64 run = block_exclusive_scan<SORT_RADIX, u64>(sum, wsum);
   for (u64 i = lo; i < hi; i++) {
     u64 c = counts[i];
     counts[i] = run;
@@ -594,27 +790,35 @@ __device__ __forceinline__ void lsd_scatter (const K *kin, K *kout, const V *vin
   __shared__ TileShared<K, V, ITEMS> s;
   const int tid = threadIdx.x;
   const u32 mask = (1u << bits) - 1;
-  u64 place = offsets[(u64)tid * gridDim.x + blockIdx.x];   /* digit tid's next place */
+  u64 place = tid < SORT_RADIX ? offsets[(u64)tid * gridDim.x + blockIdx.x] : 0;   /* digit tid's next place */
   u64 lo = (u64)blockIdx.x * chunk, hi = min(n, lo + chunk);
   for (u64 t = lo; t < hi; t += TILE) {
     const u32 valid = (u32)min((u64)TILE, hi - t);
-    zero_counters(s);
     K key[ITEMS];
     u32 dig[ITEMS], rank[ITEMS];
     load_keys<K, ITEMS>(kin + t, valid, key, kind, flags);
 #pragma unroll
     for (int i = 0; i < ITEMS; i++) dig[i] = digit_of(key[i], shift, mask);
-    u32 cnt = rank_tile<ITEMS>(dig, rank, s.u.whist);
-    u32 local = block_exclusive_scan<u32>(cnt, s.wsum);
-    s.gbase[tid] = place - local;
-    s.local[tid] = local;
-    place += (tid == (int)mask) ? cnt - (TILE - valid) : cnt;
-    __syncthreads();
-#pragma unroll
-    for (int i = 0; i < ITEMS; i++) rank[i] += s.local[dig[i]];
-    scatter_tile<K, V, VALUES, ITEMS>(s, key, dig, rank, valid, shift, mask, kout,
-                                      (VALUES && !(flags & SORT_IOTA)) ? vin + t : vin, vout, t + 1, kind, flags);
-    __syncthreads();   /* the tile in shared memory is written out */
+    u32 local;
+    u32 cnt = rank_tile<K, V, ITEMS>(s, dig, rank, &local);
+    if (tid < SORT_RADIX) {
+      s.gbase[tid] = place - local;
+      place += (tid == (int)mask) ? cnt - (TILE - valid) : cnt;
+    }
+    __syncthreads();   /* the counters are read (and gbase written): the union becomes keys */
+    put_keys<K, V, ITEMS>(s, key, rank);
+    if (VALUES) {
+      V val[ITEMS];
+      load_values<V, ITEMS>((VALUES && !(flags & SORT_IOTA)) ? vin + t : vin, valid, val, t + 1, flags);
+      __syncthreads();
+      write_keys<K, V, ITEMS>(s, dig, valid, shift, mask, kout, kind, flags);
+      write_values<K, V, ITEMS>(s, val, dig, rank, valid, vout);
+    }
+    else {
+      __syncthreads();
+      write_keys<K, V, ITEMS>(s, dig, valid, shift, mask, kout, kind, flags);
+    }
+    __syncthreads();   /* the tile in shared memory is written out: the union becomes counters */
   }
 }
 
@@ -675,13 +879,13 @@ extern "C" __global__ void culua_sort_copy64 (const u64 *src, u64 *dst, u64 n) {
 }
 
 #define SORT_COUNTS(k, K) \
-  extern "C" __global__ void __launch_bounds__(SORT_THREADS) culua_sort_upfront_##k ( \
+  extern "C" __global__ void __launch_bounds__(SORT_RADIX) culua_sort_upfront_##k ( \
       const K *kin, u64 n, u64 *hist, u32 *done, u64 *bins, u64 bins_stride, u32 *skip, u32 *zero, \
       u64 zero_words, int passes, int begin_bit, int end_bit, int kind, int flags) { \
     upfront<K>(kin, n, hist, done, bins, bins_stride, skip, zero, zero_words, passes, begin_bit, end_bit, \
                kind, flags); \
   } \
-  extern "C" __global__ void __launch_bounds__(SORT_THREADS) culua_sort_lsd_count_##k ( \
+  extern "C" __global__ void __launch_bounds__(SORT_RADIX) culua_sort_lsd_count_##k ( \
       const K *kin, u64 n, u64 chunk, u64 *counts, int shift, int bits, int kind, int flags) { \
     lsd_count<K>(kin, n, chunk, counts, shift, bits, kind, flags); \
   }
@@ -689,23 +893,95 @@ extern "C" __global__ void culua_sort_copy64 (const u64 *src, u64 *dst, u64 n) {
 SORT_COUNTS(u32, u32)
 SORT_COUNTS(u64, u64)
 
-/* culua_sort_{onesweep,small,lsd}_<key>_<value>_<items>, <value> "keys" for keys alone */
+/*
+** culua_sort_{onesweep,small,lsd}_<key>_<value>_<items>, <value> "keys" for
+** keys alone; NVRTC's other shapes add _t<threads> (-DCULUA_SORT_THREADS)
+** and _b<blocks> (-DCULUA_SORT_MINBLOCKS: the blocks a multiprocessor that
+** __launch_bounds__ asks registers for)
+*/
+#if defined(CULUA_SORT_THREADS) && defined(CULUA_SORT_MINBLOCKS)
+#define SORT_NAME(f, k, v, I) SORT_NAME_(f, k, v, I, _t, CULUA_SORT_THREADS, _b, CULUA_SORT_MINBLOCKS)
+#elif defined(CULUA_SORT_THREADS)
+#define SORT_NAME(f, k, v, I) SORT_NAME_(f, k, v, I, _t, CULUA_SORT_THREADS, , )
+#elif defined(CULUA_SORT_MINBLOCKS)
+#define SORT_NAME(f, k, v, I) SORT_NAME_(f, k, v, I, _b, CULUA_SORT_MINBLOCKS, , )
+#else
+#define SORT_NAME(f, k, v, I) SORT_NAME_(f, k, v, I, , , , )
+#endif
+#define SORT_NAME_(f, k, v, I, a, x, b, y) SORT_NAME__(f, k, v, I, a, x, b, y)
+#define SORT_NAME__(f, k, v, I, a, x, b, y) culua_sort_##f##_##k##_##v##_##I##a##x##b##y
+
+#ifdef CULUA_SORT_MINBLOCKS
+#define SORT_BOUNDS __launch_bounds__(SORT_THREADS, CULUA_SORT_MINBLOCKS)
+#else
+#define SORT_BOUNDS __launch_bounds__(SORT_THREADS)
+#endif
+
+/*
+** A shape whose tile of keys or values would not fit in 48 KiB of static
+** shared memory builds an entry point that traps (lua/catalog/sort.lua
+** never launches it), so that one NVRTC build serves the dtypes it fits.
+*/
+#define SORT_FITS(K, V, I) (sizeof(TileShared<K, V, I>) <= 48 * 1024)
+
+template <typename K, typename V, bool VALUES, int ITEMS>
+__device__ __forceinline__ void onesweep_entry (const K *kin, K *kout, const V *vin, V *vout, u64 base, u32 count,
+                                                const u64 *bins_in, u64 *bins_out, u32 *lb, u32 *lb_next,
+                                                u32 lb_next_tiles, u32 *ctr, const u32 *skip, int shift, int bits,
+                                                int kind, int flags, int window) {
+  if constexpr (SORT_FITS(K, V, ITEMS))
+    onesweep<K, V, VALUES, ITEMS>(kin, kout, vin, vout, base, count, bins_in, bins_out, lb, lb_next, lb_next_tiles,
+                                  ctr, skip, shift, bits, kind, flags, window);
+  else __trap();
+}
+
+template <typename K, typename V, bool VALUES, int ITEMS>
+__device__ __forceinline__ void small_entry (const K *kin, K *kout, const V *vin, V *vout, u32 n, int begin_bit,
+                                             int end_bit, int kind, int flags) {
+  if constexpr (SORT_FITS(K, V, ITEMS))
+    small_sort<K, V, VALUES, ITEMS>(kin, kout, vin, vout, n, begin_bit, end_bit, kind, flags);
+  else __trap();
+}
+
+template <typename K, typename V, bool VALUES, int ITEMS>
+__device__ __forceinline__ void fused_entry (const K *k0, K *ka, K *kb, const V *v0, V *va, V *vb, u32 n, u32 *hist,
+                                             u32 *done, u32 *lb, unsigned *bar, int begin_bit, int end_bit, int kind,
+                                             int flags, int window) {
+  if constexpr (SORT_FITS(K, V, ITEMS))
+    fused<K, V, VALUES, ITEMS>(k0, ka, kb, v0, va, vb, n, hist, done, lb, bar, begin_bit, end_bit, kind, flags, window);
+  else __trap();
+}
+
+template <typename K, typename V, bool VALUES, int ITEMS>
+__device__ __forceinline__ void lsd_entry (const K *kin, K *kout, const V *vin, V *vout, u64 n, u64 chunk,
+                                           const u64 *offsets, int shift, int bits, int kind, int flags) {
+  if constexpr (SORT_FITS(K, V, ITEMS))
+    lsd_scatter<K, V, VALUES, ITEMS>(kin, kout, vin, vout, n, chunk, offsets, shift, bits, kind, flags);
+  else __trap();
+}
+
 #define SORT_PASS(k, K, v, V, VALUES, I) \
-  extern "C" __global__ void __launch_bounds__(SORT_THREADS) culua_sort_onesweep_##k##_##v##_##I ( \
+  extern "C" __global__ void SORT_BOUNDS SORT_NAME(onesweep, k, v, I) ( \
       const K *kin, K *kout, const V *vin, V *vout, u64 base, u32 count, const u64 *bins_in, u64 *bins_out, \
       u32 *lb, u32 *lb_next, u32 lb_next_tiles, u32 *ctr, const u32 *skip, int shift, int bits, int kind, \
-      int flags) { \
-    onesweep<K, V, VALUES, I>(kin, kout, vin, vout, base, count, bins_in, bins_out, lb, lb_next, lb_next_tiles, \
-                              ctr, skip, shift, bits, kind, flags); \
+      int flags, int window) { \
+    onesweep_entry<K, V, VALUES, I>(kin, kout, vin, vout, base, count, bins_in, bins_out, lb, lb_next, \
+                                    lb_next_tiles, ctr, skip, shift, bits, kind, flags, window); \
   } \
-  extern "C" __global__ void __launch_bounds__(SORT_THREADS) culua_sort_small_##k##_##v##_##I ( \
+  extern "C" __global__ void SORT_BOUNDS SORT_NAME(small, k, v, I) ( \
       const K *kin, K *kout, const V *vin, V *vout, u32 n, int begin_bit, int end_bit, int kind, int flags) { \
-    small_sort<K, V, VALUES, I>(kin, kout, vin, vout, n, begin_bit, end_bit, kind, flags); \
+    small_entry<K, V, VALUES, I>(kin, kout, vin, vout, n, begin_bit, end_bit, kind, flags); \
   } \
-  extern "C" __global__ void __launch_bounds__(SORT_THREADS) culua_sort_lsd_##k##_##v##_##I ( \
+  extern "C" __global__ void SORT_BOUNDS SORT_NAME(fused, k, v, I) ( \
+      const K *k0, K *ka, K *kb, const V *v0, V *va, V *vb, u32 n, u32 *hist, u32 *done, u32 *lb, unsigned *bar, \
+      int begin_bit, int end_bit, int kind, int flags, int window) { \
+    fused_entry<K, V, VALUES, I>(k0, ka, kb, v0, va, vb, n, hist, done, lb, bar, begin_bit, end_bit, kind, flags, \
+                                 window); \
+  } \
+  extern "C" __global__ void SORT_BOUNDS SORT_NAME(lsd, k, v, I) ( \
       const K *kin, K *kout, const V *vin, V *vout, u64 n, u64 chunk, const u64 *offsets, int shift, int bits, \
       int kind, int flags) { \
-    lsd_scatter<K, V, VALUES, I>(kin, kout, vin, vout, n, chunk, offsets, shift, bits, kind, flags); \
+    lsd_entry<K, V, VALUES, I>(kin, kout, vin, vout, n, chunk, offsets, shift, bits, kind, flags); \
   }
 
 #define SORT_PASSES(I32, I64) SORT_PASSES_(I32, I64)
@@ -717,7 +993,8 @@ SORT_COUNTS(u64, u64)
   SORT_PASS(u64, u64, u32, u32, true, I64) \
   SORT_PASS(u64, u64, u64, u64, true, I64)
 
-/* prebuilt: the default keys a thread; NVRTC builds other counts (-DCULUA_SORT_ITEMS=n) */
+/* prebuilt: the default keys a thread; NVRTC builds other counts (-DCULUA_SORT_ITEMS=n, both
+** key widths) and shapes (-DCULUA_SORT_THREADS=n) */
 #ifdef CULUA_SORT_ITEMS
 SORT_PASSES(CULUA_SORT_ITEMS, CULUA_SORT_ITEMS)
 #else

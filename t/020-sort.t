@@ -35,9 +35,10 @@ if p then
   local function fits(name, ...) return cuda.check_args(cuda.signature(p.ptx, name), ...) end
   local big = (1 << 40) + 3
   for _, e in ipairs{"u32_keys_15", "u32_u32_15", "u32_u64_15", "u64_keys_12", "u64_u32_12", "u64_u64_12"} do
-    T.ok(fits("culua_sort_onesweep_" .. e, 1, 2, 3, 4, big, (1 << 30) - 1, 5, 0, 6, 7, 70000, 8, 9, 56, 8, 2, 31),
+    T.ok(fits("culua_sort_onesweep_" .. e, 1, 2, 3, 4, big, (1 << 30) - 1, 5, 0, 6, 7, 70000, 8, 9, 56, 8, 2, 31, 4),
          "onesweep_" .. e .. "'s arguments")
     T.ok(fits("culua_sort_small_" .. e, 1, 1, 0, 2, 3840, 0, 64, 1, 30), "small_" .. e .. "'s arguments")
+    T.ok(fits("culua_sort_fused_" .. e, 1, 2, 1, 0, 0, 0, 500000, 3, 4, 5, 6, 0, 64, 2, 28, 4), "fused_" .. e .. "'s arguments")
     T.ok(fits("culua_sort_lsd_" .. e, 1, 2, 3, 4, big, 3840 * 5, 5, 24, 8, 2, 3), "lsd_" .. e .. "'s arguments")
   end
   for _, k in ipairs{"u32", "u64"} do
@@ -53,6 +54,17 @@ end
 local p7 = cuda.compile(src, {options = {"-std=c++17", "-arch=compute_80", "-DCULUA_SORT_ITEMS=7"}, name = "sort.cu"})
 T.like(p7.ptx, "%.entry culua_sort_onesweep_u64_u32_7%(", "items = 7 compiles (-DCULUA_SORT_ITEMS=7)")
 T.unlike(p7.ptx, "culua_sort_onesweep_u32_keys_15", "and only that count")
+-- other block shapes: their names say so, and a shape too big for some dtype's tile still
+-- builds (that entry point traps; the module refuses the shape before launching it)
+local p384 = cuda.compile(src, {options = {"-std=c++17", "-arch=compute_90", "-DCULUA_SORT_ITEMS=20",
+                                           "-DCULUA_SORT_THREADS=384", "-DCULUA_SORT_MINBLOCKS=2"}, name = "sort.cu"})
+T.like(p384.ptx, "%.entry culua_sort_onesweep_u32_keys_20_t384_b2%(", "threads = 384, min_blocks = 2 compile, named _t384_b2")
+T.like(p384.ptx, "%.entry culua_sort_small_u64_u64_20_t384_b2%(", "and the shape's u64 pairs (a trap: 60 KiB)")
+T.ok(cuda.check_args(cuda.signature(p384.ptx, "culua_sort_onesweep_u32_u32_20_t384_b2"),
+                     1, 2, 3, 4, 0, 7680, 5, 0, 6, 7, 0, 8, 9, 0, 8, 0, 3, 8), "the shape's onesweep arguments")
+local p512 = cuda.compile(src, {options = {"-std=c++17", "-arch=compute_80", "-DCULUA_SORT_ITEMS=12",
+                                           "-DCULUA_SORT_THREADS=512"}, name = "sort.cu"})
+T.like(p512.ptx, "%.entry culua_sort_lsd_u64_u32_12_t512%(", "threads = 512 compiles, named _t512")
 
 -- the C reference: its order, stability and NaNs
 local function host(dtype, t) return cuda.host_array(dtype, #t):copy_from(t) end
@@ -197,7 +209,8 @@ local function check(dt, n, how, opts, vdt, tag)
 end
 
 -- portion = 2^29 keeps the multi-block onesweep for sorts of one tile or less, which
--- the one-block path takes otherwise
+-- the one-block path takes otherwise (and for sorts of up to a tile a multiprocessor,
+-- which the one-launch path, fused, takes otherwise)
 local multi = {portion = 1 << 29}
 local lengths = {1, 2, 31, 32, 33, 1000, 4097, (1 << 20) + 1}
 for _, dt in ipairs{"uint32", "int32", "float32", "uint64", "int64", "float64"} do
@@ -264,6 +277,39 @@ check("uint32", 100003, "random", {items = 7}, "uint32", " items 7")
 check("uint64", 100003, "random", {items = 18}, "uint64", " items 18")
 check("float32", 2000, "random", {items = 9}, "uint64", " items 9, one block")
 check("float32", 100003, "random", {items = 1, variant = "lsd"}, "float32", " lsd items 1")
+-- the one-launch path (fused) against onesweep's launch a pass: odd and even passes (pass
+-- 0 in place or not), values of both widths, argsort, and the most tiles it takes
+local sms = dev:attribute("multiprocessor_count")
+check("uint32", 3840 + 1, "random", nil, "uint32", " fused, two tiles, the second of one key")
+check("uint32", 3840 * sms, "random", nil, "uint64", " fused, a tile a multiprocessor")
+check("uint32", 3840 * sms + 1, "random", nil, "uint32", " one tile past fused")
+check("float32", 50000, "random", {fused = false}, "uint32", " not fused")
+check("int64", 30001, "few", {fused = false, descending = true}, "int32", " not fused, descending")
+check("float64", 30001, "random", {begin_bit = 3, end_bit = 27}, "uint64", " fused, bits 3..27 (odd: pass 0 in place)")
+check("uint32", 30001, "random", {end_bit = 8}, "float64", " fused, one pass in place")
+check("int32", 65536, "small", {descending = true}, nil, " fused, 2^16 descending keys")
+check("uint32", 65536, "random", {window = 1}, "uint32", " fused, window 1")
+for _, c in ipairs{{"float32", 65536, {}}, {"int64", 20000, {end_bit = 24}}, {"uint32", 9000, {end_bit = 8}}} do
+  local dt, n, o = c[1], c[2], c[3]
+  local hk = make_keys(dt, n, "few", n)
+  local dk = device_of(hk)
+  local idx = argsort(dk, o)
+  same(idx, ref.argsort(hk, o), ("argsort %s n=%d fused: positions as the reference"):format(dt, n))
+  same(dk, hk, ("argsort %s n=%d fused: keys untouched"):format(dt, n))
+end
+
+-- other block shapes (NVRTC) and look-back windows
+-- (three shapes: each is an NVRTC build of the whole file)
+local b2 = {threads = 384, items = 20, min_blocks = 2}
+check("uint32", 300007, "random", b2, nil, " threads 384 items 20 min_blocks 2")
+check("uint32", 300007, "random", b2, "uint32", " threads 384 items 20 min_blocks 2")
+check("uint32", 3000007, "random", b2, "uint32", " threads 384 items 20 min_blocks 2, not fused")
+check("float64", 200003, "random", {threads = 512, items = 9, descending = true}, "uint32", " threads 512 items 9, descending")
+check("float64", 2000003, "few", {threads = 512, items = 9}, "int32", " threads 512 items 9, not fused")
+check("int32", 4000, "random", {threads = 512, items = 9}, "uint32", " threads 512 items 9, one block")
+check("int64", 100003, "few", {threads = 288, items = 7, variant = "lsd"}, "uint32", " lsd threads 288 items 7")
+check("uint32", 100003, "random", {window = 1}, "uint32", " look-back window 1")
+check("uint64", 100003, "random", {window = 8, portion = 3072 * 7}, "uint64", " look-back window 8, in portions")
 
 -- the warp variant: seed 003's sort of at most 32 uint32 keys
 for _, n in ipairs{1, 2, 7, 31, 32} do
@@ -371,7 +417,15 @@ do
     {function () sort(k, {decending = true}) end, "unknown option 'decending'", "misspelt option"},
     {function () sort(k, nil, 3) end, "opts must be a table, got number", "opts a number"},
     {function () sort(k, {stream = 1}) end, "stream must be a cuda%.stream, got number", "stream a number"},
-    {function () sort(k, {items = 19}) end, "items must be an integer 1%.%.18, got 19", "too many items"},
+    {function () sort(k, {items = 33}) end, "items must be an integer 1%.%.32, got 33", "too many items"},
+    {function () sort(k, {threads = 320.0}) end, "threads must be a multiple of 32 in 256%.%.1024, got 320%.0", "fractional threads"},
+    {function () sort(k, {threads = 300}) end, "threads must be a multiple of 32 in 256%.%.1024, got 300", "threads not a multiple of 32"},
+    {function () sort(k, {threads = 128}) end, "threads must be a multiple of 32 in 256%.%.1024, got 128", "too few threads"},
+    {function () sort(k, {min_blocks = 0}) end, "min_blocks must be an integer 1%.%.8, got 0", "min_blocks zero"},
+    {function () sort(k, {window = 9}) end, "window must be an integer 1%.%.8, got 9", "window too wide"},
+    {function () sort(k, {fused = 1}) end, "fused must be a boolean, got number", "fused a number"},
+    {function () sort(cuda.array("uint64", 10), cuda.array("uint32", 10), {items = 24}) end,
+     "items x threads %(24 x 256%) need 51240 bytes of shared memory for 8%-byte keys or values; at most 49152", "a tile too big"},
     {function () sort(k, {portion = 0}) end, "portion must be an integer", "empty portion"},
     {function () sort(cuda.array("uint32", 33), {variant = "warp"}) end, "variant 'warp' sorts at most 32 keys %(one warp%), got 33", "warp: 33 keys"},
     {function () sort(cuda.array("int32", 8), {variant = "warp"}) end, "variant 'warp' sorts uint32 keys only, got int32", "warp: int32 keys"},

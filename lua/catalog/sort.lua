@@ -5,7 +5,8 @@
 -- between the user's arrays and the catalog's scratch memory, and end in the
 -- user's. Three variants: onesweep (the default: one histogram kernel, then
 -- one kernel a pass with decoupled look-back; a sort of at most one tile in
--- a single block, one launch), lsd (three kernels a pass) and warp (seed
+-- a single block, and of up to a tile a multiprocessor in one launch with grid
+-- barriers between the passes), lsd (three kernels a pass) and warp (seed
 -- 003's teaching sort of at most 32 uint32 keys).
 
 local cuda = require "cuda"
@@ -25,14 +26,18 @@ local key_kind = {uint32 = 0, uint64 = 0, int32 = 1, int64 = 1, float32 = 2, flo
 local key_bits = {uint32 = 32, int32 = 32, float32 = 32, uint64 = 64, int64 = 64, float64 = 64}
 local elem_bytes = {int8 = 1, uint8 = 1, int16 = 2, uint16 = 2, int32 = 4, uint32 = 4, float32 = 4,
                     int64 = 8, uint64 = 8, float64 = 8}
-local options = {"descending", "begin_bit", "end_bit", "variant", "stream", "items", "portion"}
+local options = {"descending", "begin_bit", "end_bit", "variant", "stream", "items", "threads", "min_blocks",
+                 "window", "fused", "portion"}
 
 -- kernels/sort.cu's flags
 local FIRST, LAST, IOTA, NOKEYS, DESC = 1, 2, 4, 8, 16
 
-local THREADS = 256                         -- SORT_THREADS
+local RADIX = 256                           -- SORT_RADIX: the histogram kernels' blocks
+local THREADS = 256                         -- SORT_THREADS: a tile's block, prebuilt
 local default_items = {[4] = 15, [8] = 12}  -- SORT_ITEMS32, SORT_ITEMS64
-local MAX_ITEMS = 18                        -- a tile of 64-bit values in 48 KiB of shared memory
+local MAX_ITEMS = 32
+local SHARED = 48 * 1024                    -- a tile's static shared memory, at most
+local WINDOW, MAX_WINDOW = 4, 8             -- look-back words loaded at once (SORT_MAX_WINDOW)
 local MAX_COUNT = (1 << 30) - 1             -- the look-back words' 30-bit counts
 local WARP_MAX = 32
 
@@ -47,14 +52,31 @@ core.scratch_kind("sort_keys", "uint64")
 core.scratch_kind("sort_keys2", "uint64")
 core.scratch_kind("sort_values", "uint64")
 
-local HIST, DONE, SKIP, FREE = 0, 4096, 4104, 4160   -- word offsets in sort_state
+local HIST, DONE, SKIP = 0, 4096, 4104   -- word offsets in sort_state: onesweep's
+local FHIST, FDONE, BAR = 4160, 6208, 6272  -- fused's (u32 counts), a grid barrier's words
+local FREE = 6400                           -- (culua/barrier.cuh's flat barrier: BAR + 112, 113)
 local function pad64(words) return ceil_div(words, 64) * 64 end
 
-local function kernel(name, items, dev)
-  if items then
-    return core.kernel("sort", name, {"CULUA_SORT_ITEMS=" .. items}, dev)
+local function kernel(name, dev) return core.kernel("sort", name, nil, dev) end
+
+-- a tile kernel (onesweep, small, lsd) of a's shape: prebuilt for the default
+-- items and threads, else built by NVRTC (-D values; names say the shape)
+local function tile_kernel(what, a)
+  local ks, vs = a.kb == 4 and "u32" or "u64", a.has_values and (a.vb == 4 and "u32" or "u64") or "keys"
+  local name = ("culua_sort_%s_%s_%s_%d"):format(what, ks, vs, a.items)
+  if a.threads == THREADS and not a.min_blocks and a.items == default_items[a.kb] then
+    return kernel(name, a.dev)
   end
-  return core.kernel("sort", name, nil, dev)
+  local defines = {"CULUA_SORT_ITEMS=" .. a.items}
+  if a.threads ~= THREADS then
+    name = name .. "_t" .. a.threads
+    defines[#defines + 1] = "CULUA_SORT_THREADS=" .. a.threads
+  end
+  if a.min_blocks then
+    name = name .. "_b" .. a.min_blocks
+    defines[#defines + 1] = "CULUA_SORT_MINBLOCKS=" .. a.min_blocks
+  end
+  return core.kernel("sort", name, defines, a.dev)
 end
 
 -- the buffers of each pass: keys from the user's array back to it (sort), or
@@ -92,9 +114,9 @@ end
 -- odd passes end in scratch: copy the keys (and values) back to the user's arrays
 local function copy_back(c, n, kb, vb, dev, stream)
   local cfg = {grid = math.min(ceil_div(n, 256), 4 * core.sm_count(dev)), block = 256, stream = stream}
-  core.kernel("sort", kb == 4 and "culua_sort_copy32" or "culua_sort_copy64", nil, dev):launch(cfg, c[1], c[2], n)
+  kernel(kb == 4 and "culua_sort_copy32" or "culua_sort_copy64", dev):launch(cfg, c[1], c[2], n)
   if c[4] then
-    core.kernel("sort", vb == 4 and "culua_sort_copy32" or "culua_sort_copy64", nil, dev):launch(cfg, c[3], c[4], n)
+    kernel(vb == 4 and "culua_sort_copy32" or "culua_sort_copy64", dev):launch(cfg, c[3], c[4], n)
   end
 end
 
@@ -107,26 +129,61 @@ local function pass_flags(p, passes, desc, out)
   return f
 end
 
-local function suffixes(kb, vb, has_values)
-  return kb == 4 and "u32" or "u64", has_values and (vb == 4 and "u32" or "u64") or "keys"
-end
-
-local function items_define(a) return a.items ~= default_items[a.kb] and a.items end
-
 -- a sort of at most one tile: every pass in one block, one launch, no scratch
 local function run_small(a)
-  local ks, vs = suffixes(a.kb, a.vb, a.has_values)
-  local k = kernel(("culua_sort_small_%s_%s_%d"):format(ks, vs, a.items), items_define(a), a.dev)
+  local k = tile_kernel("small", a)
   local flags = (a.desc and DESC or 0) | (a.out and (IOTA | NOKEYS) or 0)
-  k:launch({grid = 1, block = THREADS, stream = a.stream}, a.keys, a.keys, a.values or 0, a.values or a.out or 0,
+  k:launch({grid = 1, block = a.threads, stream = a.stream}, a.keys, a.keys, a.values or 0, a.values or a.out or 0,
            a.n, a.begin_bit, a.end_bit, a.kind, flags)
+end
+
+-- fused: every pass in one launch of one block a tile, all resident at once (a
+-- cooperative launch), the passes apart by grid barriers. The buffers: pass 0 reads
+-- k0, pass p writes ka (p even) or kb (p odd), and the next pass reads what it wrote;
+-- they are chosen so that the last pass writes the user's array (a sort: pass 0 in
+-- place when the passes are odd), or `out` (argsort: keys only ever in scratch).
+local function run_fused(a, k, tiles)
+  local n, dev, stream, passes = a.n, a.dev, a.stream, a.passes
+  local kbytes, vbytes = ceil_div(n * a.kb, 8), ceil_div(n * a.vb, 8)
+  local k0, ka, kb, v0, va, vb
+  if a.out then
+    local s1 = core.scratch("sort_keys", dev, stream, kbytes)
+    local sv = passes > 1 and core.scratch("sort_values", dev, stream, vbytes) or a.out
+    k0, ka, kb = a.keys, s1, passes > 2 and core.scratch("sort_keys2", dev, stream, kbytes) or s1
+    v0 = 0
+    if passes % 2 == 1 then va, vb = a.out, sv else va, vb = sv, a.out end
+  else
+    local sk = core.scratch("sort_keys", dev, stream, kbytes)
+    local sv = a.values and core.scratch("sort_values", dev, stream, vbytes) or 0
+    local vals = a.values or 0
+    k0, v0 = a.keys, vals
+    if passes % 2 == 0 then ka, kb, va, vb = sk, a.keys, sv, vals else ka, kb, va, vb = a.keys, sk, vals, sv end
+  end
+  local state = core.scratch("sort_state", dev, stream, FREE + 256 * passes * tiles)
+  local base = state.ptr
+  local flags = (a.desc and DESC or 0) | (a.out and (IOTA | NOKEYS) or 0)
+  k:launch({grid = tiles, block = a.threads, stream = stream, cooperative = true},
+           k0, ka, kb, v0, va, vb, n, base + 4 * FHIST, base + 4 * FDONE, base + 4 * FREE, base + 4 * BAR,
+           a.begin_bit, a.end_bit, a.kind, flags, a.window)
+end
+
+-- the most tiles the fused path takes: one block a multiprocessor at most (the barriers
+-- are cheapest there), fewer if the kernel's blocks cannot all be resident (kept a kernel)
+local fused_cap = setmetatable({}, {__mode = "k"})
+local function fused_tiles(k, a)
+  local cap = fused_cap[k]
+  if not cap then
+    cap = math.min(core.sm_count(a.dev), k:max_cooperative_grid(a.threads))
+    fused_cap[k] = cap
+  end
+  return cap
 end
 
 -- onesweep: the histogram of every pass at once, then a kernel a pass and
 -- portion (a portion: at most 2^30 - 1 keys, a whole number of tiles)
 local function run_onesweep(a)
   local n, dev, stream, passes = a.n, a.dev, a.stream, a.passes
-  local tile = THREADS * a.items
+  local tile = a.threads * a.items
   local portion = (a.portion or MAX_COUNT) // tile * tile
   if portion < tile then portion = tile end
   local portions = ceil_div(n, portion)
@@ -138,13 +195,14 @@ local function run_onesweep(a)
   local state = core.scratch("sort_state", dev, stream, lb1 + 256 * max_tiles)
   local base = state.ptr
   local function at(word) return base + 4 * word end
-  local ks, vs = suffixes(a.kb, a.vb, a.has_values)
-  local up = kernel("culua_sort_upfront_" .. ks, nil, dev)
-  local grid = math.max(1, math.min(ceil_div(n, THREADS * 8), 4 * core.sm_count(dev)))
-  up:launch({grid = grid, block = THREADS, stream = stream},
+  local up = kernel(a.kb == 4 and "culua_sort_upfront_u32" or "culua_sort_upfront_u64", dev)
+  -- eight blocks a multiprocessor of four loads in flight a thread: 32 KiB of 32-bit keys
+  -- on the way to each multiprocessor, which the read of every key at full bandwidth needs
+  local grid = math.max(1, math.min(ceil_div(n, RADIX * 8), 8 * core.sm_count(dev)))
+  up:launch({grid = grid, block = RADIX, stream = stream},
             a.keys, n, at(HIST), at(DONE), at(FREE), 256 * portions, at(SKIP), at(ctr), lb1 - ctr,
             passes, a.begin_bit, a.end_bit, a.kind, a.desc and DESC or 0)
-  local k = kernel(("culua_sort_onesweep_%s_%s_%d"):format(ks, vs, a.items), items_define(a), dev)
+  local k = tile_kernel("onesweep", a)
   local L = 0
   for p = 0, passes - 1 do
     local shift = a.begin_bit + 8 * p
@@ -157,10 +215,10 @@ local function run_onesweep(a)
       local lb, lb_next = L % 2 == 0 and lb0 or lb1, L % 2 == 0 and lb1 or lb0
       local bins_in = FREE + 2 * 256 * (p * portions + q)
       local bins_out = q < portions - 1 and at(bins_in + 512) or 0
-      k:launch({grid = ceil_div(count, tile), block = THREADS, stream = stream},
+      k:launch({grid = ceil_div(count, tile), block = a.threads, stream = stream},
                bufs[1], bufs[2], bufs[3], bufs[4], first, count, at(bins_in), bins_out,
                at(lb), at(lb_next), L < launches - 1 and max_tiles or 0, at(ctr + L), at(SKIP + p),
-               shift, bits, a.kind, flags)
+               shift, bits, a.kind, flags, a.window)
       L = L + 1
     end
   end
@@ -169,19 +227,19 @@ end
 -- lsd: per pass, each block's digit counts, one scan of them, a stable scatter
 local function run_lsd(a)
   local n, dev, stream, passes = a.n, a.dev, a.stream, a.passes
-  local tile = THREADS * a.items
+  local tile = a.threads * a.items
   local tiles = ceil_div(n, tile)
   local blocks = math.min(tiles, 8 * core.sm_count(dev))
   local chunk = ceil_div(tiles, blocks) * tile
   blocks = ceil_div(n, chunk)
   local state = core.scratch("sort_state", dev, stream, FREE + 2 * 256 * blocks)
   local counts = state.ptr + 4 * FREE
-  local ks, vs = suffixes(a.kb, a.vb, a.has_values)
-  local count = kernel("culua_sort_lsd_count_" .. ks, nil, dev)
-  local scan = kernel("culua_sort_lsd_scan", nil, dev)
-  local scatter = kernel(("culua_sort_lsd_%s_%s_%d"):format(ks, vs, a.items), items_define(a), dev)
-  local cfg = {grid = blocks, block = THREADS, stream = stream}
-  local one = {grid = 1, block = THREADS, stream = stream}
+  local count = kernel(a.kb == 4 and "culua_sort_lsd_count_u32" or "culua_sort_lsd_count_u64", dev)
+  local scan = kernel("culua_sort_lsd_scan", dev)
+  local scatter = tile_kernel("lsd", a)
+  local cfg = {grid = blocks, block = RADIX, stream = stream}
+  local one = {grid = 1, block = RADIX, stream = stream}
+  local wide = {grid = blocks, block = a.threads, stream = stream}
   for p = 0, passes - 1 do
     local shift = a.begin_bit + 8 * p
     local bits = math.min(8, a.end_bit - shift)
@@ -189,7 +247,7 @@ local function run_lsd(a)
     local bufs = a.plan[p + 1]
     count:launch(cfg, bufs[1], n, chunk, counts, shift, bits, a.kind, flags)
     scan:launch(one, counts, 256 * blocks)
-    scatter:launch(cfg, bufs[1], bufs[2], bufs[3], bufs[4], n, chunk, counts, shift, bits, a.kind, flags)
+    scatter:launch(wide, bufs[1], bufs[2], bufs[3], bufs[4], n, chunk, counts, shift, bits, a.kind, flags)
   end
 end
 
@@ -253,6 +311,25 @@ local function check_opts(fname, opts, width)
     fail(fname, "items must be an integer 1..%d, got %s", MAX_ITEMS, tostring(items))
   end
   o.items = items
+  local threads = opts.threads
+  if threads ~= nil and (math.type(threads) ~= "integer" or threads < 256 or threads > 1024 or threads % 32 ~= 0) then
+    fail(fname, "threads must be a multiple of 32 in 256..1024, got %s", tostring(threads))
+  end
+  o.threads = threads
+  local mb = opts.min_blocks
+  if mb ~= nil and (math.type(mb) ~= "integer" or mb < 1 or mb > 8) then
+    fail(fname, "min_blocks must be an integer 1..8, got %s", tostring(mb))
+  end
+  o.min_blocks = mb
+  local window = opts.window
+  if window ~= nil and (math.type(window) ~= "integer" or window < 1 or window > MAX_WINDOW) then
+    fail(fname, "window must be an integer 1..%d, got %s", MAX_WINDOW, tostring(window))
+  end
+  o.window = window
+  if opts.fused ~= nil and type(opts.fused) ~= "boolean" then
+    fail(fname, "fused must be a boolean, got %s", type(opts.fused))
+  end
+  o.fused = opts.fused
   local portion = opts.portion
   if portion ~= nil and (math.type(portion) ~= "integer" or portion < 1 or portion > MAX_COUNT) then
     fail(fname, "portion must be an integer 1..%d, got %s", MAX_COUNT, tostring(portion))
@@ -286,10 +363,30 @@ local function run(fname, keys, values, out, n, kdt, vb, o, dev)
   local a = {n = n, dev = dev, stream = stream, passes = passes, kb = kb, vb = vb, keys = keys, values = values,
              has_values = values ~= nil or out ~= nil, out = out, desc = o.desc, kind = key_kind[kdt],
              begin_bit = o.begin_bit, end_bit = o.end_bit, items = o.items or default_items[kb],
+             threads = o.threads or THREADS, min_blocks = o.min_blocks, window = o.window or WINDOW,
              portion = o.portion}
-  if o.variant == "onesweep" and not o.portion and n <= THREADS * a.items then
+  -- kernels/sort.cu's TileShared: the warps' counters or the tile's keys or values, then
+  -- the digits' places (8 bytes each), the warps' sums and the tile's ticket
+  local tile = a.threads * a.items
+  local bytes = math.max(a.threads // 32 * 1024, tile * math.max(kb, a.has_values and vb or 0)) + 2048 + a.threads // 8 + 8
+  if bytes > SHARED then
+    fail(fname, "items x threads (%d x %d) need %d bytes of shared memory for %d-byte %s; at most %d",
+         a.items, a.threads, bytes, math.max(kb, a.has_values and vb or 0), a.has_values and "keys or values" or "keys",
+         SHARED)
+  end
+  if o.variant == "onesweep" and not o.portion and n <= tile then
     run_small(a)
     return
+  end
+  if o.variant == "onesweep" and not o.portion and o.fused ~= false then
+    local tiles = ceil_div(n, tile)
+    if tiles <= core.sm_count(dev) then
+      local k = tile_kernel("fused", a)
+      if tiles <= fused_tiles(k, a) then
+        run_fused(a, k, tiles)
+        return
+      end
+    end
   end
   a.plan = chain(passes, n, keys, values, out, dev, stream, kb, vb)
   if o.variant == "lsd" then run_lsd(a) else run_onesweep(a) end
@@ -299,8 +396,11 @@ end
 -- cuda.catalog.sort(keys [, values] [, opts]) -> keys, values
 --   keys: uint32, int32, float32, uint64, int64 or float64; values: any 4- or 8-byte dtype
 --   opts: descending (false), begin_bit (0), end_bit (the key's width), variant ("onesweep",
---         "lsd", "warp"), stream; tuning: items (keys a thread), portion (keys a launch
---         of onesweep; also turns off the one-block path)
+--         "lsd", "warp"), stream; tuning: items (keys a thread), threads (a tile's block),
+--         min_blocks (blocks a multiprocessor the registers are bounded for), window (look-back
+--         words loaded at once), fused (false: no one-launch path for sorts of up to a
+--         tile a multiprocessor), portion (keys a launch of onesweep; also turns off the
+--         one-block and one-launch paths)
 function M.sort(keys, values, opts)
   local fname = "sort"
   if opts == nil and type(values) == "table" then values, opts = nil, values end
@@ -359,6 +459,10 @@ M.info = {
   limits = {warp = WARP_MAX},
   knobs = {descending = "stable descending order (NaNs still last)", begin_bit = "first bit of the radix bits sorted",
            end_bit = "one past the last bit sorted", items = "onesweep and lsd: keys a thread (1.." .. MAX_ITEMS .. ")",
+           threads = "onesweep and lsd: a tile's block (a multiple of 32 in 256..1024)",
+           min_blocks = "onesweep and lsd: blocks a multiprocessor the registers are bounded for (1..8)",
+           window = "onesweep: look-back words loaded at once (1.." .. MAX_WINDOW .. ")",
+           fused = "onesweep: false turns off the one-launch path (a tile a multiprocessor at most)",
            portion = "onesweep: keys a launch of a pass (at most 2^30 - 1)",
            warp = "at most " .. WARP_MAX .. " uint32 keys"},
 }
