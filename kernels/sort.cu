@@ -76,10 +76,11 @@ static_assert(SORT_THREADS % 32 == 0 && SORT_THREADS >= SORT_RADIX && SORT_THREA
 #define SORT_MAX_WINDOW 8            /* at most this many earlier tiles' words loaded at once */
 
 #ifndef SORT_ITEMS32
-#define SORT_ITEMS32 15   /* keys a thread, 32-bit keys: tiles of 3840 */
+#define SORT_ITEMS32 18   /* keys a thread, 32-bit keys: tiles of 4608 (bench/sort.lua sweep) */
 #endif
+#define SORT_FUSED_ITEMS 4   /* keys a thread of the fused kernel for small sorts */
 #ifndef SORT_ITEMS64
-#define SORT_ITEMS64 12   /* keys a thread, 64-bit keys: tiles of 3072 */
+#define SORT_ITEMS64 16   /* keys a thread, 64-bit keys: tiles of 4096 */
 #endif
 
 
@@ -984,6 +985,24 @@ __device__ __forceinline__ void lsd_entry (const K *kin, K *kout, const V *vin, 
     lsd_entry<K, V, VALUES, I>(kin, kout, vin, vout, n, chunk, offsets, shift, bits, kind, flags); \
   }
 
+/* the fused kernel alone, at another count: small sorts want small tiles (more
+** blocks for the same keys; bench/sort.lua's 2^16 lines) */
+#define SORT_FUSED(k, K, v, V, VALUES, I) \
+  extern "C" __global__ void SORT_BOUNDS SORT_NAME(fused, k, v, I) ( \
+      const K *k0, K *ka, K *kb, const V *v0, V *va, V *vb, u32 n, u32 *hist, u32 *done, u32 *lb, unsigned *bar, \
+      int begin_bit, int end_bit, int kind, int flags, int window) { \
+    fused_entry<K, V, VALUES, I>(k0, ka, kb, v0, va, vb, n, hist, done, lb, bar, begin_bit, end_bit, kind, flags, \
+                                 window); \
+  }
+#define SORT_FUSEDS(I) SORT_FUSEDS_(I)
+#define SORT_FUSEDS_(I) \
+  SORT_FUSED(u32, u32, keys, u32, false, I) \
+  SORT_FUSED(u32, u32, u32, u32, true, I) \
+  SORT_FUSED(u32, u32, u64, u64, true, I) \
+  SORT_FUSED(u64, u64, keys, u32, false, I) \
+  SORT_FUSED(u64, u64, u32, u32, true, I) \
+  SORT_FUSED(u64, u64, u64, u64, true, I)
+
 #define SORT_PASSES(I32, I64) SORT_PASSES_(I32, I64)
 #define SORT_PASSES_(I32, I64) \
   SORT_PASS(u32, u32, keys, u32, false, I32) \
@@ -999,6 +1018,7 @@ __device__ __forceinline__ void lsd_entry (const K *kin, K *kout, const V *vin, 
 SORT_PASSES(CULUA_SORT_ITEMS, CULUA_SORT_ITEMS)
 #else
 SORT_PASSES(SORT_ITEMS32, SORT_ITEMS64)
+SORT_FUSEDS(SORT_FUSED_ITEMS)
 #endif
 
 #define SORT_WARP(v, V, VALUES) \

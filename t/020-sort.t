@@ -34,16 +34,19 @@ T.lives_ok(function () p = cuda.compile(src, {options = {"-std=c++17", "-arch=co
 if p then
   local function fits(name, ...) return cuda.check_args(cuda.signature(p.ptx, name), ...) end
   local big = (1 << 40) + 3
-  for _, e in ipairs{"u32_keys_15", "u32_u32_15", "u32_u64_15", "u64_keys_12", "u64_u32_12", "u64_u64_12"} do
+  for _, e in ipairs{"u32_keys_18", "u32_u32_18", "u32_u64_18", "u64_keys_16", "u64_u32_16", "u64_u64_16"} do
     T.ok(fits("culua_sort_onesweep_" .. e, 1, 2, 3, 4, big, (1 << 30) - 1, 5, 0, 6, 7, 70000, 8, 9, 56, 8, 2, 31, 4),
          "onesweep_" .. e .. "'s arguments")
-    T.ok(fits("culua_sort_small_" .. e, 1, 1, 0, 2, 3840, 0, 64, 1, 30), "small_" .. e .. "'s arguments")
+    T.ok(fits("culua_sort_small_" .. e, 1, 1, 0, 2, 4608, 0, 64, 1, 30), "small_" .. e .. "'s arguments")
     T.ok(fits("culua_sort_fused_" .. e, 1, 2, 1, 0, 0, 0, 500000, 3, 4, 5, 6, 0, 64, 2, 28, 4), "fused_" .. e .. "'s arguments")
-    T.ok(fits("culua_sort_lsd_" .. e, 1, 2, 3, 4, big, 3840 * 5, 5, 24, 8, 2, 3), "lsd_" .. e .. "'s arguments")
+    T.ok(fits("culua_sort_lsd_" .. e, 1, 2, 3, 4, big, 4608 * 5, 5, 24, 8, 2, 3), "lsd_" .. e .. "'s arguments")
+  end
+  for _, e in ipairs{"u32_keys_4", "u32_u32_4", "u32_u64_4", "u64_keys_4", "u64_u32_4", "u64_u64_4"} do
+    T.ok(fits("culua_sort_fused_" .. e, 1, 2, 1, 0, 0, 0, 100000, 3, 4, 5, 6, 0, 64, 2, 28, 8), "fused_" .. e .. "'s arguments (small sorts' tiles)")
   end
   for _, k in ipairs{"u32", "u64"} do
     T.ok(fits("culua_sort_upfront_" .. k, 1, big, 2, 3, 4, 512, 5, 6, big, 8, 0, 64, 2, 16), "upfront_" .. k .. "'s arguments")
-    T.ok(fits("culua_sort_lsd_count_" .. k, 1, big, 3840, 2, 56, 8, 1, 3), "lsd_count_" .. k .. "'s arguments")
+    T.ok(fits("culua_sort_lsd_count_" .. k, 1, big, 4608, 2, 56, 8, 1, 3), "lsd_count_" .. k .. "'s arguments")
   end
   T.ok(fits("culua_sort_lsd_scan", 1, big), "lsd_scan's arguments")
   T.ok(fits("culua_sort_copy32", 1, 2, big) and fits("culua_sort_copy64", 1, 2, big), "the copies' arguments")
@@ -53,7 +56,7 @@ if p then
 end
 local p7 = cuda.compile(src, {options = {"-std=c++17", "-arch=compute_80", "-DCULUA_SORT_ITEMS=7"}, name = "sort.cu"})
 T.like(p7.ptx, "%.entry culua_sort_onesweep_u64_u32_7%(", "items = 7 compiles (-DCULUA_SORT_ITEMS=7)")
-T.unlike(p7.ptx, "culua_sort_onesweep_u32_keys_15", "and only that count")
+T.unlike(p7.ptx, "culua_sort_onesweep_u32_keys_18", "and only that count")
 -- other block shapes: their names say so, and a shape too big for some dtype's tile still
 -- builds (that entry point traps; the module refuses the shape before launching it)
 local p384 = cuda.compile(src, {options = {"-std=c++17", "-arch=compute_90", "-DCULUA_SORT_ITEMS=20",
@@ -215,7 +218,7 @@ local multi = {portion = 1 << 29}
 local lengths = {1, 2, 31, 32, 33, 1000, 4097, (1 << 20) + 1}
 for _, dt in ipairs{"uint32", "int32", "float32", "uint64", "int64", "float64"} do
   for _, n in ipairs(lengths) do check(dt, n, "random") end
-  for _, n in ipairs{1, 2, 33, 3000, 3072, 3840} do
+  for _, n in ipairs{1, 2, 33, 3000, 4096, 4608} do
     check(dt, n, "random", nil, "uint32", " one block")
     check(dt, n, "few", multi, "uint32", " multi-block")
   end
@@ -269,10 +272,10 @@ for _, r in ipairs{{0, 40}, {32, 64}, {60, 64}, {5, 63}} do
 end
 
 -- onesweep over several launches a pass (portions), and other tile sizes (NVRTC)
-check("uint32", 100003, "random", {portion = 3840 * 3}, "uint32", " in portions of 3 tiles")
-check("float64", 70001, "random", {portion = 3072 * 2, descending = true}, "uint64", " in portions of 2 tiles, descending")
-check("int32", 100003, "few", {portion = 3840}, "int32", " few, in portions of 1 tile")
-check("uint64", 100003, "equal", {portion = 3072 * 5}, "float32", " equal (every pass a copy), in portions")
+check("uint32", 100003, "random", {portion = 4608 * 3}, "uint32", " in portions of 3 tiles")
+check("float64", 70001, "random", {portion = 4096 * 2, descending = true}, "uint64", " in portions of 2 tiles, descending")
+check("int32", 100003, "few", {portion = 4608}, "int32", " few, in portions of 1 tile")
+check("uint64", 100003, "equal", {portion = 4096 * 5}, "float32", " equal (every pass a copy), in portions")
 check("uint32", 100003, "random", {items = 7}, "uint32", " items 7")
 check("uint64", 100003, "random", {items = 18}, "uint64", " items 18")
 check("float32", 2000, "random", {items = 9}, "uint64", " items 9, one block")
@@ -280,9 +283,12 @@ check("float32", 100003, "random", {items = 1, variant = "lsd"}, "float32", " ls
 -- the one-launch path (fused) against onesweep's launch a pass: odd and even passes (pass
 -- 0 in place or not), values of both widths, argsort, and the most tiles it takes
 local sms = dev:attribute("multiprocessor_count")
-check("uint32", 3840 + 1, "random", nil, "uint32", " fused, two tiles, the second of one key")
-check("uint32", 3840 * sms, "random", nil, "uint64", " fused, a tile a multiprocessor")
-check("uint32", 3840 * sms + 1, "random", nil, "uint32", " one tile past fused")
+check("uint32", 1024 + 1, "random", nil, "uint32", " fused small tiles (4 keys a thread), the second of one key")
+check("uint64", 1024 * sms, "random", nil, "uint64", " fused small tiles, a tile a multiprocessor")
+check("int32", 1024 * sms + 1, "random", nil, nil, " one past: fused with the default tiles")
+check("uint32", 4608 + 1, "random", {items = 18}, "uint32", " fused, two tiles, the second of one key")
+check("uint32", 4608 * sms, "random", nil, "uint64", " fused, a tile a multiprocessor")
+check("uint32", 4608 * sms + 1, "random", nil, "uint32", " one tile past fused")
 check("float32", 50000, "random", {fused = false}, "uint32", " not fused")
 check("int64", 30001, "few", {fused = false, descending = true}, "int32", " not fused, descending")
 check("float64", 30001, "random", {begin_bit = 3, end_bit = 27}, "uint64", " fused, bits 3..27 (odd: pass 0 in place)")
@@ -309,7 +315,7 @@ check("float64", 2000003, "few", {threads = 512, items = 9}, "int32", " threads 
 check("int32", 4000, "random", {threads = 512, items = 9}, "uint32", " threads 512 items 9, one block")
 check("int64", 100003, "few", {threads = 288, items = 7, variant = "lsd"}, "uint32", " lsd threads 288 items 7")
 check("uint32", 100003, "random", {window = 1}, "uint32", " look-back window 1")
-check("uint64", 100003, "random", {window = 8, portion = 3072 * 7}, "uint64", " look-back window 8, in portions")
+check("uint64", 100003, "random", {window = 8, portion = 4096 * 7}, "uint64", " look-back window 8, in portions")
 
 -- the warp variant: seed 003's sort of at most 32 uint32 keys
 for _, n in ipairs{1, 2, 7, 31, 32} do
@@ -366,7 +372,7 @@ end
 for _, c in ipairs{{"float32", 100000, {}}, {"int64", 4097, {descending = true}}, {"int64", 3000, {descending = true}},
                    {"uint32", 1, {}}, {"uint32", 3, multi}, {"uint32", 30, {variant = "warp"}},
                    {"float64", 33333, {variant = "lsd"}}, {"uint32", 50000, {begin_bit = 0, end_bit = 16}},
-                   {"int32", 50000, {end_bit = 8}}, {"int32", 50000, {end_bit = 24}}, {"uint64", 60000, {portion = 3072 * 4}}} do
+                   {"int32", 50000, {end_bit = 8}}, {"int32", 50000, {end_bit = 24}}, {"uint64", 60000, {portion = 4096 * 4}}} do
   local dt, n, o = c[1], c[2], c[3]
   local hk = make_keys(dt, n, "few", n)
   local dk = device_of(hk)

@@ -34,7 +34,8 @@ local FIRST, LAST, IOTA, NOKEYS, DESC = 1, 2, 4, 8, 16
 
 local RADIX = 256                           -- SORT_RADIX: the histogram kernels' blocks
 local THREADS = 256                         -- SORT_THREADS: a tile's block, prebuilt
-local default_items = {[4] = 15, [8] = 12}  -- SORT_ITEMS32, SORT_ITEMS64
+local default_items = {[4] = 18, [8] = 16}  -- SORT_ITEMS32, SORT_ITEMS64
+local FUSED_ITEMS, FUSED_WINDOW = 4, 8      -- SORT_FUSED_ITEMS: small sorts' fused tiles
 local MAX_ITEMS = 32
 local SHARED = 48 * 1024                    -- a tile's static shared memory, at most
 local WINDOW, MAX_WINDOW = 4, 8             -- look-back words loaded at once (SORT_MAX_WINDOW)
@@ -64,7 +65,8 @@ local function kernel(name, dev) return core.kernel("sort", name, nil, dev) end
 local function tile_kernel(what, a)
   local ks, vs = a.kb == 4 and "u32" or "u64", a.has_values and (a.vb == 4 and "u32" or "u64") or "keys"
   local name = ("culua_sort_%s_%s_%s_%d"):format(what, ks, vs, a.items)
-  if a.threads == THREADS and not a.min_blocks and a.items == default_items[a.kb] then
+  if a.threads == THREADS and not a.min_blocks
+     and (a.items == default_items[a.kb] or (what == "fused" and a.items == FUSED_ITEMS)) then
     return kernel(name, a.dev)
   end
   local defines = {"CULUA_SORT_ITEMS=" .. a.items}
@@ -144,7 +146,7 @@ end
 -- place when the passes are odd), or `out` (argsort: keys only ever in scratch).
 local function run_fused(a, k, tiles)
   local n, dev, stream, passes = a.n, a.dev, a.stream, a.passes
-  local kbytes, vbytes = ceil_div(n * a.kb, 8), ceil_div(n * a.vb, 8)
+  local kbytes, vbytes = ceil_div(n * a.kb, 8), a.vb and ceil_div(n * a.vb, 8) or 0   -- vb: nil for keys alone
   local k0, ka, kb, v0, va, vb
   if a.out then
     local s1 = core.scratch("sort_keys", dev, stream, kbytes)
@@ -379,6 +381,17 @@ local function run(fname, keys, values, out, n, kdt, vb, o, dev)
     return
   end
   if o.variant == "onesweep" and not o.portion and o.fused ~= false then
+    -- the prebuilt small tiles first, where they are not asked for otherwise: more
+    -- blocks for the same keys (2^16 uint32 keys: 21 us a call against 30 at 15 a thread)
+    if not o.items and not o.threads and not o.min_blocks and ceil_div(n, THREADS * FUSED_ITEMS) <= core.sm_count(dev) then
+      local small = setmetatable({items = FUSED_ITEMS, window = o.window or FUSED_WINDOW}, {__index = a})
+      local k = tile_kernel("fused", small)
+      local tiles = ceil_div(n, THREADS * FUSED_ITEMS)
+      if tiles <= fused_tiles(k, small) then
+        run_fused(small, k, tiles)
+        return
+      end
+    end
     local tiles = ceil_div(n, tile)
     if tiles <= core.sm_count(dev) then
       local k = tile_kernel("fused", a)
