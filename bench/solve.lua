@@ -1,10 +1,11 @@
 -- bench/solve.lua: cuda.catalog.lu / lu_solve against cuSOLVER, in the same run.
---   culua bench/solve.lua [ANCHOR [BLOCKS [SIZES]]]
+--   culua bench/solve.lua [ANCHOR [BLOCKS [SIZES [PANELS]]]]
 -- ANCHOR (bench/anchor_cusolver, built by nvcc with -lcusolver -lcublas) times
 -- <t>getrf and <t>getrs (one right-hand side) with events, median:
 --   ANCHOR f32|f64 N REPS  ->  "getrf_ms X" and "getrs_ms Y"
 -- BLOCKS: panel widths to time, "64" or "32,64,128" (default: the catalog's
--- default alone); SIZES: "8192,16384" (the default).
+-- default alone); SIZES: "8192,16384" (the default); PANELS: the panel
+-- factorizations to time, "fused" (the default) or "fused,columns".
 -- TFLOP/s = (2/3) n^3 / t. Targets on the H100 (issue 12): float32 solve
 -- (getrf + getrs) >= 1.0x cuSOLVER at n = 8192 and 16384; float64 LU >= 0.8x
 -- dgetrf. Ours includes its two read-backs (the input check and the pivots'
@@ -16,6 +17,8 @@ local ANCHOR = arg[1]
 local BLOCKS, SIZES = {}, {}
 for b in (arg[2] or ""):gmatch("%d+") do BLOCKS[#BLOCKS + 1] = math.tointeger(tonumber(b)) end
 for s in (arg[3] or "8192,16384"):gmatch("%d+") do SIZES[#SIZES + 1] = math.tointeger(tonumber(s)) end
+local PANELS = {}
+for p in (arg[4] or "fused"):gmatch("%a+") do PANELS[#PANELS + 1] = p end
 if #BLOCKS == 0 then BLOCKS = {false} end
 local REPS = 5
 local dev = cuda.device()
@@ -76,17 +79,18 @@ for _, dt in ipairs{"float32", "float64"} do
       getrf = run_anchor(ANCHOR, ("%s %d %d"):format(t, n, REPS), "getrf_ms")
       getrs = run_anchor(ANCHOR, ("%s %d %d"):format(t, n, REPS), "getrs_ms")
     end
-    for _, nb in ipairs(BLOCKS) do
+    for _, nb in ipairs(BLOCKS) do for _, panel in ipairs(PANELS) do
       local opts = {block = nb or nil}
-      local what = ("%s n = %d block %s"):format(dt, n, nb or "default")
+      local lopts = {block = nb or nil, panel = panel}
+      local what = ("%s n = %d block %s %s"):format(dt, n, nb or "default", panel)
       if dt == "float32" then
-        local ms = time(A0, b0, A, b, REPS, function (a, x) local piv = cat.lu(a, opts); cat.lu_solve(a, piv, x, opts) end)
+        local ms = time(A0, b0, A, b, REPS, function (a, x) local piv = cat.lu(a, lopts); cat.lu_solve(a, piv, x, opts) end)
         line(what .. ": lu + lu_solve", n, ms, getrf and getrs and getrf + getrs, 1.0)
       else
-        local ms = time(A0, b0, A, b, REPS, function (a) cat.lu(a, opts) end)
+        local ms = time(A0, b0, A, b, REPS, function (a) cat.lu(a, lopts) end)
         line(what .. ": lu", n, ms, getrf, 0.8)
       end
-    end
+    end end
     -- the residual of one solve, so that a fast wrong answer shows
     local x = cat.solve(A0, b0)
     local hx = cuda.host_array(dt, n)

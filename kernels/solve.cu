@@ -10,8 +10,9 @@
 **     (augmented) matrix, as the seed stores it so that the pivot search
 **     reads a column contiguously;
 **   - lu: blocked right-looking LU, LAPACK's getrf: a panel of `block`
-**     columns factored on the GPU (a kernel a column, which also searches
-**     the next column's pivot), the panel's row swaps applied to the rest,
+**     columns factored on the GPU (one cooperative launch a panel with a
+**     grid barrier a column, or, panel = "columns", a kernel a column, which
+**     also searches the next column's pivot), the panel's row swaps applied to the rest,
 **     a triangular solve for the block row of U, and the trailing update
 **     A22 -= L21 * U12 by a register-blocked GEMM with leading dimensions.
 **
@@ -22,8 +23,11 @@
 */
 
 #include <culua/common.cuh>
+#include <culua/barrier.cuh>
 
 #define MAXBLOCK 128      /* the widest panel (a lane keeps 4 of its columns) */
+#define PANEL_WARPS 8     /* the fused panel's blocks: 256 threads, a warp a row */
+#define PANEL_SLOT (2 + MAXBLOCK)   /* a block's candidate: magnitude, row, its panel values */
 
 
 /* a candidate's magnitude: NaN counts as infinite, so that it is chosen and reported */
@@ -154,6 +158,143 @@ __device__ void panel (int n, int j0, int jb, int ju, int search, T *A, int *ipi
       A[(size_t)js * n + c] = b;
       A[(size_t)p * n + c] = a;
     }
+}
+
+/*
+** The whole panel of columns [j0, j0 + jb), rows [j0, n), in one cooperative
+** launch (every block resident): a column a step, one grid barrier a step.
+** Row r belongs to warp (r - j0) % W of the grid (W warps in all) for the
+** whole launch, so a row is only ever read and written by its warp (lane l
+** keeps the panel columns j0 + l + 32q), and the only data that crosses
+** blocks goes through `part` (doubles; T's values are exact in them):
+**
+**   each block posts its best candidate of column j (magnitude, row) with
+**   that row's panel values, and the warp that owns row j posts row j's;
+**   barrier; every block takes the best of all the posts in the same way
+**   (the same pivot p everywhere: `better` is a total order), copies the
+**   pivot row and the old row j out of the posts, and updates its rows:
+**   row j becomes the pivot row, row p gets row j's old values, every row
+**   below j is eliminated (multiplier, rank-1 update of the panel columns
+**   right of j), and the update's value in column j + 1 is the row's
+**   candidate for the next step.
+**
+** Because nobody reads another block's rows of A, rows j and p can be
+** written in the same step as they are read. The posts alternate between
+** two halves of `part` by the parity of j: a block writes the half of step
+** j + 2 only after the barrier of step j + 1, which every block reaches after
+** it has read the half of step j. part holds 2 * (gridDim.x + 1) slots of
+** PANEL_SLOT doubles (slot gridDim.x of each half: row j). Block 0 records
+** the pivots and the status. The panel's swaps touch its own columns only
+** (laswp does the rest). `bar` is culua/barrier.cuh's state, zero at launch;
+** the flat barrier (at most CULUA_GRID_FLAT blocks, the launch caps the grid
+** at the multiprocessors) leaves it at zero when the kernel ends.
+*/
+template <typename T>
+__device__ void panel_fused (int n, int j0, int jb, T *A, int *ipiv, int *status, double *part, unsigned *bar) {
+  __shared__ T prow[MAXBLOCK], jrow[MAXBLOCK];
+  __shared__ double wv[PANEL_WARPS];
+  __shared__ int wi[PANEL_WARPS];
+  __shared__ int sbest, spiv;
+  culua::grid_barrier grid(bar);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int G = gridDim.x, W = G * PANEL_WARPS, gw = blockIdx.x * PANEL_WARPS + warp;
+  const int jend = j0 + jb;
+  double best = -1.0;
+  int bi = n;
+  if (lane == 0)   /* column j0's candidates; later ones come out of the updates */
+    for (int r = j0 + gw; r < n; r += W) {
+      double m = magnitude(A[(size_t)r * n + j0]);
+      if (better(m, r, best, bi)) { best = m; bi = r; }
+    }
+  for (int j = j0; j < jend; j++) {
+    double *half = part + (size_t)(j & 1) * (G + 1) * PANEL_SLOT;
+    /* the block's best: within each warp, then across the warps */
+    for (int o = 16; o > 0; o >>= 1) {
+      double v = __shfl_down_sync(0xffffffffu, best, o);
+      int i = __shfl_down_sync(0xffffffffu, bi, o);
+      if (better(v, i, best, bi)) { best = v; bi = i; }
+    }
+    if (lane == 0) { wv[warp] = best; wi[warp] = bi; }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      for (int w = 1; w < PANEL_WARPS; w++)
+        if (better(wv[w], wi[w], best, bi)) { best = wv[w]; bi = wi[w]; }
+      half[(size_t)blockIdx.x * PANEL_SLOT] = best;
+      half[(size_t)blockIdx.x * PANEL_SLOT + 1] = (double)bi;
+      sbest = bi;
+    }
+    __syncthreads();   /* also: the rows' updates are visible to the whole block */
+    const int mine = sbest;
+    if (mine < n)
+      for (int c = threadIdx.x; c < jb; c += blockDim.x)
+        half[(size_t)blockIdx.x * PANEL_SLOT + 2 + c] = (double)A[(size_t)mine * n + j0 + c];
+    if (gw == (j - j0) % W)   /* row j's warp: the lanes read what they wrote */
+      for (int c = lane; c < jb; c += 32)
+        half[(size_t)G * PANEL_SLOT + 2 + c] = (double)A[(size_t)j * n + j0 + c];
+    grid.sync();
+
+    if (warp == 0) {   /* the pivot: the best of the posts, read from L2 */
+      double v = -1.0;
+      int i = n;
+      for (int b = lane; b < G; b += 32) {
+        double bv = __ldcg(half + (size_t)b * PANEL_SLOT);
+        int bx = (int)__ldcg(half + (size_t)b * PANEL_SLOT + 1);
+        if (better(bv, bx, v, i)) { v = bv; i = bx; }
+      }
+      for (int o = 16; o > 0; o >>= 1) {
+        double ov = __shfl_down_sync(0xffffffffu, v, o);
+        int oi = __shfl_down_sync(0xffffffffu, i, o);
+        if (better(ov, oi, v, i)) { v = ov; i = oi; }
+      }
+      if (lane == 0) spiv = i < n ? i : j;   /* i < n always: row j is a candidate */
+    }
+    __syncthreads();
+    const int p = spiv;
+    const int owner = ((p - j0) % W) / PANEL_WARPS;   /* the block whose post is row p */
+    for (int c = threadIdx.x; c < jb; c += blockDim.x) {
+      prow[c] = (T)__ldcg(half + (size_t)owner * PANEL_SLOT + 2 + c);
+      jrow[c] = (T)__ldcg(half + (size_t)G * PANEL_SLOT + 2 + c);
+    }
+    __syncthreads();
+    const T pv = prow[j - j0];
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+      ipiv[j] = p + 1;
+      note_pivot(status, j, pv);
+    }
+
+    best = -1.0;
+    bi = n;
+    for (int r = j0 + gw; r < n; r += W) {
+      if (r < j) continue;
+      T *row = A + (size_t)r * n;
+      if (r == j) {   /* row j: the pivot row's panel values */
+        if (p != j)
+#pragma unroll
+          for (int q = 0; q < MAXBLOCK / 32; q++) {
+            int c = lane + 32 * q;
+            if (c < jb) row[j0 + c] = prow[c];
+          }
+        continue;
+      }
+      const bool swapped = r == p;   /* row p: row j's old values, then eliminated as the others */
+      const T a = swapped ? jrow[j - j0] : row[j];
+      const T l = pv != T(0) ? a / pv : T(0);
+      __syncwarp();   /* every lane has read row[j] before its lane writes it */
+#pragma unroll
+      for (int q = 0; q < MAXBLOCK / 32; q++) {
+        int c = lane + 32 * q, cc = j0 + c;
+        if (c < jb) {
+          if (cc > j) {
+            T v = (swapped ? jrow[c] : row[cc]) - l * prow[c];
+            row[cc] = v;
+            if (cc == j + 1) { double m = magnitude(v); if (better(m, r, best, bi)) { best = m; bi = r; } }
+          }
+          else if (cc == j) row[cc] = pv != T(0) ? l : a;
+          else if (swapped) row[cc] = jrow[c];
+        }
+      }
+    }
+  }
 }
 
 /* }====================================================== */
@@ -490,6 +631,9 @@ __device__ void seed_divide (int n, int k, const T *ABT, T *X) {
   extern "C" __global__ void __launch_bounds__(256) culua_solve_panel_##t (int n, int j0, int jb, int ju, int search, \
       T *A, int *ipiv, int *status, double *part, unsigned *counter) \
   { panel<T>(n, j0, jb, ju, search, A, ipiv, status, part, counter); } \
+  extern "C" __global__ void __launch_bounds__(PANEL_WARPS * 32) culua_solve_panel_fused_##t (int n, int j0, int jb, \
+      T *A, int *ipiv, int *status, double *part, unsigned *bar) \
+  { panel_fused<T>(n, j0, jb, A, ipiv, status, part, bar); } \
   extern "C" __global__ void culua_solve_laswp_##t (int ncols, int ld, int skip_lo, int skip_hi, int i0, int i1, \
       const int *ipiv, T *X) \
   { laswp<T>(ncols, ld, skip_lo, skip_hi, i0, i1, ipiv, X); } \

@@ -2,7 +2,8 @@
 -- matrices, the kernels' source under NVRTC and their argument lists, and the
 -- argument checks that need no device; with a GPU, both methods on random,
 -- diagonally dominant (rows permuted), badly scaled, permuted-identity, 1 x 1,
--- odd-sized (not a multiple of the panel), 1000 and 4096 matrices in float32
+-- odd-sized (not a multiple of the panel), 1000, 3000 (the fused panel over many
+-- blocks, and the column kernels beside it) and 4096 matrices in float32
 -- and float64, against LAPACK's residual ratio ||B - A X|| / (||A|| ||X|| n eps)
 -- <= 10 and the reference's pivots; several right-hand sides, views, a stream,
 -- singular and non-finite inputs refused, bad arguments named.
@@ -114,6 +115,7 @@ if prog then
   local function fits(name, ...) return cuda.check_args(cuda.signature(prog.ptx, name), ...) end
   local big = (1 << 33) + 5
   T.ok(fits("culua_solve_panel_f32", 1000, 64, 64, 63, 1, 1, 2, 3, 4, 5), "panel arguments")
+  T.ok(fits("culua_solve_panel_fused_f64", 1000, 64, 64, 1, 2, 3, 4, 5), "fused panel arguments")
   T.ok(fits("culua_solve_gemm_f64", 10, 20, 64, 1, big, 100, 2, big, 100, 3, big, 100), "gemm arguments (64-bit offsets)")
   T.ok(fits("culua_solve_trsm_lower_f32", 64, 100, 1, big, 100, 2, big, 100), "trsm arguments")
   T.ok(fits("culua_solve_laswp_f64", 100, 100, 0, 64, 0, 64, 1, 2), "laswp arguments")
@@ -127,10 +129,11 @@ end
 local info = cat.list().solve
 T.is_deeply(info.methods, {"lu", "seed"}, "list(): methods")
 T.is(info.default, "lu", "list(): the default")
+T.ok(info.knobs.panel:find("fused", 1, true), "list(): the panel knob")
 
 T.error_like(function () cat.lu(1) end, "cuda%.catalog%.lu: A must be a cuda%.array, got number", "lu: A not an array")
 T.error_like(function () cat.lu(cuda.host_array("float32", {2, 2})) end, "A must be a cuda%.array, got cuda%.hostarray", "lu: a host array")
-T.error_like(function () cat.lu(nil, {blok = 64}) end, "cuda%.catalog%.lu: unknown option 'blok' %(known: stream, method, block, devices%)", "lu: unknown option")
+T.error_like(function () cat.lu(nil, {blok = 64}) end, "cuda%.catalog%.lu: unknown option 'blok' %(known: stream, method, block, panel, devices%)", "lu: unknown option")
 T.error_like(function () cat.solve(nil, nil, {overwrite = true, x = 1}) end, "cuda%.catalog%.solve: unknown option 'x'", "solve: unknown option")
 T.error_like(function () cat.lu_solve(nil, nil, nil, {method = "seed"}) end, "cuda%.catalog%.lu_solve: unknown option 'method'", "lu_solve: no method")
 T.error_like(function () cat.lu_solve(1, 2, 3, "x") end, "lu_solve: opts must be a table, got string", "lu_solve: opts not a table")
@@ -152,7 +155,7 @@ local function gpu_tests()
     local hB = k == 1 and opts.vector and cuda.host_array(dt, n):random(11, -1, 1)
                or cuda.host_array(dt, {n, k}):random(11, -1, 1)
     local dA = device_of(hA)
-    local ok, piv = pcall(cat.lu, dA, {method = opts.method, block = opts.block})
+    local ok, piv = pcall(cat.lu, dA, {method = opts.method, block = opts.block, panel = opts.panel})
     if not T.ok(ok, what .. ": lu") then T.diag(piv); return end
     local hLU, hpiv = to_host(dA), to_host(piv)
     if opts.pivots then
@@ -175,7 +178,7 @@ local function gpu_tests()
     if opts.solve ~= false then
       local dA2, dB2 = device_of(hA), device_of(hB)
       for _, m in ipairs{"lu", "seed"} do
-        local X = cat.solve(dA2, dB2, {method = m, block = opts.block})
+        local X = cat.solve(dA2, dB2, {method = m, block = opts.block, panel = opts.panel})
         r = ratio(hA, to_host(X), hB)
         if not T.ok(r <= 10, what .. ": solve, method " .. m) then T.diag("  ratio " .. r) end
       end
@@ -197,6 +200,44 @@ local function gpu_tests()
     check(dt .. " lu random 1000, block 128, 130 right-hand sides", matrix(dt, 1000, "random", 7), {block = 128, pivots = f64, k = 130, solve = false})
     check(dt .. " lu dominant 1000", matrix(dt, 1000, "dominant", 8), {pivots = true, k = 1, vector = true})
     check(dt .. " lu random 333, block 1", matrix(dt, 333, "random", 9), {block = 1, pivots = f64, k = 2, solve = false})
+    -- the column kernels (panel = "columns"), kept beside the fused panel
+    check(dt .. " lu random 130, panel columns", matrix(dt, 130, "random", 3), {panel = "columns", pivots = f64, k = 2})
+    check(dt .. " lu dominant 200, panel columns, block 16", matrix(dt, 200, "dominant", 4),
+          {panel = "columns", block = 16, pivots = true, vector = true, solve = false})
+  end
+
+  -- the fused panel with many blocks a panel (3000 rows: the grid is capped at the
+  -- multiprocessors, 16 rows a block wanted): the pivots as the reference's (float64) or as
+  -- the column kernels' (float32: the same arithmetic, the reference rounds otherwise),
+  -- the factors through the reference's substitution and through lu_solve
+  for _, dt in ipairs{"float32", "float64"} do
+    local n = 3000
+    local hA = matrix(dt, n, "random", 20)
+    local hB = cuda.host_array(dt, {n, 2}):random(21, -1, 1)
+    local rpiv
+    if dt == "float64" then
+      rpiv = cuda.host_array("int32", n)
+      ref.lu(copy_of(hA), rpiv)
+    end
+    for _, nb in ipairs{32, 128} do
+      local what = ("%s lu random %d, block %d, fused panel"):format(dt, n, nb)
+      local dA = device_of(hA)
+      local piv = cat.lu(dA, {block = nb})
+      local hpiv = to_host(piv)
+      local want = rpiv or to_host(cat.lu(device_of(hA), {block = nb, panel = "columns"}))
+      if not T.ok(hpiv:bytes() == want:bytes(), what .. ": pivots as the " .. (rpiv and "reference's" or "column kernels'")) then
+        local g, w = hpiv:totable(), want:totable()
+        for i = 1, n do if g[i] ~= w[i] then T.diag(("  ipiv[%d] = %d, want %d"):format(i, g[i], w[i])); break end end
+      end
+      local hX = copy_of(hB)
+      ref.lu_solve(to_host(dA), hpiv, hX)
+      local r = ratio(hA, hX, hB)
+      if not T.ok(r <= 10, what .. ": the factors solve (reference substitution)") then T.diag("  ratio " .. r) end
+      local dB = device_of(hB)
+      cat.lu_solve(dA, piv, dB, {block = nb})
+      r = ratio(hA, to_host(dB), hB)
+      if not T.ok(r <= 10, what .. ": lu_solve") then T.diag("  ratio " .. r) end
+    end
   end
   -- 4096 in float64: the ratio only (the C reference's LU would take a while)
   do
@@ -274,6 +315,8 @@ local function gpu_tests()
     {function () cat.lu(A, {method = "qr"}) end, "lu: method must be one of lu, seed, got qr"},
     {function () cat.lu(A, {block = 0}) end, "lu: block must be an integer 1..128, got 0"},
     {function () cat.lu(A, {block = 256}) end, "lu: block must be an integer 1..128, got 256"},
+    {function () cat.lu(A, {panel = "rows"}) end, "lu: panel must be one of fused, columns, got rows"},
+    {function () cat.solve(A, cuda.array("float32", 4), {panel = 1}) end, "solve: panel must be one of fused, columns"},
     {function () cat.lu(A, {devices = {0, 1}}) end, "lu: devices: several GPUs are not yet supported"},
     {function () cat.lu(A, {stream = 3}) end, "lu: stream must be a cuda.stream, got number"},
     {function () cat.solve(A, cuda.array("float32", {3, 2})) end, "solve: B is 3x2 but A is 4x4: B must have 4 rows"},

@@ -17,14 +17,20 @@ local fail, ceil_div, check_array = core.fail, core.ceil_div, core.check_array
 local M = {}
 
 local methods = {"lu", "seed"}
+local panels = {"fused", "columns"}
 local DEFAULT_BLOCK = 64        -- panel width: not yet measured (bench/solve.lua sweeps it)
 local MAXBLOCK = 128            -- kernels/solve.cu's MAXBLOCK
+local PANEL_THREADS = 256       -- kernels/solve.cu's PANEL_WARPS * 32
+local PANEL_SLOT = 2 + MAXBLOCK -- kernels/solve.cu's PANEL_SLOT
+local BARRIER_WORDS = 2176      -- culua/barrier.cuh's CULUA_BARRIER_WORDS
 
 -- scratch (core.scratch): the status word (first bad pivot, or bad input), zero
--- between calls; the panel kernel's ticket counter, zero between launches; its
+-- between calls; the column panel kernel's ticket counter, zero between launches;
+-- the fused panel's grid barrier, zero between launches; the panel kernels'
 -- per-block candidates; the permutation and the gathered right-hand sides of lu_solve
 core.scratch_kind("solve_status", "int32", true)
 core.scratch_kind("solve_counter", "uint32", true)
+core.scratch_kind("solve_barrier", "uint32", true)
 core.scratch_kind("solve_partial", "float64")
 core.scratch_kind("solve_perm", "int32")
 core.scratch_kind("solve_rhs_float32", "float32")
@@ -76,6 +82,10 @@ end
 
 local function check_method(fname, opts)
   return core.one_of(fname, "method", opts.method or "lu", methods)
+end
+
+local function check_panel(fname, opts)
+  return core.one_of(fname, "panel", opts.panel or "fused", panels)
 end
 
 -- devices = {...}: the multi-GPU path is not written yet; one device, the arrays', is accepted
@@ -137,14 +147,14 @@ local function trsm(K, which, stream, jb, ncols, Tr, toff, ldt, X, xoff, ldx)
                              jb, ncols, Tr, toff, ldt, X, xoff, ldx)
 end
 
--- blocked right-looking LU of the n x n A in place, pivots into ipiv (0-based rows, 1-based values)
-local function lu_blocked(K, dev, stream, n, nb, A, ipiv, status)
+-- panel = "columns": a launch a column of the panel (and one for the first search),
+-- the blocks' pivot candidates combined by the last block to finish
+local function panel_columns(K, dev, stream, n, A, ipiv, status)
   local cap = core.sm_count(dev) * 4
   local part = core.scratch("solve_partial", dev, stream, 2 * cap)
   local counter = core.scratch("solve_counter", dev, stream, 1)
-  local panel, laswp = K("panel"), K("laswp")
-  for j0 = 0, n - 1, nb do
-    local jb = math.min(nb, n - j0)
+  local panel = K("panel")
+  return function (j0, jb)
     local jend = j0 + jb
     -- ju = j0 - 1: only the search of column j0; then each column's elimination and the next one's search
     for ju = j0 - 1, jend - 1 do
@@ -155,6 +165,39 @@ local function lu_blocked(K, dev, stream, n, nb, A, ipiv, status)
                      n, j0, jb, ju, search and 1 or 0, A, ipiv, status, part, counter)
       end
     end
+  end
+end
+
+-- the fused panel's most blocks: one a multiprocessor at most (a flat grid barrier,
+-- cheapest there), fewer if they cannot all be resident (kept a kernel)
+local fused_cap = setmetatable({}, {__mode = "k"})
+
+-- panel = "fused": the whole panel in one cooperative launch, a grid barrier a
+-- column; about 16 rows a block (a small panel takes one block: no barrier waits)
+local function panel_fused(K, dev, stream, n, A, ipiv, status)
+  local k = K("panel_fused")
+  local cap = fused_cap[k]
+  if not cap then
+    cap = math.max(1, math.min(core.sm_count(dev), k:max_cooperative_grid(PANEL_THREADS)))
+    fused_cap[k] = cap
+  end
+  local part = core.scratch("solve_partial", dev, stream, 2 * (cap + 1) * PANEL_SLOT)
+  local bar = core.scratch("solve_barrier", dev, stream, BARRIER_WORDS)
+  return function (j0, jb)
+    local grid = math.min(cap, ceil_div(n - j0, 16))
+    k:launch({grid = grid, block = PANEL_THREADS, stream = stream, cooperative = true},
+             n, j0, jb, A, ipiv, status, part, bar)
+  end
+end
+
+-- blocked right-looking LU of the n x n A in place, pivots into ipiv (0-based rows, 1-based values)
+local function lu_blocked(K, dev, stream, n, nb, A, ipiv, status, panel_kind)
+  local factor = (panel_kind == "columns" and panel_columns or panel_fused)(K, dev, stream, n, A, ipiv, status)
+  local laswp = K("laswp")
+  for j0 = 0, n - 1, nb do
+    local jb = math.min(nb, n - j0)
+    local jend = j0 + jb
+    factor(j0, jb)
     if n > jb then
       laswp:launch({grid = grid_for(n - jb, 256, dev), block = 256, stream = stream},
                    n, n, j0, jend, j0, jend, ipiv, A)
@@ -196,17 +239,18 @@ end
 
 -- {====================================================== lu, lu_solve, solve
 
-local lu_options = {"stream", "method", "block", "devices"}
+local lu_options = {"stream", "method", "block", "panel", "devices"}
 
 -- cuda.catalog.lu(A [, opts]) -> ipiv (int32, n, 1-based): P*A = L*U in place
---   opts: method ("lu" | "seed"), block (panel width 1..128), stream, devices
+--   opts: method ("lu" | "seed"), block (panel width 1..128), panel ("fused": one
+--         launch a panel, the default | "columns": a launch a column), stream, devices
 function M.lu(A, opts)
   local fname = "lu"
   opts = core.options(fname, opts, lu_options)
   local n = square(fname, "A", A)
   local dev = A.device
   local stream = core.check_stream(fname, opts.stream, dev)
-  local method, nb = check_method(fname, opts), check_block(fname, opts)
+  local method, nb, pk = check_method(fname, opts), check_block(fname, opts), check_panel(fname, opts)
   check_devices(fname, opts, dev)
   local dt = A.dtype
   local K = kernels(dev, dt)
@@ -221,7 +265,7 @@ function M.lu(A, opts)
     seed_eliminate(K, dev, stream, n, n, ABT, ipiv, status, 1, mult, prow)
     transpose(K, stream, n, n, ABT, 0, n, A, 0, n)
   else
-    lu_blocked(K, dev, stream, n, nb, A, ipiv, status)
+    lu_blocked(K, dev, stream, n, nb, A, ipiv, status, pk)
   end
   check_pivots(fname, stream, status)
   return ipiv
@@ -280,12 +324,12 @@ function M.lu_solve(LU, ipiv, B, opts)
   return B
 end
 
-local solve_options = {"stream", "method", "block", "overwrite", "devices"}
+local solve_options = {"stream", "method", "block", "panel", "overwrite", "devices"}
 
 -- cuda.catalog.solve(A, B [, opts]) -> X, ipiv: A X = B. A and B are left as they were (X is a
 -- new array shaped as B) unless overwrite = true: then A holds the factors and X is B.
---   opts: method ("lu" | "seed": the seed's Gauss-Jordan on [A | B], no ipiv), block, stream,
---         overwrite, devices
+--   opts: method ("lu" | "seed": the seed's Gauss-Jordan on [A | B], no ipiv), block, panel
+--         (as lu's), stream, overwrite, devices
 function M.solve(A, B, opts)
   local fname = "solve"
   opts = core.options(fname, opts, solve_options)
@@ -293,7 +337,7 @@ function M.solve(A, B, opts)
   local k = rhs(fname, B, n, A.dtype)
   local dev = core.same_device(fname, {"A", "B"}, A, B)
   local stream = core.check_stream(fname, opts.stream, dev)
-  local method, nb = check_method(fname, opts), check_block(fname, opts)
+  local method, nb, pk = check_method(fname, opts), check_block(fname, opts), check_panel(fname, opts)
   check_devices(fname, opts, dev)
   if opts.overwrite ~= nil and type(opts.overwrite) ~= "boolean" then
     fail(fname, "overwrite must be a boolean, got %s", type(opts.overwrite))
@@ -324,7 +368,7 @@ function M.solve(A, B, opts)
     copy(K, dev, stream, n * n, A, LU)
     copy(K, dev, stream, n * k, B, X)
   end
-  lu_blocked(K, dev, stream, n, nb, LU, ipiv, status)
+  lu_blocked(K, dev, stream, n, nb, LU, ipiv, status, pk)
   check_pivots(fname, stream, status)
   solve_factored(K, dev, stream, n, k, nb, LU, ipiv, X)
   return X, ipiv
@@ -347,6 +391,7 @@ M.info = {
   methods = methods,
   dtypes = {"float32", "float64"},
   knobs = {block = "panel width 1.." .. MAXBLOCK .. " (default " .. DEFAULT_BLOCK .. ")",
+           panel = "fused (one launch a panel, the default) | columns (a launch a column)",
            devices = "one device only, for now"},
   default = "lu",
 }
