@@ -207,6 +207,20 @@ function T.need_gpu()
   return cuda.device(0)
 end
 
+-- a file's GPU half: run fn where there is a device, then check that the file
+-- left no device memory behind; else skip it, saying what is skipped
+function T.gpu_part(fn, what)
+  local cuda = require "cuda"
+  if cuda.device_count() > 0 then
+    fn()
+    collectgarbage()
+    collectgarbage()
+    T.is(cuda.memory_in_use(), 0, "no device memory leaked by this file")
+  else
+    T.skip("no CUDA device: " .. what, 1)
+  end
+end
+
 -- run the culua binary under test on a chunk of Lua; returns output, exit status
 T.culua = (arg and arg[-1]) or "culua"
 

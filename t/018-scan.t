@@ -333,14 +333,7 @@ local function gpu_tests()
                "compact: pred must be a flags cuda%.array or an expression string, got number", "compact: bad pred")
 end
 
-if cuda.device_count() > 0 then
-  gpu_tests()
-  collectgarbage()
-  collectgarbage()
-  T.is(cuda.memory_in_use(), 0, "no device memory leaked by this file")
-else
-  T.skip("no CUDA device: the GPU part", 1)
-end
+T.gpu_part(gpu_tests, "the GPU part")
 
 -- }======================================================
 

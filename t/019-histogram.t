@@ -237,14 +237,7 @@ local function gpu_tests()
   end
 end
 
-if cuda.device_count() > 0 then
-  gpu_tests()
-  collectgarbage()
-  collectgarbage()
-  T.is(cuda.memory_in_use(), 0, "no device memory leaked by this file")
-else
-  T.skip("no CUDA device: the GPU part", 1)
-end
+T.gpu_part(gpu_tests, "the GPU part")
 
 -- }======================================================
 

@@ -335,14 +335,7 @@ local function gpu_tests()
   T.error_like(function () cat.solve(A, closed) end, "closed cuda%.array", "solve: a closed B")
 end
 
-if cuda.device_count() > 0 then
-  gpu_tests()
-  collectgarbage()
-  collectgarbage()
-  T.is(cuda.memory_in_use(), 0, "no device memory leaked by this file")
-else
-  T.skip("no CUDA device: the GPU half of the solve tests", 1)
-end
+T.gpu_part(gpu_tests, "the GPU half of the solve tests")
 
 -- }======================================================
 
