@@ -179,6 +179,16 @@ function core.check_array(fname, what, x)
   return x
 end
 
+-- the dtype of an open cuda.array, a closed one refused with the function's name
+-- (the array's own error would name the field it could not read)
+local function dtype(a) return a.dtype end
+function core.open_dtype(fname, what, x)
+  core.check_array(fname, what, x)
+  local ok, dt = pcall(dtype, x)
+  if not ok then fail(fname, "%s is closed", what) end
+  return dt
+end
+
 -- rows, cols of a 2-D array, or of a 1-D array with the dims given
 function core.dims(fname, what, x, rows, cols)
   local shape = x.shape

@@ -32,15 +32,7 @@ local INT_LO, INT_HI = -(1 << 32), 1 << 33
 
 -- {====================================================== checks
 
-local function dtype(a) return a.dtype end
-local function open_dtype(fname, what, x)
-  if cuda.type(x) ~= "cuda.array" then
-    fail(fname, "%s must be a cuda.array, got %s", what, cuda.type(x) or type(x))
-  end
-  local ok, dt = pcall(dtype, x)
-  if not ok then fail(fname, "%s is closed", what) end
-  return dt
-end
+local open_dtype = core.open_dtype
 
 local function is_float(dt) return dt == "float32" or dt == "float64" end
 

@@ -55,17 +55,7 @@ end
 
 -- {====================================================== checks
 
--- the array's dtype, refusing a closed array with the function's name
--- (core.fail raises at the user's call, however deep this is)
-local function dtype(a) return a.dtype end
-local function open_dtype(fname, what, x)
-  if cuda.type(x) ~= "cuda.array" then
-    core.fail(fname, "%s must be a cuda.array, got %s", what, cuda.type(x) or type(x))
-  end
-  local ok, dt = pcall(dtype, x)
-  if not ok then core.fail(fname, "%s is closed", what) end
-  return dt
-end
+local open_dtype = core.open_dtype
 
 local function check_init(fname, dt, init)
   if init == nil then return nil end
