@@ -381,23 +381,20 @@ local function run(fname, keys, values, out, n, kdt, vb, o, dev)
     return
   end
   if o.variant == "onesweep" and not o.portion and o.fused ~= false then
-    -- the prebuilt small tiles first, where they are not asked for otherwise: more
-    -- blocks for the same keys (2^16 uint32 keys: 21 us a call against 30 at 15 a thread)
-    if not o.items and not o.threads and not o.min_blocks and ceil_div(n, THREADS * FUSED_ITEMS) <= core.sm_count(dev) then
-      local small = setmetatable({items = FUSED_ITEMS, window = o.window or FUSED_WINDOW}, {__index = a})
-      local k = tile_kernel("fused", small)
-      local tiles = ceil_div(n, THREADS * FUSED_ITEMS)
-      if tiles <= fused_tiles(k, small) then
-        run_fused(small, k, tiles)
-        return
-      end
+    -- the prebuilt small tiles first, where no shape is asked for: more blocks for
+    -- the same keys (2^16 uint32 keys: 21 us a call against 30 at 15 a thread); then a's
+    local shapes = {a}
+    if not o.items and not o.threads and not o.min_blocks then
+      shapes = {setmetatable({items = FUSED_ITEMS, window = o.window or FUSED_WINDOW}, {__index = a}), a}
     end
-    local tiles = ceil_div(n, tile)
-    if tiles <= core.sm_count(dev) then
-      local k = tile_kernel("fused", a)
-      if tiles <= fused_tiles(k, a) then
-        run_fused(a, k, tiles)
-        return
+    for _, sh in ipairs(shapes) do
+      local tiles = ceil_div(n, sh.threads * sh.items)
+      if tiles <= core.sm_count(dev) then
+        local k = tile_kernel("fused", sh)
+        if tiles <= fused_tiles(k, sh) then
+          run_fused(sh, k, tiles)
+          return
+        end
       end
     end
   end
