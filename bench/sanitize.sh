@@ -20,6 +20,12 @@
 #   kernel on purpose (the sanitizer would report that fault as the error
 #   it is, and the poisoned context would stop the rest); they are listed
 #   in EXCLUDE below with the reason, which is printed.
+# - a long file can be shared out over several runs at once: t/017-examples.t
+#   runs only the programs that CULUA_TEST_ONLY (a Lua pattern) matches, so
+#   CULUA_TEST_ONLY=quicksort TESTS=t/017-examples.t sh bench/sanitize.sh ./culua out-q
+#   beside other such runs (each its own OUTDIR) checks part of it.
+# - under a tool, CULUA_TEST_SANITIZER names it, and a file may take smaller
+#   sizes (T.sanitizer in lua/tap.lua); the file says which.
 # - tests that provoke refused API calls on purpose (t/012-launch.t asks
 #   for 100 KiB of dynamic shared memory) may count those in the summary:
 #   SANITIZER_FLAGS="--report-api-errors no" leaves them out.
@@ -36,6 +42,12 @@ CULUA_CACHE=${CULUA_CACHE:-$OUTDIR/cache}; export CULUA_CACHE
 
 # "file:reason" a line
 EXCLUDE='t/013-fault.t:faults a kernel on purpose (an illegal address the sanitizer would count)'
+
+# files whose CUDA work is all in child processes that a launcher starts
+# (mpirun's ranks): the file itself runs plainly, each child runs under the
+# tool (CULUA_TEST_WRAP, lua/tap.lua) with a log of its own,
+# OUTDIR/TOOL-FILE-child<pid>.log, and the children's errors are added up
+CHILDREN='t/026-mpi.t'
 
 excluded () {  # prints the reason when $1 is excluded
   echo "$EXCLUDE" | while IFS= read -r line; do
@@ -63,13 +75,34 @@ for f in $TESTS; do
   base=`basename "$f" .t`
   for tool in $TOOLS; do
     log=$OUTDIR/$tool-$base.log
+    # the tests may take smaller sizes under a tool (T.sanitizer)
+    export CULUA_TEST_SANITIZER=$tool
     # SANITIZER_TIMEOUT (seconds): a file slower than that under a tool is
     # reported as such, not waited for
-    $TIMEOUT "$SANITIZER" --tool "$tool" --error-exitcode 99 --print-limit 20 \
-      $SANITIZER_FLAGS "$CULUA" "$f" >"$log" 2>&1
-    rc=$?
-    n=`sed -n -e 's/.*ERROR SUMMARY: \([0-9][0-9]*\) error.*/\1/p' \
-              -e 's/.*RACECHECK SUMMARY: .*(\([0-9][0-9]*\) error.*/\1/p' "$log" | tail -n 1`
+    case " $CHILDREN " in
+    *" $f "*)
+      rm -f "$OUTDIR/$tool-$base"-child*.log
+      CULUA_TEST_WRAP="$SANITIZER --tool $tool --error-exitcode 99 --print-limit 20 $SANITIZER_FLAGS --log-file $OUTDIR/$tool-$base-child%p.log" \
+        $TIMEOUT "$CULUA" "$f" >"$log" 2>&1
+      rc=$?
+      # every child's summary, added up; a child without one leaves n empty
+      n=0
+      for c in "$OUTDIR/$tool-$base"-child*.log; do
+        [ -f "$c" ] || { n=; break; }
+        e=`sed -n -e 's/.*ERROR SUMMARY: \([0-9][0-9]*\) error.*/\1/p' \
+                  -e 's/.*RACECHECK SUMMARY: .*(\([0-9][0-9]*\) error.*/\1/p' "$c" | tail -n 1`
+        [ -n "$e" ] || { n=; break; }
+        n=$((n + e))
+      done
+      ;;
+    *)
+      $TIMEOUT "$SANITIZER" --tool "$tool" --error-exitcode 99 --print-limit 20 \
+        $SANITIZER_FLAGS "$CULUA" "$f" >"$log" 2>&1
+      rc=$?
+      n=`sed -n -e 's/.*ERROR SUMMARY: \([0-9][0-9]*\) error.*/\1/p' \
+                -e 's/.*RACECHECK SUMMARY: .*(\([0-9][0-9]*\) error.*/\1/p' "$log" | tail -n 1`
+      ;;
+    esac
     if [ "$rc" -eq 124 ] && [ -n "$TIMEOUT" ]; then
       errs="timed out"
     elif [ -z "$n" ]; then

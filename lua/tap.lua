@@ -221,8 +221,20 @@ function T.gpu_part(fn, what)
   end
 end
 
--- run the culua binary under test on a chunk of Lua; returns output, exit status
+-- the culua binary under test, as child processes run it; CULUA_TEST_WRAP puts
+-- a command before it (bench/sanitize.sh runs MPI ranks under compute-sanitizer)
 T.culua = (arg and arg[-1]) or "culua"
+do
+  local wrap = os.getenv("CULUA_TEST_WRAP")
+  if wrap and wrap ~= "" then T.culua = wrap .. " " .. T.culua end
+end
+
+-- the compute-sanitizer tool this file runs under (bench/sanitize.sh says), or
+-- nil: a file may take smaller sizes there, where kernels run many times slower
+T.sanitizer = os.getenv("CULUA_TEST_SANITIZER")
+if T.sanitizer == "" then T.sanitizer = nil end
+
+-- run the culua binary under test on a chunk of Lua; returns output, exit status
 
 function T.run(args, input)
   local inf = os.tmpname()
