@@ -4,7 +4,9 @@
 ** pivoting and the solves that use it, on row-major float32 and float64
 ** matrices (element (i, j) of an n x n matrix at i*ld + j).
 **
-** Two methods, both driven from lua/catalog/solve.lua:
+** Two methods, both driven from lua/catalog/solve.lua (on one GPU, or
+** several: the panel kernels take a leading dimension and a column offset,
+** so that they factor a panel inside one GPU's share of the columns):
 **   - seed: seed 003's three kernels a column (find the pivot row and the
 **     multipliers, extract the pivot row, eliminate), on the transposed
 **     (augmented) matrix, as the seed stores it so that the pivot search

@@ -6,7 +6,9 @@
 -- blocks, and the column kernels beside it) and 4096 matrices in float32
 -- and float64, against LAPACK's residual ratio ||B - A X|| / (||A|| ||X|| n eps)
 -- <= 10 and the reference's pivots; several right-hand sides, views, a stream,
--- singular and non-finite inputs refused, bad arguments named.
+-- singular and non-finite inputs refused, bad arguments named; devices = {...}: shares of
+-- one GPU ({0, 0}, {0, 0, 0}; peer = false stages through the host) and two GPUs against the
+-- one-device pivots and factors, and the devices and peer checks, which need no GPU.
 local T = require "culua.tap"
 local cuda = require "cuda"
 local cat = cuda.catalog
