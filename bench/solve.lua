@@ -1,11 +1,15 @@
 -- bench/solve.lua: cuda.catalog.lu / lu_solve against cuSOLVER, in the same run.
---   culua bench/solve.lua [ANCHOR [BLOCKS [SIZES [PANELS]]]]
+--   culua bench/solve.lua [ANCHOR [BLOCKS [SIZES [PANELS [DEVICES]]]]]
 -- ANCHOR (bench/anchor_cusolver, built by nvcc with -lcusolver -lcublas) times
 -- <t>getrf and <t>getrs (one right-hand side) with events, median:
 --   ANCHOR f32|f64 N REPS  ->  "getrf_ms X" and "getrs_ms Y"
 -- BLOCKS: panel widths to time, "64" or "32,64,128" (default: the catalog's
 -- default alone); SIZES: "8192,16384" (the default); PANELS: the panel
 -- factorizations to time, "fused" (the default) or "fused,columns".
+-- DEVICES: "0,1" (or "all") also times float32 lu + lu_solve with devices =
+-- that list (peer copies where the pair allows; "0,1:host" forces pinned-host
+-- staging), beside the one-GPU time. Target on two H200s (issue 12): n = 32768
+-- float32 >= 1.7x one GPU:  culua bench/solve.lua "" 64 32768 fused all
 -- TFLOP/s = (2/3) n^3 / t. Targets on the H100 (issue 12): float32 solve
 -- (getrf + getrs) >= 1.0x cuSOLVER at n = 8192 and 16384; float64 LU >= 0.8x
 -- dgetrf. Ours includes its two read-backs (the input check and the pivots'
@@ -14,11 +18,22 @@
 local cuda = require "cuda"
 local cat = cuda.catalog
 local ANCHOR = arg[1]
+if ANCHOR == "" then ANCHOR = nil end
 local BLOCKS, SIZES = {}, {}
 for b in (arg[2] or ""):gmatch("%d+") do BLOCKS[#BLOCKS + 1] = math.tointeger(tonumber(b)) end
 for s in (arg[3] or "8192,16384"):gmatch("%d+") do SIZES[#SIZES + 1] = math.tointeger(tonumber(s)) end
 local PANELS = {}
 for p in (arg[4] or "fused"):gmatch("%a+") do PANELS[#PANELS + 1] = p end
+local DEVICES, PEER
+if arg[5] and arg[5] ~= "" then
+  DEVICES = {}
+  if arg[5]:match("^all") then
+    for i = 0, cuda.device_count() - 1 do DEVICES[#DEVICES + 1] = i end
+  else
+    for d in arg[5]:gmatch("%d+") do DEVICES[#DEVICES + 1] = math.tointeger(tonumber(d)) end
+  end
+  if arg[5]:match(":host$") then PEER = false end
+end
 if #BLOCKS == 0 then BLOCKS = {false} end
 local REPS = 5
 local dev = cuda.device()
@@ -86,6 +101,18 @@ for _, dt in ipairs{"float32", "float64"} do
       if dt == "float32" then
         local ms = time(A0, b0, A, b, REPS, function (a, x) local piv = cat.lu(a, lopts); cat.lu_solve(a, piv, x, opts) end)
         line(what .. ": lu + lu_solve", n, ms, getrf and getrs and getrf + getrs, 1.0)
+        if DEVICES then
+          local mopts = {block = nb or nil, panel = panel, devices = DEVICES, peer = PEER}
+          local info
+          local mms = time(A0, b0, A, b, REPS, function (a, x)
+            local piv
+            piv, info = cat.lu(a, mopts)
+            cat.lu_solve(a, piv, x, opts)
+          end)
+          line(("%s, devices {%s}: lu + lu_solve"):format(what, table.concat(DEVICES, ",")), n, mms)
+          print(("  %.2fx one GPU (target on two H200s at n = 32768: >= 1.7x); transfer %s%s"):format(
+                ms / mms, info.transfer, info.why and (" (" .. info.why .. ")") or ""))
+        end
       else
         local ms = time(A0, b0, A, b, REPS, function (a) cat.lu(a, lopts) end)
         line(what .. ": lu", n, ms, getrf, 0.8)

@@ -4,7 +4,9 @@
 ** pivoting and the solves that use it, on row-major float32 and float64
 ** matrices (element (i, j) of an n x n matrix at i*ld + j).
 **
-** Two methods, both driven from lua/catalog/solve.lua:
+** Two methods, both driven from lua/catalog/solve.lua (on one GPU, or
+** several: the panel kernels take a leading dimension and a column offset,
+** so that they factor a panel inside one GPU's share of the columns):
 **   - seed: seed 003's three kernels a column (find the pivot row and the
 **     multipliers, extract the pivot row, eliminate), on the transposed
 **     (augmented) matrix, as the seed stores it so that the pivot search
@@ -80,8 +82,8 @@ __device__ void check_finite (long long count, const T *x, int *status) {
 ** once every block's writes are visible (each fenced before its ticket).
 */
 template <typename T>
-__device__ void panel (int n, int j0, int jb, int ju, int search, T *A, int *ipiv, int *status,
-                       double *part, unsigned *counter) {
+__device__ void panel (int n, int j0, int jb, int ju, int search, T *A, int ld, int coff, int *ipiv,
+                       int *status, double *part, unsigned *counter) {
   __shared__ double wv[32];
   __shared__ int wi[32];
   __shared__ bool last;
@@ -91,17 +93,17 @@ __device__ void panel (int n, int j0, int jb, int ju, int search, T *A, int *ipi
   const bool update = ju >= j0;
   T ur[MAXBLOCK / 32], pv = T(0);
   if (update) {   /* row ju's panel entries right of ju: this lane's columns */
-    pv = A[(size_t)ju * n + ju];
+    pv = A[(size_t)ju * ld + (ju + coff)];
 #pragma unroll
     for (int q = 0; q < MAXBLOCK / 32; q++) {
       int c = js + lane + 32 * q;
-      ur[q] = c < jend ? A[(size_t)ju * n + c] : T(0);
+      ur[q] = c < jend ? A[(size_t)ju * ld + (c + coff)] : T(0);
     }
   }
   double best = -1.0;
   int bi = n;
   for (int r = js + blockIdx.x * warps + warp; r < n; r += gridDim.x * warps) {
-    T *row = A + (size_t)r * n;
+    T *row = A + (size_t)r * ld + coff;   /* row[c]: column c of the panel */
     if (update) {
       T l = pv != T(0) ? row[ju] / pv : T(0);
       __syncwarp();                     /* every lane has read row[ju] */
@@ -146,7 +148,7 @@ __device__ void panel (int n, int j0, int jb, int ju, int search, T *A, int *ipi
     }
     if (bi >= n) bi = js;               /* cannot happen: row js is always a candidate */
     ipiv[js] = bi + 1;
-    note_pivot(status, js, __ldcg(A + (size_t)bi * n + js));
+    note_pivot(status, js, __ldcg(A + (size_t)bi * ld + (js + coff)));
     *counter = 0;                       /* for the next launch (kernels on one stream are ordered) */
     spiv = bi;
   }
@@ -154,9 +156,9 @@ __device__ void panel (int n, int j0, int jb, int ju, int search, T *A, int *ipi
   int p = spiv;
   if (p != js)
     for (int c = j0 + threadIdx.x; c < jend; c += blockDim.x) {
-      T a = __ldcg(A + (size_t)js * n + c), b = __ldcg(A + (size_t)p * n + c);
-      A[(size_t)js * n + c] = b;
-      A[(size_t)p * n + c] = a;
+      T a = __ldcg(A + (size_t)js * ld + (c + coff)), b = __ldcg(A + (size_t)p * ld + (c + coff));
+      A[(size_t)js * ld + (c + coff)] = b;
+      A[(size_t)p * ld + (c + coff)] = a;
     }
 }
 
@@ -190,7 +192,8 @@ __device__ void panel (int n, int j0, int jb, int ju, int search, T *A, int *ipi
 ** at the multiprocessors) leaves it at zero when the kernel ends.
 */
 template <typename T>
-__device__ void panel_fused (int n, int j0, int jb, T *A, int *ipiv, int *status, double *part, unsigned *bar) {
+__device__ void panel_fused (int n, int j0, int jb, T *A, int ld, int coff, int *ipiv, int *status, double *part,
+                             unsigned *bar) {
   __shared__ T prow[MAXBLOCK], jrow[MAXBLOCK];
   __shared__ double wv[PANEL_WARPS];
   __shared__ int wi[PANEL_WARPS];
@@ -203,7 +206,7 @@ __device__ void panel_fused (int n, int j0, int jb, T *A, int *ipiv, int *status
   int bi = n;
   if (lane == 0)   /* column j0's candidates; later ones come out of the updates */
     for (int r = j0 + gw; r < n; r += W) {
-      double m = magnitude(A[(size_t)r * n + j0]);
+      double m = magnitude(A[(size_t)r * ld + (j0 + coff)]);
       if (better(m, r, best, bi)) { best = m; bi = r; }
     }
   for (int j = j0; j < jend; j++) {
@@ -227,10 +230,10 @@ __device__ void panel_fused (int n, int j0, int jb, T *A, int *ipiv, int *status
     const int mine = sbest;
     if (mine < n)
       for (int c = threadIdx.x; c < jb; c += blockDim.x)
-        half[(size_t)blockIdx.x * PANEL_SLOT + 2 + c] = (double)A[(size_t)mine * n + j0 + c];
+        half[(size_t)blockIdx.x * PANEL_SLOT + 2 + c] = (double)A[(size_t)mine * ld + (j0 + coff + c)];
     if (gw == (j - j0) % W)   /* row j's warp: the lanes read what they wrote */
       for (int c = lane; c < jb; c += 32)
-        half[(size_t)G * PANEL_SLOT + 2 + c] = (double)A[(size_t)j * n + j0 + c];
+        half[(size_t)G * PANEL_SLOT + 2 + c] = (double)A[(size_t)j * ld + (j0 + coff + c)];
     grid.sync();
 
     if (warp == 0) {   /* the pivot: the best of the posts, read from L2 */
@@ -266,7 +269,7 @@ __device__ void panel_fused (int n, int j0, int jb, T *A, int *ipiv, int *status
     bi = n;
     for (int r = j0 + gw; r < n; r += W) {
       if (r < j) continue;
-      T *row = A + (size_t)r * n;
+      T *row = A + (size_t)r * ld + coff;   /* row[c]: column c of the panel */
       if (r == j) {   /* row j: the pivot row's panel values */
         if (p != j)
 #pragma unroll
@@ -363,6 +366,64 @@ __device__ void copy (long long count, const T *src, T *dst) {
   for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < count;
        e += (long long)gridDim.x * blockDim.x)
     dst[e] = src[e];
+}
+
+/* }====================================================== */
+
+
+/* {====================================================== several GPUs */
+
+/*
+** Block-cyclic columns: the shares (GPUs, or several shares of one) take
+** the panels of nb columns in turn, panel q to share q % shares. A share
+** keeps its columns in an n x nloc array X, in order; `back` = 0 packs them
+** out of A (n x n), 1 puts them back.
+*/
+template <typename T>
+__device__ void cyclic (int n, int nb, int shares, int share, int nloc, T *A, T *X, int back) {
+  long long total = (long long)n * nloc;
+  for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < total;
+       e += (long long)gridDim.x * blockDim.x) {
+    int r = (int)(e / nloc), lc = (int)(e % nloc);
+    int gc = ((lc / nb) * shares + share) * nb + lc % nb;
+    if (back) A[(size_t)r * n + gc] = X[e];
+    else X[e] = A[(size_t)r * n + gc];
+  }
+}
+
+
+/* a pivot (a row number) carried bit for bit in an element of the panel's buffer */
+__device__ __forceinline__ float pivot_in (int p, float) { return __int_as_float(p); }
+__device__ __forceinline__ double pivot_in (int p, double) { return __longlong_as_double((long long)p); }
+__device__ __forceinline__ int pivot_out (float v) { return __float_as_int(v); }
+__device__ __forceinline__ int pivot_out (double v) { return (int)__double_as_longlong(v); }
+
+/*
+** The factored panel of columns [j0, j0 + jb) as it travels to the other
+** GPUs: buf = its jb pivots (ipiv[j0..]), then rows j0..n-1 of the panel,
+** packed (jb x jb: L11 and U11, then L21), from A at aoff (the panel's first
+** column) with leading dimension ld.
+*/
+template <typename T>
+__device__ void panel_pack (int n, int j0, int jb, const T *A, long long aoff, int ld, const int *ipiv, T *buf) {
+  long long total = (long long)(n - j0) * jb;
+  A += aoff;
+  for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < total + jb;
+       e += (long long)gridDim.x * blockDim.x) {
+    if (e < jb) buf[e] = pivot_in(ipiv[j0 + e], T(0));
+    else {
+      long long f = e - jb;
+      int r = j0 + (int)(f / jb), c = (int)(f % jb);
+      buf[e] = A[(size_t)r * ld + c];
+    }
+  }
+}
+
+/* the panel's pivots out of its buffer, into this GPU's ipiv */
+template <typename T>
+__device__ void panel_pivots (int j0, int jb, const T *buf, int *ipiv) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < jb; i += gridDim.x * blockDim.x)
+    ipiv[j0 + i] = pivot_out(buf[i]);
 }
 
 /* }====================================================== */
@@ -542,13 +603,15 @@ __device__ void transpose (int rows, int cols, const T *in, long long inoff, int
 ** findPivotRowAndMultipliers, one block: the pivot of column p among rows
 ** p..n-1, then the multipliers of the rows to eliminate as they will be
 ** once rows p and the pivot's are swapped (mult[p] = 0: the pivot row stays).
+** ABT holds the columns c0.. of AB (all of them: c0 = 0; a GPU's share of
+** them when several GPUs split the columns, as the seed's P2P program does).
 */
 template <typename T>
-__device__ void seed_pivot (int n, int p, int lu, const T *ABT, int *ipiv, T *mult, int *status) {
+__device__ void seed_pivot (int n, int c0, int p, int lu, const T *ABT, int *ipiv, T *mult, int *status) {
   __shared__ double sv[32];
   __shared__ int si[32];
   __shared__ int spiv;
-  const T *col = ABT + (size_t)p * n;
+  const T *col = ABT + (size_t)(p - c0) * n;
   double best = -1.0;
   int bi = n;
   for (int r = p + threadIdx.x; r < n; r += blockDim.x) {
@@ -595,15 +658,19 @@ __device__ void seed_extract (int n, int ncols, int p, const int *ipiv, T *ABT, 
 }
 
 
-/* rowElimination: row r -= mult[r] * pivot row, on columns p.. (column p takes the multiplier, or 0) */
+/*
+** rowElimination: row r -= mult[r] * pivot row, on columns p.. (column p takes
+** the multiplier, or 0). ABT holds ncols columns of AB from column c0 on (prow
+** too: its element c is column c0 + c); only those from p on change.
+*/
 template <typename T>
-__device__ void seed_eliminate (int n, int ncols, int p, int lu, T *ABT, const T *mult, const T *prow) {
+__device__ void seed_eliminate (int n, int ncols, int c0, int p, int lu, T *ABT, const T *mult, const T *prow) {
   int r = (lu ? p + 1 : 0) + blockIdx.x * blockDim.x + threadIdx.x;
   if (r >= n || r == p) return;
   T m = mult[r];
-  for (int c = p + blockIdx.y; c < ncols; c += gridDim.y) {
+  for (int c = max(p - c0, 0) + blockIdx.y; c < ncols; c += gridDim.y) {
     T *e = ABT + (size_t)c * n + r;
-    if (c == p) *e = lu ? m : T(0);
+    if (c + c0 == p) *e = lu ? m : T(0);
     else *e -= m * prow[c];
   }
 }
@@ -629,11 +696,19 @@ __device__ void seed_divide (int n, int k, const T *ABT, T *X) {
   extern "C" __global__ void culua_solve_check_##t (long long count, const T *x, int *status) \
   { check_finite<T>(count, x, status); } \
   extern "C" __global__ void __launch_bounds__(256) culua_solve_panel_##t (int n, int j0, int jb, int ju, int search, \
-      T *A, int *ipiv, int *status, double *part, unsigned *counter) \
-  { panel<T>(n, j0, jb, ju, search, A, ipiv, status, part, counter); } \
+      T *A, int ld, int coff, int *ipiv, int *status, double *part, unsigned *counter) \
+  { panel<T>(n, j0, jb, ju, search, A, ld, coff, ipiv, status, part, counter); } \
   extern "C" __global__ void __launch_bounds__(PANEL_WARPS * 32) culua_solve_panel_fused_##t (int n, int j0, int jb, \
-      T *A, int *ipiv, int *status, double *part, unsigned *bar) \
-  { panel_fused<T>(n, j0, jb, A, ipiv, status, part, bar); } \
+      T *A, int ld, int coff, int *ipiv, int *status, double *part, unsigned *bar) \
+  { panel_fused<T>(n, j0, jb, A, ld, coff, ipiv, status, part, bar); } \
+  extern "C" __global__ void culua_solve_cyclic_##t (int n, int nb, int shares, int share, int nloc, T *A, T *X, \
+      int back) \
+  { cyclic<T>(n, nb, shares, share, nloc, A, X, back); } \
+  extern "C" __global__ void culua_solve_panel_pack_##t (int n, int j0, int jb, const T *A, long long aoff, int ld, \
+      const int *ipiv, T *buf) \
+  { panel_pack<T>(n, j0, jb, A, aoff, ld, ipiv, buf); } \
+  extern "C" __global__ void culua_solve_panel_pivots_##t (int j0, int jb, const T *buf, int *ipiv) \
+  { panel_pivots<T>(j0, jb, buf, ipiv); } \
   extern "C" __global__ void culua_solve_laswp_##t (int ncols, int ld, int skip_lo, int skip_hi, int i0, int i1, \
       const int *ipiv, T *X) \
   { laswp<T>(ncols, ld, skip_lo, skip_hi, i0, i1, ipiv, X); } \
@@ -650,13 +725,14 @@ __device__ void seed_divide (int n, int k, const T *ABT, T *X) {
   extern "C" __global__ void culua_solve_transpose_##t (int rows, int cols, const T *in, long long inoff, int ldin, \
       T *out, long long outoff, int ldout) \
   { transpose<T>(rows, cols, in, inoff, ldin, out, outoff, ldout); } \
-  extern "C" __global__ void culua_solve_seed_pivot_##t (int n, int p, int lu, const T *ABT, int *ipiv, T *mult, int *status) \
-  { seed_pivot<T>(n, p, lu, ABT, ipiv, mult, status); } \
+  extern "C" __global__ void culua_solve_seed_pivot_##t (int n, int c0, int p, int lu, const T *ABT, int *ipiv, T *mult, \
+      int *status) \
+  { seed_pivot<T>(n, c0, p, lu, ABT, ipiv, mult, status); } \
   extern "C" __global__ void culua_solve_seed_extract_##t (int n, int ncols, int p, const int *ipiv, T *ABT, T *prow) \
   { seed_extract<T>(n, ncols, p, ipiv, ABT, prow); } \
-  extern "C" __global__ void culua_solve_seed_eliminate_##t (int n, int ncols, int p, int lu, T *ABT, const T *mult, \
-      const T *prow) \
-  { seed_eliminate<T>(n, ncols, p, lu, ABT, mult, prow); } \
+  extern "C" __global__ void culua_solve_seed_eliminate_##t (int n, int ncols, int c0, int p, int lu, T *ABT, \
+      const T *mult, const T *prow) \
+  { seed_eliminate<T>(n, ncols, c0, p, lu, ABT, mult, prow); } \
   extern "C" __global__ void culua_solve_seed_divide_##t (int n, int k, const T *ABT, T *X) \
   { seed_divide<T>(n, k, ABT, X); }
 

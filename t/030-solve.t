@@ -6,7 +6,9 @@
 -- blocks, and the column kernels beside it) and 4096 matrices in float32
 -- and float64, against LAPACK's residual ratio ||B - A X|| / (||A|| ||X|| n eps)
 -- <= 10 and the reference's pivots; several right-hand sides, views, a stream,
--- singular and non-finite inputs refused, bad arguments named.
+-- singular and non-finite inputs refused, bad arguments named; devices = {...}: shares of
+-- one GPU ({0, 0}, {0, 0, 0}; peer = false stages through the host) and two GPUs against the
+-- one-device pivots and factors, and the devices and peer checks, which need no GPU.
 local T = require "culua.tap"
 local cuda = require "cuda"
 local cat = cuda.catalog
@@ -114,15 +116,18 @@ T.lives_ok(function () prog = cuda.compile(cuda._catalog.source("solve"), {optio
 if prog then
   local function fits(name, ...) return cuda.check_args(cuda.signature(prog.ptx, name), ...) end
   local big = (1 << 33) + 5
-  T.ok(fits("culua_solve_panel_f32", 1000, 64, 64, 63, 1, 1, 2, 3, 4, 5), "panel arguments")
-  T.ok(fits("culua_solve_panel_fused_f64", 1000, 64, 64, 1, 2, 3, 4, 5), "fused panel arguments")
+  T.ok(fits("culua_solve_panel_f32", 1000, 64, 64, 63, 1, 1, 1000, -64, 2, 3, 4, 5), "panel arguments (leading dimension, column offset)")
+  T.ok(fits("culua_solve_panel_fused_f64", 1000, 64, 64, 1, 500, -64, 2, 3, 4, 5), "fused panel arguments (leading dimension, column offset)")
   T.ok(fits("culua_solve_gemm_f64", 10, 20, 64, 1, big, 100, 2, big, 100, 3, big, 100), "gemm arguments (64-bit offsets)")
   T.ok(fits("culua_solve_trsm_lower_f32", 64, 100, 1, big, 100, 2, big, 100), "trsm arguments")
   T.ok(fits("culua_solve_laswp_f64", 100, 100, 0, 64, 0, 64, 1, 2), "laswp arguments")
   T.ok(fits("culua_solve_check_f32", big, 1, 2), "check arguments")
   T.ok(fits("culua_solve_permutation", 100, 1, 2, 1), "permutation arguments")
-  T.ok(fits("culua_solve_seed_pivot_f64", 100, 3, 1, 1, 2, 3, 4), "seed pivot arguments")
-  T.ok(fits("culua_solve_seed_eliminate_f32", 100, 101, 3, 0, 1, 2, 3), "seed elimination arguments")
+  T.ok(fits("culua_solve_seed_pivot_f64", 100, 50, 63, 1, 1, 2, 3, 4), "seed pivot arguments (first column)")
+  T.ok(fits("culua_solve_seed_eliminate_f32", 100, 51, 50, 3, 0, 1, 2, 3), "seed elimination arguments (first column)")
+  T.ok(fits("culua_solve_cyclic_f32", 1000, 64, 3, 1, 320, 1, 2, 0), "block-cyclic packing arguments")
+  T.ok(fits("culua_solve_panel_pack_f64", 1000, 64, 64, 1, big, 320, 2, 3), "panel packing arguments")
+  T.ok(fits("culua_solve_panel_pivots_f32", 64, 64, 1, 2), "panel pivots arguments")
   T.ok(fits("culua_solve_transpose_f64", 10, 20, 1, 0, 20, 2, big, 10), "transpose arguments")
 end
 
@@ -133,10 +138,27 @@ T.ok(info.knobs.panel:find("fused", 1, true), "list(): the panel knob")
 
 T.error_like(function () cat.lu(1) end, "cuda%.catalog%.lu: A must be a cuda%.array, got number", "lu: A not an array")
 T.error_like(function () cat.lu(cuda.host_array("float32", {2, 2})) end, "A must be a cuda%.array, got cuda%.hostarray", "lu: a host array")
-T.error_like(function () cat.lu(nil, {blok = 64}) end, "cuda%.catalog%.lu: unknown option 'blok' %(known: stream, method, block, panel, devices%)", "lu: unknown option")
+T.error_like(function () cat.lu(nil, {blok = 64}) end, "cuda%.catalog%.lu: unknown option 'blok' %(known: stream, method, block, panel, devices, peer%)", "lu: unknown option")
 T.error_like(function () cat.solve(nil, nil, {overwrite = true, x = 1}) end, "cuda%.catalog%.solve: unknown option 'x'", "solve: unknown option")
 T.error_like(function () cat.lu_solve(nil, nil, nil, {method = "seed"}) end, "cuda%.catalog%.lu_solve: unknown option 'method'", "lu_solve: no method")
 T.error_like(function () cat.lu_solve(1, 2, 3, "x") end, "lu_solve: opts must be a table, got string", "lu_solve: opts not a table")
+
+-- devices and peer are checked before the arrays: these need no GPU
+for _, c in ipairs{
+  {function () cat.lu(nil, {devices = 0}) end, "lu: devices must be a list of device ordinals, got number"},
+  {function () cat.solve(nil, nil, {devices = "0,1"}) end, "solve: devices must be a list of device ordinals, got string"},
+  {function () cat.lu(nil, {devices = {}}) end, "lu: devices is an empty list: give at least one device ordinal"},
+  {function () cat.lu(nil, {devices = {0, x = 1}}) end, "lu: devices must be a list of device ordinals, got a key x"},
+  {function () cat.lu(nil, {devices = {99}}) end, "lu: devices%[1%] is 99, but there is no device 99 %(%d+ devices? present%)"},
+  {function () cat.solve(nil, nil, {devices = {-1}}) end, "solve: devices%[1%] is %-1, but there is no device %-1"},
+  {function () cat.lu(nil, {devices = {0.5}}) end, "lu: devices%[1%] must be an integer device ordinal, got 0%.5"},
+  {function () cat.lu(nil, {devices = {"0"}}) end, "lu: devices%[1%] must be an integer device ordinal, got string"},
+  {function () cat.lu(nil, {peer = 1}) end, "lu: peer must be a boolean, got number"},
+  {function () cat.solve(nil, nil, {peer = "no", devices = {0}}) end, "solve: peer must be a boolean, got string"},
+} do
+  T.error_like(c[1], "cuda%.catalog%." .. c[2], c[2]:gsub("%%", ""))
+end
+T.ok(info.knobs.devices:find("shares of one GPU", 1, true), "list(): the devices knob")
 
 -- }======================================================
 
@@ -306,6 +328,97 @@ local function gpu_tests()
     T.error_like(function () cat.solve(device_of(matrix(dt, 4, "random", 19)), B) end, "solve: B contains NaN or inf", dt .. ": a NaN in B")
   end
 
+  -- several GPUs (devices = {...}): each entry a share of the columns, so {0, 0} runs the
+  -- whole distribution on one GPU; peer = false stages every transfer through pinned host
+  -- memory. Against the one-device run: the same pivots, the factors within a few eps of
+  -- its (the same arithmetic, whatever gemm_sub does), the residual ratio below 10, and the
+  -- info result saying how the data travelled.
+  local function max_diff(h1, h2)
+    local a, b = h1:totable(), h2:totable()
+    local d, m = 0, 0
+    for i = 1, #a do
+      local x, y = a[i], b[i]
+      if type(x) == "table" then
+        for j = 1, #x do d = math.max(d, math.abs(x[j] - y[j])); m = math.max(m, math.abs(x[j])) end
+      else d = math.max(d, math.abs(x - y)); m = math.max(m, math.abs(x)) end
+    end
+    return d, m
+  end
+  local function multi(dt, n, opts, devices, peer, want_transfer)
+    local what = ("%s %s %d, block %s%s, devices {%s}%s"):format(dt, opts.method or "lu", n, opts.block or "default",
+      opts.panel and (", panel " .. opts.panel) or "", table.concat(devices, ", "), peer == false and ", peer = false" or "")
+    local hA = matrix(dt, n, "random", 40 + n)
+    local hB = cuda.host_array(dt, {n, 2}):random(41, -1, 1)
+    local one = {method = opts.method, block = opts.block, panel = opts.panel}
+    local many = {method = opts.method, block = opts.block, panel = opts.panel, devices = devices, peer = peer}
+    local A1, A2 = device_of(hA), device_of(hA)
+    local p1 = cat.lu(A1, one)
+    local ok, p2, info = pcall(cat.lu, A2, many)
+    if not T.ok(ok, what .. ": lu") then T.diag(p2); return end
+    local hp1, hp2 = to_host(p1), to_host(p2)
+    if not T.ok(hp1:bytes() == hp2:bytes(), what .. ": pivots as one device's") then
+      local g, w = hp2:totable(), hp1:totable()
+      for i = 1, n do if g[i] ~= w[i] then T.diag(("  ipiv[%d] = %d, one device %d"):format(i, g[i], w[i])); break end end
+    end
+    local d, m = max_diff(to_host(A1), to_host(A2))
+    if not T.ok(d <= 64 * EPS[dt] * math.max(m, 1), what .. ": factors as one device's") then T.diag("  max difference " .. d) end
+    local hX = copy_of(hB)
+    ref.lu_solve(to_host(A2), hp2, hX)
+    local r = ratio(hA, hX, hB)
+    if not T.ok(r <= 10, what .. ": the factors solve") then T.diag("  ratio " .. r) end
+    T.is_deeply(info.devices, devices, what .. ": info.devices")
+    T.is(info.transfer, want_transfer, what .. ": info.transfer")
+    -- solve, spread the same way
+    local dA, dB = device_of(hA), device_of(hB)
+    local X, sp, sinfo = cat.solve(dA, dB, many)
+    r = ratio(hA, to_host(X), hB)
+    if not T.ok(r <= 10, what .. ": solve") then T.diag("  ratio " .. r) end
+    if opts.method ~= "seed" then T.ok(to_host(sp):bytes() == hp1:bytes(), what .. ": solve's pivots as one device's") end
+    T.is(sinfo.transfer, want_transfer, what .. ": solve's info.transfer")
+    T.ok(to_host(dA):bytes() == hA:bytes() and to_host(dB):bytes() == hB:bytes(), what .. ": solve left A and B as they were")
+  end
+  do
+    local p, info = cat.lu(device_of(matrix("float32", 10, "random", 1)), {devices = {0}})
+    T.is(info.transfer, "local", "devices = {0}, the arrays' device: one GPU, info.transfer local")
+    T.is_deeply(info.devices, {0}, "  info.devices")
+    p = nil
+    local _, _, sinfo = cat.solve(device_of(matrix("float64", 10, "random", 1)), cuda.array("float64", 10):fill(1))
+    T.is(sinfo.transfer, "local", "solve without devices: info.transfer local")
+  end
+  for _, dt in ipairs{"float32", "float64"} do
+    multi(dt, 200, {block = 64}, {0, 0}, nil, "local")
+    multi(dt, 200, {block = 64}, {0, 0}, false, "host")
+    multi(dt, 130, {block = 16}, {0, 0, 0}, nil, "local")
+    multi(dt, 130, {block = 16}, {0, 0, 0}, false, "host")
+    multi(dt, 333, {block = 32, panel = "columns"}, {0, 0, 0}, nil, "local")
+    multi(dt, 100, {block = 8}, {0, 0, 0, 0, 0}, nil, "local")
+    multi(dt, 50, {}, {0, 0}, nil, "local")                       -- one panel: one share works
+    multi(dt, 1000, {block = 128}, {0, 0}, nil, "local")
+    multi(dt, 90, {method = "seed"}, {0, 0}, nil, "local")
+    multi(dt, 67, {method = "seed"}, {0, 0, 0}, false, "host")
+  end
+  -- singular, on shares: the first zero pivot, whichever share found it
+  do
+    local h = matrix("float64", 100, "random", 17)
+    for i = 1, 100 do h[(i - 1) * 100 + 38] = 0 end
+    for _, m in ipairs{"lu", "seed"} do
+      T.error_like(function () cat.lu(device_of(h), {method = m, block = 16, devices = {0, 0, 0}}) end,
+                   "cuda%.catalog%.lu: the matrix is singular: pivot 38 is zero", m .. " on shares {0, 0, 0}: a zero column")
+    end
+  end
+  -- two GPUs: peer copies where the pair allows (else the host, said in info.transfer), and the host forced
+  if cuda.device_count() < 2 then
+    T.skip("one GPU: the {0, 1} cases need two", 1)
+  else
+    local want = cuda.device(0):can_access_peer(cuda.device(1)) and cuda.device(1):can_access_peer(cuda.device(0)) and "peer" or "host"
+    for _, dt in ipairs{"float32", "float64"} do
+      multi(dt, 1000, {block = 64}, {0, 1}, nil, want)
+      multi(dt, 333, {block = 32}, {1, 0}, false, "host")
+      multi(dt, 130, {method = "seed"}, {0, 1}, nil, want)
+      multi(dt, 200, {block = 16}, {1}, nil, want)                 -- the work on device 1 alone
+    end
+  end
+
   -- bad arguments
   local A = cuda.array("float32", {4, 4}):fill(1)
   for _, c in ipairs{
@@ -317,7 +430,6 @@ local function gpu_tests()
     {function () cat.lu(A, {block = 256}) end, "lu: block must be an integer 1..128, got 256"},
     {function () cat.lu(A, {panel = "rows"}) end, "lu: panel must be one of fused, columns, got rows"},
     {function () cat.solve(A, cuda.array("float32", 4), {panel = 1}) end, "solve: panel must be one of fused, columns"},
-    {function () cat.lu(A, {devices = {0, 1}}) end, "lu: devices: several GPUs are not yet supported"},
     {function () cat.lu(A, {stream = 3}) end, "lu: stream must be a cuda.stream, got number"},
     {function () cat.solve(A, cuda.array("float32", {3, 2})) end, "solve: B is 3x2 but A is 4x4: B must have 4 rows"},
     {function () cat.solve(A, cuda.array("float32", 6)) end, "solve: B is 1%-D with 6 elements, not a multiple of n = 4"},

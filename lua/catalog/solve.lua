@@ -88,15 +88,39 @@ local function check_panel(fname, opts)
   return core.one_of(fname, "panel", opts.panel or "fused", panels)
 end
 
--- devices = {...}: the multi-GPU path is not written yet; one device, the arrays', is accepted
-local function check_devices(fname, opts, dev)
-  local d = opts.devices
-  if d == nil then return end
-  if type(d) ~= "table" then fail(fname, "devices must be a list of device ordinals, got %s", type(d)) end
-  if #d > 1 then fail(fname, "devices: several GPUs are not yet supported (got %d)", #d) end
-  if #d == 1 and d[1] ~= dev.ordinal then
-    fail(fname, "devices = {%s} but the arrays are on device %d", tostring(d[1]), dev.ordinal)
+-- devices = {...} and peer: checked before the arrays (so that misuse fails alike without a
+-- GPU). A list of device ordinals, each an existing device; an ordinal may repeat: each entry
+-- is a share of the work, so {0, 0} runs the several-GPU path as two shares of device 0.
+-- The arrays' device need not be listed: it holds A and the results, the listed ones work.
+local function check_devices(fname, opts)
+  if opts.peer ~= nil and type(opts.peer) ~= "boolean" then
+    fail(fname, "peer must be a boolean, got %s", type(opts.peer))
   end
+  local d = opts.devices
+  if d == nil then return nil end
+  if type(d) ~= "table" then fail(fname, "devices must be a list of device ordinals, got %s", type(d)) end
+  local count = #d
+  if count == 0 then fail(fname, "devices is an empty list: give at least one device ordinal") end
+  for key in pairs(d) do
+    if math.type(key) ~= "integer" or key < 1 or key > count then
+      fail(fname, "devices must be a list of device ordinals, got a key %s", tostring(key))
+    end
+  end
+  local present = cuda.device_count()
+  local list = {}
+  for i = 1, count do
+    local o = d[i]
+    if math.type(o) ~= "integer" then
+      fail(fname, "devices[%d] must be an integer device ordinal, got %s", i,
+           type(o) == "number" and tostring(o) or type(o))
+    end
+    if o < 0 or o >= present then
+      fail(fname, "devices[%d] is %d, but there is no device %d (%d device%s present)", i, o, o, present,
+           present == 1 and "" or "s")
+    end
+    list[i] = o
+  end
+  return list
 end
 
 -- }======================================================
@@ -125,12 +149,16 @@ local function check_finite(fname, K, dev, stream, status, what, X, count)
 end
 
 -- the status word after a factorization: raise on a zero or non-finite pivot
-local function check_pivots(fname, stream, status)
-  local s = core.read_word(status, stream)
+local function pivot_verdict(fname, s)
   if s == 0 then return end
-  status:fill(0, stream)
   if s > 0 then fail(fname, "the matrix is singular: pivot %d is zero", s) end
   fail(fname, "the factorization overflowed: pivot %d is not finite", -s)
+end
+
+local function check_pivots(fname, stream, status)
+  local s = core.read_word(status, stream)
+  if s ~= 0 then status:fill(0, stream) end
+  pivot_verdict(fname, s)
 end
 
 -- C (M x N) -= A (M x K) * B (K x N), each an array with an element offset and a leading dimension
@@ -149,12 +177,15 @@ end
 
 -- panel = "columns": a launch a column of the panel (and one for the first search),
 -- the blocks' pivot candidates combined by the last block to finish
-local function panel_columns(K, dev, stream, n, A, ipiv, status)
+-- (A's leading dimension is ld, n by default; column c of the panel is at c + coff in its rows)
+local function panel_columns(K, dev, stream, n, A, ipiv, status, ld)
   local cap = core.sm_count(dev) * 4
   local part = core.scratch("solve_partial", dev, stream, 2 * cap)
   local counter = core.scratch("solve_counter", dev, stream, 1)
   local panel = K("panel")
-  return function (j0, jb)
+  ld = ld or n
+  return function (j0, jb, coff)
+    coff = coff or 0
     local jend = j0 + jb
     -- ju = j0 - 1: only the search of column j0; then each column's elimination and the next one's search
     for ju = j0 - 1, jend - 1 do
@@ -162,7 +193,7 @@ local function panel_columns(K, dev, stream, n, A, ipiv, status)
       local rows = n - (ju + 1)
       if search or rows > 0 then
         panel:launch({grid = math.min(ceil_div(rows, 8), cap), block = 256, stream = stream},
-                     n, j0, jb, ju, search and 1 or 0, A, ipiv, status, part, counter)
+                     n, j0, jb, ju, search and 1 or 0, A, ld, coff, ipiv, status, part, counter)
       end
     end
   end
@@ -174,8 +205,9 @@ local fused_cap = setmetatable({}, {__mode = "k"})
 
 -- panel = "fused": the whole panel in one cooperative launch, a grid barrier a
 -- column; about 16 rows a block (a small panel takes one block: no barrier waits)
-local function panel_fused(K, dev, stream, n, A, ipiv, status)
+local function panel_fused(K, dev, stream, n, A, ipiv, status, ld)
   local k = K("panel_fused")
+  ld = ld or n
   local cap = fused_cap[k]
   if not cap then
     cap = math.max(1, math.min(core.sm_count(dev), k:max_cooperative_grid(PANEL_THREADS)))
@@ -183,10 +215,10 @@ local function panel_fused(K, dev, stream, n, A, ipiv, status)
   end
   local part = core.scratch("solve_partial", dev, stream, 2 * (cap + 1) * PANEL_SLOT)
   local bar = core.scratch("solve_barrier", dev, stream, BARRIER_WORDS)
-  return function (j0, jb)
+  return function (j0, jb, coff)
     local grid = math.min(cap, ceil_div(n - j0, 16))
     k:launch({grid = grid, block = PANEL_THREADS, stream = stream, cooperative = true},
-             n, j0, jb, A, ipiv, status, part, bar)
+             n, j0, jb, A, ld, coff or 0, ipiv, status, part, bar)
   end
 end
 
@@ -215,12 +247,12 @@ end
 local function seed_eliminate(K, dev, stream, n, ncols, ABT, ipiv, status, lu, mult, prow)
   local pivot, extract, elim = K("seed_pivot"), K("seed_extract"), K("seed_eliminate")
   for p = 0, n - 1 do
-    pivot:launch({grid = 1, block = 1024, stream = stream}, n, p, lu, ABT, ipiv, mult, status)
+    pivot:launch({grid = 1, block = 1024, stream = stream}, n, 0, p, lu, ABT, ipiv, mult, status)
     extract:launch({grid = grid_for(ncols, 256, dev), block = 256, stream = stream}, n, ncols, p, ipiv, ABT, prow)
     local lo = lu == 1 and p + 1 or 0
     if n - lo > 0 and ncols - p > 0 then
       elim:launch({grid = {ceil_div(n - lo, 256), math.min(ncols - p, 65535)}, block = 256, stream = stream},
-                  n, ncols, p, lu, ABT, mult, prow)
+                  n, ncols, 0, p, lu, ABT, mult, prow)
     end
   end
 end
@@ -237,38 +269,416 @@ end
 -- }======================================================
 
 
+-- {====================================================== several GPUs
+
+-- the result's info: the devices and how data travelled between them
+local function new_info(list)
+  local l = {}
+  for i, o in ipairs(list) do l[i] = o end
+  return {devices = l, shares = #l, transfer = "local", pairs = {}}
+end
+
+-- how data goes between devices a and b: "local" (a copy within one device), "peer" (peer
+-- access, enabled here both ways) or "host" (staged through pinned host memory: the pair has
+-- no peer access, or peer = false, which stages every transfer, within one device too, so
+-- that shares of one GPU run the staging path); noted in info.pairs["a-b"], and
+-- info.transfer says the slowest way used, info.why why the host was
+local function transport(info, peer, a, b)
+  local key = math.min(a, b) .. "-" .. math.max(a, b)
+  local t = info.pairs[key]
+  if t then return t end
+  if peer == false then
+    t = "host"
+    info.why = "peer = false"
+  elseif a == b then
+    t = "local"
+  else
+    local da, db = cuda.device(a), cuda.device(b)
+    if da:can_access_peer(db) and db:can_access_peer(da) then
+      da:enable_peer_access(db)
+      db:enable_peer_access(da)
+      t = "peer"
+    else
+      t = "host"
+      info.why = info.why or ("devices %d and %d have no peer access"):format(a, b)
+    end
+  end
+  info.pairs[key] = t
+  if t == "host" or (t == "peer" and info.transfer == "local") then info.transfer = t end
+  return t
+end
+
+-- an event of device dev (cuda.event makes them on the current device, which stays as it was)
+local function event_on(dev)
+  local cur = cuda.device()
+  if cur.ordinal == dev.ordinal then return cuda.event{timing = false} end
+  dev:use()
+  local ok, e = pcall(cuda.event, {timing = false})
+  cur:use()
+  if not ok then error(e, 0) end
+  return e
+end
+
+local function stream_on(dev) return cuda.stream{device = dev.ordinal, non_blocking = true} end
+
+-- src (on stream sa) to dst (on stream sb, after sa's work so far): peer or local copies,
+-- or through hbuf (pinned, as many elements as dst) by the host
+local function move(t, src, sa, ev, dst, sb, hbuf)
+  if t == "host" then src:copy_to(hbuf, sa) end
+  ev:record(sa)
+  sb:wait(ev)
+  if t == "host" then dst:copy_from(hbuf, sb) else dst:copy_from(src, sb) end
+end
+
+local function pinned(dt, count) return cuda.host_array(dt, count, {pinned = true}) end
+
+-- the first bad pivot of several status words (each share's first), then cleared
+local function first_bad(words)
+  local first = 0
+  for _, w in ipairs(words) do
+    local s = core.read_word(w[1], w[2])
+    if s ~= 0 then
+      w[1]:fill(0, w[2])
+      if first == 0 or math.abs(s) < math.abs(first) then first = s end
+    end
+  end
+  return first
+end
+
+local function close_all(t)
+  for _, x in ipairs(t) do if x then x:close() end end
+end
+
+-- shares set up on the listed devices: each with its device, kernels and streams, the
+-- transport from the arrays' device, and the events it records
+local function shares_on(list, G, dev0, dt, info, peer)
+  local sh = {}
+  for g = 1, G do
+    local d = cuda.device(list[g])
+    local s = {g = g, dev = d, K = kernels(d, dt), S = stream_on(d), Q = stream_on(d),
+               ready = event_on(d), u = event_on(d), done = event_on(d)}
+    s.home = transport(info, peer, dev0.ordinal, d.ordinal)
+    sh[g] = s
+  end
+  for g = 1, G do for h = 1, G do transport(info, peer, sh[g].dev.ordinal, sh[h].dev.ordinal) end end
+  return sh
+end
+
+-- the start: the home stream (ours, on the arrays' device) after the caller's stream
+local function home_stream(dev0, ustream)
+  local HS = stream_on(dev0)
+  local ev = event_on(dev0)
+  ev:record(ustream)
+  HS:wait(ev)
+  return HS, ev
+end
+
+-- the end: the caller's stream after the home stream, which is waited for
+local function home_done(HS, ev, ustream)
+  ev:record(HS)
+  if ustream then ustream:wait(ev) end
+  HS:synchronize()
+end
+
+
+--[[
+** Blocked right-looking LU over G shares (MAGMA's multi-GPU getrf, one process): panel q
+** (nb columns) belongs to share q % G; each share keeps its columns in an n x nloc array L
+** (leading dimension nloc). For panel k, owned by o:
+**   Q_o (o's second stream) has factored it and packed it with its pivots into a send buffer
+**   (two, alternating), and recorded `ready`;
+**   each share's stream S waits for `ready`, copies the buffer (peer, local, or from o's
+**   pinned host copy), takes the pivots into its ipiv, applies the swaps to its columns (the
+**   owner: all but the panel's), solves its block row of U (trsm) and updates its trailing
+**   columns (gemm_sub);
+**   the owner of panel k + 1 updates that panel's columns first, records `u`, and its Q
+**   (after `u`) factors panel k + 1 and sends it while S goes on with the rest of step k:
+**   the look-ahead.
+** Every share waits for every panel, so a send buffer is written again (panel k + 2G) only
+** after every share took panel k (each owner between factored after its S took k; o's S
+** waited for them all, and o's Q waits for o's S); the pinned copy likewise (k + G).
+]]
+local function lu_multi(dev0, ustream, n, nb, dt, A, ipiv, pk, list, peer, info)
+  local P = ceil_div(n, nb)
+  local G = math.min(#list, P)   -- a share beyond the panels would have no columns
+  info.shares = G
+  local sh = shares_on(list, G, dev0, dt, info, peer)
+  local HS, hev = home_stream(dev0, ustream)
+  local make = pk == "columns" and panel_columns or panel_fused
+  local buf_size = nb + n * nb
+  local owned = {}
+  for g = 1, G do
+    local s = sh[g]
+    local nloc = 0
+    for q = g - 1, P - 1, G do nloc = nloc + math.min(nb, n - q * nb) end
+    s.nloc = nloc
+    s.status = core.scratch("solve_status", s.dev, s.Q, 1)
+    s.L = cuda.array(dt, n * nloc, {device = s.dev.ordinal})
+    s.ipiv = cuda.array("int32", n, {device = s.dev.ordinal})
+    s.SB = {cuda.array(dt, buf_size, {device = s.dev.ordinal}), cuda.array(dt, buf_size, {device = s.dev.ordinal})}
+    s.RB = cuda.array(dt, buf_size, {device = s.dev.ordinal})
+    s.factor = make(s.K, s.dev, s.Q, n, s.L, s.ipiv, s.status, nloc)
+    for h = 1, G do
+      if transport(info, peer, s.dev.ordinal, sh[h].dev.ordinal) == "host" then s.HB = s.HB or pinned(dt, buf_size) end
+    end
+    owned[#owned + 1] = s.L; owned[#owned + 1] = s.ipiv; owned[#owned + 1] = s.SB[1]
+    owned[#owned + 1] = s.SB[2]; owned[#owned + 1] = s.RB; owned[#owned + 1] = s.HB
+  end
+  -- local columns of share s in the panels before panel q
+  local function lstart(s, q)
+    if q >= P then return s.nloc end
+    local c = q - (s.g - 1)
+    return c <= 0 and 0 or ceil_div(c, G) * nb
+  end
+
+  -- distribute: each share's columns packed on the arrays' device (into its L when it is there)
+  local cyclic = kernels(dev0, dt)("cyclic")
+  for _, s in ipairs(sh) do
+    local count = n * s.nloc
+    if s.home == "local" then
+      cyclic:launch({grid = grid_for(count, 256, dev0), block = 256, stream = HS}, n, nb, G, s.g - 1, s.nloc, A, s.L, 0)
+      s.u:record(HS)   -- an event of device dev0 == s.dev
+      s.S:wait(s.u)
+    else
+      s.W = cuda.array(dt, count, {device = dev0.ordinal})
+      owned[#owned + 1] = s.W
+      if s.home == "host" then s.HW = pinned(dt, count); owned[#owned + 1] = s.HW end
+      cyclic:launch({grid = grid_for(count, 256, dev0), block = 256, stream = HS}, n, nb, G, s.g - 1, s.nloc, A, s.W, 0)
+      move(s.home, s.W, HS, hev, s.L, s.S, s.HW)
+    end
+    s.u:record(s.S)
+    s.Q:wait(s.u)
+  end
+
+  -- panel k on its owner's second stream: factored, packed with its pivots, sent to the host if need be
+  local function factor_and_send(k)
+    local o = sh[k % G + 1]
+    local j0 = k * nb
+    local jb = math.min(nb, n - j0)
+    local lc = lstart(o, k)
+    local buf = o.SB[(k // G) % 2 + 1]
+    o.factor(j0, jb, lc - j0)
+    local cnt = jb + (n - j0) * jb
+    o.K("panel_pack"):launch({grid = grid_for(cnt, 256, o.dev), block = 256, stream = o.Q},
+                             n, j0, jb, o.L, lc, o.nloc, o.ipiv, buf)
+    if o.HB then buf:view(1, cnt):copy_to(o.HB, o.Q) end
+    o.ready:record(o.Q)
+  end
+
+  factor_and_send(0)
+  for k = 0, P - 1 do
+    local o = sh[k % G + 1]
+    local j0 = k * nb
+    local jb = math.min(nb, n - j0)
+    local jend = j0 + jb
+    local cnt = jb + (n - j0) * jb
+    local nxt = k + 1 < P and sh[(k + 1) % G + 1] or nil
+    for _, s in ipairs(sh) do
+      local S, K, ld = s.S, s.K, s.nloc
+      S:wait(o.ready)
+      local buf
+      if s == o then buf = o.SB[(k // G) % 2 + 1]
+      else
+        local t = transport(info, peer, o.dev.ordinal, s.dev.ordinal)
+        if t == "host" then s.RB:copy_from(o.HB, S)
+        else s.RB:view(1, cnt):copy_from(o.SB[(k // G) % 2 + 1]:view(1, cnt), S) end
+        K("panel_pivots"):launch({grid = 1, block = 128, stream = S}, j0, jb, s.RB, s.ipiv)
+        buf = s.RB
+      end
+      local lo, hi = 0, 0
+      if s == o then lo = lstart(o, k); hi = lo + jb end
+      if ld - (hi - lo) > 0 then
+        K("laswp"):launch({grid = grid_for(ld - (hi - lo), 256, s.dev), block = 256, stream = S},
+                          ld, ld, lo, hi, j0, jend, s.ipiv, s.L)
+      end
+      -- local columns [c0, c1): U's block row, then the trailing update
+      local function update(c0, c1)
+        if c1 <= c0 then return end
+        trsm(K, "lower", S, jb, c1 - c0, buf, jb, jb, s.L, j0 * ld + c0, ld)
+        gemm_sub(K, dt, S, n - jend, c1 - c0, jb, buf, jb + jb * jb, jb, s.L, j0 * ld + c0, ld,
+                 s.L, jend * ld + c0, ld)
+      end
+      local lt = lstart(s, k + 1)
+      if s == nxt then
+        local lt1 = lstart(s, k + 2)   -- panel k + 1's columns: [lt, lt1)
+        update(lt, lt1)
+        s.u:record(S)
+        s.Q:wait(s.u)
+        factor_and_send(k + 1)
+        update(lt1, ld)
+      else
+        update(lt, ld)
+      end
+    end
+  end
+
+  -- gather the columns back into A, and share 1's pivots (every share has them all)
+  local ipiv_hbuf = sh[1].home == "host" and pinned("int32", n) or nil
+  for _, s in ipairs(sh) do
+    if s.home == "local" then
+      s.done:record(s.S)
+      HS:wait(s.done)
+      cyclic:launch({grid = grid_for(n * s.nloc, 256, dev0), block = 256, stream = HS}, n, nb, G, s.g - 1, s.nloc, A, s.L, 1)
+    else
+      move(s.home, s.L, s.S, s.done, s.W, HS, s.HW)
+      cyclic:launch({grid = grid_for(n * s.nloc, 256, dev0), block = 256, stream = HS}, n, nb, G, s.g - 1, s.nloc, A, s.W, 1)
+    end
+  end
+  move(sh[1].home, sh[1].ipiv, sh[1].S, sh[1].u, ipiv:view(1, n), HS, ipiv_hbuf)
+  home_done(HS, hev, ustream)
+  local words = {}
+  for _, s in ipairs(sh) do words[#words + 1] = {s.status, s.Q} end
+  close_all(owned)
+  if ipiv_hbuf then ipiv_hbuf:close() end
+  return first_bad(words)
+end
+
+
+--[[
+** Seed 003's P2P program: the transposed augmented matrix ABT's rows (the columns of
+** [A | B]) split in contiguous parts, one a share. For each column p the share that holds
+** it finds the pivot and the multipliers (seed_pivot) and broadcasts them, the pivot row's
+** number and the n multipliers, to the others by peer copies (or the host); every share
+** then swaps and eliminates its own columns. The owner waits until the others took the
+** last step's broadcast before it writes the next one (the seed's cudaMemcpyPeer, which
+** waits too). ABT (ncols x n, on the arrays' device) is reduced in place, the pivots into ipiv.
+]]
+local function seed_multi(dev0, ustream, n, ncols, dt, ABT, ipiv, lu, list, peer, info)
+  local G = math.min(#list, ncols)
+  info.shares = G
+  local sh = shares_on(list, G, dev0, dt, info, peer)
+  local HS, hev = home_stream(dev0, ustream)
+  local owned = {}
+  for g = 1, G do
+    local s = sh[g]
+    local o = s.dev.ordinal
+    s.c0, s.c1 = (g - 1) * ncols // G, g * ncols // G
+    local w = s.c1 - s.c0
+    s.w = w
+    s.X = cuda.array(dt, w * n, {device = o})
+    s.ipiv = cuda.array("int32", n, {device = o})
+    s.mult = cuda.array(dt, n, {device = o})
+    s.prow = cuda.array(dt, w, {device = o})
+    s.status = core.scratch("solve_status", s.dev, s.S, 1)
+    s.recv = event_on(s.dev)
+    if s.home == "host" then s.HW = pinned(dt, w * n) end
+    for h = 1, G do
+      if transport(info, peer, o, sh[h].dev.ordinal) == "host" then
+        s.HI = s.HI or pinned("int32", 1)
+        s.HM = s.HM or pinned(dt, n)
+      end
+    end
+    owned[#owned + 1] = s.X; owned[#owned + 1] = s.ipiv; owned[#owned + 1] = s.mult; owned[#owned + 1] = s.prow
+    owned[#owned + 1] = s.HW; owned[#owned + 1] = s.HI; owned[#owned + 1] = s.HM
+  end
+  for _, s in ipairs(sh) do
+    move(s.home, ABT:view(s.c0 * n + 1, s.w * n), HS, hev, s.X, s.S, s.HW)
+  end
+  local owner = 1
+  for p = 0, n - 1 do
+    while p >= sh[owner].c1 do owner = owner + 1 end
+    local o = sh[owner]
+    if p > 0 then
+      for _, s in ipairs(sh) do if s ~= o then o.S:wait(s.recv) end end
+    end
+    o.K("seed_pivot"):launch({grid = 1, block = 1024, stream = o.S}, n, o.c0, p, lu, o.X, o.ipiv, o.mult, o.status)
+    if o.HI then
+      o.ipiv:view(p + 1, 1):copy_to(o.HI, o.S)
+      o.mult:copy_to(o.HM, o.S)
+    end
+    o.ready:record(o.S)
+    for _, s in ipairs(sh) do
+      if s ~= o then
+        s.S:wait(o.ready)
+        if transport(info, peer, o.dev.ordinal, s.dev.ordinal) == "host" then
+          s.ipiv:view(p + 1, 1):copy_from(o.HI, s.S)
+          s.mult:copy_from(o.HM, s.S)
+        else
+          s.ipiv:view(p + 1, 1):copy_from(o.ipiv:view(p + 1, 1), s.S)
+          s.mult:copy_from(o.mult, s.S)
+        end
+        s.recv:record(s.S)
+      end
+    end
+    local lo = lu == 1 and p + 1 or 0
+    for _, s in ipairs(sh) do
+      s.K("seed_extract"):launch({grid = grid_for(s.w, 256, s.dev), block = 256, stream = s.S},
+                                 n, s.w, p, s.ipiv, s.X, s.prow)
+      local first = math.max(p - s.c0, 0)
+      if n - lo > 0 and s.w - first > 0 then
+        s.K("seed_eliminate"):launch({grid = {ceil_div(n - lo, 256), math.min(s.w - first, 65535)}, block = 256, stream = s.S},
+                                     n, s.w, s.c0, p, lu, s.X, s.mult, s.prow)
+      end
+    end
+  end
+  for _, s in ipairs(sh) do
+    move(s.home, s.X, s.S, s.done, ABT:view(s.c0 * n + 1, s.w * n), HS, s.HW)
+  end
+  local ipiv_hbuf = sh[1].home == "host" and pinned("int32", n) or nil
+  move(sh[1].home, sh[1].ipiv, sh[1].S, sh[1].u, ipiv:view(1, n), HS, ipiv_hbuf)
+  home_done(HS, hev, ustream)
+  local words = {}
+  for _, s in ipairs(sh) do words[#words + 1] = {s.status, s.S} end
+  close_all(owned)
+  if ipiv_hbuf then ipiv_hbuf:close() end
+  return first_bad(words)
+end
+
+-- }======================================================
+
+
 -- {====================================================== lu, lu_solve, solve
 
-local lu_options = {"stream", "method", "block", "panel", "devices"}
+local lu_options = {"stream", "method", "block", "panel", "devices", "peer"}
 
--- cuda.catalog.lu(A [, opts]) -> ipiv (int32, n, 1-based): P*A = L*U in place
+-- the devices list (checked), whether it asks for the several-GPU path (anything but
+-- the arrays' device alone), and the info result
+local function devices_plan(list, dev)
+  local multi = list ~= nil and not (#list == 1 and list[1] == dev.ordinal)
+  return multi, new_info(list or {dev.ordinal})
+end
+
+-- cuda.catalog.lu(A [, opts]) -> ipiv (int32, n, 1-based), info: P*A = L*U in place
 --   opts: method ("lu" | "seed"), block (panel width 1..128), panel ("fused": one
---         launch a panel, the default | "columns": a launch a column), stream, devices
+--         launch a panel, the default | "columns": a launch a column), stream,
+--         devices (a list of ordinals: several GPUs), peer (false: stage through the host)
+--   info: devices (the list), shares, transfer ("local" | "peer" | "host"), pairs, why
 function M.lu(A, opts)
   local fname = "lu"
   opts = core.options(fname, opts, lu_options)
+  local list = check_devices(fname, opts)
   local n = square(fname, "A", A)
   local dev = A.device
   local stream = core.check_stream(fname, opts.stream, dev)
   local method, nb, pk = check_method(fname, opts), check_block(fname, opts), check_panel(fname, opts)
-  check_devices(fname, opts, dev)
+  local multi, info = devices_plan(list, dev)
   local dt = A.dtype
   local K = kernels(dev, dt)
   local ipiv = cuda.array("int32", math.max(n, 1), {device = dev.ordinal})
-  if n == 0 then return ipiv end
+  if n == 0 then return ipiv, info end
   local status = core.scratch("solve_status", dev, stream, 1)
   check_finite(fname, K, dev, stream, status, "A", A, n * n)
   if method == "seed" then
     local ABT = cuda.array(dt, n * n, {device = dev.ordinal})
-    local mult, prow = cuda.array(dt, n, {device = dev.ordinal}), cuda.array(dt, n, {device = dev.ordinal})
     transpose(K, stream, n, n, A, 0, n, ABT, 0, n)
+    if multi then
+      local bad = seed_multi(dev, stream, n, n, dt, ABT, ipiv, 1, list, opts.peer, info)
+      transpose(K, stream, n, n, ABT, 0, n, A, 0, n)
+      ABT:close()
+      pivot_verdict(fname, bad)
+      return ipiv, info
+    end
+    local mult, prow = cuda.array(dt, n, {device = dev.ordinal}), cuda.array(dt, n, {device = dev.ordinal})
     seed_eliminate(K, dev, stream, n, n, ABT, ipiv, status, 1, mult, prow)
     transpose(K, stream, n, n, ABT, 0, n, A, 0, n)
+  elseif multi then
+    pivot_verdict(fname, lu_multi(dev, stream, n, nb, dt, A, ipiv, pk, list, opts.peer, info))
+    return ipiv, info
   else
     lu_blocked(K, dev, stream, n, nb, A, ipiv, status, pk)
   end
   check_pivots(fname, stream, status)
-  return ipiv
+  return ipiv, info
 end
 
 -- permute B's rows by the pivots, then the two blocked triangular solves
@@ -324,43 +734,51 @@ function M.lu_solve(LU, ipiv, B, opts)
   return B
 end
 
-local solve_options = {"stream", "method", "block", "panel", "overwrite", "devices"}
+local solve_options = {"stream", "method", "block", "panel", "overwrite", "devices", "peer"}
 
--- cuda.catalog.solve(A, B [, opts]) -> X, ipiv: A X = B. A and B are left as they were (X is a
--- new array shaped as B) unless overwrite = true: then A holds the factors and X is B.
+-- cuda.catalog.solve(A, B [, opts]) -> X, ipiv, info: A X = B. A and B are left as they were
+-- (X is a new array shaped as B) unless overwrite = true: then A holds the factors and X is B.
 --   opts: method ("lu" | "seed": the seed's Gauss-Jordan on [A | B], no ipiv), block, panel
---         (as lu's), stream, overwrite, devices
+--         (as lu's), stream, overwrite, devices and peer (as lu's: the factorization, or the
+--         seed's elimination, spread over them; lu_solve's substitutions on the arrays' device)
 function M.solve(A, B, opts)
   local fname = "solve"
   opts = core.options(fname, opts, solve_options)
+  local list = check_devices(fname, opts)
   local n = square(fname, "A", A)
   local k = rhs(fname, B, n, A.dtype)
   local dev = core.same_device(fname, {"A", "B"}, A, B)
   local stream = core.check_stream(fname, opts.stream, dev)
   local method, nb, pk = check_method(fname, opts), check_block(fname, opts), check_panel(fname, opts)
-  check_devices(fname, opts, dev)
   if opts.overwrite ~= nil and type(opts.overwrite) ~= "boolean" then
     fail(fname, "overwrite must be a boolean, got %s", type(opts.overwrite))
   end
+  local multi, info = devices_plan(list, dev)
   local dt = A.dtype
   local K = kernels(dev, dt)
   local X = B
   if not opts.overwrite then X = cuda.array(dt, #B.shape == 2 and B.shape or #B, {device = dev.ordinal}) end
   local ipiv = cuda.array("int32", math.max(n, 1), {device = dev.ordinal})
-  if n == 0 then return X, ipiv end
+  if n == 0 then return X, ipiv, info end
   local status = core.scratch("solve_status", dev, stream, 1)
   check_finite(fname, K, dev, stream, status, "A", A, n * n)
   check_finite(fname, K, dev, stream, status, "B", B, n * k)
   if method == "seed" then
     local ncols = n + k
     local ABT = cuda.array(dt, ncols * n, {device = dev.ordinal})
-    local mult, prow = cuda.array(dt, n, {device = dev.ordinal}), cuda.array(dt, ncols, {device = dev.ordinal})
     transpose(K, stream, n, n, A, 0, n, ABT, 0, n)
     transpose(K, stream, n, k, B, 0, k, ABT, n * n, n)
+    if multi then
+      local bad = seed_multi(dev, stream, n, ncols, dt, ABT, ipiv, 0, list, opts.peer, info)
+      K("seed_divide"):launch({grid = grid_for(n * k, 256, dev), block = 256, stream = stream}, n, k, ABT, X)
+      pivot_verdict(fname, bad)
+      return X, ipiv, info
+    end
+    local mult, prow = cuda.array(dt, n, {device = dev.ordinal}), cuda.array(dt, ncols, {device = dev.ordinal})
     seed_eliminate(K, dev, stream, n, ncols, ABT, ipiv, status, 0, mult, prow)
     K("seed_divide"):launch({grid = grid_for(n * k, 256, dev), block = 256, stream = stream}, n, k, ABT, X)
     check_pivots(fname, stream, status)
-    return X, ipiv
+    return X, ipiv, info
   end
   local LU = A
   if not opts.overwrite then
@@ -368,10 +786,14 @@ function M.solve(A, B, opts)
     copy(K, dev, stream, n * n, A, LU)
     copy(K, dev, stream, n * k, B, X)
   end
-  lu_blocked(K, dev, stream, n, nb, LU, ipiv, status, pk)
-  check_pivots(fname, stream, status)
+  if multi then
+    pivot_verdict(fname, lu_multi(dev, stream, n, nb, dt, LU, ipiv, pk, list, opts.peer, info))
+  else
+    lu_blocked(K, dev, stream, n, nb, LU, ipiv, status, pk)
+    check_pivots(fname, stream, status)
+  end
   solve_factored(K, dev, stream, n, k, nb, LU, ipiv, X)
-  return X, ipiv
+  return X, ipiv, info
 end
 
 -- }======================================================
@@ -392,7 +814,7 @@ M.info = {
   dtypes = {"float32", "float64"},
   knobs = {block = "panel width 1.." .. MAXBLOCK .. " (default " .. DEFAULT_BLOCK .. ")",
            panel = "fused (one launch a panel, the default) | columns (a launch a column)",
-           devices = "one device only, for now"},
+           devices = "a list of device ordinals (repeats: shares of one GPU); peer = false stages through the host"},
   default = "lu",
 }
 

@@ -1,0 +1,253 @@
+-- cuda.catalog.lu and solve with devices = {...}, without a GPU: lua/catalog/solve.lua's own
+-- several-GPU drivers (block-cyclic LU with look-ahead, the seed's P2P elimination) run on a
+-- mock of cuda and the catalog core whose kernels are plain Lua and whose streams run in the
+-- order the work is queued (a valid order, since every wait is on an event recorded before
+-- it). The pivots, factors and solutions must equal the one-device run's, over shares of one
+-- device, three devices with and without peer access, peer = false, more shares than panels,
+-- and odd sizes. This checks the indexing and the data each share gets; the GPU runs in
+-- t/030-solve.t check the streams and events.
+local T = require "culua.tap"
+local srcdir = os.getenv("CULUA_SRCDIR") or "."
+local SRC = srcdir .. "/lua/catalog/solve.lua"
+local PEER = true
+local Arr = {}
+Arr.__index = Arr
+Arr.__len = function (a) return a.n end
+local function newarr(dt, n, dev, shape)
+  local d = {}
+  for i = 0, n - 1 do d[i] = 0 end
+  return setmetatable({data = d, off = 0, n = n, dtype = dt, device = dev, shape = shape or {n}, kind = "cuda.array"}, Arr)
+end
+function Arr:view(first, count)
+  assert(first >= 1 and first - 1 + count <= self.n, "view out of range")
+  return setmetatable({data = self.data, off = self.off + first - 1, n = count, dtype = self.dtype, device = self.device, shape = {count}, kind = self.kind}, Arr)
+end
+local function cp(src, dst)
+  assert(not dst.closed and not src.closed, "closed")
+  assert(src.dtype == dst.dtype, "dtype")
+  assert(src.n <= dst.n, ("%d elements do not fit in %d"):format(src.n, dst.n))
+  for i = 0, src.n - 1 do dst.data[dst.off + i] = src.data[src.off + i] end
+end
+function Arr:copy_from(src, s) cp(src, self); return self end
+function Arr:copy_to(dst, s) cp(self, dst); return dst end
+function Arr:fill(v) for i = 0, self.n - 1 do self.data[self.off + i] = v end return self end
+function Arr:close() self.closed = true end
+local devs = {}
+local cur = 0
+local function device(o)
+  o = o or cur
+  devs[o] = devs[o] or {ordinal = o, major = 9, minor = 0,
+    can_access_peer = function (self, other) return PEER end,
+    enable_peer_access = function () end,
+    use = function (self) cur = self.ordinal end}
+  return devs[o]
+end
+local cuda = {}
+cuda.device = device
+cuda.device_count = function () return 3 end
+cuda.array = function (dt, shape, opts)
+  local n = type(shape) == "table" and shape[1] * shape[2] or shape
+  return newarr(dt, n, device(opts and opts.device), type(shape) == "table" and shape or {n})
+end
+cuda.host_array = function (dt, n, opts) local a = newarr(dt, n, nil); a.kind = "cuda.hostarray"; return a end
+cuda.stream = function (o) return {kind = "cuda.stream", device = device(o and o.device), wait = function () end, synchronize = function () end} end
+cuda.event = function () return {record = function () end} end
+cuda.type = function (x) return type(x) == "table" and x.kind or nil end
+cuda._catalog = {}
+
+local function E(a, i) return a.data[a.off + i] end
+local function S(a, i, v) assert(i >= 0 and i < a.n, "index " .. i .. " out of " .. a.n); a.data[a.off + i] = v end
+local K = {}
+K.check = function (count, x, st) end
+K.panel_fused = function (n, j0, jb, A, ld, coff, ipiv, status, part, bar)
+  local function at(r, c) return r * ld + c + coff end
+  for j = j0, j0 + jb - 1 do
+    local p, best = j, -1
+    for r = j, n - 1 do local m = math.abs(E(A, at(r, j))); if m > best then best, p = m, r end end
+    S(ipiv, j, p + 1)
+    local pv = E(A, at(p, j))
+    if pv == 0 and E(status, 0) == 0 then S(status, 0, j + 1) end
+    for c = j0, j0 + jb - 1 do local a, b = E(A, at(j, c)), E(A, at(p, c)); S(A, at(j, c), b); S(A, at(p, c), a) end
+    for r = j + 1, n - 1 do
+      local l = pv ~= 0 and E(A, at(r, j)) / pv or 0
+      if pv ~= 0 then S(A, at(r, j), l) end
+      for c = j + 1, j0 + jb - 1 do S(A, at(r, c), E(A, at(r, c)) - l * E(A, at(j, c))) end
+    end
+  end
+end
+K.laswp = function (ncols, ld, lo, hi, i0, i1, ipiv, X)
+  for c = 0, ncols - 1 do
+    if not (c >= lo and c < hi) then
+      for i = i0, i1 - 1 do
+        local p = E(ipiv, i) - 1
+        if p ~= i then local a = E(X, i * ld + c); S(X, i * ld + c, E(X, p * ld + c)); S(X, p * ld + c, a) end
+      end
+    end
+  end
+end
+K.trsm_lower = function (jb, ncols, T, toff, ldt, X, xoff, ldx)
+  for c = 0, ncols - 1 do
+    for k = 0, jb - 2 do
+      local xk = E(X, xoff + k * ldx + c)
+      for i = k + 1, jb - 1 do S(X, xoff + i * ldx + c, E(X, xoff + i * ldx + c) - E(T, toff + i * ldt + k) * xk) end
+    end
+  end
+end
+K.trsm_upper = function (jb, ncols, T, toff, ldt, X, xoff, ldx)
+  for c = 0, ncols - 1 do
+    for k = jb - 1, 0, -1 do
+      S(X, xoff + k * ldx + c, E(X, xoff + k * ldx + c) / E(T, toff + k * ldt + k))
+      local xk = E(X, xoff + k * ldx + c)
+      for i = 0, k - 1 do S(X, xoff + i * ldx + c, E(X, xoff + i * ldx + c) - E(T, toff + i * ldt + k) * xk) end
+    end
+  end
+end
+K.gemm = function (m, nn, k, A, aoff, lda, B, boff, ldb, C, coff, ldc)
+  for r = 0, m - 1 do for c = 0, nn - 1 do
+    local acc = 0
+    for q = 0, k - 1 do acc = acc + E(A, aoff + r * lda + q) * E(B, boff + q * ldb + c) end
+    S(C, coff + r * ldc + c, E(C, coff + r * ldc + c) - acc)
+  end end
+end
+K.cyclic = function (n, nb, G, g, nloc, A, X, back)
+  for r = 0, n - 1 do for lc = 0, nloc - 1 do
+    local gc = ((lc // nb) * G + g) * nb + lc % nb
+    assert(gc < n)
+    if back == 1 then S(A, r * n + gc, E(X, r * nloc + lc)) else S(X, r * nloc + lc, E(A, r * n + gc)) end
+  end end
+end
+K.panel_pack = function (n, j0, jb, A, aoff, ld, ipiv, buf)
+  for i = 0, jb - 1 do S(buf, i, E(ipiv, j0 + i)) end
+  for r = j0, n - 1 do for c = 0, jb - 1 do S(buf, jb + (r - j0) * jb + c, E(A, aoff + r * ld + c)) end end
+end
+K.panel_pivots = function (j0, jb, buf, ipiv) for i = 0, jb - 1 do S(ipiv, j0 + i, E(buf, i)) end end
+K.transpose = function (rows, cols, src, soff, lds, dst, doff, ldd)
+  for r = 0, rows - 1 do for c = 0, cols - 1 do S(dst, doff + c * ldd + r, E(src, soff + r * lds + c)) end end
+end
+K.copy = function (count, src, dst) for i = 0, count - 1 do S(dst, i, E(src, i)) end end
+K.permutation = function (n, ipiv, perm)
+  for i = 0, n - 1 do S(perm, i, i) end
+  for i = 0, n - 1 do local p = E(ipiv, i) - 1; local a = E(perm, i); S(perm, i, E(perm, p)); S(perm, p, a) end
+end
+K.gather = function (n, k, perm, B, W) for i = 0, n - 1 do for c = 0, k - 1 do S(W, i * k + c, E(B, E(perm, i) * k + c)) end end end
+K.seed_pivot = function (n, c0, p, lu, ABT, ipiv, mult, status)
+  local col = (p - c0) * n
+  local bi, best = p, -1
+  for r = p, n - 1 do local m = math.abs(E(ABT, col + r)); if m > best then best, bi = m, r end end
+  S(ipiv, p, bi + 1)
+  local pv = E(ABT, col + bi)
+  if pv == 0 and E(status, 0) == 0 then S(status, 0, p + 1) end
+  for r = (lu == 1 and p + 1 or 0), n - 1 do
+    local src = r == p and bi or (r == bi and p or r)
+    S(mult, r, (r == p or pv == 0) and 0 or E(ABT, col + src) / pv)
+  end
+end
+K.seed_extract = function (n, ncols, p, ipiv, ABT, prow)
+  local piv = E(ipiv, p) - 1
+  for c = 0, ncols - 1 do
+    local a, b = E(ABT, c * n + p), E(ABT, c * n + piv)
+    S(ABT, c * n + p, b); S(ABT, c * n + piv, a); S(prow, c, b)
+  end
+end
+K.seed_eliminate = function (n, ncols, c0, p, lu, ABT, mult, prow)
+  for r = (lu == 1 and p + 1 or 0), n - 1 do
+    if r ~= p then
+      local m = E(mult, r)
+      for c = math.max(p - c0, 0), ncols - 1 do
+        if c + c0 == p then S(ABT, c * n + r, lu == 1 and m or 0)
+        else S(ABT, c * n + r, E(ABT, c * n + r) - m * E(prow, c)) end
+      end
+    end
+  end
+end
+K.seed_divide = function (n, k, ABT, X)
+  for r = 0, n - 1 do for j = 0, k - 1 do S(X, r * k + j, E(ABT, (n + j) * n + r) / E(ABT, r * n + r)) end end
+end
+
+local launches = 0
+local function kernel(file, name, defines, dev)
+  local base = name:gsub("^culua_solve_", ""):gsub("_f32$", ""):gsub("_f64$", "")
+  local f = assert(K[base], "no mock kernel " .. base)
+  return {launch = function (self, cfg, ...)
+            launches = launches + 1
+            for i, a in ipairs{...} do if type(a) == "table" and a.closed then error("closed array passed to " .. base) end end
+            return f(...)
+          end,
+          max_cooperative_grid = function () return 4 end}
+end
+
+local core = {}
+function core.fail(fname, fmt, ...) error(("cuda.catalog.%s: " .. fmt):format(fname, ...), 2) end
+function core.ceil_div(a, b) return (a + b - 1) // b end
+function core.check_array(f, w, x) return x end
+function core.dtype_of(f, w, x) return x.dtype end
+function core.one_of(f, w, v) return v end
+function core.options(f, o) return o or {} end
+function core.same_device(f, names, a) return a.device end
+function core.check_stream(f, s) return s end
+function core.scratch_kind() end
+function core.scratch(kind, dev, stream, n)
+  local dt = kind:match("float64") and "float64" or "int32"
+  return newarr(dt, math.max(n, 1), dev)
+end
+core.kernel = kernel
+function core.sm_count() return 4 end
+function core.read_word(w) return E(w, 0) end
+function core.device_state() return {} end
+
+local mods = {cuda = cuda, ["culua.catalog.core"] = core}
+local env = setmetatable({require = function (m) return assert(mods[m], m) end}, {__index = _G})
+local M = assert(loadfile(SRC, "t", env))()
+
+-- reference: unblocked LU with partial pivoting, the same arithmetic order per element roughly
+local function rand_matrix(n, seed)
+  local x = seed
+  local t = {}
+  for i = 0, n * n - 1 do x = (x * 1103515245 + 12345) % 2147483648; t[i] = x / 2147483648 * 2 - 1 end
+  return t
+end
+local function mkA(n, t)
+  local A = cuda.array("float64", {n, n}, {device = 0})
+  for i = 0, n * n - 1 do A.data[i] = t[i] end
+  return A
+end
+local function check(n, nb, devices, method, peer)
+  local t = rand_matrix(n, n * 7 + nb)
+  local A1 = mkA(n, t)
+  local p1 = M.lu(A1, {block = nb, method = method})
+  local A2 = mkA(n, t)
+  local p2, info = M.lu(A2, {block = nb, devices = devices, method = method, peer = peer})
+  local bad = false
+  for i = 0, n - 1 do if p1.data[i] ~= p2.data[i] then bad = ("ipiv[%d] %s vs %s"):format(i, p1.data[i], p2.data[i]); break end end
+  local d = 0
+  for i = 0, n * n - 1 do d = math.max(d, math.abs(A1.data[i] - A2.data[i])) end
+  if d > 1e-9 then bad = (bad or "") .. " factors differ by " .. d end
+  -- solve
+  local B = cuda.array("float64", {n, 2}, {device = 0})
+  for i = 0, 2 * n - 1 do B.data[i] = (i % 7) / 7 - 0.3 end
+  local A3 = mkA(n, t)
+  local X1 = M.solve(A3, B, {block = nb, method = method})
+  local X2, _, sinfo = M.solve(A3, B, {block = nb, method = method, devices = devices, peer = peer})
+  local dx = 0
+  for i = 0, 2 * n - 1 do dx = math.max(dx, math.abs(X1.data[i] - X2.data[i])) end
+  if dx > 1e-8 then bad = (bad or "") .. " solve differs by " .. dx end
+  local what = ("n %d nb %d devices {%s} %s peer %s: transfer %s/%s shares %d"):format(n, nb, table.concat(devices, ","), method, tostring(peer), info.transfer, sinfo.transfer, info.shares)
+  if not T.ok(not bad, what) then T.diag(bad) end
+end
+for _, peer in ipairs{true, false} do
+PEER = peer
+T.diag(peer and "devices with peer access" or "devices without peer access")
+for _, m in ipairs{"lu", "seed"} do
+  check(13, 4, {0, 0}, m)
+  check(13, 4, {0, 0, 0}, m, false)
+  check(20, 3, {0, 1, 2}, m)
+  check(20, 3, {1, 0}, m, false)
+  check(17, 5, {2}, m)
+  check(9, 16, {0, 1}, m)
+  check(25, 2, {0, 1, 0, 2, 1}, m)
+  check(6, 1, {0, 1, 2, 0, 1, 2, 0, 1}, m)
+end
+end
+-- the checks come before any array
+T.error_like(function () M.lu(nil, {devices = {}}) end, "cuda%.catalog%.lu: devices is an empty list", "an empty devices list")
+T.done_testing()
