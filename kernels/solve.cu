@@ -300,6 +300,161 @@ __device__ void panel_fused (int n, int j0, int jb, T *A, int ld, int coff, int 
   }
 }
 
+/* a post's header word: release after the post's values, acquire before reading them */
+__device__ __forceinline__ void post_header (unsigned long long *p, unsigned long long v) {
+  asm volatile("st.release.gpu.global.u64 [%0], %1;" :: "l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ unsigned long long read_header (const unsigned long long *p) {
+  unsigned long long v;
+  asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+
+/*
+** The fused panel with its rows in shared memory: the same steps as
+** panel_fused, but each block reads its rows of the panel once, keeps them
+** in shared memory for the whole launch and writes them back at the end,
+** and the blocks meet through posts instead of a grid barrier. Block b owns
+** rows j0 + b + G*k (k = 0, 1, ...: the k-th at rows[k * jb]), so a column's
+** elimination and the next pivot search touch only shared memory; what
+** crosses blocks each column is a post a block (its best candidate's
+** magnitude, row and panel values) and row j's values from its owner.
+**
+** A post is its values, then a header word written with release order:
+** the column's tag (j + 1) in the high half, the candidate's row in the low
+** one, its magnitude in the word before. Each block waits for all G headers
+** of the column with acquire loads (a thread a block, in parallel), so one
+** round trip through L2 replaces the barrier and the read of the posts. The
+** host zeroes the headers before a factorization, and tags only grow within
+** one. Two halves of `part` alternate by the parity of j, as in
+** panel_fused: a block posts column j + 2 only after it has seen every
+** block's post of j + 1, which each made after it was done with column j.
+**
+** part, a half: 2 * (G + 1) header words (slot G: row j), then G + 1 slots
+** of MAXBLOCK values (as doubles). The rows take R * jb * sizeof(T) bytes of
+** dynamic shared memory, R = ceil((n - j0) / G).
+*/
+template <typename T>
+__device__ void panel_shared (int n, int j0, int jb, T *A, int ld, int coff, int *ipiv, int *status, double *part) {
+  extern __shared__ __align__(16) unsigned char panel_smem[];
+  T *rows = (T *)panel_smem;
+  __shared__ T prow[MAXBLOCK], jrow[MAXBLOCK];
+  __shared__ double wv[PANEL_WARPS];
+  __shared__ int wi[PANEL_WARPS];
+  __shared__ int s_row, s_piv;
+  __shared__ double s_best;
+  const int G = gridDim.x, b = blockIdx.x, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int R = (n - j0 - b + G - 1) / G;   /* rows j0 + b + G*k < n */
+  for (int e = tid; e < R * jb; e += blockDim.x) {
+    int k = e / jb, c = e - k * jb;
+    rows[e] = A[(size_t)(j0 + b + (size_t)G * k) * ld + (coff + j0 + c)];
+  }
+  __syncthreads();
+  for (int j = j0; j < j0 + jb; j++) {
+    const int cj = j - j0;
+    unsigned long long *head = (unsigned long long *)(part + (size_t)(j & 1) * (G + 1) * PANEL_SLOT);
+    T *vals = (T *)(part + (size_t)(j & 1) * (G + 1) * PANEL_SLOT + 2 * (G + 1));
+    const unsigned long long tag = (unsigned long long)(j + 1) << 32;
+    const int kfirst = cj <= b ? 0 : (cj - b + G - 1) / G;   /* the first row >= j */
+    /* the block's best candidate of column j */
+    double best = -1.0;
+    int bi = n;
+    for (int k = kfirst + tid; k < R; k += blockDim.x) {
+      double m = magnitude(rows[k * jb + cj]);
+      int r = j0 + b + G * k;
+      if (better(m, r, best, bi)) { best = m; bi = r; }
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+      double v = __shfl_down_sync(0xffffffffu, best, o);
+      int i = __shfl_down_sync(0xffffffffu, bi, o);
+      if (better(v, i, best, bi)) { best = v; bi = i; }
+    }
+    if (lane == 0) { wv[warp] = best; wi[warp] = bi; }
+    __syncthreads();
+    if (tid == 0) {
+      for (int w = 1; w < PANEL_WARPS; w++)
+        if (better(wv[w], wi[w], best, bi)) { best = wv[w]; bi = wi[w]; }
+      s_row = bi;
+      s_best = best;
+    }
+    __syncthreads();
+    /* post it (its values first), and row j's values from its owner */
+    const int mine = s_row;
+    if (mine < n)
+      for (int c = tid; c < jb; c += blockDim.x) vals[(size_t)b * MAXBLOCK + c] = rows[((mine - j0) / G) * jb + c];
+    const bool ownj = cj % G == b;
+    if (ownj)
+      for (int c = tid; c < jb; c += blockDim.x) vals[(size_t)G * MAXBLOCK + c] = rows[(cj / G) * jb + c];
+    __threadfence();
+    __syncthreads();
+    if (tid == 0) {
+      ((double *)head)[2 * b] = s_best;
+      post_header(head + 2 * b + 1, tag | (unsigned)mine);
+      if (ownj) post_header(head + 2 * G + 1, tag | (unsigned)j);
+    }
+    /* every block's post: a thread a block waits for it */
+    best = -1.0;
+    bi = n;
+    for (int t = tid; t < G; t += blockDim.x) {
+      unsigned long long h;
+      for (int spins = 0; ((h = read_header(head + 2 * t + 1)) & ~0xffffffffull) != tag; spins++)
+        if (spins > 8) __nanosleep(32);
+      best = __ldcg((const double *)head + 2 * t);
+      bi = (int)(unsigned)h;
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+      double v = __shfl_down_sync(0xffffffffu, best, o);
+      int i = __shfl_down_sync(0xffffffffu, bi, o);
+      if (better(v, i, best, bi)) { best = v; bi = i; }
+    }
+    if (lane == 0) { wv[warp] = best; wi[warp] = bi; }
+    __syncthreads();
+    if (tid == 0) {
+      for (int w = 1; w < PANEL_WARPS; w++)
+        if (better(wv[w], wi[w], best, bi)) { best = wv[w]; bi = wi[w]; }
+      s_piv = bi < n ? bi : j;   /* bi < n always: row j is a candidate */
+    }
+    __syncthreads();
+    const int p = s_piv, owner = (p - j0) % G;
+    const bool ownp = owner == b && p != j;
+    if (ownp && tid == 0)   /* row j's old values: its owner's post */
+      for (int spins = 0; (read_header(head + 2 * G + 1) & ~0xffffffffull) != tag; spins++)
+        if (spins > 8) __nanosleep(32);
+    __syncthreads();
+    for (int c = tid; c < jb; c += blockDim.x) {
+      prow[c] = __ldcg(vals + (size_t)owner * MAXBLOCK + c);
+      if (ownp) jrow[c] = __ldcg(vals + (size_t)G * MAXBLOCK + c);
+    }
+    __syncthreads();
+    const T pv = prow[cj];
+    if (b == 0 && tid == 0) {
+      ipiv[j] = p + 1;
+      note_pivot(status, j, pv);
+    }
+    /* the swap: row j takes the pivot row's values, row p row j's old ones */
+    if (p != j) {
+      if (ownj) for (int c = tid; c < jb; c += blockDim.x) rows[(cj / G) * jb + c] = prow[c];
+      if (ownp) for (int c = tid; c < jb; c += blockDim.x) rows[((p - j0) / G) * jb + c] = jrow[c];
+      __syncthreads();
+    }
+    /* eliminate the rows below j: a warp a row, a lane a column */
+    const int kbelow = cj + 1 <= b ? 0 : (cj + 1 - b + G - 1) / G;   /* the first row > j */
+    for (int k = kbelow + warp; k < R; k += PANEL_WARPS) {
+      T *row = rows + k * jb;
+      const T a = row[cj];
+      const T l = pv != T(0) ? a / pv : T(0);
+      __syncwarp();   /* every lane has read row[cj] before lane 0 writes it */
+      for (int c = cj + 1 + lane; c < jb; c += 32) row[c] -= l * prow[c];
+      if (lane == 0 && pv != T(0)) row[cj] = l;
+    }
+    __syncthreads();
+  }
+  for (int e = tid; e < R * jb; e += blockDim.x) {
+    int k = e / jb, c = e - k * jb;
+    A[(size_t)(j0 + b + (size_t)G * k) * ld + (coff + j0 + c)] = rows[e];
+  }
+}
+
 /* }====================================================== */
 
 
@@ -701,6 +856,9 @@ __device__ void seed_divide (int n, int k, const T *ABT, T *X) {
   extern "C" __global__ void __launch_bounds__(PANEL_WARPS * 32) culua_solve_panel_fused_##t (int n, int j0, int jb, \
       T *A, int ld, int coff, int *ipiv, int *status, double *part, unsigned *bar) \
   { panel_fused<T>(n, j0, jb, A, ld, coff, ipiv, status, part, bar); } \
+  extern "C" __global__ void __launch_bounds__(PANEL_WARPS * 32) culua_solve_panel_shared_##t (int n, int j0, int jb, \
+      T *A, int ld, int coff, int *ipiv, int *status, double *part) \
+  { panel_shared<T>(n, j0, jb, A, ld, coff, ipiv, status, part); } \
   extern "C" __global__ void culua_solve_cyclic_##t (int n, int nb, int shares, int share, int nloc, T *A, T *X, \
       int back) \
   { cyclic<T>(n, nb, shares, share, nloc, A, X, back); } \
