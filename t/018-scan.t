@@ -55,6 +55,7 @@ if prog then
   T.ok(fits("culua_scan_propagate_f32_add", 1, big, 2), "propagate's arguments")
   T.ok(fits("culua_scan_select_i64_u8", 1, 2, 3, big, 2, 4, 4, 5, 6, big, 7, big), "select's arguments")
   T.ok(fits("culua_scan_select_f32_i32", 1, 2, 3, big, 0, 4, 4, 5, 6, big, 7, big), "select's arguments, int32 flags")
+  T.ok(fits("culua_scan_select_u32_u8_c32", 1, 2, 3, 1000, 1, 4, 4, 5, 6, big, 7, big), "select's arguments, 32-bit counts")
 end
 T.lives_ok(function ()
   cuda.compile("#define CULUA_PRED(x) (x > 0.5f)\n" .. src,

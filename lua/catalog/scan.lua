@@ -105,6 +105,8 @@ end
 
 local TILE = {[4] = 4096, [8] = 2048}   -- elements a look-back tile: THREADS x 32 or 16
 local THREADS = 128                      -- CULUA_THREADS of kernels/scan.cu
+-- compact and split (kernels/scan.cu: CULUA_SELECT_THREADS, CULUA_SELECT_ITEMS4)
+local SELECT_THREADS, SELECT_TILE = 128, {[4] = 4096, [8] = 2048}
 local function elem_size(dt) return (dt == "int64" or dt == "uint64" or dt == "float64") and 8 or 4 end
 
 local function lookback(x, y, n, exclusive, initb, dt, op, stream, out)
@@ -214,12 +216,12 @@ end
 -- the kernel for an expression predicate on dtype dt, compiled once a device
 -- (names are kept per device with their expressions: a hash collision gets
 -- another name, never another's kernel)
-local function pred_kernel(fname, expr, dt, dev)
+local function pred_kernel(fname, expr, dt, dev, c32)
   local names = core.device_state("scan_pred", dev)
-  local key = dt .. "\0" .. expr
+  local key = dt .. (c32 and "\0c32\0" or "\0") .. expr
   local name = names[key]
   if not name then
-    local base = ("culua_scan_pred_%s_%s"):format(short[dt], hash(key))
+    local base = ("culua_scan_pred_%s_%s%s"):format(short[dt], hash(key), c32 and "_c32" or "")
     name = base
     local taken = {}
     for _, v in pairs(names) do taken[v] = true end
@@ -230,7 +232,8 @@ local function pred_kernel(fname, expr, dt, dev)
   local prelude = ("#define CULUA_PRED(x) (%s)"):format(expr)
   local ok, k = pcall(core.kernel, "scan", name,
                       {"CULUA_PRED_T=" .. ctypes[dt],
-                       "CULUA_PRED_NAME=" .. name}, dev, prelude)
+                       "CULUA_PRED_C=" .. (c32 and "unsigned" or "u64"),
+                      "CULUA_PRED_NAME=" .. name}, dev, prelude)
   if not ok then
     names[key] = nil
     fail(fname, "pred expression %q does not compile: %s", expr, tostring(k))
@@ -267,15 +270,18 @@ local function select_common(fname, x, y, pred, opts, split)
   if (xs ~= ys or split) and xs < ys + #y * es and ys < xs + n * es then
     fail(fname, "y overlaps x%s", split and "" or " (only y == x, in place, is allowed)")
   end
+  -- counts in 32 bits below 2^32 elements: the look-back's one-word path
+  local c32 = n < (1 << 32)
   local kern
   if flags then
-    kern = core.kernel("scan", ("culua_scan_select_%s_%s"):format(short[dt], flags.dtype == "uint8" and "u8" or "i32"), nil, dev)
+    kern = core.kernel("scan", ("culua_scan_select_%s_%s%s"):format(short[dt], flags.dtype == "uint8" and "u8" or "i32",
+                                                                    c32 and "_c32" or ""), nil, dev)
   else
-    kern = pred_kernel(fname, pred, dt, dev)
+    kern = pred_kernel(fname, pred, dt, dev, c32)
   end
-  local ntiles = ceil_div(n, TILE[es])
+  local ntiles = ceil_div(n, SELECT_TILE[es])
   local word = core.scratch("scan_word", dev, stream, 1)
-  local cfg = {grid = ntiles, block = THREADS, stream = stream}
+  local cfg = {grid = ntiles, block = SELECT_THREADS, stream = stream}
   local function pass(mode)
     local w, values, base, epoch = tiles_for(dev, stream, ntiles)
     kern:launch(cfg, x, flags or x, y, n, mode, word, word, w, values, base, epoch, ntiles)
