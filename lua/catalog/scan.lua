@@ -242,7 +242,7 @@ local function pred_kernel(fname, expr, dt, dev, c32)
 end
 
 local function select_common(fname, x, y, pred, opts, split)
-  opts = core.options(fname, opts, {"stream"})
+  opts = core.options(fname, opts, {"stream", "count"})
   local dt = open_dtype(fname, "x", x)
   core.dtype_of(fname, "x", x, dtypes)
   if open_dtype(fname, "y", y) ~= dt then fail(fname, "y has dtype %s but x has %s", y.dtype, dt) end
@@ -261,7 +261,16 @@ local function select_common(fname, x, y, pred, opts, split)
   elseif not pred:find("%S") then
     fail(fname, "pred expression is empty")
   end
-  local dev = core.same_device(fname, {"x", "y", "pred"}, x, y, flags)
+  local out = opts.count
+  if out ~= nil then
+    if cuda.type(out) ~= "cuda.array" then
+      fail(fname, "count must be a cuda.array (int64 or uint64), got %s", cuda.type(out) or type(out))
+    end
+    local cdt = open_dtype(fname, "count", out)
+    if cdt ~= "int64" and cdt ~= "uint64" then fail(fname, "count has dtype %s; expected int64 or uint64", cdt) end
+    if #out < 1 then fail(fname, "count is empty") end
+  end
+  local dev = core.same_device(fname, {"x", "y", "pred", "count"}, x, y, flags, out)
   local stream = core.check_stream(fname, opts.stream, dev)
   -- a block writes only at or before its own elements, so compact in place
   -- is safe; any other overlap (and split in place) is not
@@ -280,7 +289,7 @@ local function select_common(fname, x, y, pred, opts, split)
     kern = pred_kernel(fname, pred, dt, dev, c32)
   end
   local ntiles = ceil_div(n, SELECT_TILE[es])
-  local word = core.scratch("scan_word", dev, stream, 1)
+  local word = out or core.scratch("scan_word", dev, stream, 1)
   local cfg = {grid = ntiles, block = SELECT_THREADS, stream = stream}
   local function pass(mode)
     local w, values, base, epoch = tiles_for(dev, stream, ntiles)
@@ -288,18 +297,22 @@ local function select_common(fname, x, y, pred, opts, split)
   end
   if split then pass(2) end   -- the kept count first: the rest start there
   pass(split and 1 or 0)
+  if out then return out end   -- no wait: the count is on the device, in out[1]
   return core.read_word(word, stream)
 end
 
 -- cuda.catalog.compact(x, y, pred [, opts]) -> count: the elements of x for which
 -- pred holds, in order, to y[1 .. count]. pred: a uint8 or int32 flags array
 -- (nonzero keeps) of x's length, or a CUDA C expression in x ("x > 0.5f").
+-- opts: stream; count (an int64 or uint64 cuda.array): the count goes to
+-- count[1] on the device and the call returns count without waiting (the
+-- default reads it back, which waits for the stream).
 function M.compact(x, y, pred, opts)
   return select_common("compact", x, y, pred, opts, false)
 end
 
 -- cuda.catalog.split(x, y, pred [, opts]) -> count: those for which pred holds,
--- in order, then the others, in order
+-- in order, then the others, in order; opts as compact's
 function M.split(x, y, pred, opts)
   return select_common("split", x, y, pred, opts, true)
 end
