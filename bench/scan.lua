@@ -6,7 +6,8 @@
 -- Without it, ours alone. Figures: scan of 2^28 float32 and int32 (GB/s with
 -- 8 bytes an element moved; target >= 1.0x CUB), a scan of 2^16 a call timed
 -- from Lua (target <= 10 us), compact of 2^28 float32 with half kept (target
--- >= 1.0x CUB; ours includes reading the count back).
+-- >= 1.0x CUB), as a whole call (reading the count back, which waits) and between two
+-- events with the count left on the device (opts.count), comparable to CUB's.
 local cuda = require "cuda"
 local cat = cuda.catalog
 local ANCHOR = arg[1]
@@ -67,9 +68,15 @@ do
   h = nil
   collectgarbage()
   local kept = cat.compact(x, y, "x > 0.5f")
+  local cub = anchor(("select f32 %d %d"):format(N, REPS), "select_ms")
   local r = cuda.bench(function () cat.compact(x, y, "x > 0.5f") end, {warmup = 3, reps = REPS})
-  line(("compact float32 n = 2^28 (%.1f%% kept)"):format(100 * kept / N), r.median, 4 * N + 4 * kept,
-       anchor(("select f32 %d %d"):format(N, REPS), "select_ms"))
+  line(("compact float32 n = 2^28 (%.1f%% kept)"):format(100 * kept / N), r.median, 4 * N + 4 * kept, cub)
+  -- the same between two events with the count left on the device (no read-back, no
+  -- wait in the call): the kernel's time, as CUB's figure is
+  local c = cuda.array("int64", 1)
+  local rk = cuda.bench(function () cat.compact(x, y, "x > 0.5f", {count = c}) end, {warmup = 3, reps = REPS})
+  if c:totable()[1] ~= kept then print(("WRONG: compact's count on the device %d, read back %d"):format(c:totable()[1], kept)) end
+  line("  the same, kernel alone (no read-back)", rk.median, 4 * N + 4 * kept, cub)
   local f = cuda.array("uint8", N):fill(1)
   r = cuda.bench(function () cat.compact(x, y, f) end, {warmup = 3, reps = REPS})
   line("compact float32 n = 2^28, uint8 flags", r.median, 5 * N + 4 * N)

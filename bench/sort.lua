@@ -175,7 +175,9 @@ if SWEEP then
     collectgarbage()
   end
   -- shapes (threads x items, NVRTC builds those not prebuilt), min_blocks (bN) and the
-  -- look-back window (wN; default 4); the default shape is the first line of each
+  -- look-back window (wN; default 4); the first line of each is the 256-thread default of
+  -- keys alone (32-bit keys: still the default), and 512x12 (pairs) and 512x10 (64-bit keys)
+  -- are the prebuilt defaults of those
   local shapes32 = {
     {items = 15}, {items = 15, window = 1}, {items = 15, window = 8}, {items = 12}, {items = 18}, {items = 22},
     {items = 15, min_blocks = 3}, {threads = 384, items = 15}, {threads = 384, items = 20},

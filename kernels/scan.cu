@@ -448,66 +448,164 @@ __device__ void scan_lookback (const T *x, T *y, u64 n, int exclusive, u64 initb
 
 
 /*
-** Compaction on the same single pass, scanning counts of kept elements
-** (64-bit: more than 2^32 may be kept). mode 0, compact: kept elements go
-** to y in order; 1, split: kept ones first, then the rest from *total (the
-** kept count, from an earlier mode-2 launch) on, both in order; 2: only the
-** count. The last tile writes the count to *count. A block gathers its
-** kept elements (and for split its others after them) in shared memory and
-** writes them out contiguously. With P::flags the predicate is flags[i] != 0,
-** else P::test(x[i]).
+** Compaction on the same single pass, scanning counts of kept elements in
+** C: unsigned when n < 2^32 (the host's choice), so that the look-back takes
+** the one-word path of 4-byte values (no release/acquire), else u64 (more
+** than 2^32 may be kept). mode 0, compact: kept elements go to y in order;
+** 1, split: kept ones first, then the rest from *total (the kept count, from
+** an earlier mode-2 launch) on, both in order; 2: only the count. The last
+** tile writes the count to *count. With P::flags the predicate is
+** flags[i] != 0, else P::test(x[i]).
+**
+** The tile is warp-striped and never transposed: warp w owns the tile's
+** elements w*32*ITEMS .. (w+1)*32*ITEMS-1, loaded as rows of 32 16-byte
+** vectors (row k, lane l: elements (32k + l)*VEC ..); so the warp's kept
+** elements are one run of the output. A thread's kept count a row (at most
+** VEC) is packed 8 bits a row into one word, and one warp scan of that word
+** gives every row's exclusive count (no field carries: a row's warp total
+** is at most 32*VEC <= 128). Each warp gathers its kept elements (for split
+** its others after them) in its own part of shared memory before the tile's
+** one __syncthreads ahead of the look-back (so every element written out
+** was loaded before the tile publishes its count: compact in place stays
+** safe), and writes its run out after the prefix is known.
 */
+#ifndef CULUA_SELECT_THREADS       /* -D for NVRTC variants (a tile-shape sweep) */
+#define CULUA_SELECT_THREADS CULUA_THREADS
+#endif
+#ifndef CULUA_SELECT_ITEMS4
+#define CULUA_SELECT_ITEMS4 CULUA_ITEMS4
+#endif
+
 template <class F> struct FlagPred {
   static const bool flags = true;
   template <class T> static __device__ __forceinline__ bool test (T) { return false; }
 };
 
-template <class T, class F, class P>
+template <class T> struct SelItems { static const int n = sizeof(T) == 4 ? CULUA_SELECT_ITEMS4 : CULUA_SELECT_ITEMS4 / 2; };
+
+/* a vector of BYTES bytes, loaded whole */
+template <int BYTES> struct Vec;
+template <> struct Vec<16> { typedef uint4 t; };
+template <> struct Vec<8> { typedef uint2 t; };
+template <> struct Vec<4> { typedef unsigned t; };
+template <> struct Vec<2> { typedef unsigned short t; };
+
+/*
+** A warp-striped tile of ITEMS elements a thread (VEC a vector, ITEMS/VEC
+** rows): e[k*VEC + q] = p[wfirst + (32k + lane)*VEC + q]; whole vectors when
+** `whole` (the tile is whole and p aligned to a vector), else element loads,
+** `fill` past `valid`.
+*/
+template <class E, int VEC, int ITEMS>
+__device__ __forceinline__ void load_striped (const E *p, int wfirst, int valid, bool whole, E fill, E (&e)[ITEMS]) {
+  const int lane = threadIdx.x & 31;
+  typedef typename Vec<VEC * sizeof(E)>::t V;
+  if (whole) {
+#pragma unroll
+    for (int k = 0; k < ITEMS / VEC; k++) {
+      union { V v; E e[VEC]; } u;
+      u.v = *(const V *)(p + wfirst + (32 * k + lane) * VEC);
+#pragma unroll
+      for (int q = 0; q < VEC; q++) e[k * VEC + q] = u.e[q];
+    }
+  } else {
+#pragma unroll
+    for (int k = 0; k < ITEMS / VEC; k++) {
+#pragma unroll
+      for (int q = 0; q < VEC; q++) {
+        int i = wfirst + (32 * k + lane) * VEC + q;
+        e[k * VEC + q] = i < valid ? p[i] : fill;
+      }
+    }
+  }
+}
+
+template <class T, class F, class P, class C>
 __device__ void select_lookback (const T *x, const F *flags, T *y, u64 n, int mode, const u64 *total,
                                  u64 *count, u64 *scratch, u64 *values, u64 base, u64 epoch, u64 ntiles) {
-  const int ITEMS = Items<T>::n, TILE = CULUA_THREADS * ITEMS;
-  __shared__ __align__(16) T buf[TILE + TILE / 32];
-  __shared__ u64 wsum[CULUA_THREADS / 32];
-  __shared__ u64 s_prefix;
+  const int THREADS = CULUA_SELECT_THREADS, NW = THREADS / 32, ITEMS = SelItems<T>::n;
+  const int VEC = 16 / sizeof(T), ROWS = ITEMS / VEC, WTILE = 32 * ITEMS, TILE = THREADS * ITEMS;
+  static_assert(ITEMS % VEC == 0 && ROWS <= 8 && ITEMS <= 32 && THREADS % 32 == 0,
+                "CULUA_SELECT_ITEMS4: whole vectors, at most 8 rows (32 four-byte items)");
+  __shared__ __align__(16) T buf[TILE];
+  __shared__ int wkept[NW];
+  __shared__ C s_prefix;
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, wfirst = w * WTILE;
   int valid;
   long long tile = claim_tile(scratch, base, n, TILE, valid);
   u64 first = (u64)tile * TILE;
   T items[ITEMS];
-  load_tile<T, ITEMS>(x + first, valid, T(0), items, buf);
+  load_striped<T, VEC, ITEMS>(x + first, wfirst, valid, valid == TILE && ((u64)(x + first) & 15) == 0, T(0), items);
   unsigned keep = 0;
   if constexpr (P::flags) {
     F f[ITEMS];
-    load_tile<F, ITEMS>(flags + first, valid, F(0), f, (F *)buf);
+    const F *fp = flags + first;
+    load_striped<F, VEC, ITEMS>(fp, wfirst, valid, valid == TILE && ((u64)fp & (VEC * sizeof(F) - 1)) == 0, F(0), f);
 #pragma unroll
-    for (int k = 0; k < ITEMS; k++) if (f[k] != 0) keep |= 1u << k;
+    for (int i = 0; i < ITEMS; i++) if (f[i] != 0) keep |= 1u << i;
   } else {
 #pragma unroll
-    for (int k = 0; k < ITEMS; k++)
-      if (threadIdx.x * ITEMS + k < valid && P::test(items[k])) keep |= 1u << k;
+    for (int k = 0; k < ROWS; k++)
+#pragma unroll
+      for (int q = 0; q < VEC; q++)
+        if (wfirst + (32 * k + lane) * VEC + q < valid && P::test(items[k * VEC + q])) keep |= 1u << (k * VEC + q);
   }
-  u64 excl, agg;
-  block_scan<u64, OpAdd>((u64)__popc(keep), excl, agg, wsum);
+
+  /* the warp's counts a row, 8 bits each: this thread's, the lanes' before it, the warp's */
+  u64 mine = 0;
+#pragma unroll
+  for (int k = 0; k < ROWS; k++) mine |= (u64)__popc((keep >> (k * VEC)) & ((1u << VEC) - 1)) << (8 * k);
+  u64 inc = mine;
+#pragma unroll
+  for (int off = 1; off < 32; off <<= 1) {
+    u64 o = __shfl_up_sync(FULL_MASK, inc, off);
+    if (lane >= off) inc += o;
+  }
+  const u64 rows = __shfl_sync(FULL_MASK, inc, 31), before = inc - mine;
+  int wtot = 0;
+#pragma unroll
+  for (int k = 0; k < ROWS; k++) wtot += (int)((rows >> (8 * k)) & 0xff);
+
+  /* this warp's kept elements to buf[wfirst ..] in order (and for split its others after them) */
+  if (mode != 2) {
+    int run = 0;   /* the warp's kept elements in the rows before */
+#pragma unroll
+    for (int k = 0; k < ROWS; k++) {
+      int at = run + (int)((before >> (8 * k)) & 0xff);   /* place of this thread's next kept element */
+#pragma unroll
+      for (int q = 0; q < VEC; q++) {
+        int i = k * VEC + q, el = (32 * k + lane) * VEC + q;   /* item, place in the warp's part */
+        if (keep & (1u << i)) buf[wfirst + at++] = items[i];
+        else if (mode == 1 && wfirst + el < valid) buf[wfirst + wtot + el - at] = items[i];
+      }
+      run += (int)((rows >> (8 * k)) & 0xff);
+    }
+  }
+  if (lane == 0) wkept[w] = wtot;
+  __syncthreads();
+  int agg = 0, wbefore = 0;
+#pragma unroll
+  for (int i = 0; i < NW; i++) {
+    int c = wkept[i];
+    if (i < w) wbefore += c;
+    agg += c;
+  }
   if (threadIdx.x < 32) {
-    u64 p = tile_prefix<u64, OpAdd>(scratch, values, ntiles, epoch, tile, agg, 0);
+    C p = tile_prefix<C, OpAdd>(scratch, values, ntiles, epoch, tile, (C)agg, C(0));
     if (threadIdx.x == 0) {
       s_prefix = p;
-      if ((u64)tile == ntiles - 1) *count = p + agg;
+      if ((u64)tile == ntiles - 1) *count = (u64)p + (u64)agg;
     }
   }
   __syncthreads();
   if (mode == 2) return;
-  u64 prefix = s_prefix;
-  int kept = (int)agg, kr = (int)excl, rr = threadIdx.x * ITEMS - (int)excl;
-#pragma unroll
-  for (int k = 0; k < ITEMS; k++) {
-    if (keep & (1u << k)) buf[kr++] = items[k];
-    else if (mode == 1 && threadIdx.x * ITEMS + k < valid) buf[kept + rr++] = items[k];
-  }
-  __syncthreads();
-  for (int i = threadIdx.x; i < kept; i += CULUA_THREADS) y[prefix + i] = buf[i];
+  const u64 prefix = s_prefix;
+  const u64 at = prefix + wbefore;
+  for (int j = lane; j < wtot; j += 32) y[at + j] = buf[wfirst + j];
   if (mode == 1) {
-    u64 rest = *total + (first - prefix) - kept;   /* where this tile's element `kept` goes */
-    for (int i = kept + threadIdx.x; i < valid; i += CULUA_THREADS) y[rest + i] = buf[i];
+    int wvalid = min(max(valid - wfirst, 0), WTILE), vbefore = min(wfirst, valid);
+    u64 rest = *total + (first - prefix) + (u64)(vbefore - wbefore) - wtot;   /* where this warp's element `wtot` goes */
+    for (int j = wtot + lane; j < wvalid; j += 32) y[rest + j] = buf[wfirst + j];
   }
 }
 
@@ -539,16 +637,19 @@ __device__ void select_lookback (const T *x, const F *flags, T *y, u64 n, int mo
   CULUA_SCAN_KERNELS(tn, T, min, OpMin) \
   CULUA_SCAN_KERNELS(tn, T, max, OpMax)
 
-#define CULUA_SELECT_KERNEL(tn, T, fn, F) \
-  extern "C" __global__ void __launch_bounds__(CULUA_THREADS) \
-  culua_scan_select_##tn##_##fn (const T *x, const F *flags, T *y, u64 n, int mode, const u64 *total, \
-                                 u64 *count, u64 *scratch, u64 *values, u64 base, u64 epoch, u64 ntiles) { \
-    select_lookback<T, F, FlagPred<F> >(x, flags, y, n, mode, total, count, scratch, values, base, epoch, ntiles); \
+/* culua_scan_select_<type>_<flags> counts in 64 bits, ..._c32 in 32 (n < 2^32) */
+#define CULUA_SELECT_KERNEL(tn, T, fn, F, cn, C) \
+  extern "C" __global__ void __launch_bounds__(CULUA_SELECT_THREADS) \
+  culua_scan_select_##tn##_##fn##cn (const T *x, const F *flags, T *y, u64 n, int mode, const u64 *total, \
+                                     u64 *count, u64 *scratch, u64 *values, u64 base, u64 epoch, u64 ntiles) { \
+    select_lookback<T, F, FlagPred<F>, C>(x, flags, y, n, mode, total, count, scratch, values, base, epoch, ntiles); \
   }
 
 #define CULUA_SELECT_FLAGS(tn, T) \
-  CULUA_SELECT_KERNEL(tn, T, u8, unsigned char) \
-  CULUA_SELECT_KERNEL(tn, T, i32, int)
+  CULUA_SELECT_KERNEL(tn, T, u8, unsigned char, , u64) \
+  CULUA_SELECT_KERNEL(tn, T, i32, int, , u64) \
+  CULUA_SELECT_KERNEL(tn, T, u8, unsigned char, _c32, unsigned) \
+  CULUA_SELECT_KERNEL(tn, T, i32, int, _c32, unsigned)
 
 #ifndef CULUA_PRED
 
@@ -571,17 +672,21 @@ CULUA_SELECT_FLAGS(f64, double)
 /*
 ** A predicate given as an expression in x: compiled by NVRTC with a
 ** prelude `#define CULUA_PRED(x) (...)` and -D CULUA_PRED_T (the element
-** type) and CULUA_PRED_NAME (the kernel's name, with a hash of both).
+** type), CULUA_PRED_C (the count's type: unsigned for n < 2^32; u64 when
+** not given) and CULUA_PRED_NAME (the kernel's name, with a hash of them).
 */
+#ifndef CULUA_PRED_C
+#define CULUA_PRED_C u64
+#endif
 struct ExprPred {
   static const bool flags = false;
   template <class T> static __device__ __forceinline__ bool test (T x) { return (CULUA_PRED(x)); }
 };
 
-extern "C" __global__ void __launch_bounds__(CULUA_THREADS)
+extern "C" __global__ void __launch_bounds__(CULUA_SELECT_THREADS)
 CULUA_PRED_NAME (const CULUA_PRED_T *x, const unsigned char *flags, CULUA_PRED_T *y, u64 n, int mode,
                  const u64 *total, u64 *count, u64 *scratch, u64 *values, u64 base, u64 epoch, u64 ntiles) {
-  select_lookback<CULUA_PRED_T, unsigned char, ExprPred>(x, flags, y, n, mode, total, count, scratch, values,
+  select_lookback<CULUA_PRED_T, unsigned char, ExprPred, CULUA_PRED_C>(x, flags, y, n, mode, total, count, scratch, values,
                                                          base, epoch, ntiles);
 }
 

@@ -53,7 +53,6 @@ typedef unsigned long long u64;
 #else
 #define SORT_THREADS 256
 #endif
-#define SORT_WARPS (SORT_THREADS / 32)
 static_assert(SORT_THREADS % 32 == 0 && SORT_THREADS >= SORT_RADIX && SORT_THREADS <= 1024,
               "CULUA_SORT_THREADS: a multiple of 32 in 256..1024");
 
@@ -171,7 +170,7 @@ __device__ __forceinline__ T block_exclusive_scan (T x, T *warp_sums) {
 ** become each warp's first place in the tile for each digit, and each warp
 ** ranks its keys against its row. Items are warp-striped: item i of lane l in
 ** warp w is key w*32*ITEMS + i*32 + l of the tile, and ranks keep that order
-** among equal digits (stable). whist: SORT_WARPS rows of 256 words.
+** among equal digits (stable). whist: (THREADS / 32) rows of 256 words.
 **
 **   warp_count(dig, whist[warp]);  __syncthreads();
 **   n = tile_counts(whist);                    digit tid's count (tid < 256; 0 above)
@@ -194,12 +193,13 @@ __device__ __forceinline__ void warp_count (const u32 (&dig)[ITEMS], u32 *row) {
 }
 
 /* column tid of the rows becomes the count of digit tid in the earlier warps */
+template <int THREADS>
 __device__ __forceinline__ u32 tile_counts (u32 (*whist)[SORT_RADIX]) {
   const int tid = threadIdx.x;
   u32 count = 0;
   if (tid < SORT_RADIX) {
 #pragma unroll
-    for (int w = 0; w < SORT_WARPS; w++) {
+    for (int w = 0; w < (THREADS / 32); w++) {
       u32 c = whist[w][tid];
       whist[w][tid] = count;
       count += c;
@@ -209,11 +209,12 @@ __device__ __forceinline__ u32 tile_counts (u32 (*whist)[SORT_RADIX]) {
 }
 
 /* and then each warp's first place in the tile for digit tid */
+template <int THREADS>
 __device__ __forceinline__ void tile_offsets (u32 (*whist)[SORT_RADIX], u32 local) {
   const int tid = threadIdx.x;
   if (tid < SORT_RADIX) {
 #pragma unroll
-    for (int w = 0; w < SORT_WARPS; w++) whist[w][tid] += local;
+    for (int w = 0; w < (THREADS / 32); w++) whist[w][tid] += local;
   }
 }
 
@@ -249,10 +250,10 @@ template <typename T, bool CG>
 __device__ __forceinline__ T load_one (const T *p) { return CG ? __ldcg(p) : *p; }
 
 /* CG: from L2 (what other blocks of the same launch wrote: fused) */
-template <typename K, int ITEMS, bool CG = false>
+template <typename K, int ITEMS, int THREADS, bool CG = false>
 __device__ __forceinline__ void load_keys (const K *src, u32 valid, K (&key)[ITEMS], int kind, int flags) {
   const u32 first = (threadIdx.x >> 5) * 32 * ITEMS + (threadIdx.x & 31);
-  if (valid == SORT_THREADS * ITEMS) {
+  if (valid == THREADS * ITEMS) {
 #pragma unroll
     for (int i = 0; i < ITEMS; i++) key[i] = load_one<K, CG>(src + first + i * 32);
   }
@@ -282,16 +283,18 @@ __device__ __forceinline__ void load_values (const V *src, u32 valid, V (&val)[I
 
 /* shared memory of a tile: the warps' counters, then (reused) the tile's keys
 ** and values in sorted order */
-template <typename K, typename V, int ITEMS>
+template <typename K, typename V, int ITEMS, int THREADS>
 struct TileShared {
+  static_assert(THREADS % 32 == 0 && THREADS >= SORT_RADIX && THREADS <= 1024,
+                "a tile's block: a multiple of 32 in 256..1024");
   union {
-    u32 whist[SORT_WARPS][SORT_RADIX];
-    K keys[SORT_THREADS * ITEMS];
-    V vals[SORT_THREADS * ITEMS];
+    u32 whist[(THREADS / 32)][SORT_RADIX];
+    K keys[THREADS * ITEMS];
+    V vals[THREADS * ITEMS];
   } u;
   u64 gbase[SORT_RADIX];   /* a digit's place in the output, less its start in the tile */
-  u64 wsum64[SORT_WARPS];
-  u32 wsum[SORT_WARPS];
+  u64 wsum64[(THREADS / 32)];
+  u32 wsum[(THREADS / 32)];
   u32 tile;
 };
 
@@ -299,15 +302,15 @@ struct TileShared {
 ** keys; returns digit tid's count in the tile (tid < 256) and sets *local to
 ** its first place; whist's rows are free to zero (no reads of the union
 ** pending); on return the rows are still read by warp_rank's last items */
-template <typename K, typename V, int ITEMS>
-__device__ __forceinline__ u32 rank_tile (TileShared<K, V, ITEMS> &s, const u32 (&dig)[ITEMS], u32 (&rank)[ITEMS],
+template <typename K, typename V, int ITEMS, int THREADS>
+__device__ __forceinline__ u32 rank_tile (TileShared<K, V, ITEMS, THREADS> &s, const u32 (&dig)[ITEMS], u32 (&rank)[ITEMS],
                                           u32 *local) {
   const int warp = threadIdx.x >> 5;
   warp_count<ITEMS>(dig, s.u.whist[warp]);
   __syncthreads();
-  u32 n = tile_counts(s.u.whist);
-  *local = block_exclusive_scan<SORT_THREADS, u32>(n, s.wsum);
-  tile_offsets(s.u.whist, *local);
+  u32 n = tile_counts<THREADS>(s.u.whist);
+  *local = block_exclusive_scan<THREADS, u32>(n, s.wsum);
+  tile_offsets<THREADS>(s.u.whist, *local);
   __syncthreads();
   warp_rank<ITEMS>(dig, rank, s.u.whist[warp]);
   return n;
@@ -317,23 +320,23 @@ __device__ __forceinline__ u32 rank_tile (TileShared<K, V, ITEMS> &s, const u32 
 ** Scatter a ranked tile through shared memory, so that the writes coalesce:
 ** put_keys stores the keys in tile order (rank[i]: the place in the tile);
 ** after a __syncthreads, write_keys has thread t write sorted keys t, t +
-** SORT_THREADS, ..., so that a warp writes runs of consecutive places, each
+** THREADS, ..., so that a warp writes runs of consecutive places, each
 ** key to s.gbase[its digit] + its place in the tile, and leaves their digits
 ** in dig[]. write_values then does the same with the values (its own syncs).
 */
-template <typename K, typename V, int ITEMS>
-__device__ __forceinline__ void put_keys (TileShared<K, V, ITEMS> &s, const K (&key)[ITEMS], const u32 (&rank)[ITEMS]) {
+template <typename K, typename V, int ITEMS, int THREADS>
+__device__ __forceinline__ void put_keys (TileShared<K, V, ITEMS, THREADS> &s, const K (&key)[ITEMS], const u32 (&rank)[ITEMS]) {
 #pragma unroll
   for (int i = 0; i < ITEMS; i++) s.u.keys[rank[i]] = key[i];
 }
 
-template <typename K, typename V, int ITEMS>
-__device__ __forceinline__ void write_keys (TileShared<K, V, ITEMS> &s, u32 (&dig)[ITEMS], u32 valid, int shift,
+template <typename K, typename V, int ITEMS, int THREADS>
+__device__ __forceinline__ void write_keys (TileShared<K, V, ITEMS, THREADS> &s, u32 (&dig)[ITEMS], u32 valid, int shift,
                                             u32 mask, K *kout, int kind, int flags) {
   const int tid = threadIdx.x;
 #pragma unroll
   for (int i = 0; i < ITEMS; i++) {
-    u32 j = i * SORT_THREADS + tid;
+    u32 j = i * THREADS + tid;
     if (j < valid) {
       K k = s.u.keys[j];
       u32 d = digit_of(k, shift, mask);
@@ -344,8 +347,8 @@ __device__ __forceinline__ void write_keys (TileShared<K, V, ITEMS> &s, u32 (&di
   }
 }
 
-template <typename K, typename V, int ITEMS>
-__device__ __forceinline__ void write_values (TileShared<K, V, ITEMS> &s, const V (&val)[ITEMS], const u32 (&dig)[ITEMS],
+template <typename K, typename V, int ITEMS, int THREADS>
+__device__ __forceinline__ void write_values (TileShared<K, V, ITEMS, THREADS> &s, const V (&val)[ITEMS], const u32 (&dig)[ITEMS],
                                               const u32 (&rank)[ITEMS], u32 valid, V *vout) {
   const int tid = threadIdx.x;
   __syncthreads();   /* the keys are read: the union becomes values */
@@ -355,7 +358,7 @@ __device__ __forceinline__ void write_values (TileShared<K, V, ITEMS> &s, const 
   __syncthreads();
 #pragma unroll
   for (int i = 0; i < ITEMS; i++) {
-    u32 j = i * SORT_THREADS + tid;
+    u32 j = i * THREADS + tid;
     if (j < valid) vout[s.gbase[dig[i]] + j] = s.u.vals[j];
   }
 }
@@ -434,12 +437,12 @@ __device__ __forceinline__ void upfront (const K *kin, u64 n, u64 *hist, u32 *do
 ** the same places (transformed on the first pass and back on the last). kin,
 ** vin: the tile's first key and value; at: its place.
 */
-template <typename K, typename V, bool VALUES, int ITEMS>
+template <typename K, typename V, bool VALUES, int ITEMS, int THREADS>
 __device__ __forceinline__ void copy_tile (const K *kin, K *kout, const V *vin, V *vout, u64 at, u32 valid,
                                            int kind, int flags) {
   const u32 first = (threadIdx.x >> 5) * 32 * ITEMS + (threadIdx.x & 31);
   K key[ITEMS];
-  load_keys<K, ITEMS>(kin, valid, key, kind, flags);
+  load_keys<K, ITEMS, THREADS>(kin, valid, key, kind, flags);
   if (!(flags & SORT_NOKEYS)) {
 #pragma unroll
     for (int i = 0; i < ITEMS; i++)
@@ -509,13 +512,13 @@ __device__ __forceinline__ u32 look_back (const u32 *word, u32 tile, int window)
   }
 }
 
-template <typename K, typename V, bool VALUES, int ITEMS>
+template <typename K, typename V, bool VALUES, int ITEMS, int THREADS>
 __device__ __forceinline__ void onesweep (const K *kin, K *kout, const V *vin, V *vout, u64 base, u32 count,
                                           const u64 *bins_in, u64 *bins_out, u32 *lb, u32 *lb_next,
                                           u32 lb_next_tiles, u32 *ctr, const u32 *skip, int shift, int bits,
                                           int kind, int flags, int window) {
-  constexpr u32 TILE = SORT_THREADS * ITEMS;
-  __shared__ TileShared<K, V, ITEMS> s;
+  constexpr u32 TILE = THREADS * ITEMS;
+  __shared__ TileShared<K, V, ITEMS, THREADS> s;
   const int tid = threadIdx.x, warp = tid >> 5;
   const u32 mask = (1u << bits) - 1;
   if (tid == 0) s.tile = atomicAdd(ctr, 1u);
@@ -527,29 +530,29 @@ __device__ __forceinline__ void onesweep (const K *kin, K *kout, const V *vin, V
   kin += base + start;
   if (VALUES && !(flags & SORT_IOTA)) vin += base + start;
   if (*skip) {
-    copy_tile<K, V, VALUES, ITEMS>(kin, kout, vin, vout, base + start, valid, kind, flags);
+    copy_tile<K, V, VALUES, ITEMS, THREADS>(kin, kout, vin, vout, base + start, valid, kind, flags);
     return;
   }
 
   K key[ITEMS];
   u32 dig[ITEMS], rank[ITEMS];
-  load_keys<K, ITEMS>(kin, valid, key, kind, flags);
+  load_keys<K, ITEMS, THREADS>(kin, valid, key, kind, flags);
 #pragma unroll
   for (int i = 0; i < ITEMS; i++) dig[i] = digit_of(key[i], shift, mask);
 
   /* rank_tile's steps, with the counts published between them */
   warp_count<ITEMS>(dig, s.u.whist[warp]);
   __syncthreads();
-  const u32 n = tile_counts(s.u.whist);   /* digit tid's count in the tile */
+  const u32 n = tile_counts<THREADS>(s.u.whist);   /* digit tid's count in the tile */
   const u32 mine = (tid == (int)mask) ? n - (TILE - valid) : n;   /* less the padding keys */
   u32 *word = lb + (u64)tile * SORT_RADIX + tid;
   if (tid < SORT_RADIX) store_relaxed(word, (tile == 0 ? SORT_PREFIX : SORT_AGGREGATE) | mine);
-  const u32 local = block_exclusive_scan<SORT_THREADS, u32>(n, s.wsum);   /* digit tid's start in the tile */
-  tile_offsets(s.u.whist, local);
+  const u32 local = block_exclusive_scan<THREADS, u32>(n, s.wsum);   /* digit tid's start in the tile */
+  tile_offsets<THREADS>(s.u.whist, local);
   __syncthreads();
   warp_rank<ITEMS>(dig, rank, s.u.whist[warp]);
   __syncthreads();   /* the counters are read: the union becomes keys */
-  put_keys<K, V, ITEMS>(s, key, rank);
+  put_keys<K, V, ITEMS, THREADS>(s, key, rank);
 
   V val[ITEMS];
   if (VALUES)   /* in flight during the walk */
@@ -563,8 +566,8 @@ __device__ __forceinline__ void onesweep (const K *kin, K *kout, const V *vin, V
     s.gbase[tid] = bins_in[tid] + before - local;   /* unsigned: wraps back when the place is added */
   }
   __syncthreads();
-  write_keys<K, V, ITEMS>(s, dig, valid, shift, mask, kout, kind, flags);
-  if (VALUES) write_values<K, V, ITEMS>(s, val, dig, rank, valid, vout);
+  write_keys<K, V, ITEMS, THREADS>(s, dig, valid, shift, mask, kout, kind, flags);
+  if (VALUES) write_values<K, V, ITEMS, THREADS>(s, val, dig, rank, valid, vout);
   if (bins_out && tile == tiles - 1 && tid < SORT_RADIX) bins_out[tid] = bins_in[tid] + before + mine;
 }
 
@@ -576,25 +579,25 @@ __device__ __forceinline__ void onesweep (const K *kin, K *kout, const V *vin, V
 ** is read before any is written), and vin vout. flags: SORT_DESC,
 ** SORT_IOTA, SORT_NOKEYS.
 */
-template <typename K, typename V, bool VALUES, int ITEMS>
+template <typename K, typename V, bool VALUES, int ITEMS, int THREADS>
 __device__ __forceinline__ void small_sort (const K *kin, K *kout, const V *vin, V *vout, u32 n, int begin_bit,
                                             int end_bit, int kind, int flags) {
-  __shared__ TileShared<K, V, ITEMS> s;
+  __shared__ TileShared<K, V, ITEMS, THREADS> s;
   const int tid = threadIdx.x;
   const u32 first = (tid >> 5) * 32 * ITEMS + (tid & 31);
   K key[ITEMS];
   V val[ITEMS];
   u32 dig[ITEMS], rank[ITEMS];
-  load_keys<K, ITEMS>(kin, n, key, kind, flags | SORT_FIRST);
+  load_keys<K, ITEMS, THREADS>(kin, n, key, kind, flags | SORT_FIRST);
   if (VALUES) load_values<V, ITEMS>(vin, n, val, 1, flags);
   for (int shift = begin_bit; shift < end_bit; shift += 8) {
     const u32 mask = (1u << min(8, end_bit - shift)) - 1;
 #pragma unroll
     for (int i = 0; i < ITEMS; i++) dig[i] = digit_of(key[i], shift, mask);
     u32 local;
-    rank_tile<K, V, ITEMS>(s, dig, rank, &local);
+    rank_tile<K, V, ITEMS, THREADS>(s, dig, rank, &local);
     __syncthreads();   /* the counters are read: the union becomes keys */
-    put_keys<K, V, ITEMS>(s, key, rank);
+    put_keys<K, V, ITEMS, THREADS>(s, key, rank);
     __syncthreads();
 #pragma unroll
     for (int i = 0; i < ITEMS; i++) key[i] = s.u.keys[first + i * 32];
@@ -645,17 +648,17 @@ __device__ __forceinline__ void small_sort (const K *kin, K *kout, const V *vin,
 ** words return to zero by themselves. flags: SORT_DESC, SORT_IOTA,
 ** SORT_NOKEYS.
 */
-template <typename K, typename V, bool VALUES, int ITEMS>
+template <typename K, typename V, bool VALUES, int ITEMS, int THREADS>
 __device__ __forceinline__ void fused (const K *k0, K *ka, K *kb, const V *v0, V *va, V *vb, u32 n, u32 *hist,
                                        u32 *done, u32 *lb, unsigned *bar, int begin_bit, int end_bit, int kind,
                                        int flags, int window) {
-  constexpr u32 TILE = SORT_THREADS * ITEMS;
-  __shared__ TileShared<K, V, ITEMS> s;
+  constexpr u32 TILE = THREADS * ITEMS;
+  __shared__ TileShared<K, V, ITEMS, THREADS> s;
   const int tid = threadIdx.x, warp = tid >> 5;
   const u32 tile = blockIdx.x, tiles = gridDim.x;
   const u32 start = tile * TILE, valid = min(TILE, n - start);
   const u32 first = warp * 32 * ITEMS + (tid & 31);
-  const int passes = (end_bit - begin_bit + 7) / 8;   /* at most 8 <= SORT_WARPS rows of counters */
+  const int passes = (end_bit - begin_bit + 7) / 8;   /* at most 8 <= (THREADS / 32) rows of counters */
   culua::grid_barrier grid(bar);
 
   if (tid < SORT_RADIX)
@@ -663,9 +666,9 @@ __device__ __forceinline__ void fused (const K *k0, K *ka, K *kb, const V *v0, V
   K key[ITEMS];
   V val[ITEMS];
   u32 dig[ITEMS], rank[ITEMS];
-  load_keys<K, ITEMS>(k0 + start, valid, key, kind, flags | SORT_FIRST);
+  load_keys<K, ITEMS, THREADS>(k0 + start, valid, key, kind, flags | SORT_FIRST);
   u32 (*count)[SORT_RADIX] = s.u.whist;   /* a row a pass */
-  for (int i = tid; i < passes * SORT_RADIX; i += SORT_THREADS) count[i / SORT_RADIX][i % SORT_RADIX] = 0;
+  for (int i = tid; i < passes * SORT_RADIX; i += THREADS) count[i / SORT_RADIX][i % SORT_RADIX] = 0;
   __syncthreads();
 #pragma unroll
   for (int i = 0; i < ITEMS; i++) {
@@ -693,7 +696,7 @@ __device__ __forceinline__ void fused (const K *k0, K *ka, K *kb, const V *v0, V
     const int iota = p == 0 ? flags & SORT_IOTA : 0;
     const int wflags = (flags & SORT_DESC) | (last ? SORT_LAST | (flags & SORT_NOKEYS) : 0);
     const u32 c = tid < SORT_RADIX ? __ldcg(&hist[p * SORT_RADIX + tid]) : 0;   /* digit tid's count, all tiles */
-    if (p > 0) load_keys<K, ITEMS, true>(src + start, valid, key, kind, 0);
+    if (p > 0) load_keys<K, ITEMS, THREADS, true>(src + start, valid, key, kind, 0);
     if (VALUES) load_values<V, ITEMS, true>(iota ? vsrc : vsrc + start, valid, val, start + 1, iota);
     if ((const void *)src == (const void *)dst || (VALUES && !iota && (const void *)vsrc == (const void *)vdst))
       grid.sync();   /* in place: every tile is in registers before any is written */
@@ -702,18 +705,18 @@ __device__ __forceinline__ void fused (const K *k0, K *ka, K *kb, const V *v0, V
     for (int i = 0; i < ITEMS; i++) dig[i] = digit_of(key[i], shift, mask);
     warp_count<ITEMS>(dig, s.u.whist[warp]);
     __syncthreads();
-    const u32 cnt = tile_counts(s.u.whist);   /* digit tid's count in the tile */
+    const u32 cnt = tile_counts<THREADS>(s.u.whist);   /* digit tid's count in the tile */
     const u32 mine = (tid == (int)mask) ? cnt - (TILE - valid) : cnt;   /* less the padding keys */
     u32 *word = lb + ((u64)p * tiles + tile) * SORT_RADIX + tid;
     if (tid < SORT_RADIX) store_relaxed(word, (tile == 0 ? SORT_PREFIX : SORT_AGGREGATE) | mine);
     /* one scan for two sums: the tile's digit starts below, every tile's above (no carry: both < 2^32) */
-    const u64 both = block_exclusive_scan<SORT_THREADS, u64>(((u64)c << 32) | cnt, s.wsum64);
+    const u64 both = block_exclusive_scan<THREADS, u64>(((u64)c << 32) | cnt, s.wsum64);
     const u32 local = (u32)both, digit_start = (u32)(both >> 32);
-    tile_offsets(s.u.whist, local);
+    tile_offsets<THREADS>(s.u.whist, local);
     __syncthreads();
     warp_rank<ITEMS>(dig, rank, s.u.whist[warp]);
     __syncthreads();   /* the counters are read: the union becomes keys */
-    put_keys<K, V, ITEMS>(s, key, rank);
+    put_keys<K, V, ITEMS, THREADS>(s, key, rank);
     if (tid < SORT_RADIX) {
       u32 before = 0;
       if (tile > 0) {
@@ -723,8 +726,8 @@ __device__ __forceinline__ void fused (const K *k0, K *ka, K *kb, const V *v0, V
       s.gbase[tid] = (u64)digit_start + before - local;   /* unsigned: wraps back when the place is added */
     }
     __syncthreads();
-    write_keys<K, V, ITEMS>(s, dig, valid, shift, mask, dst, kind, wflags);
-    if (VALUES) write_values<K, V, ITEMS>(s, val, dig, rank, valid, vdst);
+    write_keys<K, V, ITEMS, THREADS>(s, dig, valid, shift, mask, dst, kind, wflags);
+    if (VALUES) write_values<K, V, ITEMS, THREADS>(s, val, dig, rank, valid, vdst);
     if (!last) grid.sync();   /* the pass is written before the next reads it */
   }
 
@@ -733,7 +736,7 @@ __device__ __forceinline__ void fused (const K *k0, K *ka, K *kb, const V *v0, V
   if (tid == 0) s.tile = atomicAdd(done, 1u) == tiles - 1;
   __syncthreads();
   if (s.tile) {
-    for (int i = tid; i < passes * SORT_RADIX; i += SORT_THREADS) hist[i] = 0;
+    for (int i = tid; i < passes * SORT_RADIX; i += THREADS) hist[i] = 0;
     if (tid == 0) *done = 0;
   }
 }
@@ -784,11 +787,11 @@ extern "C" __global__ void __launch_bounds__(SORT_RADIX) culua_sort_lsd_scan (u6
   }
 }
 
-template <typename K, typename V, bool VALUES, int ITEMS>
+template <typename K, typename V, bool VALUES, int ITEMS, int THREADS>
 __device__ __forceinline__ void lsd_scatter (const K *kin, K *kout, const V *vin, V *vout, u64 n, u64 chunk,
                                              const u64 *offsets, int shift, int bits, int kind, int flags) {
-  constexpr u32 TILE = SORT_THREADS * ITEMS;
-  __shared__ TileShared<K, V, ITEMS> s;
+  constexpr u32 TILE = THREADS * ITEMS;
+  __shared__ TileShared<K, V, ITEMS, THREADS> s;
   const int tid = threadIdx.x;
   const u32 mask = (1u << bits) - 1;
   u64 place = tid < SORT_RADIX ? offsets[(u64)tid * gridDim.x + blockIdx.x] : 0;   /* digit tid's next place */
@@ -797,27 +800,27 @@ __device__ __forceinline__ void lsd_scatter (const K *kin, K *kout, const V *vin
     const u32 valid = (u32)min((u64)TILE, hi - t);
     K key[ITEMS];
     u32 dig[ITEMS], rank[ITEMS];
-    load_keys<K, ITEMS>(kin + t, valid, key, kind, flags);
+    load_keys<K, ITEMS, THREADS>(kin + t, valid, key, kind, flags);
 #pragma unroll
     for (int i = 0; i < ITEMS; i++) dig[i] = digit_of(key[i], shift, mask);
     u32 local;
-    u32 cnt = rank_tile<K, V, ITEMS>(s, dig, rank, &local);
+    u32 cnt = rank_tile<K, V, ITEMS, THREADS>(s, dig, rank, &local);
     if (tid < SORT_RADIX) {
       s.gbase[tid] = place - local;
       place += (tid == (int)mask) ? cnt - (TILE - valid) : cnt;
     }
     __syncthreads();   /* the counters are read (and gbase written): the union becomes keys */
-    put_keys<K, V, ITEMS>(s, key, rank);
+    put_keys<K, V, ITEMS, THREADS>(s, key, rank);
     if (VALUES) {
       V val[ITEMS];
       load_values<V, ITEMS>((VALUES && !(flags & SORT_IOTA)) ? vin + t : vin, valid, val, t + 1, flags);
       __syncthreads();
-      write_keys<K, V, ITEMS>(s, dig, valid, shift, mask, kout, kind, flags);
-      write_values<K, V, ITEMS>(s, val, dig, rank, valid, vout);
+      write_keys<K, V, ITEMS, THREADS>(s, dig, valid, shift, mask, kout, kind, flags);
+      write_values<K, V, ITEMS, THREADS>(s, val, dig, rank, valid, vout);
     }
     else {
       __syncthreads();
-      write_keys<K, V, ITEMS>(s, dig, valid, shift, mask, kout, kind, flags);
+      write_keys<K, V, ITEMS, THREADS>(s, dig, valid, shift, mask, kout, kind, flags);
     }
     __syncthreads();   /* the tile in shared memory is written out: the union becomes counters */
   }
@@ -895,27 +898,31 @@ SORT_COUNTS(u32, u32)
 SORT_COUNTS(u64, u64)
 
 /*
-** culua_sort_{onesweep,small,lsd}_<key>_<value>_<items>, <value> "keys" for
-** keys alone; NVRTC's other shapes add _t<threads> (-DCULUA_SORT_THREADS)
+** culua_sort_{onesweep,small,fused,lsd}_<key>_<value>_<items>[_t<threads>],
+** <value> "keys" for keys alone. The block's threads are a template
+** parameter: the default shapes (SORT_THREADS) carry no _t; the wide ones
+** prebuilt below, and NVRTC's other shapes, say theirs (-DCULUA_SORT_THREADS),
 ** and _b<blocks> (-DCULUA_SORT_MINBLOCKS: the blocks a multiprocessor that
 ** __launch_bounds__ asks registers for)
 */
+#define SORT_PASTE(a, b) SORT_PASTE_(a, b)
+#define SORT_PASTE_(a, b) a##b
 #if defined(CULUA_SORT_THREADS) && defined(CULUA_SORT_MINBLOCKS)
-#define SORT_NAME(f, k, v, I) SORT_NAME_(f, k, v, I, _t, CULUA_SORT_THREADS, _b, CULUA_SORT_MINBLOCKS)
+#define SORT_SUFFIX SORT_PASTE(SORT_PASTE(_t, CULUA_SORT_THREADS), SORT_PASTE(_b, CULUA_SORT_MINBLOCKS))
 #elif defined(CULUA_SORT_THREADS)
-#define SORT_NAME(f, k, v, I) SORT_NAME_(f, k, v, I, _t, CULUA_SORT_THREADS, , )
+#define SORT_SUFFIX SORT_PASTE(_t, CULUA_SORT_THREADS)
 #elif defined(CULUA_SORT_MINBLOCKS)
-#define SORT_NAME(f, k, v, I) SORT_NAME_(f, k, v, I, _b, CULUA_SORT_MINBLOCKS, , )
+#define SORT_SUFFIX SORT_PASTE(_b, CULUA_SORT_MINBLOCKS)
 #else
-#define SORT_NAME(f, k, v, I) SORT_NAME_(f, k, v, I, , , , )
+#define SORT_SUFFIX
 #endif
-#define SORT_NAME_(f, k, v, I, a, x, b, y) SORT_NAME__(f, k, v, I, a, x, b, y)
-#define SORT_NAME__(f, k, v, I, a, x, b, y) culua_sort_##f##_##k##_##v##_##I##a##x##b##y
+#define SORT_NAME(f, k, v, I, S) SORT_NAME_(f, k, v, I, S)
+#define SORT_NAME_(f, k, v, I, S) culua_sort_##f##_##k##_##v##_##I##S
 
 #ifdef CULUA_SORT_MINBLOCKS
-#define SORT_BOUNDS __launch_bounds__(SORT_THREADS, CULUA_SORT_MINBLOCKS)
+#define SORT_BOUNDS(T) __launch_bounds__(T, CULUA_SORT_MINBLOCKS)
 #else
-#define SORT_BOUNDS __launch_bounds__(SORT_THREADS)
+#define SORT_BOUNDS(T) __launch_bounds__(T)
 #endif
 
 /*
@@ -923,94 +930,91 @@ SORT_COUNTS(u64, u64)
 ** shared memory builds an entry point that traps (lua/catalog/sort.lua
 ** never launches it), so that one NVRTC build serves the dtypes it fits.
 */
-#define SORT_FITS(K, V, I) (sizeof(TileShared<K, V, I>) <= 48 * 1024)
+#define SORT_FITS(K, V, I, T) (sizeof(TileShared<K, V, I, T>) <= 48 * 1024)
 
-template <typename K, typename V, bool VALUES, int ITEMS>
+template <typename K, typename V, bool VALUES, int ITEMS, int THREADS>
 __device__ __forceinline__ void onesweep_entry (const K *kin, K *kout, const V *vin, V *vout, u64 base, u32 count,
                                                 const u64 *bins_in, u64 *bins_out, u32 *lb, u32 *lb_next,
                                                 u32 lb_next_tiles, u32 *ctr, const u32 *skip, int shift, int bits,
                                                 int kind, int flags, int window) {
-  if constexpr (SORT_FITS(K, V, ITEMS))
-    onesweep<K, V, VALUES, ITEMS>(kin, kout, vin, vout, base, count, bins_in, bins_out, lb, lb_next, lb_next_tiles,
-                                  ctr, skip, shift, bits, kind, flags, window);
+  if constexpr (SORT_FITS(K, V, ITEMS, THREADS))
+    onesweep<K, V, VALUES, ITEMS, THREADS>(kin, kout, vin, vout, base, count, bins_in, bins_out, lb, lb_next,
+                                           lb_next_tiles, ctr, skip, shift, bits, kind, flags, window);
   else __trap();
 }
 
-template <typename K, typename V, bool VALUES, int ITEMS>
+template <typename K, typename V, bool VALUES, int ITEMS, int THREADS>
 __device__ __forceinline__ void small_entry (const K *kin, K *kout, const V *vin, V *vout, u32 n, int begin_bit,
                                              int end_bit, int kind, int flags) {
-  if constexpr (SORT_FITS(K, V, ITEMS))
-    small_sort<K, V, VALUES, ITEMS>(kin, kout, vin, vout, n, begin_bit, end_bit, kind, flags);
+  if constexpr (SORT_FITS(K, V, ITEMS, THREADS))
+    small_sort<K, V, VALUES, ITEMS, THREADS>(kin, kout, vin, vout, n, begin_bit, end_bit, kind, flags);
   else __trap();
 }
 
-template <typename K, typename V, bool VALUES, int ITEMS>
+template <typename K, typename V, bool VALUES, int ITEMS, int THREADS>
 __device__ __forceinline__ void fused_entry (const K *k0, K *ka, K *kb, const V *v0, V *va, V *vb, u32 n, u32 *hist,
                                              u32 *done, u32 *lb, unsigned *bar, int begin_bit, int end_bit, int kind,
                                              int flags, int window) {
-  if constexpr (SORT_FITS(K, V, ITEMS))
-    fused<K, V, VALUES, ITEMS>(k0, ka, kb, v0, va, vb, n, hist, done, lb, bar, begin_bit, end_bit, kind, flags, window);
+  if constexpr (SORT_FITS(K, V, ITEMS, THREADS))
+    fused<K, V, VALUES, ITEMS, THREADS>(k0, ka, kb, v0, va, vb, n, hist, done, lb, bar, begin_bit, end_bit, kind,
+                                        flags, window);
   else __trap();
 }
 
-template <typename K, typename V, bool VALUES, int ITEMS>
+template <typename K, typename V, bool VALUES, int ITEMS, int THREADS>
 __device__ __forceinline__ void lsd_entry (const K *kin, K *kout, const V *vin, V *vout, u64 n, u64 chunk,
                                            const u64 *offsets, int shift, int bits, int kind, int flags) {
-  if constexpr (SORT_FITS(K, V, ITEMS))
-    lsd_scatter<K, V, VALUES, ITEMS>(kin, kout, vin, vout, n, chunk, offsets, shift, bits, kind, flags);
+  if constexpr (SORT_FITS(K, V, ITEMS, THREADS))
+    lsd_scatter<K, V, VALUES, ITEMS, THREADS>(kin, kout, vin, vout, n, chunk, offsets, shift, bits, kind, flags);
   else __trap();
 }
 
-#define SORT_PASS(k, K, v, V, VALUES, I) \
-  extern "C" __global__ void SORT_BOUNDS SORT_NAME(onesweep, k, v, I) ( \
+/* a shape's four tile kernels: I keys a thread, T threads, S the names' suffix */
+#define SORT_PASS(k, K, v, V, VALUES, I, T, S) \
+  extern "C" __global__ void SORT_BOUNDS(T) SORT_NAME(onesweep, k, v, I, S) ( \
       const K *kin, K *kout, const V *vin, V *vout, u64 base, u32 count, const u64 *bins_in, u64 *bins_out, \
       u32 *lb, u32 *lb_next, u32 lb_next_tiles, u32 *ctr, const u32 *skip, int shift, int bits, int kind, \
       int flags, int window) { \
-    onesweep_entry<K, V, VALUES, I>(kin, kout, vin, vout, base, count, bins_in, bins_out, lb, lb_next, \
-                                    lb_next_tiles, ctr, skip, shift, bits, kind, flags, window); \
+    onesweep_entry<K, V, VALUES, I, T>(kin, kout, vin, vout, base, count, bins_in, bins_out, lb, lb_next, \
+                                       lb_next_tiles, ctr, skip, shift, bits, kind, flags, window); \
   } \
-  extern "C" __global__ void SORT_BOUNDS SORT_NAME(small, k, v, I) ( \
+  extern "C" __global__ void SORT_BOUNDS(T) SORT_NAME(small, k, v, I, S) ( \
       const K *kin, K *kout, const V *vin, V *vout, u32 n, int begin_bit, int end_bit, int kind, int flags) { \
-    small_entry<K, V, VALUES, I>(kin, kout, vin, vout, n, begin_bit, end_bit, kind, flags); \
+    small_entry<K, V, VALUES, I, T>(kin, kout, vin, vout, n, begin_bit, end_bit, kind, flags); \
   } \
-  extern "C" __global__ void SORT_BOUNDS SORT_NAME(fused, k, v, I) ( \
-      const K *k0, K *ka, K *kb, const V *v0, V *va, V *vb, u32 n, u32 *hist, u32 *done, u32 *lb, unsigned *bar, \
-      int begin_bit, int end_bit, int kind, int flags, int window) { \
-    fused_entry<K, V, VALUES, I>(k0, ka, kb, v0, va, vb, n, hist, done, lb, bar, begin_bit, end_bit, kind, flags, \
-                                 window); \
-  } \
-  extern "C" __global__ void SORT_BOUNDS SORT_NAME(lsd, k, v, I) ( \
+  SORT_FUSED(k, K, v, V, VALUES, I, T, S) \
+  extern "C" __global__ void SORT_BOUNDS(T) SORT_NAME(lsd, k, v, I, S) ( \
       const K *kin, K *kout, const V *vin, V *vout, u64 n, u64 chunk, const u64 *offsets, int shift, int bits, \
       int kind, int flags) { \
-    lsd_entry<K, V, VALUES, I>(kin, kout, vin, vout, n, chunk, offsets, shift, bits, kind, flags); \
+    lsd_entry<K, V, VALUES, I, T>(kin, kout, vin, vout, n, chunk, offsets, shift, bits, kind, flags); \
   }
 
 /* the fused kernel alone, at another count: small sorts want small tiles (more
 ** blocks for the same keys; bench/sort.lua's 2^16 lines) */
-#define SORT_FUSED(k, K, v, V, VALUES, I) \
-  extern "C" __global__ void SORT_BOUNDS SORT_NAME(fused, k, v, I) ( \
+#define SORT_FUSED(k, K, v, V, VALUES, I, T, S) \
+  extern "C" __global__ void SORT_BOUNDS(T) SORT_NAME(fused, k, v, I, S) ( \
       const K *k0, K *ka, K *kb, const V *v0, V *va, V *vb, u32 n, u32 *hist, u32 *done, u32 *lb, unsigned *bar, \
       int begin_bit, int end_bit, int kind, int flags, int window) { \
-    fused_entry<K, V, VALUES, I>(k0, ka, kb, v0, va, vb, n, hist, done, lb, bar, begin_bit, end_bit, kind, flags, \
-                                 window); \
+    fused_entry<K, V, VALUES, I, T>(k0, ka, kb, v0, va, vb, n, hist, done, lb, bar, begin_bit, end_bit, kind, \
+                                    flags, window); \
   }
-#define SORT_FUSEDS(I) SORT_FUSEDS_(I)
-#define SORT_FUSEDS_(I) \
-  SORT_FUSED(u32, u32, keys, u32, false, I) \
-  SORT_FUSED(u32, u32, u32, u32, true, I) \
-  SORT_FUSED(u32, u32, u64, u64, true, I) \
-  SORT_FUSED(u64, u64, keys, u32, false, I) \
-  SORT_FUSED(u64, u64, u32, u32, true, I) \
-  SORT_FUSED(u64, u64, u64, u64, true, I)
+#define SORT_FUSEDS(I) SORT_FUSEDS_(I, SORT_THREADS, SORT_SUFFIX)
+#define SORT_FUSEDS_(I, T, S) \
+  SORT_FUSED(u32, u32, keys, u32, false, I, T, S) \
+  SORT_FUSED(u32, u32, u32, u32, true, I, T, S) \
+  SORT_FUSED(u32, u32, u64, u64, true, I, T, S) \
+  SORT_FUSED(u64, u64, keys, u32, false, I, T, S) \
+  SORT_FUSED(u64, u64, u32, u32, true, I, T, S) \
+  SORT_FUSED(u64, u64, u64, u64, true, I, T, S)
 
-#define SORT_PASSES(I32, I64) SORT_PASSES_(I32, I64)
-#define SORT_PASSES_(I32, I64) \
-  SORT_PASS(u32, u32, keys, u32, false, I32) \
-  SORT_PASS(u32, u32, u32, u32, true, I32) \
-  SORT_PASS(u32, u32, u64, u64, true, I32) \
-  SORT_PASS(u64, u64, keys, u32, false, I64) \
-  SORT_PASS(u64, u64, u32, u32, true, I64) \
-  SORT_PASS(u64, u64, u64, u64, true, I64)
+#define SORT_PASSES(I32, I64) SORT_PASSES_(I32, I64, SORT_THREADS, SORT_SUFFIX)
+#define SORT_PASSES_(I32, I64, T, S) \
+  SORT_PASS(u32, u32, keys, u32, false, I32, T, S) \
+  SORT_PASS(u32, u32, u32, u32, true, I32, T, S) \
+  SORT_PASS(u32, u32, u64, u64, true, I32, T, S) \
+  SORT_PASS(u64, u64, keys, u32, false, I64, T, S) \
+  SORT_PASS(u64, u64, u32, u32, true, I64, T, S) \
+  SORT_PASS(u64, u64, u64, u64, true, I64, T, S)
 
 /* prebuilt: the default keys a thread; NVRTC builds other counts (-DCULUA_SORT_ITEMS=n, both
 ** key widths) and shapes (-DCULUA_SORT_THREADS=n) */
@@ -1019,6 +1023,21 @@ SORT_PASSES(CULUA_SORT_ITEMS, CULUA_SORT_ITEMS)
 #else
 SORT_PASSES(SORT_ITEMS32, SORT_ITEMS64)
 SORT_FUSEDS(SORT_FUSED_ITEMS)
+#if !defined(CULUA_SORT_THREADS) && !defined(CULUA_SORT_MINBLOCKS)
+/*
+** The wide tiles, 512 threads, prebuilt where bench/sort.lua's sweep found
+** them faster (bench/RESULTS.md, session 7): 32-bit keys with 4-byte values
+** at 12 keys a thread (10.23 ms for 2^28 pairs against 11.48 at 256 x 18),
+** 64-bit keys at 10 (8.57 ms for 2^27 keys against 8.86 at 256 x 16), with
+** or without values (8-byte values: 40 KiB of tile). 32-bit keys with 8-byte
+** values stay at 256 x 18: 512 x 12 of them would take 48 KiB and more.
+** lua/catalog/sort.lua's `shapes` names the same.
+*/
+SORT_PASS(u32, u32, u32, u32, true, 12, 512, _t512)
+SORT_PASS(u64, u64, keys, u32, false, 10, 512, _t512)
+SORT_PASS(u64, u64, u32, u32, true, 10, 512, _t512)
+SORT_PASS(u64, u64, u64, u64, true, 10, 512, _t512)
+#endif
 #endif
 
 #define SORT_WARP(v, V, VALUES) \

@@ -55,6 +55,7 @@ if prog then
   T.ok(fits("culua_scan_propagate_f32_add", 1, big, 2), "propagate's arguments")
   T.ok(fits("culua_scan_select_i64_u8", 1, 2, 3, big, 2, 4, 4, 5, 6, big, 7, big), "select's arguments")
   T.ok(fits("culua_scan_select_f32_i32", 1, 2, 3, big, 0, 4, 4, 5, 6, big, 7, big), "select's arguments, int32 flags")
+  T.ok(fits("culua_scan_select_u32_u8_c32", 1, 2, 3, 1000, 1, 4, 4, 5, 6, big, 7, big), "select's arguments, 32-bit counts")
 end
 T.lives_ok(function ()
   cuda.compile("#define CULUA_PRED(x) (x > 0.5f)\n" .. src,
@@ -317,6 +318,17 @@ local function gpu_tests()
     local long = poison(cuda.array("float32", 2 * n))
     x:copy_from(hx)
     T.is(cat.compact(x, long, "x < 0.25f"), #kept, "compact into a longer y")
+    local c = cuda.array("int64", 1):fill(-1)
+    poison(long)
+    T.ok(cat.compact(x, long, "x < 0.25f", {count = c}) == c and c:totable()[1] == #kept and prefix_equal(long, kept, 1),
+         "compact with a count array: the count on the device, no read-back")
+    local hf = cuda.host_array("uint8", n):random(4, 0, 2)
+    local kf, rf = select_ref(hx, function (i) return hf[i] ~= 0 end)
+    poison(long)
+    T.ok(cat.split(x, long, cuda.array("uint8", n):copy_from(hf), {count = c}) == c and c:totable()[1] == #kf
+         and prefix_equal(long, kf, 1) and prefix_equal(long, rf, #kf + 1), "split with a count array")
+    T.error_like(function () cat.compact(x, long, "x < 0.25f", {count = cuda.array("int32", 1)}) end,
+                 "compact: count has dtype int32; expected int64 or uint64", "compact: a count array of another dtype")
   end
   local xf = cuda.array("float32", 100)
   T.error_like(function () cat.compact(xf, cuda.array("float32", 100), "x >>> 1") end,

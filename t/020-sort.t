@@ -41,6 +41,15 @@ if p then
     T.ok(fits("culua_sort_fused_" .. e, 1, 2, 1, 0, 0, 0, 500000, 3, 4, 5, 6, 0, 64, 2, 28, 4), "fused_" .. e .. "'s arguments")
     T.ok(fits("culua_sort_lsd_" .. e, 1, 2, 3, 4, big, 4608 * 5, 5, 24, 8, 2, 3), "lsd_" .. e .. "'s arguments")
   end
+  -- the wide tiles, prebuilt: 512 threads, the defaults of pairs of 32-bit keys and 4-byte values and of 64-bit keys
+  for _, e in ipairs{"u32_u32_12_t512", "u64_keys_10_t512", "u64_u32_10_t512", "u64_u64_10_t512"} do
+    T.ok(fits("culua_sort_onesweep_" .. e, 1, 2, 3, 4, big, (1 << 30) - 1, 5, 0, 6, 7, 70000, 8, 9, 56, 8, 2, 31, 4),
+         "onesweep_" .. e .. "'s arguments")
+    T.ok(fits("culua_sort_small_" .. e, 1, 1, 0, 2, 6144, 0, 64, 1, 30), "small_" .. e .. "'s arguments")
+    T.ok(fits("culua_sort_fused_" .. e, 1, 2, 1, 0, 0, 0, 500000, 3, 4, 5, 6, 0, 64, 2, 28, 4), "fused_" .. e .. "'s arguments")
+    T.ok(fits("culua_sort_lsd_" .. e, 1, 2, 3, 4, big, 6144 * 5, 5, 24, 8, 2, 3), "lsd_" .. e .. "'s arguments")
+  end
+  T.unlike(p.ptx, "culua_sort_onesweep_u32_u64_12_t512", "no wide tile for 32-bit keys with 8-byte values (48 KiB)")
   for _, e in ipairs{"u32_keys_4", "u32_u32_4", "u32_u64_4", "u64_keys_4", "u64_u32_4", "u64_u64_4"} do
     T.ok(fits("culua_sort_fused_" .. e, 1, 2, 1, 0, 0, 0, 100000, 3, 4, 5, 6, 0, 64, 2, 28, 8), "fused_" .. e .. "'s arguments (small sorts' tiles)")
   end
@@ -222,6 +231,9 @@ for _, dt in ipairs{"uint32", "int32", "float32", "uint64", "int64", "float64"} 
     check(dt, n, "random", nil, "uint32", " one block")
     check(dt, n, "few", multi, "uint32", " multi-block")
   end
+  for _, n in ipairs{5120, 5121, 6144, 6145} do   -- the wide tiles' lengths (512 x 10, 512 x 12)
+    check(dt, n, "random", nil, "uint32", " about a wide tile")
+  end
   for _, how in ipairs{"sorted", "reversed", "equal", "few", "small"} do
     check(dt, 1000, how, nil, "uint32")
     check(dt, 40000, how, nil, "uint32")
@@ -273,9 +285,9 @@ end
 
 -- onesweep over several launches a pass (portions), and other tile sizes (NVRTC)
 check("uint32", 100003, "random", {portion = 4608 * 3}, "uint32", " in portions of 3 tiles")
-check("float64", 70001, "random", {portion = 4096 * 2, descending = true}, "uint64", " in portions of 2 tiles, descending")
+check("float64", 70001, "random", {portion = 5120 * 2, descending = true}, "uint64", " in portions of 2 tiles, descending")
 check("int32", 100003, "few", {portion = 4608}, "int32", " few, in portions of 1 tile")
-check("uint64", 100003, "equal", {portion = 4096 * 5}, "float32", " equal (every pass a copy), in portions")
+check("uint64", 100003, "equal", {portion = 5120 * 5}, "float32", " equal (every pass a copy), in portions")
 check("uint32", 100003, "random", {items = 7}, "uint32", " items 7")
 check("uint64", 100003, "random", {items = 18}, "uint64", " items 18")
 check("float32", 2000, "random", {items = 9}, "uint64", " items 9, one block")
@@ -288,7 +300,10 @@ check("uint64", 1024 * sms, "random", nil, "uint64", " fused small tiles, a tile
 check("int32", 1024 * sms + 1, "random", nil, nil, " one past: fused with the default tiles")
 check("uint32", 4608 + 1, "random", {items = 18}, "uint32", " fused, two tiles, the second of one key")
 check("uint32", 4608 * sms, "random", nil, "uint64", " fused, a tile a multiprocessor")
-check("uint32", 4608 * sms + 1, "random", nil, "uint32", " one tile past fused")
+check("uint32", 4608 * sms + 1, "random", nil, nil, " one tile past fused")
+check("uint32", 6144 * sms, "random", nil, "int32", " fused, a wide tile (512 x 12 pairs) a multiprocessor")
+check("uint32", 6144 * sms + 1, "random", nil, "uint32", " one wide tile past fused")
+check("uint64", 5120 * sms + 1, "random", nil, "uint32", " one wide tile (512 x 10) past fused, 64-bit keys")
 check("float32", 50000, "random", {fused = false}, "uint32", " not fused")
 check("int64", 30001, "few", {fused = false, descending = true}, "int32", " not fused, descending")
 check("float64", 30001, "random", {begin_bit = 3, end_bit = 27}, "uint64", " fused, bits 3..27 (odd: pass 0 in place)")
@@ -315,7 +330,7 @@ check("float64", 2000003, "few", {threads = 512, items = 9}, "int32", " threads 
 check("int32", 4000, "random", {threads = 512, items = 9}, "uint32", " threads 512 items 9, one block")
 check("int64", 100003, "few", {threads = 288, items = 7, variant = "lsd"}, "uint32", " lsd threads 288 items 7")
 check("uint32", 100003, "random", {window = 1}, "uint32", " look-back window 1")
-check("uint64", 100003, "random", {window = 8, portion = 4096 * 7}, "uint64", " look-back window 8, in portions")
+check("uint64", 100003, "random", {window = 8, portion = 5120 * 7}, "uint64", " look-back window 8, in portions")
 
 -- the warp variant: seed 003's sort of at most 32 uint32 keys
 for _, n in ipairs{1, 2, 7, 31, 32} do
@@ -372,7 +387,7 @@ end
 for _, c in ipairs{{"float32", 100000, {}}, {"int64", 4097, {descending = true}}, {"int64", 3000, {descending = true}},
                    {"uint32", 1, {}}, {"uint32", 3, multi}, {"uint32", 30, {variant = "warp"}},
                    {"float64", 33333, {variant = "lsd"}}, {"uint32", 50000, {begin_bit = 0, end_bit = 16}},
-                   {"int32", 50000, {end_bit = 8}}, {"int32", 50000, {end_bit = 24}}, {"uint64", 60000, {portion = 4096 * 4}}} do
+                   {"int32", 50000, {end_bit = 8}}, {"int32", 50000, {end_bit = 24}}, {"uint64", 60000, {portion = 5120 * 4}}} do
   local dt, n, o = c[1], c[2], c[3]
   local hk = make_keys(dt, n, "few", n)
   local dk = device_of(hk)

@@ -105,6 +105,8 @@ end
 
 local TILE = {[4] = 4096, [8] = 2048}   -- elements a look-back tile: THREADS x 32 or 16
 local THREADS = 128                      -- CULUA_THREADS of kernels/scan.cu
+-- compact and split (kernels/scan.cu: CULUA_SELECT_THREADS, CULUA_SELECT_ITEMS4)
+local SELECT_THREADS, SELECT_TILE = 128, {[4] = 4096, [8] = 2048}
 local function elem_size(dt) return (dt == "int64" or dt == "uint64" or dt == "float64") and 8 or 4 end
 
 local function lookback(x, y, n, exclusive, initb, dt, op, stream, out)
@@ -214,12 +216,12 @@ end
 -- the kernel for an expression predicate on dtype dt, compiled once a device
 -- (names are kept per device with their expressions: a hash collision gets
 -- another name, never another's kernel)
-local function pred_kernel(fname, expr, dt, dev)
+local function pred_kernel(fname, expr, dt, dev, c32)
   local names = core.device_state("scan_pred", dev)
-  local key = dt .. "\0" .. expr
+  local key = dt .. (c32 and "\0c32\0" or "\0") .. expr
   local name = names[key]
   if not name then
-    local base = ("culua_scan_pred_%s_%s"):format(short[dt], hash(key))
+    local base = ("culua_scan_pred_%s_%s%s"):format(short[dt], hash(key), c32 and "_c32" or "")
     name = base
     local taken = {}
     for _, v in pairs(names) do taken[v] = true end
@@ -230,7 +232,8 @@ local function pred_kernel(fname, expr, dt, dev)
   local prelude = ("#define CULUA_PRED(x) (%s)"):format(expr)
   local ok, k = pcall(core.kernel, "scan", name,
                       {"CULUA_PRED_T=" .. ctypes[dt],
-                       "CULUA_PRED_NAME=" .. name}, dev, prelude)
+                       "CULUA_PRED_C=" .. (c32 and "unsigned" or "u64"),
+                      "CULUA_PRED_NAME=" .. name}, dev, prelude)
   if not ok then
     names[key] = nil
     fail(fname, "pred expression %q does not compile: %s", expr, tostring(k))
@@ -239,7 +242,7 @@ local function pred_kernel(fname, expr, dt, dev)
 end
 
 local function select_common(fname, x, y, pred, opts, split)
-  opts = core.options(fname, opts, {"stream"})
+  opts = core.options(fname, opts, {"stream", "count"})
   local dt = open_dtype(fname, "x", x)
   core.dtype_of(fname, "x", x, dtypes)
   if open_dtype(fname, "y", y) ~= dt then fail(fname, "y has dtype %s but x has %s", y.dtype, dt) end
@@ -258,7 +261,16 @@ local function select_common(fname, x, y, pred, opts, split)
   elseif not pred:find("%S") then
     fail(fname, "pred expression is empty")
   end
-  local dev = core.same_device(fname, {"x", "y", "pred"}, x, y, flags)
+  local out = opts.count
+  if out ~= nil then
+    if cuda.type(out) ~= "cuda.array" then
+      fail(fname, "count must be a cuda.array (int64 or uint64), got %s", cuda.type(out) or type(out))
+    end
+    local cdt = open_dtype(fname, "count", out)
+    if cdt ~= "int64" and cdt ~= "uint64" then fail(fname, "count has dtype %s; expected int64 or uint64", cdt) end
+    if #out < 1 then fail(fname, "count is empty") end
+  end
+  local dev = core.same_device(fname, {"x", "y", "pred", "count"}, x, y, flags, out)
   local stream = core.check_stream(fname, opts.stream, dev)
   -- a block writes only at or before its own elements, so compact in place
   -- is safe; any other overlap (and split in place) is not
@@ -267,33 +279,40 @@ local function select_common(fname, x, y, pred, opts, split)
   if (xs ~= ys or split) and xs < ys + #y * es and ys < xs + n * es then
     fail(fname, "y overlaps x%s", split and "" or " (only y == x, in place, is allowed)")
   end
+  -- counts in 32 bits below 2^32 elements: the look-back's one-word path
+  local c32 = n < (1 << 32)
   local kern
   if flags then
-    kern = core.kernel("scan", ("culua_scan_select_%s_%s"):format(short[dt], flags.dtype == "uint8" and "u8" or "i32"), nil, dev)
+    kern = core.kernel("scan", ("culua_scan_select_%s_%s%s"):format(short[dt], flags.dtype == "uint8" and "u8" or "i32",
+                                                                    c32 and "_c32" or ""), nil, dev)
   else
-    kern = pred_kernel(fname, pred, dt, dev)
+    kern = pred_kernel(fname, pred, dt, dev, c32)
   end
-  local ntiles = ceil_div(n, TILE[es])
-  local word = core.scratch("scan_word", dev, stream, 1)
-  local cfg = {grid = ntiles, block = THREADS, stream = stream}
+  local ntiles = ceil_div(n, SELECT_TILE[es])
+  local word = out or core.scratch("scan_word", dev, stream, 1)
+  local cfg = {grid = ntiles, block = SELECT_THREADS, stream = stream}
   local function pass(mode)
     local w, values, base, epoch = tiles_for(dev, stream, ntiles)
     kern:launch(cfg, x, flags or x, y, n, mode, word, word, w, values, base, epoch, ntiles)
   end
   if split then pass(2) end   -- the kept count first: the rest start there
   pass(split and 1 or 0)
+  if out then return out end   -- no wait: the count is on the device, in out[1]
   return core.read_word(word, stream)
 end
 
 -- cuda.catalog.compact(x, y, pred [, opts]) -> count: the elements of x for which
 -- pred holds, in order, to y[1 .. count]. pred: a uint8 or int32 flags array
 -- (nonzero keeps) of x's length, or a CUDA C expression in x ("x > 0.5f").
+-- opts: stream; count (an int64 or uint64 cuda.array): the count goes to
+-- count[1] on the device and the call returns count without waiting (the
+-- default reads it back, which waits for the stream).
 function M.compact(x, y, pred, opts)
   return select_common("compact", x, y, pred, opts, false)
 end
 
 -- cuda.catalog.split(x, y, pred [, opts]) -> count: those for which pred holds,
--- in order, then the others, in order
+-- in order, then the others, in order; opts as compact's
 function M.split(x, y, pred, opts)
   return select_common("split", x, y, pred, opts, true)
 end

@@ -35,6 +35,8 @@ local FIRST, LAST, IOTA, NOKEYS, DESC = 1, 2, 4, 8, 16
 local RADIX = 256                           -- SORT_RADIX: the histogram kernels' blocks
 local THREADS = 256                         -- SORT_THREADS: a tile's block, prebuilt
 local default_items = {[4] = 18, [8] = 16}  -- SORT_ITEMS32, SORT_ITEMS64
+-- the wide tiles prebuilt at WIDE threads (kernels/sort.cu): keys a thread by "<key>_<value>"
+local WIDE, wide_items = 512, {u32_u32 = 12, u64_keys = 10, u64_u32 = 10, u64_u64 = 10}
 local FUSED_ITEMS, FUSED_WINDOW = 4, 8      -- SORT_FUSED_ITEMS: small sorts' fused tiles
 local MAX_ITEMS = 32
 local SHARED = 48 * 1024                    -- a tile's static shared memory, at most
@@ -60,14 +62,31 @@ local function pad64(words) return ceil_div(words, 64) * 64 end
 
 local function kernel(name, dev) return core.kernel("sort", name, nil, dev) end
 
--- a tile kernel (onesweep, small, lsd) of a's shape: prebuilt for the default
--- items and threads, else built by NVRTC (-D values; names say the shape)
+-- "<key>_<value>" of a sort's arrays: u32_keys, u64_u32, ...
+local function case_of(kb, has_values, vb)
+  return (kb == 4 and "u32" or "u64") .. "_" .. (has_values and (vb == 4 and "u32" or "u64") or "keys")
+end
+
+-- the default shape of a sort, threads and keys a thread: the wide tiles where
+-- they are prebuilt (bench/RESULTS.md, session 7's sweep: 32-bit keys with 4-byte
+-- values, 64-bit keys), else 256 threads at the default items
+local function default_shape(kb, has_values, vb)
+  local w = wide_items[case_of(kb, has_values, vb)]
+  if w then return WIDE, w end
+  return THREADS, default_items[kb]
+end
+
+-- a tile kernel (onesweep, small, fused, lsd) of a's shape: prebuilt for the
+-- default items and threads and the wide tiles, else built by NVRTC (-D values;
+-- names say the shape)
 local function tile_kernel(what, a)
-  local ks, vs = a.kb == 4 and "u32" or "u64", a.has_values and (a.vb == 4 and "u32" or "u64") or "keys"
-  local name = ("culua_sort_%s_%s_%s_%d"):format(what, ks, vs, a.items)
-  if a.threads == THREADS and not a.min_blocks
-     and (a.items == default_items[a.kb] or (what == "fused" and a.items == FUSED_ITEMS)) then
-    return kernel(name, a.dev)
+  local case = case_of(a.kb, a.has_values, a.vb)
+  local name = ("culua_sort_%s_%s_%d"):format(what, case, a.items)
+  if not a.min_blocks then
+    if a.threads == THREADS and (a.items == default_items[a.kb] or (what == "fused" and a.items == FUSED_ITEMS)) then
+      return kernel(name, a.dev)
+    end
+    if a.threads == WIDE and a.items == wide_items[case] then return kernel(name .. "_t" .. WIDE, a.dev) end
   end
   local defines = {"CULUA_SORT_ITEMS=" .. a.items}
   if a.threads ~= THREADS then
@@ -362,10 +381,15 @@ local function run(fname, keys, values, out, n, kdt, vb, o, dev)
     return
   end
   local passes = ceil_div(o.end_bit - o.begin_bit, 8)
+  local has_values = values ~= nil or out ~= nil
+  -- no shape asked for: the case's default (wide tiles for pairs of 32-bit keys with
+  -- 4-byte values and for 64-bit keys); else what is not asked is 256 x the items
+  local threads, items = o.threads, o.items
+  if not threads and not items then threads, items = default_shape(kb, has_values, vb) end
   local a = {n = n, dev = dev, stream = stream, passes = passes, kb = kb, vb = vb, keys = keys, values = values,
-             has_values = values ~= nil or out ~= nil, out = out, desc = o.desc, kind = key_kind[kdt],
-             begin_bit = o.begin_bit, end_bit = o.end_bit, items = o.items or default_items[kb],
-             threads = o.threads or THREADS, min_blocks = o.min_blocks, window = o.window or WINDOW,
+             has_values = has_values, out = out, desc = o.desc, kind = key_kind[kdt],
+             begin_bit = o.begin_bit, end_bit = o.end_bit, items = items or default_items[kb],
+             threads = threads or THREADS, min_blocks = o.min_blocks, window = o.window or WINDOW,
              portion = o.portion}
   -- kernels/sort.cu's TileShared: the warps' counters or the tile's keys or values, then
   -- the digits' places (8 bytes each), the warps' sums and the tile's ticket
@@ -385,7 +409,8 @@ local function run(fname, keys, values, out, n, kdt, vb, o, dev)
     -- the same keys (2^16 uint32 keys: 21 us a call against 30 at 15 a thread); then a's
     local shapes = {a}
     if not o.items and not o.threads and not o.min_blocks then
-      shapes = {setmetatable({items = FUSED_ITEMS, window = o.window or FUSED_WINDOW}, {__index = a}), a}
+      shapes = {setmetatable({threads = THREADS, items = FUSED_ITEMS, window = o.window or FUSED_WINDOW},
+                             {__index = a}), a}
     end
     for _, sh in ipairs(shapes) do
       local tiles = ceil_div(n, sh.threads * sh.items)
@@ -410,7 +435,9 @@ end
 --         min_blocks (blocks a multiprocessor the registers are bounded for), window (look-back
 --         words loaded at once), fused (false: no one-launch path for sorts of up to a
 --         tile a multiprocessor), portion (keys a launch of onesweep; also turns off the
---         one-block and one-launch paths)
+--         one-block and one-launch paths). Without items and threads: 512 x 12 for
+--         32-bit keys with 4-byte values, 512 x 10 for 64-bit keys, else 256 x 18
+--         (32-bit keys); with either, the other is 256 or 18 (16 for 64-bit keys)
 function M.sort(keys, values, opts)
   local fname = "sort"
   if opts == nil and type(values) == "table" then values, opts = nil, values end
