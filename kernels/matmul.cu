@@ -4,7 +4,12 @@
 ** row-major M x K and K x N matrices of any size. Every kernel has the same
 ** parameters, so the catalog launches any variant the same way:
 **
-**   (int M, int N, int K, T alpha, const T *A, const T *B, T beta, T *C)
+**   (int M, int N, int K, T alpha, const T *A, const T *B, T beta, T *C,
+**    int lda, int ldb, int ldc)
+**
+** lda, ldb and ldc are the leading dimensions, elements from one row to the
+** next (K, N and N for packed matrices), so that A, B and C may be blocks of
+** larger matrices: LU's trailing update (lua/catalog/solve.lua) is one.
 **
 ** The seed-002 lab's algorithms (naive, row, column, tiled) take two knobs:
 ** a block shape or tile side P1 and an unroll factor P2 of the inner loop.
@@ -33,14 +38,15 @@ __device__ __forceinline__ void store_c (T *C, size_t idx, T alpha, T acc, T bet
 /* a BS x BS block of threads; x runs along a row of C, so loads of B and
 ** stores of C are coalesced */
 template <typename T, int BS, int U>
-__device__ void naive (int M, int N, int K, T alpha, const T *A, const T *B, T beta, T *C) {
+__device__ void naive (int M, int N, int K, T alpha, const T *A, const T *B, T beta, T *C,
+                       int lda, int ldb, int ldc) {
   int col = blockIdx.x * BS + threadIdx.x, row = blockIdx.y * BS + threadIdx.y;
   if (row >= M || col >= N) return;
   T acc = 0;
-  const T *a = A + (size_t)row * K, *b = B + col;
+  const T *a = A + (size_t)row * lda, *b = B + col;
 #pragma unroll U
-  for (int k = 0; k < K; k++) acc += a[k] * b[(size_t)k * N];
-  store_c(C, (size_t)row * N + col, alpha, acc, beta);
+  for (int k = 0; k < K; k++) acc += a[k] * b[(size_t)k * ldb];
+  store_c(C, (size_t)row * ldc + col, alpha, acc, beta);
 }
 
 /* }====================================================== */
@@ -53,44 +59,46 @@ __device__ void naive (int M, int N, int K, T alpha, const T *A, const T *B, T b
 /* one block per (row of C, P1 consecutive columns); the row of A is read
 ** once per block from global memory, in chunks */
 template <typename T, int NT, int U>
-__device__ void row (int M, int N, int K, T alpha, const T *A, const T *B, T beta, T *C) {
+__device__ void row (int M, int N, int K, T alpha, const T *A, const T *B, T beta, T *C,
+                     int lda, int ldb, int ldc) {
   __shared__ T t[CHUNK];
   int r = blockIdx.y, col = blockIdx.x * NT + threadIdx.x;
   T acc = 0;
   for (int k0 = 0; k0 < K; k0 += CHUNK) {
     int n = min(CHUNK, K - k0);
-    for (int i = threadIdx.x; i < n; i += NT) t[i] = A[(size_t)r * K + k0 + i];
+    for (int i = threadIdx.x; i < n; i += NT) t[i] = A[(size_t)r * lda + k0 + i];
     __syncthreads();
     if (col < N) {
-      const T *b = B + (size_t)k0 * N + col;
+      const T *b = B + (size_t)k0 * ldb + col;
 #pragma unroll U
-      for (int k = 0; k < n; k++) acc += t[k] * b[(size_t)k * N];
+      for (int k = 0; k < n; k++) acc += t[k] * b[(size_t)k * ldb];
     }
     __syncthreads();
   }
-  if (col < N && r < M) store_c(C, (size_t)r * N + col, alpha, acc, beta);
+  if (col < N && r < M) store_c(C, (size_t)r * ldc + col, alpha, acc, beta);
 }
 
 
 /* one block per (column of C, P1 consecutive rows); the column of B is read
 ** once per block; the reads of A are strided (the lab's point) */
 template <typename T, int NT, int U>
-__device__ void column (int M, int N, int K, T alpha, const T *A, const T *B, T beta, T *C) {
+__device__ void column (int M, int N, int K, T alpha, const T *A, const T *B, T beta, T *C,
+                        int lda, int ldb, int ldc) {
   __shared__ T t[CHUNK];
   int c = blockIdx.y, r = blockIdx.x * NT + threadIdx.x;
   T acc = 0;
   for (int k0 = 0; k0 < K; k0 += CHUNK) {
     int n = min(CHUNK, K - k0);
-    for (int i = threadIdx.x; i < n; i += NT) t[i] = B[(size_t)(k0 + i) * N + c];
+    for (int i = threadIdx.x; i < n; i += NT) t[i] = B[(size_t)(k0 + i) * ldb + c];
     __syncthreads();
     if (r < M) {
-      const T *a = A + (size_t)r * K + k0;
+      const T *a = A + (size_t)r * lda + k0;
 #pragma unroll U
       for (int k = 0; k < n; k++) acc += a[k] * t[k];
     }
     __syncthreads();
   }
-  if (r < M && c < N) store_c(C, (size_t)r * N + c, alpha, acc, beta);
+  if (r < M && c < N) store_c(C, (size_t)r * ldc + c, alpha, acc, beta);
 }
 
 /* }====================================================== */
@@ -99,21 +107,22 @@ __device__ void column (int M, int N, int K, T alpha, const T *A, const T *B, T 
 /* {====================================================== tiled: S x S tiles (seed 000, 002) */
 
 template <typename T, int S, int U>
-__device__ void tiled (int M, int N, int K, T alpha, const T *A, const T *B, T beta, T *C) {
+__device__ void tiled (int M, int N, int K, T alpha, const T *A, const T *B, T beta, T *C,
+                       int lda, int ldb, int ldc) {
   __shared__ T as[S][S], bs[S][S + 1];   /* +1: no bank conflicts on the column reads */
   int tx = threadIdx.x, ty = threadIdx.y;
   int row = blockIdx.y * S + ty, col = blockIdx.x * S + tx;
   T acc = 0;
   for (int k0 = 0; k0 < K; k0 += S) {
     /* zero outside the matrices, so edge tiles need no special case below */
-    as[ty][tx] = (row < M && k0 + tx < K) ? A[(size_t)row * K + k0 + tx] : T(0);
-    bs[ty][tx] = (k0 + ty < K && col < N) ? B[(size_t)(k0 + ty) * N + col] : T(0);
+    as[ty][tx] = (row < M && k0 + tx < K) ? A[(size_t)row * lda + k0 + tx] : T(0);
+    bs[ty][tx] = (k0 + ty < K && col < N) ? B[(size_t)(k0 + ty) * ldb + col] : T(0);
     __syncthreads();
 #pragma unroll U
     for (int k = 0; k < S; k++) acc += as[ty][k] * bs[k][tx];
     __syncthreads();
   }
-  if (row < M && col < N) store_c(C, (size_t)row * N + col, alpha, acc, beta);
+  if (row < M && col < N) store_c(C, (size_t)row * ldc + col, alpha, acc, beta);
 }
 
 /* }====================================================== */
@@ -123,22 +132,23 @@ __device__ void tiled (int M, int N, int K, T alpha, const T *A, const T *B, T b
 
 /*
 ** This thread's L elements of a tile W wide whose corner is (r0, c0) in a
-** rows x cols row-major matrix, into registers: element e = tid*L + q of the
-** tile in row-major order, zero outside the matrix. VEC: four at a time
-** (cols a multiple of 4, P aligned: the dispatcher checks).
+** rows x cols row-major matrix with rows ld apart, into registers: element
+** e = tid*L + q of the tile in row-major order, zero outside the matrix.
+** VEC: four at a time (cols and ld multiples of 4, P aligned: the dispatcher
+** checks; a float4 never reaches past cols, into what may be another's data).
 */
 template <typename T, int W, int L, bool VEC>
-__device__ __forceinline__ void fetch_tile (T *reg, int tid, int r0, int c0, int rows, int cols, const T *P) {
+__device__ __forceinline__ void fetch_tile (T *reg, int tid, int r0, int c0, int rows, int cols, int ld, const T *P) {
 #pragma unroll
   for (int q = 0; q < L; q += (VEC ? 4 : 1)) {
     int e = tid * L + q, r = r0 + e / W, c = c0 + e % W;
     if (VEC) {
       float4 v = make_float4(0, 0, 0, 0);
-      if (r < rows && c < cols) v = *(const float4 *)(P + (size_t)r * cols + c);
+      if (r < rows && c < cols) v = *(const float4 *)(P + (size_t)r * ld + c);
       reg[q] = v.x; reg[q + 1] = v.y; reg[q + 2] = v.z; reg[q + 3] = v.w;
     }
     else
-      reg[q] = (r < rows && c < cols) ? P[(size_t)r * cols + c] : T(0);
+      reg[q] = (r < rows && c < cols) ? P[(size_t)r * ld + c] : T(0);
   }
 }
 
@@ -146,14 +156,15 @@ __device__ __forceinline__ void fetch_tile (T *reg, int tid, int r0, int c0, int
 /* the next A (BM x BK) and B (BK x BN) tiles, from k0 on */
 template <typename T, int BM, int BN, int BK, int NT, bool VEC>
 __device__ __forceinline__ void fetch_tiles (T *ra, T *rb, int tid, int bm, int bn, int k0,
-                                             int M, int N, int K, const T *A, const T *B) {
-  fetch_tile<T, BK, BM * BK / NT, VEC>(ra, tid, bm, k0, M, K, A);
-  fetch_tile<T, BN, BK * BN / NT, VEC>(rb, tid, k0, bn, K, N, B);
+                                             int M, int N, int K, const T *A, const T *B, int lda, int ldb) {
+  fetch_tile<T, BK, BM * BK / NT, VEC>(ra, tid, bm, k0, M, K, lda, A);
+  fetch_tile<T, BN, BK * BN / NT, VEC>(rb, tid, k0, bn, K, N, ldb, B);
 }
 
 
 template <typename T, int BM, int BN, int BK, int TM, int TN, bool VEC>
-__device__ void fast (int M, int N, int K, T alpha, const T *A, const T *B, T beta, T *C) {
+__device__ void fast (int M, int N, int K, T alpha, const T *A, const T *B, T beta, T *C,
+                      int lda, int ldb, int ldc) {
   constexpr int NT = (BM / TM) * (BN / TN);
   constexpr int LA = BM * BK / NT, LB = BK * BN / NT;   /* elements each thread loads */
   __shared__ __align__(16) T as[2][BK][BM];
@@ -182,14 +193,14 @@ __device__ void fast (int M, int N, int K, T alpha, const T *A, const T *B, T be
     }
   };
 
-  fetch_tiles<T, BM, BN, BK, NT, VEC>(ra, rb, tid, bm, bn, 0, M, N, K, A, B);
+  fetch_tiles<T, BM, BN, BK, NT, VEC>(ra, rb, tid, bm, bn, 0, M, N, K, A, B, lda, ldb);
   stash(0);
   __syncthreads();
   int s = 0;
   for (int k0 = 0; k0 < K; k0 += BK) {
     bool more = k0 + BK < K;
     if (more)   /* the next tiles are in flight while we compute */
-      fetch_tiles<T, BM, BN, BK, NT, VEC>(ra, rb, tid, bm, bn, k0 + BK, M, N, K, A, B);
+      fetch_tiles<T, BM, BN, BK, NT, VEC>(ra, rb, tid, bm, bn, k0 + BK, M, N, K, A, B, lda, ldb);
 #pragma unroll
     for (int k = 0; k < BK; k++) {
       T a[TM], b[TN];
@@ -222,7 +233,7 @@ __device__ void fast (int M, int N, int K, T alpha, const T *A, const T *B, T be
 #pragma unroll
     for (int j = 0; j < TN; j++) {
       int c = bn + (j < TN / 2 ? tx * (TN / 2) + j : BN / 2 + tx * (TN / 2) + j - TN / 2);
-      if (c < N) store_c(C, (size_t)r * N + c, alpha, acc[i][j], beta);
+      if (c < N) store_c(C, (size_t)r * ldc + c, alpha, acc[i][j], beta);
     }
   }
 }
@@ -245,7 +256,8 @@ __device__ __forceinline__ unsigned to_tf32 (float x) {
 ** so that the fragment reads hit 32 different banks.
 */
 template <bool VEC>
-__device__ void tf32 (int M, int N, int K, float alpha, const float *A, const float *B, float beta, float *C) {
+__device__ void tf32 (int M, int N, int K, float alpha, const float *A, const float *B, float beta, float *C,
+                      int lda, int ldb, int ldc) {
   constexpr int BM = 128, BN = 128, BK = 16, NT = 256, PA = 4, PB = 8;
   constexpr int LA = BM * BK / NT, LB = BK * BN / NT;   /* 8 and 8 */
   __shared__ __align__(16) float as[2][BM][BK + PA];
@@ -276,13 +288,13 @@ __device__ void tf32 (int M, int N, int K, float alpha, const float *A, const fl
     }
   };
 
-  fetch_tiles<float, BM, BN, BK, NT, VEC>(ra, rb, tid, bm, bn, 0, M, N, K, A, B);
+  fetch_tiles<float, BM, BN, BK, NT, VEC>(ra, rb, tid, bm, bn, 0, M, N, K, A, B, lda, ldb);
   stash(0);
   __syncthreads();
   int s = 0;
   for (int k0 = 0; k0 < K; k0 += BK) {
     bool more = k0 + BK < K;
-    if (more) fetch_tiles<float, BM, BN, BK, NT, VEC>(ra, rb, tid, bm, bn, k0 + BK, M, N, K, A, B);
+    if (more) fetch_tiles<float, BM, BN, BK, NT, VEC>(ra, rb, tid, bm, bn, k0 + BK, M, N, K, A, B, lda, ldb);
 #pragma unroll
     for (int kk = 0; kk < BK; kk += 8) {
       unsigned a[4][4], b[4][2];
@@ -324,7 +336,7 @@ __device__ void tf32 (int M, int N, int K, float alpha, const float *A, const fl
       for (int q = 0; q < 4; q++) {
         int r = bm + wm + i * 16 + g + (q >= 2 ? 8 : 0);
         int c = bn + wn + j * 8 + 2 * t + (q & 1);
-        if (r < M && c < N) store_c(C, (size_t)r * N + c, alpha, acc[i][j][q], beta);
+        if (r < M && c < N) store_c(C, (size_t)r * ldc + c, alpha, acc[i][j][q], beta);
       }
 }
 
@@ -333,8 +345,8 @@ __device__ void tf32 (int M, int N, int K, float alpha, const float *A, const fl
 
 /* {====================================================== instances */
 
-#define CULUA_PARAMS(T) int M, int N, int K, T alpha, const T *A, const T *B, T beta, T *C
-#define CULUA_ARGS M, N, K, alpha, A, B, beta, C
+#define CULUA_PARAMS(T) int M, int N, int K, T alpha, const T *A, const T *B, T beta, T *C, int lda, int ldb, int ldc
+#define CULUA_ARGS M, N, K, alpha, A, B, beta, C, lda, ldb, ldc
 
 /* the lab's families: naive (block side), row/column (threads), tiled (tile side) */
 #define CULUA_NAIVE(t, P1, P2) \

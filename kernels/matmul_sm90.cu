@@ -6,12 +6,14 @@
 ** setmaxnreg exist nowhere else); the catalog loads it on devices of compute
 ** capability 9.0 and uses matmul.cu's kernels elsewhere.
 **
-** C = alpha * A * B + beta * C, row-major float32, M x K times K x N, with
-** K and N multiples of 4 and 16-byte aligned bases (what TMA can address).
-** The kernel takes (int M, int N, int K, float alpha, tensor map of A,
-** tensor map of B, float beta, float *C, float *W, int splits, int sk,
-** unsigned *counts), 384 threads and dynamic shared memory, and runs
-** culua/sm90.cuh's pipeline.
+** C = alpha * A * B + beta * C, row-major float32, M x K times K x N, A's
+** and B's first elements and row strides 16-byte aligned (what TMA can
+** address; the tensor maps give their sizes and strides, so they may be
+** blocks of larger matrices). The kernel takes (int M, int N,
+** int K, float alpha, tensor map of A, tensor map of B, float beta, float *C,
+** float *W, int splits, int sk, unsigned *counts, int ldc), 384 threads and
+** dynamic shared memory, and runs culua/sm90.cuh's pipeline; C's rows are
+** ldc elements apart.
 **
 ** culua_matmul_tf32_wgmma: k-tiles of 32 in 4 stages; A in 256 x 32 boxes with
 ** the 128-byte swizzle, B in 32 x 32 boxes with the 128-byte swizzle,
@@ -91,7 +93,7 @@ __device__ __forceinline__ void wgmma_m64n256k8 (float *d, const unsigned *a, un
 extern "C" __global__ void __launch_bounds__(384, 1)
 culua_matmul_tf32_wgmma (int M, int N, int K, float alpha, const __grid_constant__ culua_tmap tmA,
                          const __grid_constant__ culua_tmap tmB, float beta, float *C, float *W, int splits,
-                         int sk, unsigned *counts) {
+                         int sk, unsigned *counts, int ldc) {
   constexpr int BM = 256, BN = 128, BK = 32, B_BYTES = BK * BN * 4;
   const int ct = threadIdx.x - 128, wg = ct >> 7, warp = (ct >> 5) & 3, lane = ct & 31, g = lane >> 2, t = lane & 3;
   const int r0 = wg * 64 + warp * 16 + g;    /* the tile column of fragment rows r0 and r0 + 8 */
@@ -126,7 +128,7 @@ culua_matmul_tf32_wgmma (int M, int N, int K, float alpha, const __grid_constant
       if ((ct & 127) == 0) mbar_arrive(ring.empty(s));
     }
   }, [&] (const float (&d)[BM / 2], int m0, int n0, int split) {
-    const Out out(C, splits > 1 ? W : nullptr, split, M, N, alpha, beta);
+    const Out out(C, splits > 1 ? W : nullptr, split, M, N, ldc, alpha, beta);
     /* accumulator 4j + q: C^T row r0 (+8 for q >= 2), column 8j + 2t (+1 for odd q) */
     const int n = n0 + r0;
 #pragma unroll
@@ -134,7 +136,7 @@ culua_matmul_tf32_wgmma (int M, int N, int K, float alpha, const __grid_constant
 #pragma unroll
       for (int q = 0; q < 4; q++) {
         const int nn = n + (q >= 2 ? 8 : 0), mm = m0 + 8 * j + 2 * t + (q & 1);
-        if (mm < M && nn < N) out((size_t)mm * N + nn, d[4 * j + q]);
+        if (mm < M && nn < N) out(mm, nn, d[4 * j + q]);
       }
   });
 }
@@ -144,12 +146,14 @@ culua_matmul_tf32_wgmma (int M, int N, int K, float alpha, const __grid_constant
 
 /* {====================================================== split-K */
 
-/* C = alpha * (W[0] + W[1] + ... + W[splits - 1]) + beta * C, the slices M x N apart */
-extern "C" __global__ void culua_matmul_splitk (long long MN, int splits, float alpha, const float *W, float beta, float *C) {
+/* C = alpha * (W[0] + W[1] + ... + W[splits - 1]) + beta * C, the slices packed M x N
+** apart, C's rows ldc apart */
+extern "C" __global__ void culua_matmul_splitk (long long MN, int splits, float alpha, const float *W, float beta, float *C,
+                                                int N, int ldc) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < MN; i += (long long)gridDim.x * blockDim.x) {
     float acc = W[i];
     for (int s = 1; s < splits; s++) acc += W[s * MN + i];
-    store_c(C, (size_t)i, alpha, acc, beta);
+    store_c(C, (size_t)(i / N) * ldc + i % N, alpha, acc, beta);
   }
 }
 

@@ -16,7 +16,8 @@
 **     grid barrier a column, or, panel = "columns", a kernel a column, which
 **     also searches the next column's pivot), the panel's row swaps applied to the rest,
 **     a triangular solve for the block row of U, and the trailing update
-**     A22 -= L21 * U12 by a register-blocked GEMM with leading dimensions.
+**     A22 -= L21 * U12 by the catalog's matmul (alpha = -1, beta = 1, with
+**     leading dimensions: kernels/matmul*.cu), as are the blocked substitutions.
 **
 ** Pivots are LAPACK's ipiv, 1-based: at step i, row i was swapped with
 ** row ipiv[i]. A status word records the first bad pivot: i + 1 when
@@ -626,103 +627,6 @@ __device__ void trsm (int jb, int ncols, const T *Tr, long long toff, int ldt, T
 /* }====================================================== */
 
 
-/* {====================================================== C -= A * B */
-
-/*
-** C (M x N) -= A (M x K) * B (K x N), each with its own offset and leading
-** dimension: the trailing update and the blocked substitutions. BM x BN
-** tiles of C, BK deep, TM x TN a thread in two halves (rows ty*TM/2.. and
-** BM/2 + ty*TM/2..: neighbouring threads read neighbouring shared words);
-** the next tiles are loaded into registers while this one is used.
-*/
-template <typename T, int BM, int BN, int BK, int TM, int TN>
-__device__ void gemm_sub (int M, int N, int K, const T *A, long long aoff, int lda,
-                          const T *B, long long boff, int ldb, T *C, long long coff, int ldc) {
-  constexpr int NT = (BM / TM) * (BN / TN);
-  constexpr int LA = BM * BK / NT, LB = BK * BN / NT;
-  __shared__ T as[2][BK][BM + 4];     /* +4: the transposing stores hit distinct banks */
-  __shared__ T bs[2][BK][BN];
-  const int tid = threadIdx.x;
-  const int bm = blockIdx.y * BM, bn = blockIdx.x * BN;
-  const int tx = tid % (BN / TN), ty = tid / (BN / TN);
-  A += aoff; B += boff; C += coff;
-  T ra[LA], rb[LB], acc[TM][TN];
-#pragma unroll
-  for (int i = 0; i < TM; i++)
-#pragma unroll
-    for (int j = 0; j < TN; j++) acc[i][j] = T(0);
-
-  auto fetch = [&] (int k0) {
-#pragma unroll
-    for (int q = 0; q < LA; q++) {
-      int e = tid + q * NT, r = bm + e / BK, c = k0 + e % BK;
-      ra[q] = (r < M && c < K) ? A[(size_t)r * lda + c] : T(0);
-    }
-#pragma unroll
-    for (int q = 0; q < LB; q++) {
-      int e = tid + q * NT, r = k0 + e / BN, c = bn + e % BN;
-      rb[q] = (r < K && c < N) ? B[(size_t)r * ldb + c] : T(0);
-    }
-  };
-  auto stash = [&] (int s) {
-#pragma unroll
-    for (int q = 0; q < LA; q++) {
-      int e = tid + q * NT;
-      as[s][e % BK][e / BK] = ra[q];
-    }
-#pragma unroll
-    for (int q = 0; q < LB; q++) {
-      int e = tid + q * NT;
-      bs[s][e / BN][e % BN] = rb[q];
-    }
-  };
-
-  fetch(0);
-  stash(0);
-  __syncthreads();
-  int s = 0;
-  for (int k0 = 0; k0 < K; k0 += BK) {
-    bool more = k0 + BK < K;
-    if (more) fetch(k0 + BK);
-#pragma unroll
-    for (int k = 0; k < BK; k++) {
-      T a[TM], b[TN];
-#pragma unroll
-      for (int i = 0; i < TM / 2; i++) {
-        a[i] = as[s][k][ty * (TM / 2) + i];
-        a[i + TM / 2] = as[s][k][BM / 2 + ty * (TM / 2) + i];
-      }
-#pragma unroll
-      for (int j = 0; j < TN / 2; j++) {
-        b[j] = bs[s][k][tx * (TN / 2) + j];
-        b[j + TN / 2] = bs[s][k][BN / 2 + tx * (TN / 2) + j];
-      }
-#pragma unroll
-      for (int i = 0; i < TM; i++)
-#pragma unroll
-        for (int j = 0; j < TN; j++) acc[i][j] += a[i] * b[j];
-    }
-    if (more) {
-      stash(s ^ 1);   /* the other buffer: its last readers passed the barrier below */
-      __syncthreads();
-      s ^= 1;
-    }
-  }
-#pragma unroll
-  for (int i = 0; i < TM; i++) {
-    int r = bm + (i < TM / 2 ? ty * (TM / 2) + i : BM / 2 + ty * (TM / 2) + i - TM / 2);
-    if (r >= M) continue;
-#pragma unroll
-    for (int j = 0; j < TN; j++) {
-      int c = bn + (j < TN / 2 ? tx * (TN / 2) + j : BN / 2 + tx * (TN / 2) + j - TN / 2);
-      if (c < N) C[(size_t)r * ldc + c] -= acc[i][j];
-    }
-  }
-}
-
-/* }====================================================== */
-
-
 /* {====================================================== the seed's kernels */
 
 /*
@@ -900,13 +804,5 @@ CULUA_SOLVE(f64, double)
 extern "C" __global__ void culua_solve_permutation (int n, const int *ipiv, int *perm, int shared)
 { permutation(n, ipiv, perm, shared); }
 
-/* 128 x 128 x 8 tiles, 8 x 8 a thread (float); 64 x 64 x 8, 4 x 4 (double) */
-#define GEMM_PARAMS(T) int M, int N, int K, const T *A, long long aoff, int lda, const T *B, long long boff, \
-  int ldb, T *C, long long coff, int ldc
-#define GEMM_ARGS M, N, K, A, aoff, lda, B, boff, ldb, C, coff, ldc
-extern "C" __global__ void __launch_bounds__(256, 2) culua_solve_gemm_f32 (GEMM_PARAMS(float))
-{ gemm_sub<float, 128, 128, 8, 8, 8>(GEMM_ARGS); }
-extern "C" __global__ void __launch_bounds__(256) culua_solve_gemm_f64 (GEMM_PARAMS(double))
-{ gemm_sub<double, 64, 64, 8, 4, 4>(GEMM_ARGS); }
 
 /* }====================================================== */

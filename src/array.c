@@ -579,11 +579,56 @@ static CUtensorMapDataType tma_type (culua_Dtype d) {
 
 
 /*
-** x:tensor_map(box_rows, box_cols [, swizzle]) -> a 128-byte string: the
-** CUtensorMap that lets a kernel copy box_rows x box_cols tiles of the 2-D
-** array x into shared memory with the Tensor Memory Accelerator (sm_90+).
-** Pass it as a `const __grid_constant__ CUtensorMap` argument. swizzle is
-** 0 (none), 32, 64 or 128 bytes; reads outside x fill with zeros.
+** The region a tensor map describes, from the optional table at index t,
+** {rows = r, cols = c, stride = bytes}: a rows x cols matrix whose rows are
+** stride bytes apart, from x's first element, so that a block of a larger
+** matrix (or a 1-D view of one) can be a map of its own. Without it, the 2-D
+** array itself. The region must lie within x.
+*/
+static void map_region (lua_State *L, int t, const culua_Array *x, size_t *rows, size_t *cols,
+                        size_t *stride) {
+  static const char *const known[] = {"rows", "cols", "stride", NULL};
+  static const char *const keys[] = {"rows", "cols", "stride"};
+  size_t es = culua_dtype_size[x->dtype], *out[3];
+  int i;
+  if (lua_isnoneornil(L, t)) {
+    luaL_argcheck(L, x->rows > 0, 1, "a 2-D cuda.array expected (or give {rows =, cols =, stride =})");
+    *rows = x->rows;
+    *cols = x->cols;
+    *stride = x->pitch ? x->pitch : x->cols * es;
+    return;
+  }
+  luaL_checktype(L, t, LUA_TTABLE);
+  culua_checkoptions(L, t, "tensor_map", known);
+  out[0] = rows; out[1] = cols; out[2] = stride;
+  for (i = 0; i < 3; i++) {
+    lua_Integer v;
+    lua_getfield(L, t, keys[i]);
+    culua_checkfield(L, "tensor_map", keys[i], LUA_TNUMBER);
+    v = lua_tointeger(L, -1);
+    lua_pop(L, 1);
+    if (v < 1 || v > ((lua_Integer)1 << 32))
+      luaL_error(L, "tensor_map: %s must be 1..2^32, got %I", keys[i], v);
+    *out[i] = (size_t)v;
+  }
+  if (*stride < *cols * es)
+    luaL_error(L, "tensor_map: a stride of %I bytes is less than a row of %I (%I %s)", (lua_Integer)*stride,
+               (lua_Integer)(*cols * es), (lua_Integer)*cols, culua_dtype_names[x->dtype]);
+  if (*cols * es > held_bytes(x) || *rows - 1 > (held_bytes(x) - *cols * es) / *stride)   /* no overflow */
+    luaL_error(L, "tensor_map: %Ix%I %s with rows %I bytes apart runs past the array's %I bytes",
+               (lua_Integer)*rows, (lua_Integer)*cols, culua_dtype_names[x->dtype], (lua_Integer)*stride,
+               (lua_Integer)held_bytes(x));
+}
+
+
+/*
+** x:tensor_map(box_rows, box_cols [, swizzle [, region]]) -> a 128-byte
+** string: the CUtensorMap that lets a kernel copy box_rows x box_cols tiles
+** of the 2-D array x into shared memory with the Tensor Memory Accelerator
+** (sm_90+). Pass it as a `const __grid_constant__ CUtensorMap` argument.
+** swizzle is 0 (none), 32, 64 or 128 bytes; reads outside the matrix fill
+** with zeros. region, {rows =, cols =, stride = bytes}, maps a matrix of
+** its own within x (1-D or 2-D) instead: a block of a larger one.
 */
 static int array_tensor_map (lua_State *L) {
   static const struct { int bytes; CUtensorMapSwizzle s; } swz[] = {
@@ -595,12 +640,12 @@ static int array_tensor_map (lua_State *L) {
   lua_Integer sw = luaL_optinteger(L, 4, 0);
   const culua_Driver *cu = culua_cu(L, "tensor_map");
   size_t es = culua_dtype_size[x->dtype];
-  size_t stride = x->pitch ? x->pitch : x->cols * es;   /* bytes from row to row */
+  size_t rows, cols, stride;   /* stride: bytes from row to row */
   CUtensorMap map;
   cuuint64_t dims[2], strides[1];
   cuuint32_t box[2], estr[2] = {1, 1};
   int i;
-  luaL_argcheck(L, x->rows > 0, 1, "a 2-D cuda.array expected");
+  map_region(L, 5, x, &rows, &cols, &stride);
   luaL_argcheck(L, br >= 1 && br <= 256, 2, "box rows must be 1..256");
   luaL_argcheck(L, bc >= 1 && bc <= 256 && (bc * (lua_Integer)es) % 16 == 0, 3,
                 "box columns must be 1..256 and a multiple of 16 bytes");
@@ -612,14 +657,14 @@ static int array_tensor_map (lua_State *L) {
                       (int)stride, (void *)(uintptr_t)x->ptr);
   if (cu->cuTensorMapEncodeTiled == NULL)
     return luaL_error(L, "tensor_map: this driver has no cuTensorMapEncodeTiled (CUDA 12 or newer needed)");
-  dims[0] = x->cols; dims[1] = x->rows;
+  dims[0] = cols; dims[1] = rows;
   strides[0] = stride;
   box[0] = (cuuint32_t)bc; box[1] = (cuuint32_t)br;
   culua_check(L, cu->cuTensorMapEncodeTiled(&map, tma_type(x->dtype), 2, (void *)(uintptr_t)x->ptr, dims, strides,
                                             box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, swz[i].s,
                                             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
-              "tensor_map", "encoding %dx%d boxes of a %dx%d %s array", (int)br, (int)bc, (int)x->rows,
-              (int)x->cols, culua_dtype_names[x->dtype]);
+              "tensor_map", "encoding %dx%d boxes of a %dx%d %s array (rows %d bytes apart)", (int)br, (int)bc,
+              (int)rows, (int)cols, culua_dtype_names[x->dtype], (int)stride);
   lua_pushlstring(L, (const char *)&map, sizeof(map));
   return 1;
 }

@@ -124,6 +124,28 @@ do
   T.error_like(function () m:tensor_map(8, 32, 100) end, "tensor_map.-swizzle must be 0, 32, 64 or 128", "tensor_map: bad swizzle")
   T.error_like(function () cuda.array("float32", {4, 5}):tensor_map(4, 4) end, "tensor_map: the array's base and rows must be 16%-byte aligned",
                "tensor_map: rows of 20 bytes refused")
+  -- a region of its own: a block of a larger matrix, from a view or a 2-D array
+  local big = cuda.array("float32", 100 * 64)
+  local blk = big:view(4 * 64 + 8 + 1, 9 * 64 + 33)   -- 10 x 33 at (4, 8), rows 64 apart
+  ok, map = pcall(blk.tensor_map, blk, 8, 32, 128, {rows = 10, cols = 33, stride = 256})
+  T.ok(ok and #map == 128, "tensor_map: a 10x33 block of a 1-D view, rows 256 bytes apart", not ok and map or nil)
+  ok, map = pcall(m.tensor_map, m, 32, 32, 128, {rows = 50, cols = 60, stride = 256})
+  T.ok(ok and #map == 128, "tensor_map: a 50x60 block at a 2-D array's corner", not ok and map or nil)
+  T.error_like(function () blk:tensor_map(8, 32, 128, {rows = 10, cols = 33, stride = 128}) end,
+               "tensor_map: a stride of 128 bytes is less than a row of 132 %(33 float32%)", "tensor_map: stride below a row")
+  T.error_like(function () blk:tensor_map(8, 32, 128, {rows = 11, cols = 33, stride = 256}) end,
+               "tensor_map: 11x33 float32 with rows 256 bytes apart runs past the array's 2436 bytes", "tensor_map: region past the end")
+  T.error_like(function () blk:tensor_map(8, 32, 128, {rows = 9, cols = 33, stride = 260}) end,
+               "tensor_map: the array's base and rows must be 16%-byte aligned", "tensor_map: stride not 16 bytes")
+  T.error_like(function () big:view(2, 640):tensor_map(8, 32, 128, {rows = 10, cols = 32, stride = 256}) end,
+               "tensor_map: the array's base and rows must be 16%-byte aligned", "tensor_map: a view off 16 bytes")
+  T.error_like(function () blk:tensor_map(8, 32, 128, {rows = 10, cols = 33}) end, "tensor_map: stride must be an integer, got nil",
+               "tensor_map: region without a stride")
+  T.error_like(function () blk:tensor_map(8, 32, 128, {rows = 0, cols = 33, stride = 256}) end, "tensor_map: rows must be 1%.%.2%^32, got 0",
+               "tensor_map: no rows")
+  T.error_like(function () blk:tensor_map(8, 32, 128, {rows = 10, cols = 33, stride = 256, pitch = 1}) end,
+               "tensor_map: unknown option 'pitch' %(known: rows, cols, stride%)", "tensor_map: a misspelt key")
+  blk, big = nil
 end
 
 -- a copy without a stream is complete when it returns, measured with the host clock:

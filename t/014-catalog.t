@@ -41,7 +41,7 @@ for _, c in ipairs(cases) do
   local name = ("culua_matmul_%s_%s_%d_%d"):format(c[1], c[2], c[3], c[4])
   local p = cuda.compile(src, {options = {"-std=c++17", "-arch=compute_90", "-DCULUA_ALGO=" .. c[1], "-DCULUA_T=" .. c[2],
                                            "-DCULUA_P1=" .. c[3], "-DCULUA_P2=" .. c[4]}, name = "matmul.cu"})
-  T.is_deeply(cuda.signature(p.ptx, name), {"u32", "u32", "u32", c[2], "u64", "u64", c[2], "u64"},
+  T.is_deeply(cuda.signature(p.ptx, name), {"u32", "u32", "u32", c[2], "u64", "u64", c[2], "u64", "u32", "u32", "u32"},
               name .. " compiles by NVRTC with the expected signature")
 end
 local pb = cuda.compile(cuda._catalog.source("barrier"), {options = {"-std=c++17", "-arch=compute_90"}, name = "barrier.cu"})

@@ -229,6 +229,125 @@ do
   T.ok(rel < 1e-5, "views of one array, dims given: relative error " .. rel)
 end
 
+-- leading dimensions: A, B and C are blocks of larger row-major matrices, their rows lda,
+-- ldb and ldc elements apart, given as views that start at the blocks' first elements (or
+-- the 2-D arrays themselves for blocks at their corners), as LU's trailing update takes
+-- them. Sizes that are no multiple of any tile; blocks that start on 16 bytes (on an
+-- H100, float32 fast and tf32 then go through TMA, the maps describing the blocks) and off
+-- it, and rows not 16 bytes apart (no TMA); alpha = -1, beta = 1 (C -= A*B) and beta = 0
+-- (the block of C poisoned with NaN). The whole of each matrix is compared with the
+-- reference, so a write outside C's block fails too.
+do
+  -- the rows x cols block at 0-based (r0, c0) of the host matrix h (its rows ld apart), as a
+  -- new host array of dtype; into (put): the block of h replaced by b's values
+  local function block(h, ld, r0, c0, rows, cols, dtype)
+    local b = cuda.host_array(dtype, {rows, cols})
+    for i = 0, rows - 1 do
+      for j = 1, cols do b[i * cols + j] = h[(r0 + i) * ld + c0 + j] end
+    end
+    return b
+  end
+  local function put(h, ld, r0, c0, b, rows, cols)
+    for i = 0, rows - 1 do
+      for j = 1, cols do h[(r0 + i) * ld + c0 + j] = b[i * cols + j] end
+    end
+  end
+  local function f64(h) return cuda.host_array("float64", h.shape):copy_from(h:totable()) end
+
+  -- P: {rows, cols} of the storage of A, B and C ("one": one matrix holds all three);
+  -- a, b, c: the blocks' 0-based corners; returns a function that runs opts and checks
+  local function ld_case(dtype, m, n, k, shapes, a, b, c, alpha, beta)
+    local seed = m + n + k
+    local hP = {}
+    for i, what in ipairs{"A", "B", "C"} do
+      local shape = shapes[what] or shapes.one
+      hP[what] = (shapes.one and hP.A) or cuda.host_array(dtype, shape):random(seed + i, -1, 1)
+    end
+    local ld = {A = (shapes.A or shapes.one)[2], B = (shapes.B or shapes.one)[2], C = (shapes.C or shapes.one)[2]}
+    local hA, hB = block(hP.A, ld.A, a[1], a[2], m, k, dtype), block(hP.B, ld.B, b[1], b[2], k, n, dtype)
+    if beta == 0 then   -- C's block poisoned: it must not be read
+      local nan = cuda.host_array(dtype, {m, n}):fill(0 / 0)
+      put(hP.C, ld.C, c[1], c[2], nan, m, n)
+    end
+    local R = f64(hP.C)   -- the reference: all of C's storage, its block replaced
+    local Rb = beta == 0 and cuda.host_array("float64", {m, n}):fill(0) or block(R, ld.C, c[1], c[2], m, n, "float64")
+    ref(hA, hB, Rb, alpha, beta)
+    put(R, ld.C, c[1], c[2], Rb, m, n)
+    local P = {}
+    P.A = cuda.array(dtype, hP.A.shape)
+    P.B = shapes.one and P.A or cuda.array(dtype, hP.B.shape)
+    P.C = shapes.one and P.A or cuda.array(dtype, hP.C.shape)
+    local function at(what, corner, rows, cols)
+      if corner[1] == 0 and corner[2] == 0 and not shapes.one then return P[what] end   -- the 2-D array itself
+      return P[what]:view(corner[1] * ld[what] + corner[2] + 1, (rows - 1) * ld[what] + cols)
+    end
+    return function (opts, tol, what)
+      P.A:copy_from(hP.A)
+      if not shapes.one then P.B:copy_from(hP.B); P.C:copy_from(hP.C) end
+      local o = {m = m, n = n, k = k, lda = ld.A, ldb = ld.B, ldc = ld.C, alpha = alpha, beta = beta}
+      for key, v in pairs(opts) do o[key] = v end
+      mm(at("A", a, m, k), at("B", b, k, n), at("C", c, m, n), o)
+      local knobs = {}
+      for _, key in ipairs{"tile", "block", "threads", "unroll", "tma", "splits", "streamk"} do
+        if opts[key] ~= nil then knobs[#knobs + 1] = ("%s %s"):format(key, tostring(opts[key])) end
+      end
+      return check(P.C, R, tol, ("%s %s %dx%dx%d in %s: %s%s"):format(what, dtype, m, k, n,
+                   shapes.one and ("one %dx%d"):format(shapes.one[1], shapes.one[2]) or "blocks", o.variant or "fast",
+                   #knobs > 0 and " (" .. table.concat(knobs, ", ") .. ")" or ""))
+    end
+  end
+
+  local variants32 = {{variant = "naive"}, {variant = "naive", block = 8, unroll = 4}, {variant = "row"},
+                      {variant = "row", threads = 64, unroll = 2}, {variant = "column"}, {variant = "column", threads = 128},
+                      {variant = "tiled", tile = 8}, {variant = "tiled"}, {variant = "tiled", tile = 32, unroll = 8},
+                      {variant = "fast"}, {variant = "fast", tma = false}, {variant = "tf32"}, {variant = "tf32", tma = false},
+                      {variant = "fast", splits = 3}, {variant = "tf32", splits = 2}, {variant = "fast", streamk = 5},
+                      {variant = "tf32", streamk = 3}}
+  local variants64 = {{variant = "naive"}, {variant = "naive", unroll = 2}, {variant = "tiled"}, {variant = "tiled", tile = 32},
+                      {variant = "fast"}}
+  local m, n, k = 77, 45, 33
+  -- blocks of three 100x120 matrices: on 16 bytes (corners at columns 0, 4, 40: TMA on an
+  -- H100), and off it (columns 5, 3, 7)
+  local separate = {A = {100, 120}, B = {100, 120}, C = {100, 120}}
+  -- rows 121 elements apart: not 16 bytes (no TMA in float32)
+  local odd = {A = {100, 121}, B = {100, 121}, C = {100, 121}}
+  -- LU's update: in one 120x120 matrix, A below-left, B above-right, C below-right of it
+  local one = {one = {120, 120}}
+  local layouts = {
+    {"on 16 bytes", separate, {0, 0}, {10, 4}, {20, 40}},
+    {"off 16 bytes", separate, {3, 5}, {10, 3}, {21, 7}},
+    {"rows of 121", odd, {1, 4}, {60, 8}, {2, 40}},
+    {"one matrix", one, {40, 0}, {0, 40}, {40, 40}},
+    {"one matrix, off 16 bytes", one, {41, 1}, {1, 43}, {41, 43}},
+  }
+  for _, dt in ipairs{"float32", "float64"} do
+    local tol = dt == "float32" and f32 or 1e-13
+    for _, l in ipairs(layouts) do
+      for _, ab in ipairs{{-1, 1}, {1, 0}, {0.5, -2}} do
+        if not (l[2].one and ab[2] == 0) then   -- one matrix: B and C hold A's values, no NaN
+          local run = ld_case(dt, m, n, k, l[2], l[3], l[4], l[5], ab[1], ab[2])
+          for _, o in ipairs(dt == "float32" and variants32 or variants64) do
+            run(o, o.variant == "tf32" and 5e-3 or tol, ("%s, alpha %g beta %g"):format(l[1], ab[1], ab[2]))
+          end
+        end
+      end
+    end
+  end
+  -- larger, over several tiles and turns of the TMA ring, and LU's shape: a thin k
+  for _, s in ipairs{{300, 260, 200}, {257, 300, 64}} do
+    local run = ld_case("float32", s[1], s[2], s[3], {one = {600, 600}}, {300, 0}, {0, 300}, {300, 300}, -1, 1)
+    for _, o in ipairs{{variant = "fast"}, {variant = "fast", tma = false}, {variant = "tf32"}, {variant = "tiled"}} do
+      run(o, o.variant == "tf32" and 5e-3 or f32, "C -= A*B")
+    end
+    ld_case("float64", s[1], s[2], s[3], {one = {600, 600}}, {300, 0}, {0, 300}, {300, 300}, -1, 1)({variant = "fast"}, 1e-13, "C -= A*B")
+  end
+  -- ld equal to the row length is the packed case, given explicitly
+  do
+    local A, B, Cd, R = problem("float32", 33, 47, 29, 41)
+    check(mm(A, B, Cd:fill(0 / 0), {m = 33, n = 47, k = 29, lda = 29, ldb = 47, ldc = 47}), R, f32, "lda = k, ldb = ldc = n: packed")
+  end
+end
+
 -- on a stream, without synchronizing
 do
   local s = cuda.stream()
@@ -242,6 +361,7 @@ end
 local A = cuda.array("float32", {4, 3})
 local B = cuda.array("float32", {3, 5})
 local Cd = cuda.array("float32", {4, 5})
+local P = cuda.array("float32", {10, 10})
 local bad = {
   {function () mm(A, A, Cd) end, "A is 4x3 but B is 4x3: inner dimensions differ|B is 4x3, expected 3x", "inner dimensions"},
   {function () mm(A, B, cuda.array("float32", {5, 4})) end, "C is 5x4, expected 4x5", "C shape"},
@@ -267,6 +387,24 @@ local bad = {
   {function () mm(A, B, Cd, {streamk = 1.5}) end, "streamk must be a boolean or a block count 1%.%.1024, got 1%.5", "fractional stream-K blocks"},
   {function () mm(A, B, Cd, {streamk = "on"}) end, "streamk must be a boolean or a block count 1%.%.1024, got on", "streamk as a string"},
   {function () mm(A, B, Cd, {streamk = 8, splits = 3}) end, "streamk and splits > 1 exclude each other %(splits 3%)", "stream-K and split-K"},
+  -- leading dimensions
+  {function () mm(P, B, Cd, {m = 4, k = 3, lda = 2}) end, "lda = 2 is less than A's rows of 3 %(k%)", "lda < k"},
+  {function () mm(A, P, Cd, {n = 5, ldb = 4}) end, "ldb = 4 is less than B's rows of 5 %(n%)", "ldb < n"},
+  {function () mm(A, B, P, {m = 4, n = 5, ldc = 3}) end, "ldc = 3 is less than C's rows of 5 %(n%)", "ldc < n"},
+  {function () mm(P:view(1, 30), B, Cd, {m = 4, k = 3, lda = 10}) end,
+   "A has 30 elements, fewer than 4x3 with lda = 10 needs %(33%)", "A's view too short for its rows"},
+  {function () mm(A, P:view(5, 20), Cd, {n = 5, ldb = 8}) end,
+   "B has 20 elements, fewer than 3x5 with ldb = 8 needs %(21%)", "B's view too short"},
+  {function () mm(A, B, P:view(50, 28), {m = 4, n = 5, ldc = 8}) end,
+   "C has 28 elements, fewer than 4x5 with ldc = 8 needs %(29%)", "C's view one element short"},
+  {function () mm(P, B, Cd, {lda = 10}) end, "A has lda: give its sizes, m and k", "lda without m and k"},
+  {function () mm(A, P, Cd, {ldb = 10}) end, "B has ldb: give its sizes, k and n", "ldb without n"},
+  {function () mm(A, B, Cd, {lda = 3.5}) end, "lda must be a positive integer, got 3%.5", "fractional lda"},
+  {function () mm(A, B, Cd, {ldb = -5}) end, "ldb must be a positive integer, got %-5", "negative ldb"},
+  {function () mm(A, B, Cd, {ldc = 0}) end, "ldc must be a positive integer, got 0", "ldc 0"},
+  {function () mm(A, B, Cd, {lda = "3"}) end, "lda must be a positive integer, got 3", "lda as a string"},
+  {function () mm(A, B, Cd, {m = 0}) end, "m must be a positive integer, got 0", "m = 0"},
+  {function () mm(cuda.array("float32", {4, 3}, {pitched = true}), B, Cd) end, "A is pitched: the catalog expects packed arrays", "pitched A"},
 }
 for _, b in ipairs(bad) do
   local ok, err = pcall(b[1])
@@ -278,7 +416,7 @@ for _, b in ipairs(bad) do
   T.ok(pass, "refused: " .. b[3], err)
 end
 
-A, B, Cd = nil
+A, B, Cd, P = nil
 collectgarbage()
 collectgarbage()
 T.is(cuda.memory_in_use(), 0, "no device memory leaked by this file")

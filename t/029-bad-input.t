@@ -126,6 +126,13 @@ case("matmul: numbers", function () cuda.catalog.matmul(1, 2, 3) end, "cuda%.cat
 case("matmul: host arrays", function () cuda.catalog.matmul(h, h, h) end, "cuda%.catalog%.matmul: A must be a cuda%.array, got cuda%.hostarray")
 case("matmul: a misspelt option", function () cuda.catalog.matmul(1, 2, 3, {aplha = 2}) end, "cuda%.catalog%.matmul: unknown option 'aplha'")
 case("matmul: opts a string", function () cuda.catalog.matmul(1, 2, 3, "fast") end, "cuda%.catalog%.matmul: opts must be a table, got string")
+-- sizes and leading dimensions are checked before the arrays
+case("matmul: lda 1.5", function () cuda.catalog.matmul(1, 2, 3, {lda = 1.5}) end, "cuda%.catalog%.matmul: lda must be a positive integer, got 1%.5")
+case("matmul: ldb -8", function () cuda.catalog.matmul(1, 2, 3, {ldb = -8}) end, "cuda%.catalog%.matmul: ldb must be a positive integer, got %-8")
+case("matmul: ldc 0", function () cuda.catalog.matmul(1, 2, 3, {ldc = 0}) end, "cuda%.catalog%.matmul: ldc must be a positive integer, got 0")
+case("matmul: ldc a string", function () cuda.catalog.matmul(1, 2, 3, {ldc = "64"}) end, "cuda%.catalog%.matmul: ldc must be a positive integer, got 64")
+case("matmul: lda NaN", function () cuda.catalog.matmul(1, 2, 3, {lda = NAN}) end, "cuda%.catalog%.matmul: lda must be a positive integer, got .*nan")
+case("matmul: k 2.5", function () cuda.catalog.matmul(1, 2, 3, {k = 2.5}) end, "cuda%.catalog%.matmul: k must be a positive integer, got 2%.5")
 case("scan: a number", function () cuda.catalog.scan(1) end, "cuda%.catalog%.scan: x must be a cuda%.array, got number")
 case("scan: a host array", function () cuda.catalog.scan(h) end, "cuda%.catalog%.scan: x must be a cuda%.array, got cuda%.hostarray")
 case("reduce: a string", function () cuda.catalog.reduce("x") end, "cuda%.catalog%.reduce: x must be a cuda%.array, got string")
@@ -269,6 +276,9 @@ __constant__ float coef[4];
   case("matmul: a closed C", function () cuda.catalog.matmul(A, B, cx) end, "closed")
   case("matmul: 1-D without dims", function () cuda.catalog.matmul(x, x, x) end, "A is 1%-D %(1000 elements%): make it 2%-D, or give m, n and k")
   case("matmul: alpha a string", function () cuda.catalog.matmul(A, B, Cm, {alpha = "2"}) end, "alpha must be a number, got string")
+  case("matmul: lda less than k", function () cuda.catalog.matmul(A, B, Cm, {m = 8, k = 16, lda = 15}) end, "cuda%.catalog%.matmul: lda = 15 is less than A's rows of 16 %(k%)")
+  case("matmul: a view too short for ldc", function () cuda.catalog.matmul(A, B, x:view(1, 59), {m = 8, n = 4, ldc = 8}) end,
+       "cuda%.catalog%.matmul: C has 59 elements, fewer than 8x4 with ldc = 8 needs %(60%)")
   local ints = cuda.array("int16", 100)
   case("scan: int16", function () cuda.catalog.scan(ints) end, "cuda%.catalog%.scan: x has dtype int16")
   case("scan: y of another length", function () cuda.catalog.scan(x, cuda.array("float32", 999)) end, "cuda%.catalog%.scan")

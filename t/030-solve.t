@@ -118,7 +118,7 @@ if prog then
   local big = (1 << 33) + 5
   T.ok(fits("culua_solve_panel_f32", 1000, 64, 64, 63, 1, 1, 1000, -64, 2, 3, 4, 5), "panel arguments (leading dimension, column offset)")
   T.ok(fits("culua_solve_panel_fused_f64", 1000, 64, 64, 1, 500, -64, 2, 3, 4, 5), "fused panel arguments (leading dimension, column offset)")
-  T.ok(fits("culua_solve_gemm_f64", 10, 20, 64, 1, big, 100, 2, big, 100, 3, big, 100), "gemm arguments (64-bit offsets)")
+  T.ok(fits("culua_solve_panel_shared_f32", 1000, 64, 64, 1, 500, -64, 2, 3, 4), "shared-memory panel arguments")
   T.ok(fits("culua_solve_trsm_lower_f32", 64, 100, 1, big, 100, 2, big, 100), "trsm arguments")
   T.ok(fits("culua_solve_laswp_f64", 100, 100, 0, 64, 0, 64, 1, 2), "laswp arguments")
   T.ok(fits("culua_solve_check_f32", big, 1, 2), "check arguments")

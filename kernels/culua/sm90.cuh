@@ -39,15 +39,17 @@ __device__ __forceinline__ void store_c (float *C, size_t idx, float alpha, floa
   C[idx] = beta == 0.0f ? alpha * acc : alpha * acc + beta * C[idx];
 }
 
-/* where a tile's sums go: into C, or (W given) raw into split's M x N slice of W */
+/* where a tile's sums go: element (m, n) of C, its rows ldc apart, or (W
+** given) raw into split's packed M x N slice of W */
 struct Out {
   float *C, *W;
+  int N, ldc;
   float alpha, beta;
-  __device__ Out (float *c, float *w, int split, int M, int N, float a, float b)
-    : C(c), W(w == nullptr ? nullptr : w + (size_t)split * M * N), alpha(a), beta(b) {}
-  __device__ void operator() (size_t idx, float acc) const {
-    if (W != nullptr) W[idx] = acc;
-    else store_c(C, idx, alpha, acc, beta);
+  __device__ Out (float *c, float *w, int split, int M, int n, int ld, float a, float b)
+    : C(c), W(w == nullptr ? nullptr : w + (size_t)split * M * n), N(n), ldc(ld), alpha(a), beta(b) {}
+  __device__ void operator() (int m, int n, float acc) const {
+    if (W != nullptr) W[(size_t)m * N + n] = acc;
+    else store_c(C, (size_t)m * ldc + n, alpha, acc, beta);
   }
 };
 

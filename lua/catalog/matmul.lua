@@ -36,8 +36,9 @@ local function matmul_plan(fname, variant, t, m, n, A, B, opts)
     return ("culua_matmul_tiled_%s_%d_%d"):format(t, s, unroll), {"CULUA_ALGO=tiled", "CULUA_T=" .. t, "CULUA_P1=" .. s, "CULUA_P2=" .. unroll},
            {ceil_div(n, s), ceil_div(m, s)}, {s, s}
   end
-  -- fast, tf32: 16-byte loads when rows are whole float4s and the bases aligned
-  local vec = (opts.k % 4 == 0) and (n % 4 == 0) and (A.ptr % 16 == 0) and (B.ptr % 16 == 0) and (opts.cptr % 16 == 0)
+  -- fast, tf32: 16-byte loads when rows are whole float4s, 16 bytes apart, and the bases aligned
+  local vec = (opts.k % 4 == 0) and (n % 4 == 0) and (opts.lda % 4 == 0) and (opts.ldb % 4 == 0)
+              and (A.ptr % 16 == 0) and (B.ptr % 16 == 0) and (opts.cptr % 16 == 0)
   if variant == "tf32" then
     if t ~= "f32" then fail(fname, "variant 'tf32' is float32 only") end
     return vec and "culua_matmul_tf32_vec" or "culua_matmul_tf32", nil, {ceil_div(n, 128), ceil_div(m, 128)}, {256}
@@ -50,8 +51,9 @@ end
 
 -- fast and tf32 in float32 on compute capability 9.0: kernels/matmul_sm90_fast.cu
 -- and matmul_sm90.cu (TMA-fed, warp-specialized; tf32 on wgmma), when TMA can address the
--- operands: 2-D arrays, K and N multiples of 4, 16-byte aligned bases.
--- Elsewhere they are matmul.cu's kernels.
+-- operands: 16-byte aligned bases and rows 16 bytes apart (lda and ldb multiples of 4; the
+-- tensor maps give the sizes, so K and N need not be). Elsewhere, and for blocks that
+-- start or are strided off that grain, they are matmul.cu's kernels.
 local function sm90_shared(bm, bn, bk, stages)   -- CULUA_SM90_SHARED(BM, BN, BK, STAGES)
   return stages * (bm * bk * 4 + bk * bn * 4) + 2 * stages * 8 + 1024
 end
@@ -65,10 +67,9 @@ local sm90 = {
 }
 local sm90_ready = setmetatable({}, {__mode = "k"})
 
-local function use_sm90(variant, t, A, B, m, n, k, opts)
-  local dev = A.device
+local function use_sm90(variant, t, dev, A, B, m, n, k, lda, ldb, opts)
   return sm90[variant] and t == "f32" and opts.tma ~= false and dev.major == 9 and dev.minor == 0
-         and #A.shape == 2 and #B.shape == 2 and m > 0 and k % 4 == 0 and n % 4 == 0
+         and m > 0 and n > 0 and k > 0 and lda % 4 == 0 and ldb % 4 == 0
          and A.ptr % 16 == 0 and B.ptr % 16 == 0
 end
 
@@ -125,8 +126,7 @@ end
 core.scratch_kind("partials", "float32")
 core.scratch_kind("counts", "uint32", true)
 
-local function matmul_sm90(plan, A, B, Cm, m, n, k, alpha, beta, opts)
-  local dev = A.device
+local function matmul_sm90(plan, dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, opts)
   local kern = core.kernel(plan.family, plan.kernel, nil, dev)
   if not sm90_ready[kern] then
     kern:set_max_dynamic_shared(plan.shared)
@@ -142,42 +142,80 @@ local function matmul_sm90(plan, A, B, Cm, m, n, k, alpha, beta, opts)
     W = core.scratch("partials", dev, opts.stream, 2 * sk * plan.bm * plan.bn)
     counts = core.scratch("counts", dev, opts.stream, sk_tiles)
   end
+  local abox, bbox = plan.abox, plan.bbox
+  local amap = A:tensor_map(abox[1], abox[2], abox[3], {rows = m, cols = k, stride = lda * 4})
+  local bmap = B:tensor_map(bbox[1], bbox[2], bbox[3], {rows = k, cols = n, stride = ldb * 4})
   kern:launch({grid = (tiles - sk_tiles) * splits + sk, block = 384, shared = plan.shared, stream = opts.stream},
-              m, n, k, alpha, A:tensor_map(table.unpack(plan.abox)), B:tensor_map(table.unpack(plan.bbox)),
-              beta, Cm, W, splits, sk, counts)
+              m, n, k, alpha, amap, bmap, beta, Cm, W, splits, sk, counts, ldc)
   if splits > 1 then
     local sum = core.kernel("matmul_sm90", "culua_matmul_splitk", nil, dev)
     sum:launch({grid = math.min(ceil_div(m * n, 256), 1024), block = 256, stream = opts.stream},
-               m * n, splits, alpha, W, beta, Cm)
+               m * n, splits, alpha, W, beta, Cm, n, ldc)
   end
   return Cm
 end
 
 local matmul_options = {"variant", "alpha", "beta", "unroll", "tile", "block", "threads", "m", "n", "k",
-                        "stream", "tma", "splits", "streamk"}
+                        "lda", "ldb", "ldc", "stream", "tma", "splits", "streamk"}
+
+-- m, n, k and the leading dimensions, when given, are positive integers: checked before
+-- the arrays, so that these checks need no GPU
+local function check_sizes(fname, opts)
+  for _, o in ipairs{"m", "n", "k", "lda", "ldb", "ldc"} do
+    local v = opts[o]
+    if v ~= nil and (math.type(v) ~= "integer" or v < 1) then
+      fail(fname, "%s must be a positive integer, got %s", o, tostring(v))
+    end
+  end
+end
+
+-- rows, cols and leading dimension of operand x. Without ld, as core.dims: a 2-D
+-- array is the matrix, a 1-D one needs its sizes given, rows are cols apart. With
+-- ld, x (1-D or 2-D) holds a rows x cols matrix from its first element, rows ld
+-- apart: a block of a larger matrix, whose sizes must be given (m, n, k).
+local function operand(fname, what, x, rows, cols, ld, ldname, rname, cname)
+  if x.pitched then fail(fname, "%s is pitched: the catalog expects packed arrays", what) end
+  if ld == nil then
+    rows, cols = dims(fname, what, x, rows, cols)
+    return rows, cols, cols
+  end
+  if not (rows and cols) then fail(fname, "%s has %s: give its sizes, %s and %s", what, ldname, rname, cname) end
+  if ld < cols then fail(fname, "%s = %d is less than %s's rows of %d (%s)", ldname, ld, what, cols, cname) end
+  local need = (rows - 1) * ld + cols
+  if #x < need then
+    fail(fname, "%s has %d elements, fewer than %dx%d with %s = %d needs (%d)", what, #x, rows, cols, ldname, ld, need)
+  end
+  return rows, cols, ld
+end
 
 -- cuda.catalog.matmul(A, B, C [, opts]) -> C = alpha*A*B + beta*C
 --   opts: variant ("fast"), alpha (1), beta (0), unroll, tile, block, threads,
---         m, n, k (for 1-D arrays), stream, tma (false: not the sm_90a kernels),
+--         m, n, k (for 1-D arrays, and with leading dimensions), lda, ldb, ldc (elements
+--         from row to row: A, B, C blocks of larger matrices), stream, tma (false: not the
+--         sm_90a kernels),
 --         splits (1..64: split-K on the sm_90a kernels; by default chosen by size),
 --         streamk (false, true or a count of blocks: stream-K on the sm_90a kernels; by default
 --         chosen by size)
 function M.matmul(A, B, Cm, opts)
   local fname = "matmul"
   opts = core.options(fname, opts, matmul_options)
+  check_sizes(fname, opts)
   check_array(fname, "A", A); check_array(fname, "B", B); check_array(fname, "C", Cm)
   local dt = A.dtype
   if dt ~= "float32" and dt ~= "float64" then fail(fname, "A must be float32 or float64, got %s", dt) end
   if B.dtype ~= dt or Cm.dtype ~= dt then
     fail(fname, "dtypes differ (A %s, B %s, C %s)", dt, B.dtype, Cm.dtype)
   end
-  if A.device.ordinal ~= B.device.ordinal or A.device.ordinal ~= Cm.device.ordinal then
-    fail(fname, "A, B and C must be on one device (%d, %d, %d)", A.device.ordinal, B.device.ordinal, Cm.device.ordinal)
+  -- the device asked once: LU calls matmul once a block column, so its overhead counts
+  local dev = A.device
+  local ao, bo, co = dev.ordinal, B.device.ordinal, Cm.device.ordinal
+  if ao ~= bo or ao ~= co then
+    fail(fname, "A, B and C must be on one device (%d, %d, %d)", ao, bo, co)
   end
-  local m, k = dims(fname, "A", A, opts.m, opts.k)
-  local k2, n = dims(fname, "B", B, k, opts.n)
+  local m, k, lda = operand(fname, "A", A, opts.m, opts.k, opts.lda, "lda", "m", "k")
+  local k2, n, ldb = operand(fname, "B", B, k, opts.n, opts.ldb, "ldb", "k", "n")
   if k2 ~= k then fail(fname, "A is %dx%d but B is %dx%d: inner dimensions differ", m, k, k2, n) end
-  dims(fname, "C", Cm, m, n)
+  local _, _, ldc = operand(fname, "C", Cm, m, n, opts.ldc, "ldc", "m", "n")
   local variant = one_of(fname, "variant", opts.variant or "fast", matmul_variants)
   local t = dt == "float32" and "f32" or "f64"
   if t == "f64" and not (variant == "naive" or variant == "tiled" or variant == "fast") then
@@ -200,12 +238,13 @@ function M.matmul(A, B, Cm, opts)
   -- as floats: to the driver a prebuilt kernel's parameters are only sizes, and an
   -- integer would go as an integer's bits (alpha = 2 would be a denormal)
   local alpha, beta = (opts.alpha or 1) + 0.0, (opts.beta or 0) + 0.0
-  if use_sm90(variant, t, A, B, m, n, k, opts) then
-    return matmul_sm90(sm90[variant], A, B, Cm, m, n, k, alpha, beta, opts)
+  if use_sm90(variant, t, dev, A, B, m, n, k, lda, ldb, opts) then
+    return matmul_sm90(sm90[variant], dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, opts)
   end
-  local name, defines, grid, block = matmul_plan(fname, variant, t, m, n, A, B, {unroll = opts.unroll, tile = opts.tile, block = opts.block, threads = opts.threads, k = k, cptr = Cm.ptr})
-  local kern = core.kernel("matmul", name, defines, A.device)
-  kern:launch({grid = grid, block = block, stream = opts.stream}, m, n, k, alpha, A, B, beta, Cm)
+  local name, defines, grid, block = matmul_plan(fname, variant, t, m, n, A, B,
+    {unroll = opts.unroll, tile = opts.tile, block = opts.block, threads = opts.threads, k = k, cptr = Cm.ptr, lda = lda, ldb = ldb})
+  local kern = core.kernel("matmul", name, defines, dev)
+  kern:launch({grid = grid, block = block, stream = opts.stream}, m, n, k, alpha, A, B, beta, Cm, lda, ldb, ldc)
   return Cm
 end
 
@@ -222,7 +261,10 @@ M.info = {
   knobs = {unroll = unrolls, tile = {8, 16, 32}, block = "naive: square side 1..32", threads = "row/column: 1..1024",
            tma = "fast and tf32 (float32) on compute capability 9.0: false keeps the kernels of other devices",
            splits = "with tma: blocks a tile of C, each over a share of K (split-K); chosen by size when not given",
-           streamk = "with tma: false, true or a block count: blocks share the last tiles' k-tiles equally (stream-K); chosen by size when not given"},
+           streamk = "with tma: false, true or a block count: blocks share the last tiles' k-tiles equally (stream-K); chosen by size when not given",
+           lda = "elements from one row of A to the next (k when packed); with m and k: A a block of a larger matrix",
+           ldb = "elements from one row of B to the next (n when packed); with k and n",
+           ldc = "elements from one row of C to the next (n when packed); with m and n"},
   default = "fast",
 }
 

@@ -13,6 +13,7 @@ local core = require "culua.catalog.core"
 local C = cuda._catalog
 
 local fail, ceil_div, check_array = core.fail, core.ceil_div, core.check_array
+local matmul = require("culua.catalog.matmul").matmul
 
 local M = {}
 
@@ -167,12 +168,27 @@ local function check_pivots(fname, stream, status)
   pivot_verdict(fname, s)
 end
 
--- C (M x N) -= A (M x K) * B (K x N), each an array with an element offset and a leading dimension
+-- the view of X's elements off + 1 .. off + count, kept while X lives (the table's keys
+-- are weak): lu_solve, and each factorization of one matrix, ask for the same ones again
+local views = setmetatable({}, {__mode = "k"})
+local function view(X, off, count)
+  local byoff = views[X]
+  if not byoff then byoff = {}; views[X] = byoff end
+  local bycount = byoff[off]
+  if not bycount then bycount = {}; byoff[off] = bycount end
+  local v = bycount[count]
+  if not v then v = X:view(off + 1, count); bycount[count] = v end
+  return v
+end
+
+-- C (M x N) -= A (M x K) * B (K x N), each an array with an element offset and a leading
+-- dimension: cuda.catalog.matmul's fast variant (on an H100, float32 goes through TMA when
+-- the blocks start and are strided on 16 bytes) on views that start at the offsets and
+-- end with the blocks' last elements. K and dt are unused (the family's own GEMM took them).
 local function gemm_sub(K, dt, stream, m, nn, k, A, aoff, lda, B, boff, ldb, Cm, coff, ldc)
   if m <= 0 or nn <= 0 or k <= 0 then return end
-  local bm = dt == "float32" and 128 or 64
-  K("gemm"):launch({grid = {ceil_div(nn, bm), ceil_div(m, bm)}, block = 256, stream = stream},
-                   m, nn, k, A, aoff, lda, B, boff, ldb, Cm, coff, ldc)
+  matmul(view(A, aoff, (m - 1) * lda + k), view(B, boff, (k - 1) * ldb + nn), view(Cm, coff, (m - 1) * ldc + nn),
+         {variant = "fast", m = m, n = nn, k = k, lda = lda, ldb = ldb, ldc = ldc, alpha = -1, beta = 1, stream = stream})
 end
 
 local function trsm(K, which, stream, jb, ncols, Tr, toff, ldt, X, xoff, ldx)
