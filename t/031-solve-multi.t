@@ -200,7 +200,15 @@ function core.sm_count() return 4 end
 function core.read_word(w) return E(w, 0) end
 function core.device_state() return {} end
 
-local mods = {cuda = cuda, ["culua.catalog.core"] = core}
+-- cuda.catalog.matmul, as solve.lua's gemm_sub calls it: C -= A*B on views with leading dimensions
+local matmul = {matmul = function (A, B, C, o)
+  assert(o.alpha == -1 and o.beta == 1, "gemm_sub asks for C -= A*B")
+  assert(A.device == B.device and B.device == C.device, "matmul: A, B and C on one device")
+  K.gemm(o.m, o.n, o.k, A, 0, o.lda, B, 0, o.ldb, C, 0, o.ldc)
+  return C
+end}
+
+local mods = {cuda = cuda, ["culua.catalog.core"] = core, ["culua.catalog.matmul"] = matmul}
 local env = setmetatable({require = function (m) return assert(mods[m], m) end}, {__index = _G})
 local M = assert(loadfile(SRC, "t", env))()
 
