@@ -7,7 +7,8 @@
 -- fast, the one lu uses), views of the matrix at the blocks' first elements. "packed": the
 -- same sizes in arrays of their own. "off 16 B": the blocks one row and column further
 -- (N-k-1 square), so that their rows start off 16 bytes: no TMA on an H100 (float32).
--- "tma off": the blocks with tma = false (matmul.cu's kernels on an H100 too).
+-- "tma on" / "tma off": the blocks with tma = true (the TMA kernel at any k) and false
+-- (matmul.cu's kernels on an H100 too); "blocks" is the default, TMA from k = 512.
 -- Events, warm-up, median (cuda.bench); TFLOP/s = 2 m n k / t.
 local cuda = require "cuda"
 local N = math.tointeger(tonumber(arg[1] or 8192))
@@ -54,7 +55,7 @@ for _, dt in ipairs{"float32", "float64"} do
       P:copy_from(cuda.host_array(dt, {N, N}):random(1, -1, 1))
     end
     blocks(0, "blocks")
-    if dt == "float32" then blocks(0, "tma off", false) end
+    if dt == "float32" then blocks(0, "tma on", true); blocks(0, "tma off", false) end
     blocks(1, "off 16 B")
   end
   P = nil
