@@ -323,11 +323,9 @@ __device__ __forceinline__ unsigned long long read_header (const unsigned long l
 **
 ** A post is its values, then a header word written with release order:
 ** the column's tag (j + 1) in the high half, the candidate's row in the low
-** one, its magnitude in the word before. Warp 0 of each block alone meets
-** the others: it posts, waits for all G headers of the column with acquire
-** loads (a lane a block, in parallel), so that one round trip through L2
-** replaces the barrier and the read of the posts, and fetches the pivot
-** row; the block meets at two __syncthreads a column besides. The
+** one, its magnitude in the word before. Each block waits for all G headers
+** of the column with acquire loads (a thread a block, in parallel), so one
+** round trip through L2 replaces the barrier and the read of the posts. The
 ** host zeroes the headers before a factorization, and tags only grow within
 ** one. Two halves of `part` alternate by the parity of j, as in
 ** panel_fused: a block posts column j + 2 only after it has seen every
@@ -344,8 +342,8 @@ __device__ void panel_shared (int n, int j0, int jb, T *A, int ld, int coff, int
   __shared__ T prow[MAXBLOCK], jrow[MAXBLOCK];
   __shared__ double wv[PANEL_WARPS];
   __shared__ int wi[PANEL_WARPS];
-  __shared__ int s_piv;
-  const unsigned long long HIGH = ~0xffffffffull;
+  __shared__ int s_row, s_piv;
+  __shared__ double s_best;
   const int G = gridDim.x, b = blockIdx.x, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int R = (n - j0 - b + G - 1) / G;   /* rows j0 + b + G*k < n */
   for (int e = tid; e < R * jb; e += blockDim.x) {
@@ -359,8 +357,7 @@ __device__ void panel_shared (int n, int j0, int jb, T *A, int ld, int coff, int
     T *vals = (T *)(part + (size_t)(j & 1) * (G + 1) * PANEL_SLOT + 2 * (G + 1));
     const unsigned long long tag = (unsigned long long)(j + 1) << 32;
     const int kfirst = cj <= b ? 0 : (cj - b + G - 1) / G;   /* the first row >= j */
-    const bool ownj = cj % G == b;
-    /* the block's best candidate of column j: each warp's, then warp 0's */
+    /* the block's best candidate of column j */
     double best = -1.0;
     int bi = n;
     for (int k = kfirst + tid; k < R; k += blockDim.x) {
@@ -369,90 +366,87 @@ __device__ void panel_shared (int n, int j0, int jb, T *A, int ld, int coff, int
       if (better(m, r, best, bi)) { best = m; bi = r; }
     }
     for (int o = 16; o > 0; o >>= 1) {
-      double v = __shfl_xor_sync(0xffffffffu, best, o);
-      int i = __shfl_xor_sync(0xffffffffu, bi, o);
+      double v = __shfl_down_sync(0xffffffffu, best, o);
+      int i = __shfl_down_sync(0xffffffffu, bi, o);
       if (better(v, i, best, bi)) { best = v; bi = i; }
     }
     if (lane == 0) { wv[warp] = best; wi[warp] = bi; }
     __syncthreads();
-    /* warp 0 alone meets the other blocks: posts, waits, takes the pivot row */
-    if (warp == 0) {
-      best = lane < PANEL_WARPS ? wv[lane] : -1.0;
-      bi = lane < PANEL_WARPS ? wi[lane] : n;
-      for (int o = 16; o > 0; o >>= 1) {
-        double v = __shfl_xor_sync(0xffffffffu, best, o);
-        int i = __shfl_xor_sync(0xffffffffu, bi, o);
-        if (better(v, i, best, bi)) { best = v; bi = i; }
-      }
-      if (bi < n)
-        for (int c = lane; c < jb; c += 32) vals[(size_t)b * MAXBLOCK + c] = rows[((bi - j0) / G) * jb + c];
-      if (ownj)
-        for (int c = lane; c < jb; c += 32) vals[(size_t)G * MAXBLOCK + c] = rows[(cj / G) * jb + c];
-      __threadfence();   /* each lane's values, before the header */
-      __syncwarp();
-      if (lane == 0) {
-        ((double *)head)[2 * b] = best;
-        post_header(head + 2 * b + 1, tag | (unsigned)bi);
-        if (ownj) post_header(head + 2 * G + 1, tag | (unsigned)j);
-      }
-      /* every block's post: lane l waits for blocks l, l + 32, ... */
-      best = -1.0;
-      bi = n;
-      for (int t = lane; t < G; t += 32) {
-        unsigned long long h;
-        for (int spins = 0; ((h = read_header(head + 2 * t + 1)) & HIGH) != tag; spins++)
-          if (spins > 16) __nanosleep(20);
-        double v = __ldcg((const double *)head + 2 * t);
-        int i = (int)(unsigned)h;
-        if (better(v, i, best, bi)) { best = v; bi = i; }
-      }
-      for (int o = 16; o > 0; o >>= 1) {
-        double v = __shfl_xor_sync(0xffffffffu, best, o);
-        int i = __shfl_xor_sync(0xffffffffu, bi, o);
-        if (better(v, i, best, bi)) { best = v; bi = i; }
-      }
-      const int p = bi < n ? bi : j;   /* bi < n always: row j is a candidate */
-      const int owner = (p - j0) % G;
-      if (owner == b && p != j)   /* row j's old values: its owner's post */
-        for (int spins = 0; (read_header(head + 2 * G + 1) & HIGH) != tag; spins++)
-          if (spins > 16) __nanosleep(20);
-      for (int c = lane; c < jb; c += 32) {
-        prow[c] = __ldcg(vals + (size_t)owner * MAXBLOCK + c);
-        if (owner == b && p != j) jrow[c] = __ldcg(vals + (size_t)G * MAXBLOCK + c);
-      }
-      if (lane == 0) {
-        s_piv = p;
-        if (b == 0) {
-          ipiv[j] = p + 1;
-          note_pivot(status, j, __ldcg(vals + (size_t)owner * MAXBLOCK + cj));
-        }
-      }
+    if (tid == 0) {
+      for (int w = 1; w < PANEL_WARPS; w++)
+        if (better(wv[w], wi[w], best, bi)) { best = wv[w]; bi = wi[w]; }
+      s_row = bi;
+      s_best = best;
     }
     __syncthreads();
-    /*
-    ** The swap and the elimination in one pass, a warp a row: row j takes the
-    ** pivot row's values; row p (p != j) row j's old ones, eliminated as the
-    ** rows below j are (multiplier, rank-1 update of the columns right of j).
-    */
-    const int p = s_piv;
+    /* post it (its values first), and row j's values from its owner */
+    const int mine = s_row;
+    if (mine < n)
+      for (int c = tid; c < jb; c += blockDim.x) vals[(size_t)b * MAXBLOCK + c] = rows[((mine - j0) / G) * jb + c];
+    const bool ownj = cj % G == b;
+    if (ownj)
+      for (int c = tid; c < jb; c += blockDim.x) vals[(size_t)G * MAXBLOCK + c] = rows[(cj / G) * jb + c];
+    __threadfence();
+    __syncthreads();
+    if (tid == 0) {
+      ((double *)head)[2 * b] = s_best;
+      post_header(head + 2 * b + 1, tag | (unsigned)mine);
+      if (ownj) post_header(head + 2 * G + 1, tag | (unsigned)j);
+    }
+    /* every block's post: a thread a block waits for it */
+    best = -1.0;
+    bi = n;
+    for (int t = tid; t < G; t += blockDim.x) {
+      unsigned long long h;
+      for (int spins = 0; ((h = read_header(head + 2 * t + 1)) & ~0xffffffffull) != tag; spins++)
+        if (spins > 8) __nanosleep(32);
+      best = __ldcg((const double *)head + 2 * t);
+      bi = (int)(unsigned)h;
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+      double v = __shfl_down_sync(0xffffffffu, best, o);
+      int i = __shfl_down_sync(0xffffffffu, bi, o);
+      if (better(v, i, best, bi)) { best = v; bi = i; }
+    }
+    if (lane == 0) { wv[warp] = best; wi[warp] = bi; }
+    __syncthreads();
+    if (tid == 0) {
+      for (int w = 1; w < PANEL_WARPS; w++)
+        if (better(wv[w], wi[w], best, bi)) { best = wv[w]; bi = wi[w]; }
+      s_piv = bi < n ? bi : j;   /* bi < n always: row j is a candidate */
+    }
+    __syncthreads();
+    const int p = s_piv, owner = (p - j0) % G;
+    const bool ownp = owner == b && p != j;
+    if (ownp && tid == 0)   /* row j's old values: its owner's post */
+      for (int spins = 0; (read_header(head + 2 * G + 1) & ~0xffffffffull) != tag; spins++)
+        if (spins > 8) __nanosleep(32);
+    __syncthreads();
+    for (int c = tid; c < jb; c += blockDim.x) {
+      prow[c] = __ldcg(vals + (size_t)owner * MAXBLOCK + c);
+      if (ownp) jrow[c] = __ldcg(vals + (size_t)G * MAXBLOCK + c);
+    }
+    __syncthreads();
     const T pv = prow[cj];
-    for (int k = kfirst + warp; k < R; k += PANEL_WARPS) {
+    if (b == 0 && tid == 0) {
+      ipiv[j] = p + 1;
+      note_pivot(status, j, pv);
+    }
+    /* the swap: row j takes the pivot row's values, row p row j's old ones */
+    if (p != j) {
+      if (ownj) for (int c = tid; c < jb; c += blockDim.x) rows[(cj / G) * jb + c] = prow[c];
+      if (ownp) for (int c = tid; c < jb; c += blockDim.x) rows[((p - j0) / G) * jb + c] = jrow[c];
+      __syncthreads();
+    }
+    /* eliminate the rows below j: a warp a row, a lane a column */
+    const int kbelow = cj + 1 <= b ? 0 : (cj + 1 - b + G - 1) / G;   /* the first row > j */
+    for (int k = kbelow + warp; k < R; k += PANEL_WARPS) {
       T *row = rows + k * jb;
-      const int r = j0 + b + G * k;
-      if (r == j) {
-        if (p != j) for (int c = lane; c < jb; c += 32) row[c] = prow[c];
-        continue;
-      }
-      const bool swapped = r == p;
-      const T *src = swapped ? jrow : row;
-      const T a = src[cj];
+      const T a = row[cj];
       const T l = pv != T(0) ? a / pv : T(0);
-      __syncwarp();   /* every lane has read src[cj] before lane cj % 32 writes row[cj] */
-      for (int c = lane; c < jb; c += 32) {
-        if (c > cj) row[c] = src[c] - l * prow[c];
-        else if (c == cj) row[c] = pv != T(0) ? l : a;
-        else if (swapped) row[c] = jrow[c];
-      }
+      __syncwarp();   /* every lane has read row[cj] before lane 0 writes it */
+      for (int c = cj + 1 + lane; c < jb; c += 32) row[c] -= l * prow[c];
+      if (lane == 0 && pv != T(0)) row[cj] = l;
     }
     __syncthreads();
   }
