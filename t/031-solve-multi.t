@@ -75,10 +75,6 @@ K.panel_fused = function (n, j0, jb, A, ld, coff, ipiv, status, part, bar)
     end
   end
 end
--- the shared-memory panel computes what the fused one does
-K.panel_shared = function (n, j0, jb, A, ld, coff, ipiv, status, part)
-  return K.panel_fused(n, j0, jb, A, ld, coff, ipiv, status, part)
-end
 K.laswp = function (ncols, ld, lo, hi, i0, i1, ipiv, X)
   for c = 0, ncols - 1 do
     if not (c >= lo and c < hi) then
@@ -177,8 +173,7 @@ local function kernel(file, name, defines, dev)
             for i, a in ipairs{...} do if type(a) == "table" and a.closed then error("closed array passed to " .. base) end end
             return f(...)
           end,
-          max_cooperative_grid = function () return 4 end,
-          set_max_dynamic_shared = function (self) return self end}
+          max_cooperative_grid = function () return 4 end}
 end
 
 local core = {}

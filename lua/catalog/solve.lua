@@ -18,12 +18,10 @@ local matmul = require("culua.catalog.matmul").matmul
 local M = {}
 
 local methods = {"lu", "seed"}
-local panels = {"fused", "global", "columns"}
+local panels = {"fused", "columns"}
 local DEFAULT_BLOCK = 64        -- panel width: not yet measured (bench/solve.lua sweeps it)
 local MAXBLOCK = 128            -- kernels/solve.cu's MAXBLOCK
 local PANEL_THREADS = 256       -- kernels/solve.cu's PANEL_WARPS * 32
-local PANEL_SMEM = 200 * 1024   -- the most shared memory a block of the shared-memory panel takes
-local PANEL_ROWS = 128          -- rows a block of the shared-memory panel, by default
 local PANEL_SLOT = 2 + MAXBLOCK -- kernels/solve.cu's PANEL_SLOT
 local BARRIER_WORDS = 2176      -- culua/barrier.cuh's CULUA_BARRIER_WORDS
 
@@ -88,10 +86,6 @@ local function check_method(fname, opts)
 end
 
 local function check_panel(fname, opts)
-  local pr = opts.panel_rows
-  if pr ~= nil and (math.type(pr) ~= "integer" or pr < 1 or pr > 65536) then
-    fail(fname, "panel_rows must be an integer 1..65536, got %s", tostring(pr))
-  end
   return core.one_of(fname, "panel", opts.panel or "fused", panels)
 end
 
@@ -221,52 +215,32 @@ local function panel_columns(K, dev, stream, n, A, ipiv, status, ld)
   end
 end
 
--- the fused panels' most blocks: one a multiprocessor at most (a flat grid barrier,
+-- the fused panel's most blocks: one a multiprocessor at most (a flat grid barrier,
 -- cheapest there), fewer if they cannot all be resident (kept a kernel)
 local fused_cap = setmetatable({}, {__mode = "k"})
 
-local function cooperative_cap(k, dev, shared)
+-- panel = "fused": the whole panel in one cooperative launch, a grid barrier a
+-- column; about 16 rows a block (a small panel takes one block: no barrier waits)
+local function panel_fused(K, dev, stream, n, A, ipiv, status, ld)
+  local k = K("panel_fused")
+  ld = ld or n
   local cap = fused_cap[k]
   if not cap then
-    if shared > 0 then k:set_max_dynamic_shared(shared) end
-    cap = math.max(1, math.min(core.sm_count(dev), k:max_cooperative_grid(PANEL_THREADS, shared)))
+    cap = math.max(1, math.min(core.sm_count(dev), k:max_cooperative_grid(PANEL_THREADS)))
     fused_cap[k] = cap
   end
-  return cap
-end
-
--- panel = "fused": the whole panel in one cooperative launch. Its rows stay in
--- shared memory (panel_shared: rows blocks of `rows` rows, the posts in place of
--- a grid barrier) when they fit there on the multiprocessors; otherwise, and
--- with panel = "global", in A (panel_fused: a grid barrier a column, about 16
--- rows a block). The posts' headers are zeroed before each factorization.
-local function panel_fused(K, dev, stream, n, A, ipiv, status, ld, kind, rows)
-  local kg, ks = K("panel_fused"), K("panel_shared")
-  ld = ld or n
-  rows = rows or PANEL_ROWS
-  local es = A.dtype == "float32" and 4 or 8
-  local gcap = cooperative_cap(kg, dev, 0)
-  local scap = kind ~= "global" and cooperative_cap(ks, dev, PANEL_SMEM) or 0
-  local part = core.scratch("solve_partial", dev, stream, 2 * (math.max(gcap, scap) + 1) * PANEL_SLOT)
+  local part = core.scratch("solve_partial", dev, stream, 2 * (cap + 1) * PANEL_SLOT)
   local bar = core.scratch("solve_barrier", dev, stream, BARRIER_WORDS)
-  part:fill(0, stream)
   return function (j0, jb, coff)
-    local m = n - j0
-    local g = math.max(math.min(ceil_div(m, rows), scap), ceil_div(m * jb * es, PANEL_SMEM))
-    if g <= scap then
-      ks:launch({grid = g, block = PANEL_THREADS, shared = ceil_div(m, g) * jb * es, stream = stream,
-                 cooperative = true}, n, j0, jb, A, ld, coff or 0, ipiv, status, part)
-    else
-      kg:launch({grid = math.min(gcap, ceil_div(m, 16)), block = PANEL_THREADS, stream = stream, cooperative = true},
-                n, j0, jb, A, ld, coff or 0, ipiv, status, part, bar)
-    end
+    local grid = math.min(cap, ceil_div(n - j0, 16))
+    k:launch({grid = grid, block = PANEL_THREADS, stream = stream, cooperative = true},
+             n, j0, jb, A, ld, coff or 0, ipiv, status, part, bar)
   end
 end
 
 -- blocked right-looking LU of the n x n A in place, pivots into ipiv (0-based rows, 1-based values)
-local function lu_blocked(K, dev, stream, n, nb, A, ipiv, status, panel_kind, panel_rows)
-  local factor = (panel_kind == "columns" and panel_columns or panel_fused)(K, dev, stream, n, A, ipiv, status, n,
-                                                                            panel_kind, panel_rows)
+local function lu_blocked(K, dev, stream, n, nb, A, ipiv, status, panel_kind)
+  local factor = (panel_kind == "columns" and panel_columns or panel_fused)(K, dev, stream, n, A, ipiv, status)
   local laswp = K("laswp")
   for j0 = 0, n - 1, nb do
     local jb = math.min(nb, n - j0)
@@ -459,7 +433,7 @@ local function lu_multi(dev0, ustream, n, nb, dt, A, ipiv, pk, list, peer, info)
     s.ipiv = cuda.array("int32", n, {device = s.dev.ordinal})
     s.SB = {cuda.array(dt, buf_size, {device = s.dev.ordinal}), cuda.array(dt, buf_size, {device = s.dev.ordinal})}
     s.RB = cuda.array(dt, buf_size, {device = s.dev.ordinal})
-    s.factor = make(s.K, s.dev, s.Q, n, s.L, s.ipiv, s.status, nloc, pk)
+    s.factor = make(s.K, s.dev, s.Q, n, s.L, s.ipiv, s.status, nloc)
     for h = 1, G do
       if transport(info, peer, s.dev.ordinal, sh[h].dev.ordinal) == "host" then s.HB = s.HB or pinned(dt, buf_size) end
     end
@@ -671,7 +645,7 @@ end
 
 -- {====================================================== lu, lu_solve, solve
 
-local lu_options = {"stream", "method", "block", "panel", "panel_rows", "devices", "peer"}
+local lu_options = {"stream", "method", "block", "panel", "devices", "peer"}
 
 -- the devices list (checked), whether it asks for the several-GPU path (anything but
 -- the arrays' device alone), and the info result
@@ -682,9 +656,7 @@ end
 
 -- cuda.catalog.lu(A [, opts]) -> ipiv (int32, n, 1-based), info: P*A = L*U in place
 --   opts: method ("lu" | "seed"), block (panel width 1..128), panel ("fused": one
---         launch a panel, its rows in shared memory where they fit, the default |
---         "global": one launch a panel, its rows in A | "columns": a launch a column),
---         panel_rows (rows a block of the fused panel in shared memory), stream,
+--         launch a panel, the default | "columns": a launch a column), stream,
 --         devices (a list of ordinals: several GPUs), peer (false: stage through the host)
 --   info: devices (the list), shares, transfer ("local" | "peer" | "host"), pairs, why
 function M.lu(A, opts)
@@ -719,7 +691,7 @@ function M.lu(A, opts)
     pivot_verdict(fname, lu_multi(dev, stream, n, nb, dt, A, ipiv, pk, list, opts.peer, info))
     return ipiv, info
   else
-    lu_blocked(K, dev, stream, n, nb, A, ipiv, status, pk, opts.panel_rows)
+    lu_blocked(K, dev, stream, n, nb, A, ipiv, status, pk)
   end
   check_pivots(fname, stream, status)
   return ipiv, info
@@ -778,7 +750,7 @@ function M.lu_solve(LU, ipiv, B, opts)
   return B
 end
 
-local solve_options = {"stream", "method", "block", "panel", "panel_rows", "overwrite", "devices", "peer"}
+local solve_options = {"stream", "method", "block", "panel", "overwrite", "devices", "peer"}
 
 -- cuda.catalog.solve(A, B [, opts]) -> X, ipiv, info: A X = B. A and B are left as they were
 -- (X is a new array shaped as B) unless overwrite = true: then A holds the factors and X is B.
@@ -833,7 +805,7 @@ function M.solve(A, B, opts)
   if multi then
     pivot_verdict(fname, lu_multi(dev, stream, n, nb, dt, LU, ipiv, pk, list, opts.peer, info))
   else
-    lu_blocked(K, dev, stream, n, nb, LU, ipiv, status, pk, opts.panel_rows)
+    lu_blocked(K, dev, stream, n, nb, LU, ipiv, status, pk)
     check_pivots(fname, stream, status)
   end
   solve_factored(K, dev, stream, n, k, nb, LU, ipiv, X)
@@ -857,8 +829,7 @@ M.info = {
   methods = methods,
   dtypes = {"float32", "float64"},
   knobs = {block = "panel width 1.." .. MAXBLOCK .. " (default " .. DEFAULT_BLOCK .. ")",
-           panel = "fused (one launch a panel, its rows in shared memory where they fit, the default) | global (one launch a panel, rows in A) | columns (a launch a column)",
-           panel_rows = "rows a block of the fused panel in shared memory (default " .. PANEL_ROWS .. ")",
+           panel = "fused (one launch a panel, the default) | columns (a launch a column)",
            devices = "a list of device ordinals (repeats: shares of one GPU); peer = false stages through the host"},
   default = "lu",
 }
