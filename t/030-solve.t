@@ -118,7 +118,6 @@ if prog then
   local big = (1 << 33) + 5
   T.ok(fits("culua_solve_panel_f32", 1000, 64, 64, 63, 1, 1, 1000, -64, 2, 3, 4, 5), "panel arguments (leading dimension, column offset)")
   T.ok(fits("culua_solve_panel_fused_f64", 1000, 64, 64, 1, 500, -64, 2, 3, 4, 5), "fused panel arguments (leading dimension, column offset)")
-  T.ok(fits("culua_solve_panel_shared_f32", 1000, 64, 64, 1, 500, -64, 2, 3, 4), "shared-memory panel arguments")
   T.ok(fits("culua_solve_trsm_lower_f32", 64, 100, 1, big, 100, 2, big, 100), "trsm arguments")
   T.ok(fits("culua_solve_laswp_f64", 100, 100, 0, 64, 0, 64, 1, 2), "laswp arguments")
   T.ok(fits("culua_solve_check_f32", big, 1, 2), "check arguments")
@@ -261,8 +260,11 @@ local function gpu_tests()
       if not T.ok(r <= 10, what .. ": lu_solve") then T.diag("  ratio " .. r) end
     end
   end
-  -- 4096 in float64: the ratio only (the C reference's LU would take a while)
-  do
+  -- 4096 in float64: the ratio only (the C reference's LU would take a while); not under
+  -- compute-sanitizer, where it takes minutes (the kernels are those of the 3000 cases)
+  if T.sanitizer then
+    T.skip("4096 under compute-sanitizer " .. T.sanitizer .. ": the 3000 cases run the same kernels", 2)
+  else
     local n = 4096
     local hA = matrix("float64", n, "random", 10)
     local hB = cuda.host_array("float64", {n, 2}):random(12, -1, 1)

@@ -63,20 +63,26 @@ local sm90 = {
           streamk = {0.1}, min_k = 0},
   fast = {family = "matmul_sm90_fast", kernel = "culua_matmul_fast_tma", bm = 128, bn = 256,
           abox = {128, 16, 64}, bbox = {16, 128, 0}, shared = sm90_shared(128, 256, 16, 8), rate = 0.35e12,
-          streamk = {0, 0.1}, min_k = 512},
+          streamk = {0, 0.1}, min_k = 2048},
 }
 local sm90_ready = setmetatable({}, {__mode = "k"})
 
--- Below plan.min_k the fast TMA kernel loses to matmul.cu's: on an H100, LU's update
--- (8128 x 8128, k = 64 and 128) took 0.96 / 1.17 ms against 0.47 / 0.57 ms
--- (bench/matmul_ld.lua, session 8): its 8-stage k-pipeline never fills, and its C
--- epilogue is a larger share. tma = true, splits or streamk take it at any k.
+-- Where C has two waves of tiles or more, the fast TMA kernel loses to matmul.cu's
+-- below plan.min_k: on an H100, C -= A*B on an 8192-wide matrix's blocks
+-- (bench/matmul_ld.lua, session 8) took, TMA against not, 0.88 / 0.47 ms at
+-- k = 64, 1.18 / 0.57 at 128, 1.35 / 0.93 at 256, 1.89 / 1.56 at 512 and
+-- 2.67 / 2.60 at 1024: its 8-stage k-pipeline hardly fills and its C epilogue
+-- weighs more. With fewer tiles its split-K and stream-K keep it ahead (the
+-- squares of bench/matmul.lua). tma = true, splits or streamk take it at any k.
 local function use_sm90(variant, t, dev, A, B, m, n, k, lda, ldb, opts)
   local plan = sm90[variant]
-  return plan and t == "f32" and opts.tma ~= false and dev.major == 9 and dev.minor == 0
-         and m > 0 and n > 0 and k > 0 and lda % 4 == 0 and ldb % 4 == 0
-         and A.ptr % 16 == 0 and B.ptr % 16 == 0
-         and (k >= plan.min_k or opts.tma == true or opts.splits ~= nil or opts.streamk ~= nil)
+  if not (plan and t == "f32" and opts.tma ~= false and dev.major == 9 and dev.minor == 0
+          and m > 0 and n > 0 and k > 0 and lda % 4 == 0 and ldb % 4 == 0
+          and A.ptr % 16 == 0 and B.ptr % 16 == 0) then
+    return false
+  end
+  return k >= plan.min_k or opts.tma == true or opts.splits ~= nil or opts.streamk ~= nil
+         or ceil_div(m, plan.bm) * ceil_div(n, plan.bn) < 2 * sm_count(dev)
 end
 
 -- stream-K (kernels/culua/sm90.cuh): when the tiles do not make whole waves, sk blocks share
@@ -265,7 +271,7 @@ M.info = {
   variants = matmul_variants,
   dtypes = {float32 = matmul_variants, float64 = {"naive", "tiled", "fast"}},
   knobs = {unroll = unrolls, tile = {8, 16, 32}, block = "naive: square side 1..32", threads = "row/column: 1..1024",
-           tma = "fast and tf32 (float32) on compute capability 9.0: false keeps the kernels of other devices; fast takes them from k = 512 (true: at any k)",
+           tma = "fast and tf32 (float32) on compute capability 9.0: false keeps the kernels of other devices; fast takes them from k = 2048 or under two waves of tiles (true: always)",
            splits = "with tma: blocks a tile of C, each over a share of K (split-K); chosen by size when not given",
            streamk = "with tma: false, true or a block count: blocks share the last tiles' k-tiles equally (stream-K); chosen by size when not given",
            lda = "elements from one row of A to the next (k when packed); with m and k: A a block of a larger matrix",
