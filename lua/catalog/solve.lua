@@ -573,7 +573,8 @@ local function seed_multi(dev0, ustream, n, ncols, dt, ABT, ipiv, lu, list, peer
     s.w = w
     s.X = cuda.array(dt, w * n, {device = o})
     s.ipiv = cuda.array("int32", n, {device = o})
-    s.mult = cuda.array(dt, n, {device = o})
+    -- zeroed: seed_pivot writes rows p+1.. of it (lu), and the whole of it travels
+    s.mult = cuda.array(dt, n, {device = o}):fill(0, s.S)
     s.prow = cuda.array(dt, w, {device = o})
     s.status = core.scratch("solve_status", s.dev, s.S, 1)
     s.recv = event_on(s.dev)
