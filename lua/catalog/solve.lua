@@ -396,6 +396,18 @@ local function home_done(HS, ev, ustream)
   HS:synchronize()
 end
 
+-- the end of a several-GPU call: the pivots home from the first share (its event u), the
+-- caller's stream after the home stream, the shares' arrays closed, and the first bad
+-- pivot of any share (its status read on its stream `which`, "Q" or "S")
+local function finish(sh, n, ipiv, ipiv_hbuf, HS, hev, ustream, owned, which)
+  move(sh[1].home, sh[1].ipiv, sh[1].S, sh[1].u, ipiv:view(1, n), HS, ipiv_hbuf)
+  home_done(HS, hev, ustream)
+  local words = {}
+  for _, s in ipairs(sh) do words[#words + 1] = {s.status, s[which]} end
+  close_all(owned)
+  if ipiv_hbuf then ipiv_hbuf:close() end
+  return first_bad(words)
+end
 
 --[[
 ** Blocked right-looking LU over G shares (MAGMA's multi-GPU getrf, one process): panel q
@@ -540,13 +552,7 @@ local function lu_multi(dev0, ustream, n, nb, dt, A, ipiv, pk, list, peer, info)
       cyclic:launch({grid = grid_for(n * s.nloc, 256, dev0), block = 256, stream = HS}, n, nb, G, s.g - 1, s.nloc, A, s.W, 1)
     end
   end
-  move(sh[1].home, sh[1].ipiv, sh[1].S, sh[1].u, ipiv:view(1, n), HS, ipiv_hbuf)
-  home_done(HS, hev, ustream)
-  local words = {}
-  for _, s in ipairs(sh) do words[#words + 1] = {s.status, s.Q} end
-  close_all(owned)
-  if ipiv_hbuf then ipiv_hbuf:close() end
-  return first_bad(words)
+  return finish(sh, n, ipiv, ipiv_hbuf, HS, hev, ustream, owned, "Q")
 end
 
 
@@ -632,13 +638,7 @@ local function seed_multi(dev0, ustream, n, ncols, dt, ABT, ipiv, lu, list, peer
     move(s.home, s.X, s.S, s.done, ABT:view(s.c0 * n + 1, s.w * n), HS, s.HW)
   end
   local ipiv_hbuf = sh[1].home == "host" and pinned("int32", n) or nil
-  move(sh[1].home, sh[1].ipiv, sh[1].S, sh[1].u, ipiv:view(1, n), HS, ipiv_hbuf)
-  home_done(HS, hev, ustream)
-  local words = {}
-  for _, s in ipairs(sh) do words[#words + 1] = {s.status, s.S} end
-  close_all(owned)
-  if ipiv_hbuf then ipiv_hbuf:close() end
-  return first_bad(words)
+  return finish(sh, n, ipiv, ipiv_hbuf, HS, hev, ustream, owned, "S")
 end
 
 -- }======================================================
