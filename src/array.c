@@ -603,12 +603,13 @@ static void map_region (lua_State *L, int t, const culua_Array *x, size_t *rows,
   out[0] = rows; out[1] = cols; out[2] = stride;
   for (i = 0; i < 3; i++) {
     lua_Integer v;
+    int whole;
     lua_getfield(L, t, keys[i]);
     culua_checkfield(L, "tensor_map", keys[i], LUA_TNUMBER);
-    v = lua_tointeger(L, -1);
+    v = lua_tointegerx(L, -1, &whole);
+    if (!whole || v < 1 || v > ((lua_Integer)1 << 32))   /* 2.5 is no size: quoted as given */
+      luaL_error(L, "tensor_map: %s must be an integer 1..2^32, got %s", keys[i], luaL_tolstring(L, -1, NULL));
     lua_pop(L, 1);
-    if (v < 1 || v > ((lua_Integer)1 << 32))
-      luaL_error(L, "tensor_map: %s must be 1..2^32, got %I", keys[i], v);
     *out[i] = (size_t)v;
   }
   if (*stride < *cols * es)

@@ -141,8 +141,12 @@ do
                "tensor_map: the array's base and rows must be 16%-byte aligned", "tensor_map: a view off 16 bytes")
   T.error_like(function () blk:tensor_map(8, 32, 128, {rows = 10, cols = 33}) end, "tensor_map: stride must be an integer, got nil",
                "tensor_map: region without a stride")
-  T.error_like(function () blk:tensor_map(8, 32, 128, {rows = 0, cols = 33, stride = 256}) end, "tensor_map: rows must be 1%.%.2%^32, got 0",
-               "tensor_map: no rows")
+  T.error_like(function () blk:tensor_map(8, 32, 128, {rows = 0, cols = 33, stride = 256}) end,
+               "tensor_map: rows must be an integer 1%.%.2%^32, got 0", "tensor_map: no rows")
+  T.error_like(function () blk:tensor_map(8, 32, 128, {rows = 2.5, cols = 33, stride = 256}) end,
+               "tensor_map: rows must be an integer 1%.%.2%^32, got 2%.5", "tensor_map: a fractional row count")
+  T.error_like(function () blk:tensor_map(8, 32, 128, "rows") end, "bad argument #%d to 'tensor_map' %(table expected, got string%)",
+               "tensor_map: a region that is not a table")
   T.error_like(function () blk:tensor_map(8, 32, 128, {rows = 10, cols = 33, stride = 256, pitch = 1}) end,
                "tensor_map: unknown option 'pitch' %(known: rows, cols, stride%)", "tensor_map: a misspelt key")
   blk, big = nil

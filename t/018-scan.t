@@ -334,6 +334,16 @@ local function gpu_tests()
          and prefix_equal(long, kf, 1) and prefix_equal(long, rf, #kf + 1), "split with a count array")
     T.error_like(function () cat.compact(x, long, "x < 0.25f", {count = cuda.array("int32", 1)}) end,
                  "compact: count has dtype int32; expected int64 or uint64", "compact: a count array of another dtype")
+    T.error_like(function () cat.compact(x, long, "x < 0.25f", {count = 5}) end,
+                 "compact: count must be a cuda.array %(int64 or uint64%), got number", "compact: a count that is not an array")
+    do
+      local x64 = cuda.array("int64", 100):fill(1)
+      local y64 = cuda.array("int64", 100)
+      T.error_like(function () cat.compact(x64, y64, "x > 0", {count = y64:view(100, 1)}) end,
+                   "compact: count overlaps y", "compact: a count inside y")
+      T.error_like(function () cat.split(x64, y64, "x > 0", {count = x64:view(1, 1)}) end,
+                   "split: count overlaps x", "split: a count inside x")
+    end
   end
   local xf = cuda.array("float32", 100)
   T.error_like(function () cat.compact(xf, cuda.array("float32", 100), "x >>> 1") end,

@@ -279,6 +279,13 @@ local function select_common(fname, x, y, pred, opts, split)
   if (xs ~= ys or split) and xs < ys + #y * es and ys < xs + n * es then
     fail(fname, "y overlaps x%s", split and "" or " (only y == x, in place, is allowed)")
   end
+  -- the count is written (and, for split, read back) while the tiles write y
+  if out then
+    local cs = out.ptr
+    for _, a in ipairs{{"x", xs, n * es}, {"y", ys, #y * es}} do
+      if cs < a[2] + a[3] and a[2] < cs + 8 then fail(fname, "count overlaps %s", a[1]) end
+    end
+  end
   -- counts in 32 bits below 2^32 elements: the look-back's one-word path
   local c32 = n < (1 << 32)
   local kern

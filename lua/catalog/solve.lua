@@ -367,12 +367,21 @@ end
 
 -- shares set up on the listed devices: each with its device, kernels and streams, the
 -- transport from the arrays' device, and the events it records
+-- (kept a device for the next call: the streams, their events and so the catalog's
+-- scratch memory a stream are made once, not each call; a device listed twice has two)
 local function shares_on(list, G, dev0, dt, info, peer)
   local sh = {}
+  local used = {}
   for g = 1, G do
     local d = cuda.device(list[g])
-    local s = {g = g, dev = d, K = kernels(d, dt), S = stream_on(d), Q = stream_on(d),
-               ready = event_on(d), u = event_on(d), done = event_on(d)}
+    local slots = core.device_state("solve_shares", d)
+    used[d.ordinal] = (used[d.ordinal] or 0) + 1
+    local k = slots[used[d.ordinal]]
+    if not k then
+      k = {S = stream_on(d), Q = stream_on(d), ready = event_on(d), u = event_on(d), done = event_on(d)}
+      slots[used[d.ordinal]] = k
+    end
+    local s = {g = g, dev = d, K = kernels(d, dt), S = k.S, Q = k.Q, ready = k.ready, u = k.u, done = k.done}
     s.home = transport(info, peer, dev0.ordinal, d.ordinal)
     sh[g] = s
   end
@@ -380,10 +389,12 @@ local function shares_on(list, G, dev0, dt, info, peer)
   return sh
 end
 
--- the start: the home stream (ours, on the arrays' device) after the caller's stream
+-- the start: the home stream (ours, on the arrays' device, kept as the shares' are) after
+-- the caller's stream
 local function home_stream(dev0, ustream)
-  local HS = stream_on(dev0)
-  local ev = event_on(dev0)
+  local home = core.device_state("solve_home", dev0)
+  if not home.HS then home.HS, home.ev = stream_on(dev0), event_on(dev0) end
+  local HS, ev = home.HS, home.ev
   ev:record(ustream)
   HS:wait(ev)
   return HS, ev
@@ -688,6 +699,9 @@ function M.lu(A, opts)
     local mult, prow = cuda.array(dt, n, {device = dev.ordinal}), cuda.array(dt, n, {device = dev.ordinal})
     seed_eliminate(K, dev, stream, n, n, ABT, ipiv, status, 1, mult, prow)
     transpose(K, stream, n, n, ABT, 0, n, A, 0, n)
+    check_pivots(fname, stream, status)   -- waits for the stream: the work arrays can go
+    close_all{ABT, mult, prow}
+    return ipiv, info
   elseif multi then
     pivot_verdict(fname, lu_multi(dev, stream, n, nb, dt, A, ipiv, pk, list, opts.peer, info))
     return ipiv, info
@@ -788,13 +802,15 @@ function M.solve(A, B, opts)
     if multi then
       local bad = seed_multi(dev, stream, n, ncols, dt, ABT, ipiv, 0, list, opts.peer, info)
       K("seed_divide"):launch({grid = grid_for(n * k, 256, dev), block = 256, stream = stream}, n, k, ABT, X)
+      ABT:close()
       pivot_verdict(fname, bad)
       return X, ipiv, info
     end
     local mult, prow = cuda.array(dt, n, {device = dev.ordinal}), cuda.array(dt, ncols, {device = dev.ordinal})
     seed_eliminate(K, dev, stream, n, ncols, ABT, ipiv, status, 0, mult, prow)
     K("seed_divide"):launch({grid = grid_for(n * k, 256, dev), block = 256, stream = stream}, n, k, ABT, X)
-    check_pivots(fname, stream, status)
+    check_pivots(fname, stream, status)   -- waits for the stream: the work arrays can go
+    close_all{ABT, mult, prow}
     return X, ipiv, info
   end
   local LU = A
