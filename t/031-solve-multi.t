@@ -45,11 +45,21 @@ end
 local cuda = {}
 cuda.device = device
 cuda.device_count = function () return 3 end
+-- FAIL_AT = k: the k-th allocation from now raises as an out-of-memory would; MADE lists them
+local FAIL_AT, MADE
+local function allocated(a)
+  if FAIL_AT then
+    FAIL_AT = FAIL_AT - 1
+    if FAIL_AT == 0 then FAIL_AT = nil; error("cuda.array: CUDA_ERROR_OUT_OF_MEMORY allocating (mock)", 0) end
+  end
+  if MADE then MADE[#MADE + 1] = a end
+  return a
+end
 cuda.array = function (dt, shape, opts)
   local n = type(shape) == "table" and shape[1] * shape[2] or shape
-  return newarr(dt, n, device(opts and opts.device), type(shape) == "table" and shape or {n})
+  return allocated(newarr(dt, n, device(opts and opts.device), type(shape) == "table" and shape or {n}))
 end
-cuda.host_array = function (dt, n, opts) local a = newarr(dt, n, nil); a.kind = "cuda.hostarray"; return a end
+cuda.host_array = function (dt, n, opts) local a = newarr(dt, n, nil); a.kind = "cuda.hostarray"; return allocated(a) end
 cuda.stream = function (o) return {kind = "cuda.stream", device = device(o and o.device), wait = function () end, synchronize = function () end} end
 cuda.event = function () return {record = function () end} end
 cuda.type = function (x) return type(x) == "table" and x.kind or nil end
@@ -255,6 +265,29 @@ for _, m in ipairs{"lu", "seed"} do
   check(25, 2, {0, 1, 0, 2, 1}, m)
   check(6, 1, {0, 1, 2, 0, 1, 2, 0, 1}, m)
 end
+end
+-- an allocation that fails halfway through: what the call had made is closed, but for the
+-- pivots it was to return (the first), and the next call works
+for _, m in ipairs{"lu", "seed"} do
+  for _, peer in ipairs{true, false} do
+    PEER = peer
+    for _, at in ipairs{3, 6, 9} do
+      local A = mkA(12, rand_matrix(12, 3))
+      MADE, FAIL_AT = {}, at
+      local ok, err = pcall(M.lu, A, {block = 4, devices = {0, 1}, method = m, peer = peer})
+      local open = 0
+      for i = 2, #MADE do if not MADE[i].closed then open = open + 1 end end
+      T.ok(not ok and tostring(err):find("CUDA_ERROR_OUT_OF_MEMORY", 1, true) and open == 0,
+           ("%s, peer %s: allocation %d of the call fails: it raises, and the %d arrays made before are closed (%d open)")
+           :format(m, tostring(peer), at, #MADE - 1, open))
+      MADE, FAIL_AT = nil, nil
+    end
+  end
+end
+PEER = true
+do
+  local ok = pcall(M.lu, mkA(12, rand_matrix(12, 3)), {block = 4, devices = {0, 1}})
+  T.ok(ok, "and the next call works")
 end
 -- the checks come before any array
 T.error_like(function () M.lu(nil, {devices = {}}) end, "cuda%.catalog%.lu: devices is an empty list", "an empty devices list")

@@ -365,6 +365,24 @@ local function close_all(t)
   for _, x in ipairs(t) do if x then x:close() end end
 end
 
+-- x, noted in `owned` (the arrays and pinned buffers a several-GPU call closes)
+local function keep(owned, x)
+  owned[#owned + 1] = x
+  return x
+end
+
+-- a several-GPU driver f(owned, ...) that closes what it kept at its end; when it raises
+-- (an allocation that fails halfway, say) what it had kept is closed here, not left held
+-- until the collector runs
+local function closing(f)
+  return function (...)
+    local owned = {}
+    local r = table.pack(pcall(f, owned, ...))
+    if not r[1] then close_all(owned); error(r[2], 0) end
+    return table.unpack(r, 2, r.n)
+  end
+end
+
 -- shares set up on the listed devices: each with its device, kernels and streams, the
 -- transport from the arrays' device, and the events it records
 -- (kept a device for the next call: the streams, their events and so the catalog's
@@ -378,10 +396,12 @@ local function shares_on(list, G, dev0, dt, info, peer)
     used[d.ordinal] = (used[d.ordinal] or 0) + 1
     local k = slots[used[d.ordinal]]
     if not k then
-      k = {S = stream_on(d), Q = stream_on(d), ready = event_on(d), u = event_on(d), done = event_on(d)}
+      k = {S = stream_on(d), Q = stream_on(d), ready = event_on(d), u = event_on(d), done = event_on(d),
+           recv = event_on(d)}
       slots[used[d.ordinal]] = k
     end
-    local s = {g = g, dev = d, K = kernels(d, dt), S = k.S, Q = k.Q, ready = k.ready, u = k.u, done = k.done}
+    local s = {g = g, dev = d, K = kernels(d, dt), S = k.S, Q = k.Q, ready = k.ready, u = k.u, done = k.done,
+               recv = k.recv}
     s.home = transport(info, peer, dev0.ordinal, d.ordinal)
     sh[g] = s
   end
@@ -437,7 +457,7 @@ end
 ** after every share took panel k (each owner between factored after its S took k; o's S
 ** waited for them all, and o's Q waits for o's S); the pinned copy likewise (k + G).
 ]]
-local function lu_multi(dev0, ustream, n, nb, dt, A, ipiv, pk, list, peer, info)
+local lu_multi = closing(function (owned, dev0, ustream, n, nb, dt, A, ipiv, pk, list, peer, info)
   local P = ceil_div(n, nb)
   local G = math.min(#list, P)   -- a share beyond the panels would have no columns
   info.shares = G
@@ -445,23 +465,23 @@ local function lu_multi(dev0, ustream, n, nb, dt, A, ipiv, pk, list, peer, info)
   local HS, hev = home_stream(dev0, ustream)
   local make = pk == "columns" and panel_columns or panel_fused
   local buf_size = nb + n * nb
-  local owned = {}
   for g = 1, G do
     local s = sh[g]
     local nloc = 0
     for q = g - 1, P - 1, G do nloc = nloc + math.min(nb, n - q * nb) end
     s.nloc = nloc
     s.status = core.scratch("solve_status", s.dev, s.Q, 1)
-    s.L = cuda.array(dt, n * nloc, {device = s.dev.ordinal})
-    s.ipiv = cuda.array("int32", n, {device = s.dev.ordinal})
-    s.SB = {cuda.array(dt, buf_size, {device = s.dev.ordinal}), cuda.array(dt, buf_size, {device = s.dev.ordinal})}
-    s.RB = cuda.array(dt, buf_size, {device = s.dev.ordinal})
+    local o = {device = s.dev.ordinal}
+    s.L = keep(owned, cuda.array(dt, n * nloc, o))
+    s.ipiv = keep(owned, cuda.array("int32", n, o))
+    s.SB = {keep(owned, cuda.array(dt, buf_size, o)), keep(owned, cuda.array(dt, buf_size, o))}
+    s.RB = keep(owned, cuda.array(dt, buf_size, o))
     s.factor = make(s.K, s.dev, s.Q, n, s.L, s.ipiv, s.status, nloc)
     for h = 1, G do
-      if transport(info, peer, s.dev.ordinal, sh[h].dev.ordinal) == "host" then s.HB = s.HB or pinned(dt, buf_size) end
+      if transport(info, peer, s.dev.ordinal, sh[h].dev.ordinal) == "host" then
+        s.HB = s.HB or keep(owned, pinned(dt, buf_size))
+      end
     end
-    owned[#owned + 1] = s.L; owned[#owned + 1] = s.ipiv; owned[#owned + 1] = s.SB[1]
-    owned[#owned + 1] = s.SB[2]; owned[#owned + 1] = s.RB; owned[#owned + 1] = s.HB
   end
   -- local columns of share s in the panels before panel q
   local function lstart(s, q)
@@ -479,9 +499,8 @@ local function lu_multi(dev0, ustream, n, nb, dt, A, ipiv, pk, list, peer, info)
       s.u:record(HS)   -- an event of device dev0 == s.dev
       s.S:wait(s.u)
     else
-      s.W = cuda.array(dt, count, {device = dev0.ordinal})
-      owned[#owned + 1] = s.W
-      if s.home == "host" then s.HW = pinned(dt, count); owned[#owned + 1] = s.HW end
+      s.W = keep(owned, cuda.array(dt, count, {device = dev0.ordinal}))
+      if s.home == "host" then s.HW = keep(owned, pinned(dt, count)) end
       cyclic:launch({grid = grid_for(count, 256, dev0), block = 256, stream = HS}, n, nb, G, s.g - 1, s.nloc, A, s.W, 0)
       move(s.home, s.W, HS, hev, s.L, s.S, s.HW)
     end
@@ -552,7 +571,7 @@ local function lu_multi(dev0, ustream, n, nb, dt, A, ipiv, pk, list, peer, info)
   end
 
   -- gather the columns back into A, and share 1's pivots (every share has them all)
-  local ipiv_hbuf = sh[1].home == "host" and pinned("int32", n) or nil
+  local ipiv_hbuf = sh[1].home == "host" and keep(owned, pinned("int32", n)) or nil
   for _, s in ipairs(sh) do
     if s.home == "local" then
       s.done:record(s.S)
@@ -564,7 +583,7 @@ local function lu_multi(dev0, ustream, n, nb, dt, A, ipiv, pk, list, peer, info)
     end
   end
   return finish(sh, n, ipiv, ipiv_hbuf, HS, hev, ustream, owned, "Q")
-end
+end)
 
 
 --[[
@@ -576,34 +595,30 @@ end
 ** last step's broadcast before it writes the next one (the seed's cudaMemcpyPeer, which
 ** waits too). ABT (ncols x n, on the arrays' device) is reduced in place, the pivots into ipiv.
 ]]
-local function seed_multi(dev0, ustream, n, ncols, dt, ABT, ipiv, lu, list, peer, info)
+local seed_multi = closing(function (owned, dev0, ustream, n, ncols, dt, ABT, ipiv, lu, list, peer, info)
   local G = math.min(#list, ncols)
   info.shares = G
   local sh = shares_on(list, G, dev0, dt, info, peer)
   local HS, hev = home_stream(dev0, ustream)
-  local owned = {}
   for g = 1, G do
     local s = sh[g]
     local o = s.dev.ordinal
     s.c0, s.c1 = (g - 1) * ncols // G, g * ncols // G
     local w = s.c1 - s.c0
     s.w = w
-    s.X = cuda.array(dt, w * n, {device = o})
-    s.ipiv = cuda.array("int32", n, {device = o})
+    s.X = keep(owned, cuda.array(dt, w * n, {device = o}))
+    s.ipiv = keep(owned, cuda.array("int32", n, {device = o}))
     -- zeroed: seed_pivot writes rows p+1.. of it (lu), and the whole of it travels
-    s.mult = cuda.array(dt, n, {device = o}):fill(0, s.S)
-    s.prow = cuda.array(dt, w, {device = o})
+    s.mult = keep(owned, cuda.array(dt, n, {device = o})):fill(0, s.S)
+    s.prow = keep(owned, cuda.array(dt, w, {device = o}))
     s.status = core.scratch("solve_status", s.dev, s.S, 1)
-    s.recv = event_on(s.dev)
-    if s.home == "host" then s.HW = pinned(dt, w * n) end
+    if s.home == "host" then s.HW = keep(owned, pinned(dt, w * n)) end
     for h = 1, G do
       if transport(info, peer, o, sh[h].dev.ordinal) == "host" then
-        s.HI = s.HI or pinned("int32", 1)
-        s.HM = s.HM or pinned(dt, n)
+        s.HI = s.HI or keep(owned, pinned("int32", 1))
+        s.HM = s.HM or keep(owned, pinned(dt, n))
       end
     end
-    owned[#owned + 1] = s.X; owned[#owned + 1] = s.ipiv; owned[#owned + 1] = s.mult; owned[#owned + 1] = s.prow
-    owned[#owned + 1] = s.HW; owned[#owned + 1] = s.HI; owned[#owned + 1] = s.HM
   end
   for _, s in ipairs(sh) do
     move(s.home, ABT:view(s.c0 * n + 1, s.w * n), HS, hev, s.X, s.S, s.HW)
@@ -648,9 +663,9 @@ local function seed_multi(dev0, ustream, n, ncols, dt, ABT, ipiv, lu, list, peer
   for _, s in ipairs(sh) do
     move(s.home, s.X, s.S, s.done, ABT:view(s.c0 * n + 1, s.w * n), HS, s.HW)
   end
-  local ipiv_hbuf = sh[1].home == "host" and pinned("int32", n) or nil
+  local ipiv_hbuf = sh[1].home == "host" and keep(owned, pinned("int32", n)) or nil
   return finish(sh, n, ipiv, ipiv_hbuf, HS, hev, ustream, owned, "S")
-end
+end)
 
 -- }======================================================
 
@@ -690,7 +705,8 @@ function M.lu(A, opts)
     local ABT = cuda.array(dt, n * n, {device = dev.ordinal})
     transpose(K, stream, n, n, A, 0, n, ABT, 0, n)
     if multi then
-      local bad = seed_multi(dev, stream, n, n, dt, ABT, ipiv, 1, list, opts.peer, info)
+      local ok, bad = pcall(seed_multi, dev, stream, n, n, dt, ABT, ipiv, 1, list, opts.peer, info)
+      if not ok then ABT:close(); error(bad, 0) end
       transpose(K, stream, n, n, ABT, 0, n, A, 0, n)
       ABT:close()
       pivot_verdict(fname, bad)
@@ -800,7 +816,8 @@ function M.solve(A, B, opts)
     transpose(K, stream, n, n, A, 0, n, ABT, 0, n)
     transpose(K, stream, n, k, B, 0, k, ABT, n * n, n)
     if multi then
-      local bad = seed_multi(dev, stream, n, ncols, dt, ABT, ipiv, 0, list, opts.peer, info)
+      local ok, bad = pcall(seed_multi, dev, stream, n, ncols, dt, ABT, ipiv, 0, list, opts.peer, info)
+      if not ok then ABT:close(); error(bad, 0) end
       K("seed_divide"):launch({grid = grid_for(n * k, 256, dev), block = 256, stream = stream}, n, k, ABT, X)
       ABT:close()
       pivot_verdict(fname, bad)
