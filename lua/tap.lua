@@ -235,7 +235,6 @@ T.sanitizer = os.getenv("CULUA_TEST_SANITIZER")
 if T.sanitizer == "" then T.sanitizer = nil end
 
 -- run the culua binary under test on a chunk of Lua; returns output, exit status
-
 function T.run(args, input)
   local inf = os.tmpname()
   local f = assert(io.open(inf, "w"))

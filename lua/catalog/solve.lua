@@ -156,10 +156,15 @@ local function pivot_verdict(fname, s)
   fail(fname, "the factorization overflowed: pivot %d is not finite", -s)
 end
 
-local function check_pivots(fname, stream, status)
+-- a status word read back (the stream waited for) and cleared for the next call
+local function take_status(status, stream)
   local s = core.read_word(status, stream)
   if s ~= 0 then status:fill(0, stream) end
-  pivot_verdict(fname, s)
+  return s
+end
+
+local function check_pivots(fname, stream, status)
+  pivot_verdict(fname, take_status(status, stream))
 end
 
 -- the view of X's elements off + 1 .. off + count, kept while X lives (the table's keys
@@ -352,11 +357,8 @@ local function pinned(dt, count) return cuda.host_array(dt, count, {pinned = tru
 local function first_bad(words)
   local first = 0
   for _, w in ipairs(words) do
-    local s = core.read_word(w[1], w[2])
-    if s ~= 0 then
-      w[1]:fill(0, w[2])
-      if first == 0 or math.abs(s) < math.abs(first) then first = s end
-    end
+    local s = take_status(w[1], w[2])
+    if s ~= 0 and (first == 0 or math.abs(s) < math.abs(first)) then first = s end
   end
   return first
 end
@@ -435,8 +437,7 @@ local function finish(sh, n, ipiv, ipiv_hbuf, HS, hev, ustream, owned, which)
   home_done(HS, hev, ustream)
   local words = {}
   for _, s in ipairs(sh) do words[#words + 1] = {s.status, s[which]} end
-  close_all(owned)
-  if ipiv_hbuf then ipiv_hbuf:close() end
+  close_all(owned)   -- ipiv_hbuf among them
   return first_bad(words)
 end
 
@@ -674,6 +675,34 @@ end)
 
 local lu_options = {"stream", "method", "block", "panel", "devices", "peer"}
 
+-- the seed's elimination of ABT (ncols x n, lu as seed_eliminate's) on the arrays'
+-- device or spread over the listed ones: returns the first bad pivot (0: none), the
+-- stream waited for and the work arrays closed; ABT is the caller's, closed here only
+-- when this raises
+local function seed_run(K, dev, stream, n, ncols, dt, ABT, ipiv, status, lu, multi, list, peer, info)
+  if multi then
+    local ok, bad = pcall(seed_multi, dev, stream, n, ncols, dt, ABT, ipiv, lu, list, peer, info)
+    if not ok then ABT:close(); error(bad, 0) end
+    return bad
+  end
+  local mult, prow = cuda.array(dt, n, {device = dev.ordinal}), cuda.array(dt, ncols, {device = dev.ordinal})
+  seed_eliminate(K, dev, stream, n, ncols, ABT, ipiv, status, lu, mult, prow)
+  local bad = take_status(status, stream)
+  close_all{mult, prow}
+  return bad
+end
+
+-- blocked LU of A in place, on its device or spread over the listed ones; raises on a
+-- bad pivot
+local function factor(fname, K, dev, stream, n, nb, A, ipiv, status, pk, multi, list, peer, info)
+  if multi then
+    pivot_verdict(fname, lu_multi(dev, stream, n, nb, A.dtype, A, ipiv, pk, list, peer, info))
+  else
+    lu_blocked(K, dev, stream, n, nb, A, ipiv, status, pk)
+    check_pivots(fname, stream, status)
+  end
+end
+
 -- the devices list (checked), whether it asks for the several-GPU path (anything but
 -- the arrays' device alone), and the info result
 local function devices_plan(list, dev)
@@ -704,27 +733,13 @@ function M.lu(A, opts)
   if method == "seed" then
     local ABT = cuda.array(dt, n * n, {device = dev.ordinal})
     transpose(K, stream, n, n, A, 0, n, ABT, 0, n)
-    if multi then
-      local ok, bad = pcall(seed_multi, dev, stream, n, n, dt, ABT, ipiv, 1, list, opts.peer, info)
-      if not ok then ABT:close(); error(bad, 0) end
-      transpose(K, stream, n, n, ABT, 0, n, A, 0, n)
-      ABT:close()
-      pivot_verdict(fname, bad)
-      return ipiv, info
-    end
-    local mult, prow = cuda.array(dt, n, {device = dev.ordinal}), cuda.array(dt, n, {device = dev.ordinal})
-    seed_eliminate(K, dev, stream, n, n, ABT, ipiv, status, 1, mult, prow)
+    local bad = seed_run(K, dev, stream, n, n, dt, ABT, ipiv, status, 1, multi, list, opts.peer, info)
     transpose(K, stream, n, n, ABT, 0, n, A, 0, n)
-    check_pivots(fname, stream, status)   -- waits for the stream: the work arrays can go
-    close_all{ABT, mult, prow}
+    ABT:close()
+    pivot_verdict(fname, bad)
     return ipiv, info
-  elseif multi then
-    pivot_verdict(fname, lu_multi(dev, stream, n, nb, dt, A, ipiv, pk, list, opts.peer, info))
-    return ipiv, info
-  else
-    lu_blocked(K, dev, stream, n, nb, A, ipiv, status, pk)
   end
-  check_pivots(fname, stream, status)
+  factor(fname, K, dev, stream, n, nb, A, ipiv, status, pk, multi, list, opts.peer, info)
   return ipiv, info
 end
 
@@ -815,19 +830,10 @@ function M.solve(A, B, opts)
     local ABT = cuda.array(dt, ncols * n, {device = dev.ordinal})
     transpose(K, stream, n, n, A, 0, n, ABT, 0, n)
     transpose(K, stream, n, k, B, 0, k, ABT, n * n, n)
-    if multi then
-      local ok, bad = pcall(seed_multi, dev, stream, n, ncols, dt, ABT, ipiv, 0, list, opts.peer, info)
-      if not ok then ABT:close(); error(bad, 0) end
-      K("seed_divide"):launch({grid = grid_for(n * k, 256, dev), block = 256, stream = stream}, n, k, ABT, X)
-      ABT:close()
-      pivot_verdict(fname, bad)
-      return X, ipiv, info
-    end
-    local mult, prow = cuda.array(dt, n, {device = dev.ordinal}), cuda.array(dt, ncols, {device = dev.ordinal})
-    seed_eliminate(K, dev, stream, n, ncols, ABT, ipiv, status, 0, mult, prow)
+    local bad = seed_run(K, dev, stream, n, ncols, dt, ABT, ipiv, status, 0, multi, list, opts.peer, info)
     K("seed_divide"):launch({grid = grid_for(n * k, 256, dev), block = 256, stream = stream}, n, k, ABT, X)
-    check_pivots(fname, stream, status)   -- waits for the stream: the work arrays can go
-    close_all{ABT, mult, prow}
+    ABT:close()
+    pivot_verdict(fname, bad)
     return X, ipiv, info
   end
   local LU = A
@@ -836,12 +842,7 @@ function M.solve(A, B, opts)
     copy(K, dev, stream, n * n, A, LU)
     copy(K, dev, stream, n * k, B, X)
   end
-  if multi then
-    pivot_verdict(fname, lu_multi(dev, stream, n, nb, dt, LU, ipiv, pk, list, opts.peer, info))
-  else
-    lu_blocked(K, dev, stream, n, nb, LU, ipiv, status, pk)
-    check_pivots(fname, stream, status)
-  end
+  factor(fname, K, dev, stream, n, nb, LU, ipiv, status, pk, multi, list, opts.peer, info)
   solve_factored(K, dev, stream, n, k, nb, LU, ipiv, X)
   return X, ipiv, info
 end
