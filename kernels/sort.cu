@@ -998,23 +998,17 @@ __device__ __forceinline__ void lsd_entry (const K *kin, K *kout, const V *vin, 
     fused_entry<K, V, VALUES, I, T>(k0, ka, kb, v0, va, vb, n, hist, done, lb, bar, begin_bit, end_bit, kind, \
                                     flags, window); \
   }
-#define SORT_FUSEDS(I) SORT_FUSEDS_(I, SORT_THREADS, SORT_SUFFIX)
-#define SORT_FUSEDS_(I, T, S) \
-  SORT_FUSED(u32, u32, keys, u32, false, I, T, S) \
-  SORT_FUSED(u32, u32, u32, u32, true, I, T, S) \
-  SORT_FUSED(u32, u32, u64, u64, true, I, T, S) \
-  SORT_FUSED(u64, u64, keys, u32, false, I, T, S) \
-  SORT_FUSED(u64, u64, u32, u32, true, I, T, S) \
-  SORT_FUSED(u64, u64, u64, u64, true, I, T, S)
-
-#define SORT_PASSES(I32, I64) SORT_PASSES_(I32, I64, SORT_THREADS, SORT_SUFFIX)
-#define SORT_PASSES_(I32, I64, T, S) \
-  SORT_PASS(u32, u32, keys, u32, false, I32, T, S) \
-  SORT_PASS(u32, u32, u32, u32, true, I32, T, S) \
-  SORT_PASS(u32, u32, u64, u64, true, I32, T, S) \
-  SORT_PASS(u64, u64, keys, u32, false, I64, T, S) \
-  SORT_PASS(u64, u64, u32, u32, true, I64, T, S) \
-  SORT_PASS(u64, u64, u64, u64, true, I64, T, S)
+/* M (SORT_PASS or SORT_FUSED) for each of the six key and value cases, I32 or I64 keys a
+** thread by the key's width */
+#define SORT_CASES(M, I32, I64, T, S) \
+  M(u32, u32, keys, u32, false, I32, T, S) \
+  M(u32, u32, u32, u32, true, I32, T, S) \
+  M(u32, u32, u64, u64, true, I32, T, S) \
+  M(u64, u64, keys, u32, false, I64, T, S) \
+  M(u64, u64, u32, u32, true, I64, T, S) \
+  M(u64, u64, u64, u64, true, I64, T, S)
+#define SORT_FUSEDS(I) SORT_CASES(SORT_FUSED, I, I, SORT_THREADS, SORT_SUFFIX)
+#define SORT_PASSES(I32, I64) SORT_CASES(SORT_PASS, I32, I64, SORT_THREADS, SORT_SUFFIX)
 
 /* prebuilt: the default keys a thread; NVRTC builds other counts (-DCULUA_SORT_ITEMS=n, both
 ** key widths) and shapes (-DCULUA_SORT_THREADS=n) */
