@@ -30,6 +30,7 @@ end
 local catalog = {
   kernel = core.kernel,   -- catalog.kernel(file, name [, defines, device])
   clear = core.clear,     -- called by cuda.reset()
+  free_scratch = core.free_scratch,
   reference = {},
 }
 local info = {}

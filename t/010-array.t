@@ -144,7 +144,7 @@ do
   T.error_like(function () blk:tensor_map(8, 32, 128, {rows = 0, cols = 33, stride = 256}) end,
                "tensor_map: rows must be an integer 1%.%.2%^32, got 0", "tensor_map: no rows")
   T.error_like(function () blk:tensor_map(8, 32, 128, {rows = 2.5, cols = 33, stride = 256}) end,
-               "tensor_map: rows must be an integer 1%.%.2%^32, got 2%.5", "tensor_map: a fractional row count")
+               "tensor_map: rows must be an integer, got 2%.5", "tensor_map: a fractional row count")
   T.error_like(function () blk:tensor_map(8, 32, 128, "rows") end, "bad argument #%d to 'tensor_map' %(table expected, got string%)",
                "tensor_map: a region that is not a table")
   T.error_like(function () blk:tensor_map(8, 32, 128, {rows = 10, cols = 33, stride = 256, pitch = 1}) end,

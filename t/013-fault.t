@@ -44,6 +44,24 @@ else
   T.like(T.run(T.culua .. " -", after), "value\t2%.0", "a new culua process launches fine")
 end
 
+-- cuda.reset() without a fault, in a fresh process: the catalog forgets the scratch
+-- memory and pinned words it kept on the device, and its next calls make new ones
+local reset_plain = [[
+local cuda = require "cuda"
+local cat = cuda.catalog
+local n = (1 << 20) + 3
+local x, s = cuda.array("int32", n):fill(1), cuda.stream()
+cat.scan(x, {stream = s})
+print("before", x:view(n, 1):totable()[1], cat.reduce(x, {op = "max"}))
+cuda.reset()
+x = cuda.array("int32", n):fill(1)
+cat.scan(x)
+print("after", x:view(n, 1):totable()[1], cat.reduce(x, {op = "max"}))
+]]
+local n1 = (1 << 20) + 3
+T.like(T.run(T.culua .. " -", reset_plain), ("before\t%d\t%d\nafter\t%d\t%d"):format(n1, n1, n1, n1),
+       "after cuda.reset() the catalog's scan and reduce make new scratch and are right")
+
 -- with cuda.debug on, the faulting launch itself raises (in a fresh process)
 local dbg = [[
 local cuda = require "cuda"

@@ -358,6 +358,23 @@ local function gpu_tests()
   T.error_like(function () cat.compact(xf, cuda.array("int32", 100), "x > 0") end, "compact: y has dtype int32 but x has float32", "compact: dtype mismatch")
   T.error_like(function () cat.compact(xf, cuda.array("float32", 100), 5) end,
                "compact: pred must be a flags cuda%.array or an expression string, got number", "compact: bad pred")
+
+  -- the scratch the catalog keeps for reuse (here a stream's look-back state) is given
+  -- back by free_scratch, and the next call makes it anew
+  local n = (1 << 20) + 3
+  local s = cuda.stream()
+  local xs = cuda.array("int32", n):fill(1)
+  cat.scan(xs, {stream = s})
+  s:synchronize()
+  local held = cuda.memory_in_use()
+  local freed = cat.free_scratch()
+  T.ok(freed > 0, ("free_scratch gives back the stream's scan scratch (%d bytes)"):format(freed))
+  T.is(cuda.memory_in_use(), held - freed, "free_scratch: the memory in use falls by what it returns")
+  T.is(cat.free_scratch(), 0, "free_scratch again: nothing left to give back")
+  xs:fill(1)
+  cat.scan(xs, {stream = s})
+  s:synchronize()
+  T.is(xs:view(n, 1):totable()[1], n, "a scan after free_scratch makes new scratch and is right")
 end
 
 T.gpu_part(gpu_tests, "the GPU part")

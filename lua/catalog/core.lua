@@ -18,11 +18,21 @@ local core = {}
 local cache = {}
 -- per state, per device ordinal: anything a family keeps a device (cleared with the kernels)
 local per_device = {}
+-- scratch memory by kind (below), and pinned words for results read back a device
+local kinds = {}
+local readback_dev = {}
 
--- forget every loaded module (cuda.reset() calls this: they are gone)
+-- forget every loaded module, and the memory kept a device or stream (cuda.reset()
+-- calls this: they are all gone with the context)
 function core.clear()
   cache = {}
   per_device = {}
+  readback_dev = {}
+  for _, sc in pairs(kinds) do
+    for _, t in ipairs{sc.streams, sc.devices} do
+      for k in pairs(t) do t[k] = nil end
+    end
+  end
 end
 
 local function device_cache(dev)
@@ -95,7 +105,6 @@ end
 -- one. Arrays grow to the largest request and go with the garbage collector.
 -- kinds[name] = {dtype = ..., zero = true?}: a zeroed kind is filled with 0 when
 -- made (on the caller's stream), and its users leave it at zero.
-local kinds = {}
 function core.scratch_kind(name, dtype, zero)
   kinds[name] = kinds[name] or {dtype = dtype, zero = zero,
                                 streams = setmetatable({}, {__mode = "k"}),
@@ -114,6 +123,26 @@ function core.scratch(kind, dev, stream, n)
   return w
 end
 
+-- give back the device memory the catalog keeps between calls: every scratch
+-- array (closed now, after the work queued on it: cuMemFree waits for that), and
+-- what families keep a device (the several-GPU solvers' streams, whose scratch
+-- this is). A later call makes new ones. Returns the bytes of scratch freed.
+local function nbytes(w) return w.nbytes end
+function core.free_scratch()
+  local bytes = 0
+  for _, sc in pairs(kinds) do
+    for _, t in ipairs{sc.streams, sc.devices} do
+      for k, w in pairs(t) do
+        local ok, n = pcall(nbytes, w)   -- one from before a cuda.reset() is gone already
+        if ok then bytes = bytes + n; w:close() end
+        t[k] = nil
+      end
+    end
+  end
+  per_device = {}
+  return bytes
+end
+
 -- }======================================================
 
 
@@ -121,7 +150,6 @@ end
 
 -- one pinned host word a stream (or device) and dtype, reused
 local readback = setmetatable({}, {__mode = "k"})
-local readback_dev = {}
 
 -- the first element of a device array of results (a count, a reduction), read
 -- through a pinned word once the caller's stream has done it: only that
