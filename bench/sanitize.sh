@@ -24,6 +24,9 @@
 #   runs only the programs that CULUA_TEST_ONLY (a Lua pattern) matches, so
 #   CULUA_TEST_ONLY=quicksort TESTS=t/017-examples.t sh bench/sanitize.sh ./culua out-q
 #   beside other such runs (each its own OUTDIR) checks part of it.
+# - t/020-sort.t and t/030-solve.t share their cases out the same way:
+#   CULUA_TEST_SHARE=2/4 runs the second of every four (T.share in lua/tap.lua);
+#   four runs at once, each with its own OUTDIR, cover the file.
 # - under a tool, CULUA_TEST_SANITIZER names it, and a file may take smaller
 #   sizes (T.sanitizer in lua/tap.lua); the file says which.
 # - tests that provoke refused API calls on purpose (t/012-launch.t asks
@@ -43,11 +46,13 @@ CULUA_CACHE=${CULUA_CACHE:-$OUTDIR/cache}; export CULUA_CACHE
 # "file:reason" a line
 EXCLUDE='t/013-fault.t:faults a kernel on purpose (an illegal address the sanitizer would count)'
 
-# files whose CUDA work is all in child processes that a launcher starts
-# (mpirun's ranks): the file itself runs plainly, each child runs under the
-# tool (CULUA_TEST_WRAP, lua/tap.lua) with a log of its own,
-# OUTDIR/TOOL-FILE-child<pid>.log, and the children's errors are added up
-CHILDREN='t/026-mpi.t'
+# files whose CUDA work is all in child processes (mpirun's ranks; t/017's
+# example programs, which T.run starts): the file itself runs plainly, each
+# child runs under the tool (CULUA_TEST_WRAP, lua/tap.lua) with a log of its
+# own, OUTDIR/TOOL-FILE-child<pid>.log, and the children's errors are added up.
+# (t/017 whole under the tool, its children followed by it, stalled on the H100:
+# programs that finish in 2-19 s under memcheck alone made no progress in 530.)
+CHILDREN='t/026-mpi.t t/017-examples.t'
 
 excluded () {  # prints the reason when $1 is excluded
   echo "$EXCLUDE" | while IFS= read -r line; do

@@ -237,6 +237,23 @@ end
 T.sanitizer = os.getenv("CULUA_TEST_SANITIZER")
 if T.sanitizer == "" then T.sanitizer = nil end
 
+-- CULUA_TEST_SHARE=k/m shares a slow file's work out over m runs at once (under a
+-- slow compute-sanitizer tool, bench/sanitize.sh): a file asks T.share() before each
+-- unit of work (a case), and a run does the k-th of every m; unset, every unit runs.
+-- Such a file ends with done_testing, so each run's plan is what it did.
+local share_k, share_m
+do
+  local k, m = (os.getenv("CULUA_TEST_SHARE") or ""):match("^(%d+)/(%d+)$")
+  share_k, share_m = tonumber(k), tonumber(m)
+  if share_m and (share_m < 1 or share_k < 1 or share_k > share_m) then share_k, share_m = nil, nil end
+end
+local share_n = 0
+function T.share()
+  if not share_m then return true end
+  share_n = share_n + 1
+  return (share_n - 1) % share_m == share_k - 1
+end
+
 -- run the culua binary under test on a chunk of Lua; returns output, exit status
 function T.run(args, input)
   local inf = os.tmpname()

@@ -1,7 +1,7 @@
 -- The TAP helper itself: every assertion passes and fails the way it should.
 local T = require "culua.tap"
 
-T.plan(14)
+T.plan(18)
 T.ok(true, "ok passes on true")
 T.is(1 + 1, 2, "is compares with ==")
 T.isnt("a", "b", "isnt")
@@ -25,3 +25,15 @@ T.like(out, "#%s+got: 3\n#%s+expected: 4", "diagnostics show got and expected")
 T.like(out, "value%[2%]: got 2, expected 3", "is_deeply names the differing key")
 T.like(T.run(T.culua .. " -", 'require("culua.tap").skip_all("no reason")'), "^1%.%.0 # SKIP no reason",
        "skip_all prints a TAP skip plan")
+
+-- CULUA_TEST_SHARE=k/m: T.share() picks every m-th unit of work from the k-th; unset, all
+local shares = [[
+local T = require "culua.tap"
+local picked = {}
+for i = 1, 7 do if T.share() then picked[#picked + 1] = i end end
+print("picked " .. table.concat(picked, ","))
+]]
+T.like(T.run("CULUA_TEST_SHARE=2/3 " .. T.culua .. " -", shares), "picked 2,5\n", "T.share(): share 2 of 3 takes units 2 and 5 of 7")
+T.like(T.run("CULUA_TEST_SHARE=3/3 " .. T.culua .. " -", shares), "picked 3,6\n", "share 3 of 3 takes 3 and 6")
+T.like(T.run("CULUA_TEST_SHARE= " .. T.culua .. " -", shares), "picked 1,2,3,4,5,6,7\n", "unset: every unit")
+T.like(T.run("CULUA_TEST_SHARE=4/3 " .. T.culua .. " -", shares), "picked 1,2,3,4,5,6,7\n", "a share past m is no share: every unit")

@@ -171,6 +171,7 @@ local function gpu_tests()
   -- lu on the GPU: its pivots against the reference's (when `pivots`), its factors through the
   -- reference's solve, lu_solve's, and solve's (both methods), each by the residual ratio
   local function check(what, hA, opts)
+    if not T.share() then return end   -- CULUA_TEST_SHARE: another run's case
     local dt, n = hA.dtype, hA.shape[1]
     local k = opts.k or 1
     local hB = k == 1 and opts.vector and cuda.host_array(dt, n):random(11, -1, 1)
@@ -243,23 +244,25 @@ local function gpu_tests()
       ref.lu(copy_of(hA), rpiv)
     end
     for _, nb in ipairs{32, 128} do
-      local what = ("%s lu random %d, block %d, fused panel"):format(dt, n, nb)
-      local dA = device_of(hA)
-      local piv = cat.lu(dA, {block = nb})
-      local hpiv = to_host(piv)
-      local want = rpiv or to_host(cat.lu(device_of(hA), {block = nb, panel = "columns"}))
-      if not T.ok(hpiv:bytes() == want:bytes(), what .. ": pivots as the " .. (rpiv and "reference's" or "column kernels'")) then
-        local g, w = hpiv:totable(), want:totable()
-        for i = 1, n do if g[i] ~= w[i] then T.diag(("  ipiv[%d] = %d, want %d"):format(i, g[i], w[i])); break end end
+      if T.share() then
+        local what = ("%s lu random %d, block %d, fused panel"):format(dt, n, nb)
+        local dA = device_of(hA)
+        local piv = cat.lu(dA, {block = nb})
+        local hpiv = to_host(piv)
+        local want = rpiv or to_host(cat.lu(device_of(hA), {block = nb, panel = "columns"}))
+        if not T.ok(hpiv:bytes() == want:bytes(), what .. ": pivots as the " .. (rpiv and "reference's" or "column kernels'")) then
+          local g, w = hpiv:totable(), want:totable()
+          for i = 1, n do if g[i] ~= w[i] then T.diag(("  ipiv[%d] = %d, want %d"):format(i, g[i], w[i])); break end end
+        end
+        local hX = copy_of(hB)
+        ref.lu_solve(to_host(dA), hpiv, hX)
+        local r = ratio(hA, hX, hB)
+        if not T.ok(r <= 10, what .. ": the factors solve (reference substitution)") then T.diag("  ratio " .. r) end
+        local dB = device_of(hB)
+        cat.lu_solve(dA, piv, dB, {block = nb})
+        r = ratio(hA, to_host(dB), hB)
+        if not T.ok(r <= 10, what .. ": lu_solve") then T.diag("  ratio " .. r) end
       end
-      local hX = copy_of(hB)
-      ref.lu_solve(to_host(dA), hpiv, hX)
-      local r = ratio(hA, hX, hB)
-      if not T.ok(r <= 10, what .. ": the factors solve (reference substitution)") then T.diag("  ratio " .. r) end
-      local dB = device_of(hB)
-      cat.lu_solve(dA, piv, dB, {block = nb})
-      r = ratio(hA, to_host(dB), hB)
-      if not T.ok(r <= 10, what .. ": lu_solve") then T.diag("  ratio " .. r) end
     end
   end
   -- 4096 in float64: the ratio only (the C reference's LU would take a while); not under
@@ -349,6 +352,7 @@ local function gpu_tests()
     return d, m
   end
   local function multi(dt, n, opts, devices, peer, want_transfer)
+    if not T.share() then return end
     local what = ("%s %s %d, block %s%s, devices {%s}%s"):format(dt, opts.method or "lu", n, opts.block or "default",
       opts.panel and (", panel " .. opts.panel) or "", table.concat(devices, ", "), peer == false and ", peer = false" or "")
     local hA = matrix(dt, n, "random", 40 + n)
