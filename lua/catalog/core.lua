@@ -268,15 +268,17 @@ end
 
 -- the device that arrays x, y, ... share (nil entries are skipped), or an error
 -- naming the two that differ
+-- (a device's object is one per ordinal, so objects compare as their ordinals would;
+-- no table a call: small catalog calls are bound by work like this)
 function core.same_device(fname, names, ...)
-  local arrays = table.pack(...)
   local dev, first
-  for i = 1, arrays.n do
-    local a = arrays[i]
+  for i = 1, select("#", ...) do
+    local a = select(i, ...)
     if a ~= nil then
-      if dev == nil then dev, first = a.device, names[i]
-      elseif a.device.ordinal ~= dev.ordinal then
-        fail(fname, "%s is on device %d but %s is on device %d", names[i], a.device.ordinal, first, dev.ordinal)
+      local d = a.device
+      if dev == nil then dev, first = d, names[i]
+      elseif d ~= dev then
+        fail(fname, "%s is on device %d but %s is on device %d", names[i], d.ordinal, first, dev.ordinal)
       end
     end
   end

@@ -109,10 +109,19 @@ local THREADS = 128                      -- CULUA_THREADS of kernels/scan.cu
 local SELECT_THREADS, SELECT_TILE = 128, {[4] = 4096, [8] = 2048}
 local function elem_size(dt) return (dt == "int64" or dt == "uint64" or dt == "float64") and 8 or 4 end
 
-local function lookback(x, y, n, exclusive, initb, dt, op, stream, out)
-  local dev = x.device
+-- the look-back kernels' names by dtype and op, formatted once
+local lookback_names = {}
+local function lookback_name(dt, op)
+  local t = lookback_names[dt]
+  if not t then t = {}; lookback_names[dt] = t end
+  local name = t[op]
+  if not name then name = ("culua_scan_lookback_%s_%s"):format(short[dt], op); t[op] = name end
+  return name
+end
+
+local function lookback(x, y, n, exclusive, initb, dt, op, stream, out, dev)
   local ntiles = ceil_div(n, TILE[elem_size(dt)])
-  local kern = core.kernel("scan", ("culua_scan_lookback_%s_%s"):format(short[dt], op), nil, dev)
+  local kern = core.kernel("scan", lookback_name(dt, op), nil, dev)
   local w, values, base, epoch = tiles_for(dev, stream, ntiles)
   kern:launch({grid = ntiles, block = THREADS, stream = stream}, x, y or 0, n, exclusive and 1 or 0, initb,
               w, values, base, epoch, ntiles, out or 0)
@@ -148,6 +157,8 @@ local function seed_scan(fname, variant, x, y, n, exclusive, initb, dt, op, stre
   global(x, y, n, exclusive, initb)
 end
 
+local XY = {"x", "y"}
+
 -- cuda.catalog.scan(x [, y] [, opts]) -> y (x when y is omitted: in place)
 --   opts: exclusive (false), op ("add" | "min" | "max"), init (exclusive or
 --   not: the value the scan starts from; the op's identity by default),
@@ -159,9 +170,14 @@ function M.scan(x, y, opts)
   local dt = open_dtype(fname, "x", x)
   core.dtype_of(fname, "x", x, dtypes)
   if y == nil then y = x end
-  if open_dtype(fname, "y", y) ~= dt then fail(fname, "y has dtype %s but x has %s", y.dtype, dt) end
-  if #y ~= #x then fail(fname, "y has %d elements but x has %d", #y, #x) end
-  local dev = core.same_device(fname, {"x", "y"}, x, y)
+  local dev
+  if rawequal(y, x) then   -- in place: nothing more to check of y
+    dev = x.device
+  else
+    if open_dtype(fname, "y", y) ~= dt then fail(fname, "y has dtype %s but x has %s", y.dtype, dt) end
+    if #y ~= #x then fail(fname, "y has %d elements but x has %d", #y, #x) end
+    dev = core.same_device(fname, XY, x, y)
+  end
   local stream = core.check_stream(fname, opts.stream, dev)
   local op = one_of(fname, "op", opts.op or "add", ops)
   local variant = one_of(fname, "variant", opts.variant or "lookback", variants)
@@ -173,7 +189,7 @@ function M.scan(x, y, opts)
   local n = #x
   if n < 1 then fail(fname, "x is empty") end
   if variant == "lookback" then
-    lookback(x, y, n, opts.exclusive == true, initb, dt, op, stream)
+    lookback(x, y, n, opts.exclusive == true, initb, dt, op, stream, nil, dev)
   else
     seed_scan(fname, variant, x, y, n, opts.exclusive == true, initb, dt, op, stream)
   end
@@ -193,7 +209,7 @@ function M.reduce(x, opts)
   local op = one_of(fname, "op", opts.op or "add", ops)
   if #x < 1 then fail(fname, "x is empty") end
   local word = core.scratch("scan_word", dev, stream, 1)
-  lookback(x, nil, #x, false, identity_bits(dt, op), dt, op, stream, word)
+  lookback(x, nil, #x, false, identity_bits(dt, op), dt, op, stream, word, dev)
   return from_bits(dt, core.read_word(word, stream))
 end
 
