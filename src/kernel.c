@@ -48,7 +48,9 @@ typedef struct Kernel {
 #define UP_SHARED    lua_upvalueindex(4)
 #define UP_STREAM    lua_upvalueindex(5)
 #define UP_COOP      lua_upvalueindex(6)
-static const char *const launch_keys[] = {"grid", "block", "shared", "stream", "cooperative"};
+#define UP_CLUSTER   lua_upvalueindex(7)
+static const char *const launch_keys[] = {"grid", "block", "shared", "stream", "cooperative", "cluster"};
+#define NLAUNCH_KEYS ((int)(sizeof(launch_keys) / sizeof(launch_keys[0])))
 
 
 static Kernel *check_kernel (lua_State *L, int i) {
@@ -214,6 +216,7 @@ void culua_newkernel (lua_State *L, int modidx, culua_Ctx *mod, CUfunction f, co
 
 typedef struct Config {
   unsigned grid[3], block[3];
+  unsigned cluster[3];      /* thread-block cluster; {0, 0, 0}: none */
   unsigned shared;
   CUstream stream;
   int cooperative;
@@ -261,6 +264,7 @@ static void getconfig (lua_State *L, int i, Config *c) {
   c->shared = 0;
   c->stream = NULL;
   c->cooperative = 0;
+  c->cluster[0] = c->cluster[1] = c->cluster[2] = 0;
   lua_pushnil(L);
   while (lua_next(L, i)) {                        /* key, value */
     if (lua_rawequal(L, -2, UP_GRID)) { todims(L, "grid", c->grid); seen |= 1; }
@@ -273,14 +277,46 @@ static void getconfig (lua_State *L, int i, Config *c) {
     }
     else if (lua_rawequal(L, -2, UP_STREAM)) c->stream = culua_optstream(L, lua_gettop(L), "launch");
     else if (lua_rawequal(L, -2, UP_COOP)) c->cooperative = lua_toboolean(L, -1);
+    else if (lua_rawequal(L, -2, UP_CLUSTER)) todims(L, "cluster", c->cluster);
     else
-      luaL_error(L, "launch: unknown config key %s (grid, block, shared, stream, cooperative)",
+      luaL_error(L, "launch: unknown config key %s (grid, block, shared, stream, cooperative, cluster)",
                  lua_type(L, -2) == LUA_TSTRING ? lua_pushfstring(L, "'%s'", lua_tostring(L, -2))
                                                : luaL_typename(L, -2));
     lua_pop(L, 1);                                /* key */
   }
   if (!(seen & 1)) luaL_error(L, "launch: config.grid is required (a number or {x, y, z})");
   if (!(seen & 2)) luaL_error(L, "launch: config.block is required (a number or {x, y, z})");
+}
+
+
+/*
+** A cluster (compute capability 9.0 and later) tiles the grid: each of its
+** dimensions divides the grid's. Up to 8 blocks is portable; up to 16 needs the
+** kernel's non-portable attribute, set here, and the driver has the last word.
+*/
+static void checkcluster (lua_State *L, const Kernel *k, const Config *c) {
+  static const char xyz[] = "xyz";
+  const culua_Driver *cu = culua_cu(L, "launch");
+  unsigned long size = (unsigned long)c->cluster[0] * c->cluster[1] * c->cluster[2];
+  int j, able = 0;
+  if (cu->cuLaunchKernelEx == NULL)
+    luaL_error(L, "launch: a cluster needs cuLaunchKernelEx, which this driver lacks (CUDA 11.8 or later)");
+  culua_check(L, cu->cuDeviceGetAttribute(&able, CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH, k->mod->dev), "launch",
+              "reading device limits");
+  if (!able)
+    luaL_error(L, "launch: device %d cannot launch thread-block clusters (compute capability 9.0 or later)",
+               k->mod->ordinal);
+  for (j = 0; j < 3; j++)
+    if (c->grid[j] % c->cluster[j] != 0)
+      luaL_error(L, "launch: grid.%c = %d is not a multiple of cluster.%c = %d", xyz[j], (int)c->grid[j],
+                 xyz[j], (int)c->cluster[j]);
+  if (size > 16)
+    luaL_error(L, "launch: a cluster of %d blocks is more than 16 (8 portably)", (int)size);
+  if (size > 8) {
+    culua_ctx_enter(L, k->mod, "cuda.kernel (its module)");
+    culua_check(L, cu->cuFuncSetAttribute(k->f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1), "launch",
+                "allowing '%s' a cluster of %d blocks (more than 8 is not portable)", k->name, (int)size);
+  }
 }
 
 
@@ -297,6 +333,7 @@ static void checkconfig (lua_State *L, const Kernel *k, const Config *c) {
   if (threads > (unsigned long)k->maxthreads)
     luaL_error(L, "launch: a block of %d threads exceeds the %d that '%s' allows", (int)threads,
                k->maxthreads, k->name);
+  if (c->cluster[0] != 0) checkcluster(L, k, c);
 }
 
 
@@ -405,6 +442,62 @@ void culua_journal (lua_State *L, culua_State *S, CUstream s, const char *kernel
 }
 
 
+/* the driver's launch configuration for c: its cluster and, when asked, cooperative */
+static void exconfig (const Config *c, CUlaunchConfig *x, CUlaunchAttribute attrs[2]) {
+  memset(x, 0, sizeof(*x));
+  memset(attrs, 0, 2 * sizeof(attrs[0]));
+  x->gridDimX = c->grid[0]; x->gridDimY = c->grid[1]; x->gridDimZ = c->grid[2];
+  x->blockDimX = c->block[0]; x->blockDimY = c->block[1]; x->blockDimZ = c->block[2];
+  x->sharedMemBytes = c->shared;
+  x->hStream = c->stream;
+  x->attrs = attrs;
+  attrs[0].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attrs[0].value.clusterDim.x = c->cluster[0];
+  attrs[0].value.clusterDim.y = c->cluster[1];
+  attrs[0].value.clusterDim.z = c->cluster[2];
+  x->numAttrs = 1;
+  if (c->cooperative) {
+    attrs[1].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+    attrs[1].value.cooperative = 1;
+    x->numAttrs = 2;
+  }
+}
+
+
+/* the most clusters of c's shape that fit on the device at once (0: none) */
+static int active_clusters (lua_State *L, const culua_Driver *cu, const Kernel *k, const Config *c,
+                            const char *fname) {
+  CUlaunchConfig x;
+  CUlaunchAttribute attrs[2];
+  Config one = *c;
+  int n = 0;
+  if (cu->cuOccupancyMaxActiveClusters == NULL)
+    luaL_error(L, "%s: this driver lacks cuOccupancyMaxActiveClusters (CUDA 11.8 or later)", fname);
+  one.cooperative = 0;
+  exconfig(&one, &x, attrs);
+  culua_check(L, cu->cuOccupancyMaxActiveClusters(&n, k->f, &x), fname,
+              "computing how many clusters of {%d, %d, %d} blocks of '%s' fit", (int)c->cluster[0],
+              (int)c->cluster[1], (int)c->cluster[2], k->name);
+  return n;
+}
+
+
+/* a launch in clusters (cuLaunchKernelEx); cooperative ones all co-resident */
+static CUresult launch_cluster (lua_State *L, const culua_Driver *cu, Kernel *k, const Config *c, void **args) {
+  CUlaunchConfig x;
+  CUlaunchAttribute attrs[2];
+  if (c->cooperative) {
+    long clusters = (long)c->grid[0] / c->cluster[0] * (c->grid[1] / c->cluster[1]) * (c->grid[2] / c->cluster[2]);
+    int most = active_clusters(L, cu, k, c, "launch");
+    if (clusters > most)
+      luaL_error(L, "launch: a cooperative grid of %d clusters cannot be co-resident (at most %d)", (int)clusters,
+                 most);
+  }
+  exconfig(c, &x, attrs);
+  return cu->cuLaunchKernelEx(&x, k->f, args, NULL);
+}
+
+
 /* convert the arguments at argbase.. (nargs of them) and launch with c */
 static void do_launch (lua_State *L, Kernel *k, const Config *c, int argbase, int nargs) {
   const culua_Driver *cu = culua_cu(L, "launch");
@@ -426,7 +519,9 @@ static void do_launch (lua_State *L, Kernel *k, const Config *c, int argbase, in
     off += (size_t)k->p[j].bytes;
   }
   culua_ctx_enter(L, k->mod, "cuda.kernel (its module)");
-  if (c->cooperative) {
+  if (c->cluster[0] != 0)
+    r = launch_cluster(L, cu, k, c, args);
+  else if (c->cooperative) {
     int per = 0;
     long blocks = (long)c->grid[0] * c->grid[1] * c->grid[2];
     culua_check(L, cu->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per, k->f,
@@ -442,9 +537,11 @@ static void do_launch (lua_State *L, Kernel *k, const Config *c, int argbase, in
                            c->shared, c->stream, args, NULL);
   culua_journal(L, k->S, c->stream, k->name);
   if (r != CUDA_SUCCESS)
-    culua_cufail(L, r, "launch", "launching '%s' with grid {%d, %d, %d}, block {%d, %d, %d}, %d bytes shared",
+    culua_cufail(L, r, "launch", "launching '%s' with grid {%d, %d, %d}, block {%d, %d, %d}, %d bytes shared%s",
                  k->name, (int)c->grid[0], (int)c->grid[1], (int)c->grid[2], (int)c->block[0],
-                 (int)c->block[1], (int)c->block[2], (int)c->shared);
+                 (int)c->block[1], (int)c->block[2], (int)c->shared,
+                 c->cluster[0] ? lua_pushfstring(L, ", clusters of {%d, %d, %d}", (int)c->cluster[0],
+                                                 (int)c->cluster[1], (int)c->cluster[2]) : "");
   if (k->S->debug) {
     r = cu->cuStreamSynchronize(c->stream);
     if (r != CUDA_SUCCESS) culua_cufail(L, r, "launch", "running '%s' (cuda.debug is on)", k->name);
@@ -617,6 +714,37 @@ static const luaL_Reg kernel_meta[] = {
   {NULL, NULL}
 };
 
+/*
+** k:max_active_clusters(config) -> the most clusters of config's shape (grid,
+** block, cluster, shared) that fit on the device at once: a cooperative
+** launch in clusters may have that many
+*/
+static int kernel_max_active_clusters (lua_State *L) {
+  Kernel *k = check_kernel(L, 1);
+  Config c;
+  luaL_checktype(L, 2, LUA_TTABLE);
+  lua_settop(L, 2);
+  lua_getfield(L, 2, "grid");
+  lua_getfield(L, 2, "block");
+  lua_getfield(L, 2, "cluster");
+  lua_getfield(L, 2, "shared");
+  memset(&c, 0, sizeof(c));
+  lua_pushvalue(L, 3); todims(L, "grid", c.grid); lua_pop(L, 1);
+  lua_pushvalue(L, 4); todims(L, "block", c.block); lua_pop(L, 1);
+  if (lua_isnil(L, 5)) luaL_error(L, "max_active_clusters: config.cluster is required (a number or {x, y, z})");
+  lua_pushvalue(L, 5); todims(L, "cluster", c.cluster); lua_pop(L, 1);
+  if (!lua_isnil(L, 6)) {
+    lua_Integer v = lua_isinteger(L, 6) ? lua_tointeger(L, 6) : -1;
+    if (v < 0 || v > 0x7fffffff) luaL_error(L, "max_active_clusters: shared must be a byte count");
+    c.shared = (unsigned)v;
+  }
+  checkconfig(L, k, &c);
+  culua_ctx_enter(L, k->mod, "cuda.kernel (its module)");
+  lua_pushinteger(L, active_clusters(L, culua_cu(L, "max_active_clusters"), k, &c, "max_active_clusters"));
+  return 1;
+}
+
+
 static const luaL_Reg kernel_methods[] = {
   {"launch", NULL},   /* closures, made in culua_open_kernel */
   {"prepare", NULL},
@@ -624,6 +752,7 @@ static const luaL_Reg kernel_methods[] = {
   {"set_max_dynamic_shared", kernel_set_max_dynamic_shared},
   {"max_active_blocks", kernel_max_active_blocks},
   {"max_cooperative_grid", kernel_max_cooperative_grid},
+  {"max_active_clusters", kernel_max_active_clusters},
   {NULL, NULL}
 };
 
@@ -721,9 +850,9 @@ void culua_open_kernel (lua_State *L) {
   lua_getfield(L, -1, "methods");                 /* mt, methods */
   for (i = 0; i < 2; i++) {
     lua_pushvalue(L, -2);
-    for (j = 0; j < sizeof(launch_keys) / sizeof(launch_keys[0]); j++)
+    for (j = 0; j < (size_t)NLAUNCH_KEYS; j++)
       lua_pushstring(L, launch_keys[j]);
-    lua_pushcclosure(L, withkeys[i], 6);          /* mt, methods, f */
+    lua_pushcclosure(L, withkeys[i], 1 + NLAUNCH_KEYS);   /* mt, methods, f */
     lua_setfield(L, -2, names[i]);
   }
   lua_pop(L, 2);

@@ -102,7 +102,9 @@
 #define CULUA_DRIVER_OPTIONAL(X) \
   X(cuDeviceGetUuid, 11040) \
   X(cuFuncGetParamInfo, 12040) \
-  X(cuTensorMapEncodeTiled, 12000)
+  X(cuTensorMapEncodeTiled, 12000) \
+  X(cuLaunchKernelEx, 11060) \
+  X(cuOccupancyMaxActiveClusters, 11070)
 
 typedef struct culua_Driver {
 #define CULUA_FIELD(name, ver) PFN_##name##_v##ver name;

@@ -1,6 +1,28 @@
 -- Modules, kernels and launches: the seed programs as culua scripts, and every launch check.
 local T = require "culua.tap"
 local cuda = require "cuda"
+
+-- thread-block clusters (compute capability 9.0): each block reads the next block
+-- of its cluster's shared memory (distributed shared memory) between two cluster barriers
+local cluster_src = [[
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+extern "C" __global__ void ring(int *out) {
+  __shared__ int mine;
+  cg::cluster_group cluster = cg::this_cluster();
+  unsigned rank = cluster.block_rank(), size = cluster.num_blocks();
+  unsigned b = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+  if (threadIdx.x == 0) mine = (int)b;
+  cluster.sync();
+  int theirs = *cluster.map_shared_rank(&mine, (rank + 1) % size);
+  cluster.sync();   /* no block leaves while another reads its shared memory */
+  if (threadIdx.x == 0) { out[3 * b] = (int)rank; out[3 * b + 1] = (int)size; out[3 * b + 2] = theirs; }
+}
+]]
+local cluster_ptx = cuda.compile(cluster_src, {options = {"-arch=compute_90"}}).ptx
+T.like(cluster_ptx, "barrier%.cluster%.arrive", "a cluster kernel compiles for compute_90: the cluster barrier")
+T.like(cluster_ptx, "mapa", "and the map to another block's shared memory")
+
 if cuda.device_count() == 0 then
   T.error_like(function () cuda.load(cuda.compile("extern \"C\" __global__ void k() {}").ptx) end,
                "cuda%.load: ", "no GPU: cuda.load raises")
@@ -168,7 +190,7 @@ local bad = {
   {function () saxpy:launch({grid = 0, block = 32}, 1, 2.0, d, d) end, "grid must be a positive integer", "zero grid"},
   {function () saxpy:launch({block = 32}, 1, 2.0, d, d) end, "config%.grid is required", "missing grid"},
   {function () saxpy:launch({grid = 1}, 1, 2.0, d, d) end, "config%.block is required", "missing block"},
-  {function () saxpy:launch({grid = 1, block = 32, gird = 2}, 1, 2.0, d, d) end, "unknown config key 'gird' %(grid, block, shared, stream, cooperative%)", "a misspelt key is refused"},
+  {function () saxpy:launch({grid = 1, block = 32, gird = 2}, 1, 2.0, d, d) end, "unknown config key 'gird' %(grid, block, shared, stream, cooperative, cluster%)", "a misspelt key is refused"},
   {function () saxpy:launch({grid = "1", block = 32}, 1, 2.0, d, d) end, "grid must be a positive integer or {x, y, z}, got string", "a string grid"},
   {function () saxpy:launch({grid = 1, block = {1, 2, 3, 4}}, 1, 2.0, d, d) end, "block must have 1 to 3 dimensions, got 4", "4-D block"},
   {function () saxpy:launch({grid = 1, block = 32, shared = -1}, 1, 2.0, d, d) end, "shared must be a byte count", "negative shared"},
@@ -195,6 +217,64 @@ T.error_like(function () big:launch({grid = 1, block = 32, shared = 100 * 1024},
 big:set_max_dynamic_shared(100 * 1024)
 T.lives_ok(function () big:launch({grid = 1, block = 32, shared = 100 * 1024}, d); cuda.synchronize() end,
            "set_max_dynamic_shared(100 KiB) allows it")
+
+
+if dev.major >= 9 then
+  local ring = cuda.compile(cluster_src):module():kernel("ring")
+  -- the block a rank of the cluster holding block b reads: the cluster's next rank
+  local function want_ring(grid, cl)
+    local g = {grid[1], grid[2] or 1, grid[3] or 1}
+    local c = {cl[1], cl[2] or 1, cl[3] or 1}
+    local w = {}
+    for z = 0, g[3] - 1 do for y = 0, g[2] - 1 do for x = 0, g[1] - 1 do
+      local b = x + g[1] * (y + g[2] * z)
+      local rx, ry, rz = x % c[1], y % c[2], z % c[3]
+      local rank, size = rx + c[1] * (ry + c[2] * rz), c[1] * c[2] * c[3]
+      local nr = (rank + 1) % size
+      local nx, ny, nz = nr % c[1], (nr // c[1]) % c[2], nr // (c[1] * c[2])
+      local nb = (x - rx + nx) + g[1] * ((y - ry + ny) + g[2] * (z - rz + nz))
+      w[3 * b + 1], w[3 * b + 2], w[3 * b + 3] = rank, size, nb
+    end end end
+    return w
+  end
+  for _, c in ipairs{{{12}, {2}}, {{16}, {8}}, {{6, 4}, {3, 2}}, {{4, 2, 2}, {2, 1, 2}}, {{132}, {4}}} do
+    local grid, cl = c[1], c[2]
+    local blocks = grid[1] * (grid[2] or 1) * (grid[3] or 1)
+    local out = cuda.array("int32", 3 * blocks):fill(-1)
+    ring:launch({grid = grid, block = 64, cluster = #cl == 1 and cl[1] or cl}, out)
+    T.is_deeply(out:totable(), want_ring(grid, cl),
+                ("clusters of {%s} over grid {%s}: ranks, sizes and the next block's shared memory"):format(
+                table.concat(cl, ", "), table.concat(grid, ", ")))
+  end
+  local out = cuda.array("int32", 3 * 32):fill(-1)
+  local go = ring:prepare({grid = 32, block = 32, cluster = 16})
+  go(out)
+  T.is_deeply(out:totable(), want_ring({32}, {16}), "a prepared launch in clusters of 16 (non-portable, set for the kernel)")
+  local most = ring:max_active_clusters({grid = 8, block = 64, cluster = 8})
+  T.ok(math.type(most) == "integer" and most >= 1, ("max_active_clusters: %d clusters of 8 blocks fit"):format(most))
+  out = cuda.array("int32", 3 * 8 * most):fill(-1)
+  ring:launch({grid = 8 * most, block = 64, cluster = 8, cooperative = true}, out)
+  T.is_deeply(out:totable(), want_ring({8 * most}, {8}), "a cooperative launch of that many clusters")
+  T.error_like(function () ring:launch({grid = 8 * (most + 1), block = 64, cluster = 8, cooperative = true}, out) end,
+               "launch: a cooperative grid of " .. (most + 1) .. " clusters cannot be co%-resident %(at most " .. most .. "%)",
+               "a cooperative grid of too many clusters is refused, not hung")
+  for _, b in ipairs{
+    {{grid = 10, block = 32, cluster = 4}, "launch: grid%.x = 10 is not a multiple of cluster%.x = 4", "a grid that clusters do not tile"},
+    {{grid = {4, 3}, block = 32, cluster = {2, 2}}, "launch: grid%.y = 3 is not a multiple of cluster%.y = 2", "nor in y"},
+    {{grid = 32, block = 32, cluster = 32}, "launch: a cluster of 32 blocks is more than 16 %(8 portably%)", "a cluster past 16"},
+    {{grid = 4, block = 32, cluster = 0}, "launch: cluster must be a positive integer or {x, y, z}", "a cluster of 0"},
+    {{grid = 4, block = 32, cluster = {1, 2, 3, 4}}, "launch: cluster must have 1 to 3 dimensions, got 4", "a cluster of four dimensions"},
+    {{grid = 4, block = 32, cluster = "2"}, "launch: cluster must be a positive integer or {x, y, z}, got string", "a cluster string"},
+  } do
+    T.error_like(function () ring:launch(b[1], out) end, b[2], b[3])
+  end
+  T.error_like(function () ring:max_active_clusters({grid = 8, block = 64}) end,
+               "max_active_clusters: config%.cluster is required", "max_active_clusters without a cluster")
+  T.error_like(function () ring:prepare({grid = 10, block = 32, cluster = 4}) end, "not a multiple of cluster%.x = 4",
+               "prepare checks the cluster once, too")
+else
+  T.skip(("device %d is compute capability %d.%d: clusters need 9.0"):format(dev.ordinal, dev.major, dev.minor), 17)
+end
 
 -- cooperative launches: refused when the grid cannot be co-resident
 local coop = cuda.compile([[

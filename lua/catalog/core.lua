@@ -124,17 +124,22 @@ function core.scratch(kind, dev, stream, n)
 end
 
 -- give back the device memory the catalog keeps between calls: every scratch
--- array (closed now, after the work queued on it: cuMemFree waits for that), and
--- what families keep a device (the several-GPU solvers' streams, whose scratch
+-- array (closed once its device has done the work queued on it, on any stream),
+-- and what families keep a device (the several-GPU solvers' streams, whose scratch
 -- this is). A later call makes new ones. Returns the bytes of scratch freed.
 local function nbytes(w) return w.nbytes end
 function core.free_scratch()
-  local bytes = 0
+  local bytes, done = 0, {}
   for _, sc in pairs(kinds) do
     for _, t in ipairs{sc.streams, sc.devices} do
       for k, w in pairs(t) do
         local ok, n = pcall(nbytes, w)   -- one from before a cuda.reset() is gone already
-        if ok then bytes = bytes + n; w:close() end
+        if ok then
+          local dev = w.device
+          if not done[dev] then dev:synchronize(); done[dev] = true end
+          bytes = bytes + n
+          w:close()
+        end
         t[k] = nil
       end
     end
