@@ -32,6 +32,8 @@ typedef struct Kernel {
   int nparams;
   int fromptx;             /* signature read from PTX (else sizes only) */
   int maxblock[3], maxgrid[3], maxthreads, smcount;
+  int clusters;            /* the device and driver launch thread-block clusters */
+  int nonportable;         /* clusters of more than 8 allowed (set on first use) */
   char name[256];
   Param p[MAXPARAMS];
 } Kernel;
@@ -207,6 +209,10 @@ void culua_newkernel (lua_State *L, int modidx, culua_Ctx *mod, CUfunction f, co
               "kernel", "reading the attributes of '%s'", name);
   culua_check(L, cu->cuDeviceGetAttribute(&k->smcount, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, mod->dev),
               "kernel", "reading device limits");
+  /* a driver that does not know the attribute launches no clusters either */
+  if (cu->cuLaunchKernelEx == NULL || cu->cuOccupancyMaxActiveClusters == NULL ||
+      cu->cuDeviceGetAttribute(&k->clusters, CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH, mod->dev) != CUDA_SUCCESS)
+    k->clusters = 0;
 }
 
 /* }====================================================== */
@@ -225,31 +231,34 @@ typedef struct Config {
 
 
 
-/* a dimension at the top of the stack: n or {x [, y [, z]]} */
-static void todims (lua_State *L, const char *what, unsigned d[3]) {
+static const char xyz[] = "xyz";
+
+
+/* a dimension at the top of the stack: n or {x [, y [, z]]}; fname names the caller */
+static void todims (lua_State *L, const char *fname, const char *what, unsigned d[3]) {
   int t = lua_type(L, -1), j;
   d[0] = d[1] = d[2] = 1;
   if (t == LUA_TNUMBER) {
     lua_Integer v = lua_tointeger(L, -1);
     if (!lua_isinteger(L, -1) || v < 1 || v > 0x7fffffff)
-      luaL_error(L, "launch: %s must be a positive integer or {x, y, z}", what);
+      luaL_error(L, "%s: %s must be a positive integer or {x, y, z}", fname, what);
     d[0] = (unsigned)v;
   }
   else if (t == LUA_TTABLE) {
     int n = (int)luaL_len(L, -1);
-    if (n < 1 || n > 3) luaL_error(L, "launch: %s must have 1 to 3 dimensions, got %d", what, n);
+    if (n < 1 || n > 3) luaL_error(L, "%s: %s must have 1 to 3 dimensions, got %d", fname, what, n);
     for (j = 0; j < n; j++) {
       lua_Integer v;
       lua_rawgeti(L, -1, j + 1);
       v = lua_tointeger(L, -1);
       if (!lua_isinteger(L, -1) || v < 1 || v > 0x7fffffff)
-        luaL_error(L, "launch: %s[%d] must be a positive integer", what, j + 1);
+        luaL_error(L, "%s: %s[%d] must be a positive integer", fname, what, j + 1);
       d[j] = (unsigned)v;
       lua_pop(L, 1);
     }
   }
   else
-    luaL_error(L, "launch: %s must be a positive integer or {x, y, z}, got %s", what, luaL_typename(L, -1));
+    luaL_error(L, "%s: %s must be a positive integer or {x, y, z}, got %s", fname, what, luaL_typename(L, -1));
 }
 
 
@@ -258,7 +267,7 @@ static void todims (lua_State *L, const char *what, unsigned d[3]) {
 ** against the key strings in the upvalues by identity; a key that is none
 ** of them is a typo, and raises.
 */
-static void getconfig (lua_State *L, int i, Config *c) {
+static void getconfig (lua_State *L, int i, Config *c, const char *fname) {
   int seen = 0;
   luaL_checktype(L, i, LUA_TTABLE);
   c->shared = 0;
@@ -267,73 +276,68 @@ static void getconfig (lua_State *L, int i, Config *c) {
   c->cluster[0] = c->cluster[1] = c->cluster[2] = 0;
   lua_pushnil(L);
   while (lua_next(L, i)) {                        /* key, value */
-    if (lua_rawequal(L, -2, UP_GRID)) { todims(L, "grid", c->grid); seen |= 1; }
-    else if (lua_rawequal(L, -2, UP_BLOCK)) { todims(L, "block", c->block); seen |= 2; }
+    if (lua_rawequal(L, -2, UP_GRID)) { todims(L, fname, "grid", c->grid); seen |= 1; }
+    else if (lua_rawequal(L, -2, UP_BLOCK)) { todims(L, fname, "block", c->block); seen |= 2; }
     else if (lua_rawequal(L, -2, UP_SHARED)) {
       lua_Integer v = lua_isinteger(L, -1) ? lua_tointeger(L, -1) : -1;
       if (v < 0 || v > 0x7fffffff)
-        luaL_error(L, "launch: shared must be a byte count, got %s", luaL_tolstring(L, -1, NULL));
+        luaL_error(L, "%s: shared must be a byte count, got %s", fname, luaL_tolstring(L, -1, NULL));
       c->shared = (unsigned)v;
     }
-    else if (lua_rawequal(L, -2, UP_STREAM)) c->stream = culua_optstream(L, lua_gettop(L), "launch");
+    else if (lua_rawequal(L, -2, UP_STREAM)) c->stream = culua_optstream(L, lua_gettop(L), fname);
     else if (lua_rawequal(L, -2, UP_COOP)) c->cooperative = lua_toboolean(L, -1);
-    else if (lua_rawequal(L, -2, UP_CLUSTER)) todims(L, "cluster", c->cluster);
+    else if (lua_rawequal(L, -2, UP_CLUSTER)) todims(L, fname, "cluster", c->cluster);
     else
-      luaL_error(L, "launch: unknown config key %s (grid, block, shared, stream, cooperative, cluster)",
+      luaL_error(L, "%s: unknown config key %s (grid, block, shared, stream, cooperative, cluster)", fname,
                  lua_type(L, -2) == LUA_TSTRING ? lua_pushfstring(L, "'%s'", lua_tostring(L, -2))
                                                : luaL_typename(L, -2));
     lua_pop(L, 1);                                /* key */
   }
-  if (!(seen & 1)) luaL_error(L, "launch: config.grid is required (a number or {x, y, z})");
-  if (!(seen & 2)) luaL_error(L, "launch: config.block is required (a number or {x, y, z})");
+  if (!(seen & 1)) luaL_error(L, "%s: config.grid is required (a number or {x, y, z})", fname);
+  if (!(seen & 2)) luaL_error(L, "%s: config.block is required (a number or {x, y, z})", fname);
 }
 
 
 /*
 ** A cluster (compute capability 9.0 and later) tiles the grid: each of its
 ** dimensions divides the grid's. Up to 8 blocks is portable; up to 16 needs the
-** kernel's non-portable attribute, set here, and the driver has the last word.
+** kernel's non-portable attribute, set here once, and the driver has the last word.
 */
-static void checkcluster (lua_State *L, const Kernel *k, const Config *c) {
-  static const char xyz[] = "xyz";
-  const culua_Driver *cu = culua_cu(L, "launch");
-  unsigned long size = (unsigned long)c->cluster[0] * c->cluster[1] * c->cluster[2];
-  int j, able = 0;
-  if (cu->cuLaunchKernelEx == NULL)
-    luaL_error(L, "launch: a cluster needs cuLaunchKernelEx, which this driver lacks (CUDA 11.8 or later)");
-  culua_check(L, cu->cuDeviceGetAttribute(&able, CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH, k->mod->dev), "launch",
-              "reading device limits");
-  if (!able)
-    luaL_error(L, "launch: device %d cannot launch thread-block clusters (compute capability 9.0 or later)",
-               k->mod->ordinal);
+static void checkcluster (lua_State *L, Kernel *k, const Config *c, const char *fname) {
+  const culua_Driver *cu = culua_cu(L, fname);
+  lua_Integer size = (lua_Integer)c->cluster[0] * c->cluster[1] * c->cluster[2];
+  int j;
+  if (!k->clusters)
+    luaL_error(L, "%s: device %d cannot launch thread-block clusters (compute capability 9.0 or later, "
+               "and a driver with cuLaunchKernelEx)", fname, k->mod->ordinal);
   for (j = 0; j < 3; j++)
     if (c->grid[j] % c->cluster[j] != 0)
-      luaL_error(L, "launch: grid.%c = %d is not a multiple of cluster.%c = %d", xyz[j], (int)c->grid[j],
+      luaL_error(L, "%s: grid.%c = %d is not a multiple of cluster.%c = %d", fname, xyz[j], (int)c->grid[j],
                  xyz[j], (int)c->cluster[j]);
   if (size > 16)
-    luaL_error(L, "launch: a cluster of %d blocks is more than 16 (8 portably)", (int)size);
-  if (size > 8) {
+    luaL_error(L, "%s: a cluster of %I blocks is more than 16 (8 portably)", fname, size);
+  if (size > 8 && !k->nonportable) {
     culua_ctx_enter(L, k->mod, "cuda.kernel (its module)");
-    culua_check(L, cu->cuFuncSetAttribute(k->f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1), "launch",
+    culua_check(L, cu->cuFuncSetAttribute(k->f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1), fname,
                 "allowing '%s' a cluster of %d blocks (more than 8 is not portable)", k->name, (int)size);
+    k->nonportable = 1;
   }
 }
 
 
-static void checkconfig (lua_State *L, const Kernel *k, const Config *c) {
-  static const char xyz[] = "xyz";
+static void checkconfig (lua_State *L, Kernel *k, const Config *c, const char *fname) {
   unsigned long threads = (unsigned long)c->block[0] * c->block[1] * c->block[2];
   int j;
   for (j = 0; j < 3; j++) {
     if (c->block[j] > (unsigned)k->maxblock[j])
-      luaL_error(L, "launch: block.%c = %d exceeds the device's %d", xyz[j], (int)c->block[j], k->maxblock[j]);
+      luaL_error(L, "%s: block.%c = %d exceeds the device's %d", fname, xyz[j], (int)c->block[j], k->maxblock[j]);
     if (c->grid[j] > (unsigned)k->maxgrid[j])
-      luaL_error(L, "launch: grid.%c = %d exceeds the device's %d", xyz[j], (int)c->grid[j], k->maxgrid[j]);
+      luaL_error(L, "%s: grid.%c = %d exceeds the device's %d", fname, xyz[j], (int)c->grid[j], k->maxgrid[j]);
   }
   if (threads > (unsigned long)k->maxthreads)
-    luaL_error(L, "launch: a block of %d threads exceeds the %d that '%s' allows", (int)threads,
+    luaL_error(L, "%s: a block of %d threads exceeds the %d that '%s' allows", fname, (int)threads,
                k->maxthreads, k->name);
-  if (c->cluster[0] != 0) checkcluster(L, k, c);
+  if (c->cluster[0] != 0) checkcluster(L, k, c, fname);
 }
 
 
@@ -471,8 +475,6 @@ static int active_clusters (lua_State *L, const culua_Driver *cu, const Kernel *
   CUlaunchAttribute attrs[2];
   Config one = *c;
   int n = 0;
-  if (cu->cuOccupancyMaxActiveClusters == NULL)
-    luaL_error(L, "%s: this driver lacks cuOccupancyMaxActiveClusters (CUDA 11.8 or later)", fname);
   one.cooperative = 0;
   exconfig(&one, &x, attrs);
   culua_check(L, cu->cuOccupancyMaxActiveClusters(&n, k->f, &x), fname,
@@ -490,8 +492,8 @@ static CUresult launch_cluster (lua_State *L, const culua_Driver *cu, Kernel *k,
     long clusters = (long)c->grid[0] / c->cluster[0] * (c->grid[1] / c->cluster[1]) * (c->grid[2] / c->cluster[2]);
     int most = active_clusters(L, cu, k, c, "launch");
     if (clusters > most)
-      luaL_error(L, "launch: a cooperative grid of %d clusters cannot be co-resident (at most %d)", (int)clusters,
-                 most);
+      luaL_error(L, "launch: a cooperative grid of %I clusters cannot be co-resident (at most %d)",
+                 (lua_Integer)clusters, most);
   }
   exconfig(c, &x, attrs);
   return cu->cuLaunchKernelEx(&x, k->f, args, NULL);
@@ -553,8 +555,8 @@ static void do_launch (lua_State *L, Kernel *k, const Config *c, int argbase, in
 static int kernel_launch (lua_State *L) {
   Kernel *k = test_kernel(L, 1);
   Config c;
-  getconfig(L, 2, &c);
-  checkconfig(L, k, &c);
+  getconfig(L, 2, &c, "launch");
+  checkconfig(L, k, &c, "launch");
   do_launch(L, k, &c, 3, lua_gettop(L) - 2);
   lua_pushvalue(L, 1);
   return 1;
@@ -587,8 +589,8 @@ static int kernel_prepare (lua_State *L) {
   luaL_checktype(L, 2, LUA_TTABLE);
   lua_settop(L, 2);
   c = (Config *)lua_newuserdatauv(L, sizeof(Config), 0);   /* k, cfg, c */
-  getconfig(L, 2, c);
-  checkconfig(L, k, c);
+  getconfig(L, 2, c, "prepare");
+  checkconfig(L, k, c, "prepare");
   lua_pushvalue(L, 1);
   lua_insert(L, 3);                                         /* k, cfg, k, c */
   lua_getfield(L, 2, "stream");                             /* k, cfg, k, c, stream */
@@ -663,6 +665,39 @@ static int kernel_max_active_blocks (lua_State *L) {
 }
 
 
+/*
+** k:max_active_clusters(config) -> the most clusters of config's shape (block,
+** cluster, shared; the grid is one cluster unless given) that fit on the device
+** at once: a cooperative launch in clusters may have that many. A closure over
+** the launch config keys, as k:launch is.
+*/
+static int kernel_max_active_clusters (lua_State *L) {
+  static const char fname[] = "max_active_clusters";
+  Kernel *k = check_kernel(L, 1);
+  Config c;
+  luaL_checktype(L, 2, LUA_TTABLE);
+  lua_settop(L, 2);
+  if (lua_getfield(L, 2, "cluster") == LUA_TNIL)
+    luaL_error(L, "%s: config.cluster is required (a number or {x, y, z})", fname);
+  lua_pop(L, 1);
+  if (lua_getfield(L, 2, "grid") == LUA_TNIL) {   /* one cluster: copy the table, grid = cluster */
+    lua_pop(L, 1);
+    lua_createtable(L, 0, 5);
+    lua_pushnil(L);
+    while (lua_next(L, 2)) { lua_pushvalue(L, -2); lua_insert(L, -2); lua_settable(L, 3); }
+    lua_getfield(L, 3, "cluster");
+    lua_setfield(L, 3, "grid");
+    lua_replace(L, 2);
+  }
+  else lua_pop(L, 1);
+  getconfig(L, 2, &c, fname);
+  checkconfig(L, k, &c, fname);
+  culua_ctx_enter(L, k->mod, "cuda.kernel (its module)");
+  lua_pushinteger(L, active_clusters(L, culua_cu(L, fname), k, &c, fname));
+  return 1;
+}
+
+
 /* k:max_cooperative_grid(block [, shared]) -> the most blocks that are all co-resident */
 static int kernel_max_cooperative_grid (lua_State *L) {
   Kernel *k = check_kernel(L, 1);
@@ -714,45 +749,14 @@ static const luaL_Reg kernel_meta[] = {
   {NULL, NULL}
 };
 
-/*
-** k:max_active_clusters(config) -> the most clusters of config's shape (grid,
-** block, cluster, shared) that fit on the device at once: a cooperative
-** launch in clusters may have that many
-*/
-static int kernel_max_active_clusters (lua_State *L) {
-  Kernel *k = check_kernel(L, 1);
-  Config c;
-  luaL_checktype(L, 2, LUA_TTABLE);
-  lua_settop(L, 2);
-  lua_getfield(L, 2, "grid");
-  lua_getfield(L, 2, "block");
-  lua_getfield(L, 2, "cluster");
-  lua_getfield(L, 2, "shared");
-  memset(&c, 0, sizeof(c));
-  lua_pushvalue(L, 3); todims(L, "grid", c.grid); lua_pop(L, 1);
-  lua_pushvalue(L, 4); todims(L, "block", c.block); lua_pop(L, 1);
-  if (lua_isnil(L, 5)) luaL_error(L, "max_active_clusters: config.cluster is required (a number or {x, y, z})");
-  lua_pushvalue(L, 5); todims(L, "cluster", c.cluster); lua_pop(L, 1);
-  if (!lua_isnil(L, 6)) {
-    lua_Integer v = lua_isinteger(L, 6) ? lua_tointeger(L, 6) : -1;
-    if (v < 0 || v > 0x7fffffff) luaL_error(L, "max_active_clusters: shared must be a byte count");
-    c.shared = (unsigned)v;
-  }
-  checkconfig(L, k, &c);
-  culua_ctx_enter(L, k->mod, "cuda.kernel (its module)");
-  lua_pushinteger(L, active_clusters(L, culua_cu(L, "max_active_clusters"), k, &c, "max_active_clusters"));
-  return 1;
-}
-
-
 static const luaL_Reg kernel_methods[] = {
-  {"launch", NULL},   /* closures, made in culua_open_kernel */
+  {"launch", NULL},   /* closures over the config keys, made in culua_open_kernel */
   {"prepare", NULL},
   {"attributes", kernel_attributes},
   {"set_max_dynamic_shared", kernel_set_max_dynamic_shared},
   {"max_active_blocks", kernel_max_active_blocks},
   {"max_cooperative_grid", kernel_max_cooperative_grid},
-  {"max_active_clusters", kernel_max_active_clusters},
+  {"max_active_clusters", NULL},
   {NULL, NULL}
 };
 
@@ -842,15 +846,15 @@ static const luaL_Reg funcs[] = {
 
 
 void culua_open_kernel (lua_State *L) {
-  static const lua_CFunction withkeys[] = {kernel_launch, kernel_prepare};
-  static const char *const names[] = {"launch", "prepare"};
-  size_t i, j;
+  static const lua_CFunction withkeys[] = {kernel_launch, kernel_prepare, kernel_max_active_clusters};
+  static const char *const names[] = {"launch", "prepare", "max_active_clusters"};
+  int i, j;
   culua_newmeta(L, CULUA_KERNEL, kernel_meta, kernel_methods);
   luaL_getmetatable(L, CULUA_KERNEL);             /* mt */
   lua_getfield(L, -1, "methods");                 /* mt, methods */
-  for (i = 0; i < 2; i++) {
+  for (i = 0; i < (int)(sizeof(names) / sizeof(names[0])); i++) {
     lua_pushvalue(L, -2);
-    for (j = 0; j < (size_t)NLAUNCH_KEYS; j++)
+    for (j = 0; j < NLAUNCH_KEYS; j++)
       lua_pushstring(L, launch_keys[j]);
     lua_pushcclosure(L, withkeys[i], 1 + NLAUNCH_KEYS);   /* mt, methods, f */
     lua_setfield(L, -2, names[i]);

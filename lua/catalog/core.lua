@@ -126,14 +126,16 @@ end
 -- give back the device memory the catalog keeps between calls: every scratch
 -- array (closed once its device has done the work queued on it, on any stream),
 -- and what families keep a device (the several-GPU solvers' streams, whose scratch
--- this is). A later call makes new ones. Returns the bytes of scratch freed.
+-- this is). A later call makes new ones (and loads its kernels again). Returns the
+-- bytes of scratch freed. (An array that is gone already was another state's
+-- cuda.reset(): this state's reset empties these tables itself.)
 local function nbytes(w) return w.nbytes end
 function core.free_scratch()
   local bytes, done = 0, {}
   for _, sc in pairs(kinds) do
     for _, t in ipairs{sc.streams, sc.devices} do
       for k, w in pairs(t) do
-        local ok, n = pcall(nbytes, w)   -- one from before a cuda.reset() is gone already
+        local ok, n = pcall(nbytes, w)
         if ok then
           local dev = w.device
           if not done[dev] then dev:synchronize(); done[dev] = true end
@@ -144,7 +146,10 @@ function core.free_scratch()
       end
     end
   end
+  -- what families keep a device goes with the loaded kernels, as in clear(): the
+  -- predicate kernels' names (scan) must never outlive the kernels they name
   per_device = {}
+  cache = {}
   return bytes
 end
 
