@@ -265,13 +265,11 @@ static void todims (lua_State *L, const char *fname, const char *what, unsigned 
 /*
 ** One pass over the keys present (a config usually holds two), matched
 ** against the key strings in the upvalues by identity; a key that is none
-** of them is a typo, and raises. The grid is required when need_grid, else
-** left {0, 0, 0} when absent.
+** of them is a typo, and raises.
 */
-static void getconfig (lua_State *L, int i, Config *c, const char *fname, int need_grid) {
+static void getconfig (lua_State *L, int i, Config *c, const char *fname) {
   int seen = 0;
   luaL_checktype(L, i, LUA_TTABLE);
-  c->grid[0] = c->grid[1] = c->grid[2] = 0;
   c->shared = 0;
   c->stream = NULL;
   c->cooperative = 0;
@@ -295,7 +293,7 @@ static void getconfig (lua_State *L, int i, Config *c, const char *fname, int ne
                                                : luaL_typename(L, -2));
     lua_pop(L, 1);                                /* key */
   }
-  if (!(seen & 1) && need_grid) luaL_error(L, "%s: config.grid is required (a number or {x, y, z})", fname);
+  if (!(seen & 1)) luaL_error(L, "%s: config.grid is required (a number or {x, y, z})", fname);
   if (!(seen & 2)) luaL_error(L, "%s: config.block is required (a number or {x, y, z})", fname);
 }
 
@@ -448,8 +446,8 @@ void culua_journal (lua_State *L, culua_State *S, CUstream s, const char *kernel
 }
 
 
-/* the driver's launch configuration for c: its cluster and, when `cooperative`, that */
-static void exconfig (const Config *c, int cooperative, CUlaunchConfig *x, CUlaunchAttribute attrs[2]) {
+/* the driver's launch configuration for c: its cluster and, when asked, cooperative */
+static void exconfig (const Config *c, CUlaunchConfig *x, CUlaunchAttribute attrs[2]) {
   memset(x, 0, sizeof(*x));
   memset(attrs, 0, 2 * sizeof(attrs[0]));
   x->gridDimX = c->grid[0]; x->gridDimY = c->grid[1]; x->gridDimZ = c->grid[2];
@@ -462,7 +460,7 @@ static void exconfig (const Config *c, int cooperative, CUlaunchConfig *x, CUlau
   attrs[0].value.clusterDim.y = c->cluster[1];
   attrs[0].value.clusterDim.z = c->cluster[2];
   x->numAttrs = 1;
-  if (cooperative) {
+  if (c->cooperative) {
     attrs[1].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
     attrs[1].value.cooperative = 1;
     x->numAttrs = 2;
@@ -475,8 +473,10 @@ static int active_clusters (lua_State *L, const culua_Driver *cu, const Kernel *
                             const char *fname) {
   CUlaunchConfig x;
   CUlaunchAttribute attrs[2];
+  Config one = *c;
   int n = 0;
-  exconfig(c, 0, &x, attrs);
+  one.cooperative = 0;
+  exconfig(&one, &x, attrs);
   culua_check(L, cu->cuOccupancyMaxActiveClusters(&n, k->f, &x), fname,
               "computing how many clusters of {%d, %d, %d} blocks of '%s' fit", (int)c->cluster[0],
               (int)c->cluster[1], (int)c->cluster[2], k->name);
@@ -495,7 +495,7 @@ static CUresult launch_cluster (lua_State *L, const culua_Driver *cu, Kernel *k,
       luaL_error(L, "launch: a cooperative grid of %I clusters cannot be co-resident (at most %d)",
                  (lua_Integer)clusters, most);
   }
-  exconfig(c, c->cooperative, &x, attrs);
+  exconfig(c, &x, attrs);
   return cu->cuLaunchKernelEx(&x, k->f, args, NULL);
 }
 
@@ -555,7 +555,7 @@ static void do_launch (lua_State *L, Kernel *k, const Config *c, int argbase, in
 static int kernel_launch (lua_State *L) {
   Kernel *k = test_kernel(L, 1);
   Config c;
-  getconfig(L, 2, &c, "launch", 1);
+  getconfig(L, 2, &c, "launch");
   checkconfig(L, k, &c, "launch");
   do_launch(L, k, &c, 3, lua_gettop(L) - 2);
   lua_pushvalue(L, 1);
@@ -589,7 +589,7 @@ static int kernel_prepare (lua_State *L) {
   luaL_checktype(L, 2, LUA_TTABLE);
   lua_settop(L, 2);
   c = (Config *)lua_newuserdatauv(L, sizeof(Config), 0);   /* k, cfg, c */
-  getconfig(L, 2, c, "prepare", 1);
+  getconfig(L, 2, c, "prepare");
   checkconfig(L, k, c, "prepare");
   lua_pushvalue(L, 1);
   lua_insert(L, 3);                                         /* k, cfg, k, c */
@@ -675,9 +675,22 @@ static int kernel_max_active_clusters (lua_State *L) {
   static const char fname[] = "max_active_clusters";
   Kernel *k = check_kernel(L, 1);
   Config c;
-  getconfig(L, 2, &c, fname, 0);
-  if (c.cluster[0] == 0) luaL_error(L, "%s: config.cluster is required (a number or {x, y, z})", fname);
-  if (c.grid[0] == 0) memcpy(c.grid, c.cluster, sizeof(c.grid));   /* one cluster */
+  luaL_checktype(L, 2, LUA_TTABLE);
+  lua_settop(L, 2);
+  if (lua_getfield(L, 2, "cluster") == LUA_TNIL)
+    luaL_error(L, "%s: config.cluster is required (a number or {x, y, z})", fname);
+  lua_pop(L, 1);
+  if (lua_getfield(L, 2, "grid") == LUA_TNIL) {   /* one cluster: copy the table, grid = cluster */
+    lua_pop(L, 1);
+    lua_createtable(L, 0, 5);
+    lua_pushnil(L);
+    while (lua_next(L, 2)) { lua_pushvalue(L, -2); lua_insert(L, -2); lua_settable(L, 3); }
+    lua_getfield(L, 3, "cluster");
+    lua_setfield(L, 3, "grid");
+    lua_replace(L, 2);
+  }
+  else lua_pop(L, 1);
+  getconfig(L, 2, &c, fname);
   checkconfig(L, k, &c, fname);
   culua_ctx_enter(L, k->mod, "cuda.kernel (its module)");
   lua_pushinteger(L, active_clusters(L, culua_cu(L, fname), k, &c, fname));

@@ -22,43 +22,17 @@ local per_device = {}
 local kinds = {}
 local readback_dev = {}
 
--- every scratch array forgotten; with give_back, each is first closed once its
--- device has done the work queued on it (on any stream). Returns the bytes closed.
--- (An array that is gone already was reset by another state's cuda.reset().)
-local function nbytes(w) return w.nbytes end
-local function drop_scratch(give_back)
-  local bytes, done = 0, {}
-  for _, sc in pairs(kinds) do
-    for _, t in ipairs{sc.streams, sc.devices} do
-      for k, w in pairs(t) do
-        local ok, n = false, 0
-        if give_back then ok, n = pcall(nbytes, w) end
-        if ok then
-          local dev = w.device
-          if not done[dev] then dev:synchronize(); done[dev] = true end
-          bytes = bytes + n
-          w:close()
-        end
-        t[k] = nil
-      end
-    end
-  end
-  return bytes
-end
-
--- forget every loaded module and what families keep a device with them: the
--- predicate kernels' names (scan) must never outlive the kernels they name
-local function forget_kernels()
-  cache = {}
-  per_device = {}
-end
-
 -- forget every loaded module, and the memory kept a device or stream (cuda.reset()
 -- calls this: they are all gone with the context)
 function core.clear()
-  forget_kernels()
+  cache = {}
+  per_device = {}
   readback_dev = {}
-  drop_scratch(false)
+  for _, sc in pairs(kinds) do
+    for _, t in ipairs{sc.streams, sc.devices} do
+      for k in pairs(t) do t[k] = nil end
+    end
+  end
 end
 
 local function device_cache(dev)
@@ -150,12 +124,32 @@ function core.scratch(kind, dev, stream, n)
 end
 
 -- give back the device memory the catalog keeps between calls: every scratch
--- array, and what families keep a device (the several-GPU solvers' streams, whose
--- scratch this is). A later call makes new ones (and loads its kernels again).
--- Returns the bytes of scratch freed.
+-- array (closed once its device has done the work queued on it, on any stream),
+-- and what families keep a device (the several-GPU solvers' streams, whose scratch
+-- this is). A later call makes new ones (and loads its kernels again). Returns the
+-- bytes of scratch freed. (An array that is gone already was another state's
+-- cuda.reset(): this state's reset empties these tables itself.)
+local function nbytes(w) return w.nbytes end
 function core.free_scratch()
-  local bytes = drop_scratch(true)
-  forget_kernels()
+  local bytes, done = 0, {}
+  for _, sc in pairs(kinds) do
+    for _, t in ipairs{sc.streams, sc.devices} do
+      for k, w in pairs(t) do
+        local ok, n = pcall(nbytes, w)
+        if ok then
+          local dev = w.device
+          if not done[dev] then dev:synchronize(); done[dev] = true end
+          bytes = bytes + n
+          w:close()
+        end
+        t[k] = nil
+      end
+    end
+  end
+  -- what families keep a device goes with the loaded kernels, as in clear(): the
+  -- predicate kernels' names (scan) must never outlive the kernels they name
+  per_device = {}
+  cache = {}
   return bytes
 end
 

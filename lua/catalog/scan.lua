@@ -257,9 +257,6 @@ local function pred_kernel(fname, expr, dt, dev, c32)
   return k
 end
 
--- whether the byte ranges [p, p + plen) and [q, q + qlen) share a byte
-local function overlap(p, plen, q, qlen) return p < q + qlen and q < p + plen end
-
 local function select_common(fname, x, y, pred, opts, split)
   opts = core.options(fname, opts, {"stream", "count"})
   local dt = open_dtype(fname, "x", x)
@@ -295,13 +292,15 @@ local function select_common(fname, x, y, pred, opts, split)
   -- is safe; any other overlap (and split in place) is not
   local es = elem_size(dt)
   local xs, ys = x.ptr, y.ptr
-  if (xs ~= ys or split) and overlap(xs, n * es, ys, #y * es) then
+  if (xs ~= ys or split) and xs < ys + #y * es and ys < xs + n * es then
     fail(fname, "y overlaps x%s", split and "" or " (only y == x, in place, is allowed)")
   end
   -- the count is written (and, for split, read back) while the tiles write y
   if out then
-    if overlap(out.ptr, 8, xs, n * es) then fail(fname, "count overlaps x") end
-    if overlap(out.ptr, 8, ys, #y * es) then fail(fname, "count overlaps y") end
+    local cs = out.ptr
+    for _, a in ipairs{{"x", xs, n * es}, {"y", ys, #y * es}} do
+      if cs < a[2] + a[3] and a[2] < cs + 8 then fail(fname, "count overlaps %s", a[1]) end
+    end
   end
   -- counts in 32 bits below 2^32 elements: the look-back's one-word path
   local c32 = n < (1 << 32)
