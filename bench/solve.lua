@@ -5,11 +5,12 @@
 --   ANCHOR f32|f64 N REPS  ->  "getrf_ms X" and "getrs_ms Y"
 -- BLOCKS: panel widths to time, "64" or "32,64,128" (default: the catalog's
 -- default alone); SIZES: "8192,16384" (the default); PANELS: the panel
--- factorizations to time, "fused" (the default) or "fused,columns".
+-- factorizations to time, "auto" (the default) or "cluster,fused,columns";
+-- "cluster:128" sets the cluster panel's least rows a block (solve.tune).
 -- DEVICES: "0,1" (or "all") also times float32 lu + lu_solve with devices =
 -- that list (peer copies where the pair allows; "0,1:host" forces pinned-host
 -- staging), beside the one-GPU time. Target on two H200s (issue 12): n = 32768
--- float32 >= 1.7x one GPU:  culua bench/solve.lua "" 64 32768 fused all
+-- float32 >= 1.7x one GPU:  culua bench/solve.lua "" 64 32768 auto all
 -- TFLOP/s = (2/3) n^3 / t. Targets on the H100 (issue 12): float32 solve
 -- (getrf + getrs) >= 1.0x cuSOLVER at n = 8192 and 16384; float64 LU >= 0.8x
 -- dgetrf. Ours includes its two read-backs (the input check and the pivots'
@@ -23,7 +24,8 @@ local BLOCKS, SIZES = {}, {}
 for b in (arg[2] or ""):gmatch("%d+") do BLOCKS[#BLOCKS + 1] = math.tointeger(tonumber(b)) end
 for s in (arg[3] or "8192,16384"):gmatch("%d+") do SIZES[#SIZES + 1] = math.tointeger(tonumber(s)) end
 local PANELS = {}
-for p in (arg[4] or "fused"):gmatch("%a+") do PANELS[#PANELS + 1] = p end
+for p in (arg[4] or "auto"):gmatch("[%a:%d+]+") do PANELS[#PANELS + 1] = p end
+local tune = require("culua.catalog.solve").tune
 local DEVICES, PEER
 if arg[5] and arg[5] ~= "" then
   DEVICES = {}
@@ -96,13 +98,19 @@ for _, dt in ipairs{"float32", "float64"} do
     end
     for _, nb in ipairs(BLOCKS) do for _, panel in ipairs(PANELS) do
       local opts = {block = nb or nil}
-      local lopts = {block = nb or nil, panel = panel}
+      -- "cluster:R": the cluster panel with at least R rows a block (solve.tune.cluster_rows)
+      local pname, rows = panel:match("^(%a+):(%d+)")
+      tune.cluster_rows = rows and math.tointeger(tonumber(rows)) or 256
+      -- "+nola": no look-ahead (one stream)
+      tune.lookahead = not panel:match("%+nola$")
+      pname = pname or panel:match("^(%a+)")
+      local lopts = {block = nb or nil, panel = pname or panel}
       local what = ("%s n = %d block %s %s"):format(dt, n, nb or "default", panel)
       if dt == "float32" then
         local ms = time(A0, b0, A, b, REPS, function (a, x) local piv = cat.lu(a, lopts); cat.lu_solve(a, piv, x, opts) end)
         line(what .. ": lu + lu_solve", n, ms, getrf and getrs and getrf + getrs, 1.0)
         if DEVICES then
-          local mopts = {block = nb or nil, panel = panel, devices = DEVICES, peer = PEER}
+          local mopts = {block = nb or nil, panel = pname or panel, devices = DEVICES, peer = PEER}
           local info
           local mms = time(A0, b0, A, b, REPS, function (a, x)
             local piv

@@ -2,9 +2,10 @@
 -- steps as lua/catalog/solve.lua takes them (the fused panel, the row swaps, the triangular
 -- solve, the trailing update through cuda.catalog.matmul), with events around each kind of
 -- step, summed over the panels; the second of two runs is printed.
---   culua bench/solve_profile.lua [N [BLOCK [DTYPE [TMA]]]]
+--   culua bench/solve_profile.lua [N [BLOCK [DTYPE [TMA [PANEL]]]]]
 -- N 8192, BLOCK 64, DTYPE float32; TMA "on" | "off" | "auto" (the update's matmul option
--- tma: true, false or nil, the default). The figures are per step kind, in ms, in % of the
+-- tma: true, false or nil, the default); PANEL the lu option panel ("auto", the default,
+-- "cluster", "fused", "columns"). The figures are per step kind, in ms, in % of the
 -- whole, and in us a column: the panel's cost a column is what bounds this LU.
 local cuda = require "cuda"
 local core = require "culua.catalog.core"
@@ -12,8 +13,9 @@ local n = math.tointeger(tonumber(arg[1] or 8192))
 local nb = math.tointeger(tonumber(arg[2] or 64))
 local dt = arg[3] or "float32"
 local tma = ({on = true, off = false})[arg[4] or "auto"]
+local PANEL = arg[5] or "auto"
 if not n or not nb or (dt ~= "float32" and dt ~= "float64") then
-  io.stderr:write("usage: culua bench/solve_profile.lua [N [BLOCK [float32|float64 [on|off|auto]]]]\n")
+  io.stderr:write("usage: culua bench/solve_profile.lua [N [BLOCK [float32|float64 [on|off|auto [PANEL]]]]]\n")
   os.exit(1)
 end
 if cuda.device_count() == 0 then print("No CUDA device found."); return end
@@ -25,11 +27,8 @@ local A = cuda.array(dt, {n, n})
 local hA = cuda.host_array(dt, {n, n}):random(5, -1, 1)
 local ipiv = cuda.array("int32", n)
 local status = cuda.array("int32", 1):fill(0)
-local fused = K("panel_fused")
-local cap = math.max(1, math.min(core.sm_count(dev), fused:max_cooperative_grid(256)))
-local part = cuda.array("float64", 2 * (cap + 1) * 130)   -- PANEL_SLOT = 2 + MAXBLOCK
-local bar = cuda.array("uint32", 2176):fill(0)            -- CULUA_BARRIER_WORDS
 local s = cuda.stream()
+local factor = require("culua.catalog.solve").panel_factor(PANEL, dev, s, n, A, ipiv, status)
 local events, steps
 
 local function mark() local e = cuda.event(); e:record(s); events[#events + 1] = e; return #events end
@@ -43,8 +42,7 @@ for run = 1, 2 do
     local jb = math.min(nb, n - j0)
     local jend = j0 + jb
     step("panel", function ()
-      fused:launch({grid = math.min(cap, cd(n - j0, 16)), block = 256, stream = s, cooperative = true},
-                   n, j0, jb, A, n, 0, ipiv, status, part, bar)
+      factor(j0, jb)
     end)
     step("swaps", function ()
       K("laswp"):launch({grid = math.max(1, math.min(cd(n - jb, 256), core.sm_count(dev) * 8)), block = 256, stream = s},
@@ -69,8 +67,8 @@ for run = 1, 2 do
     local sum = {}
     for _, st in ipairs(steps) do sum[st[1]] = (sum[st[1]] or 0) + events[st[2]]:elapsed(events[st[3]]) end
     local total = events[first]:elapsed(events[last])
-    print(("lu on %s, %s n = %d, block %d, update tma %s: %.2f ms, %.2f TFLOP/s"):format(dev.name, dt, n, nb,
-          tostring(tma == nil and "auto" or tma), total, 2 / 3 * n ^ 3 / total / 1e9))
+    print(("lu on %s, %s n = %d, block %d, panel %s, update tma %s: %.2f ms, %.2f TFLOP/s"):format(dev.name, dt, n, nb,
+          PANEL, tostring(tma == nil and "auto" or tma), total, 2 / 3 * n ^ 3 / total / 1e9))
     for _, kind in ipairs{"panel", "swaps", "trsm", "update"} do
       local ms = sum[kind] or 0
       print(("  %-7s %9.2f ms %6.1f%% %7.2f us a column"):format(kind, ms, 100 * ms / total, 1000 * ms / n))

@@ -12,9 +12,11 @@
 **     (augmented) matrix, as the seed stores it so that the pivot search
 **     reads a column contiguously;
 **   - lu: blocked right-looking LU, LAPACK's getrf: a panel of `block`
-**     columns factored on the GPU (one cooperative launch a panel with a
-**     grid barrier a column, or, panel = "columns", a kernel a column, which
-**     also searches the next column's pivot), the panel's row swaps applied to the rest,
+**     columns factored on the GPU (one thread-block cluster a panel with its
+**     rows in shared memory and a cluster barrier a column; or one cooperative
+**     launch a panel with a grid barrier a column; or, panel = "columns", a
+**     kernel a column, which also searches the next column's pivot), the
+**     panel's row swaps applied to the rest,
 **     a triangular solve for the block row of U, and the trailing update
 **     A22 -= L21 * U12 by the catalog's matmul (alpha = -1, beta = 1, with
 **     leading dimensions: kernels/matmul*.cu), as are the blocked substitutions.
@@ -299,6 +301,237 @@ __device__ void panel_fused (int n, int j0, int jb, T *A, int ld, int coff, int 
       }
     }
   }
+}
+
+/*
+** The whole panel in one thread-block cluster (compute capability 9.0): the
+** same steps as panel_fused, with the panel's rows kept in the blocks' shared
+** memory and one cluster barrier a column instead of a grid barrier. The C
+** blocks of the launch are one cluster (grid = cluster = C, up to 16); block b
+** holds the panel rows r = j0 + b + C k (its local row k) in shared memory
+** while k < ks (the launch's dynamic shared memory: ks rows of jst values), and
+** in A itself beyond that, so that a panel too tall for the cluster's shared
+** memory still works, its extra rows at L2's speed.
+**
+** A thread a row: it updates the row's values right of j a segment of 4 at a
+** time (16-byte shared-memory accesses; a row in shared memory is jbs = jb
+** rounded up to 4 values, its padding zero, then 16 bytes more, so that the
+** rows of a warp's threads fall on different banks). The per-column work
+** that is not a row's (the block's best candidate, the posts, the pivot) is
+** one warp's, so that it is not paid once a warp. A block's posts (its best
+** candidate with that row's values, and row j's values from the block holding
+** row j) are in its own shared memory; after the barrier one warp a block reads
+** the pivot row and row j from the posting blocks (distributed shared memory)
+** into the block's own copy. Posts alternate between two buffers by the parity
+** of j, for panel_fused's reason.
+*/
+#define CPANEL_THREADS 512
+#define CPANEL_WARPS (CPANEL_THREADS / 32)
+
+template <typename T>
+struct cpost {                /* a block's posts for one step */
+  double mag;                 /* its best candidate's magnitude (-1: none) */
+  int row;                    /* and row (n: none) */
+  T cand[MAXBLOCK];           /* that row's panel values */
+  T jrow[MAXBLOCK];           /* row j's, posted by the block holding row j */
+};
+
+#if __CUDA_ARCH__ >= 900
+/* *p in the shared memory of block `rank` of the cluster (a generic address) */
+template <typename P>
+__device__ __forceinline__ P *cluster_map (P *p, unsigned rank) {
+  unsigned long long r;
+  asm volatile("mapa.u64 %0, %1, %2;" : "=l"(r) : "l"(p), "r"(rank));
+  return (P *)r;
+}
+
+/*
+** Every thread of the cluster: its shared-memory writes before, everyone's
+** after. The release is a fence restricted to shared memory before a relaxed
+** arrive: the barrier's own release (barrier.cluster.arrive.release) waits
+** for all of the thread's memory operations at cluster scope, 1200-1400
+** cycles on an H100 against about 200 (measured); the posts are all this
+** kernel's blocks exchange, and they are in shared memory.
+*/
+__device__ __forceinline__ void cluster_sync () {
+  asm volatile("fence.release.sync_restrict::shared::cta.cluster;\n\t"
+               "barrier.cluster.arrive.relaxed.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+#endif
+
+/* the best (magnitude, row) of the warp, in every lane */
+template <typename T>
+__device__ __forceinline__ void warp_best (double &v, int &i) {
+  for (int o = 16; o > 0; o >>= 1) {
+    double ov = __shfl_xor_sync(0xffffffffu, v, o);
+    int oi = __shfl_xor_sync(0xffffffffu, i, o);
+    if (better(ov, oi, v, i)) { v = ov; i = oi; }
+  }
+}
+
+/* float32's magnitudes are floats: a candidate packs into one 64-bit key (the
+   magnitude's bits, which order as the values do, over the row's complement),
+   halving the shuffles and the compares of the reduction */
+template <>
+__device__ __forceinline__ void warp_best<float> (double &v, int &i) {
+  unsigned long long key = v < 0.0 ? 0ull
+      : (unsigned long long)__float_as_uint((float)v) << 32 | (unsigned)~i;
+  for (int o = 16; o > 0; o >>= 1) {
+    unsigned long long ok = __shfl_xor_sync(0xffffffffu, key, o);
+    key = ok > key ? ok : key;
+  }
+  if (key == 0ull) { v = -1.0; i = 0x7fffffff; return; }
+  v = (double)__uint_as_float((unsigned)(key >> 32));
+  i = (int)~(unsigned)key;
+}
+
+/* 4 values at p (16-byte aligned, shared memory) */
+__device__ __forceinline__ void load4 (const float *p, float v[4]) {
+  float4 q = *(const float4 *)p;
+  v[0] = q.x; v[1] = q.y; v[2] = q.z; v[3] = q.w;
+}
+__device__ __forceinline__ void load4 (const double *p, double v[4]) {
+  double2 a = ((const double2 *)p)[0], b = ((const double2 *)p)[1];
+  v[0] = a.x; v[1] = a.y; v[2] = b.x; v[3] = b.y;
+}
+__device__ __forceinline__ void store4 (float *p, const float v[4]) {
+  *(float4 *)p = make_float4(v[0], v[1], v[2], v[3]);
+}
+__device__ __forceinline__ void store4 (double *p, const double v[4]) {
+  ((double2 *)p)[0] = make_double2(v[0], v[1]);
+  ((double2 *)p)[1] = make_double2(v[2], v[3]);
+}
+
+template <typename T>
+__device__ void panel_cluster (int n, int j0, int jb, T *A, int ld, int coff, int *ipiv, int *status, int ks) {
+#if __CUDA_ARCH__ >= 900
+  extern __shared__ __align__(16) unsigned char cpanel_rows[];
+  T *const S = (T *)cpanel_rows;
+  __shared__ cpost<T> post[2];
+  __shared__ double wv[CPANEL_WARPS];
+  __shared__ int wi[CPANEL_WARPS];
+  __shared__ __align__(16) T prow[MAXBLOCK], jrow[MAXBLOCK];   /* this step's pivot row and row j */
+  __shared__ int spiv;
+  const int C = gridDim.x, b = blockIdx.x;   /* the grid is one cluster: blockIdx.x is the rank */
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int jbs = (jb + 3) & ~3, jst = jbs + 16 / (int)sizeof(T);
+  const int m = n - j0, R = (m - b + C - 1) / C;   /* rows of this block: r = j0 + b + C k, k < R */
+  T *const G = A + (size_t)j0 * ld + (coff + j0);  /* G[r' * ld + c]: panel row j0 + r', column c */
+  auto grow = [&](int k) { return G + (size_t)(b + C * k) * ld; };
+  auto srow = [&](int k) { return S + (size_t)k * jst; };
+  /* column c of local row k, wherever it is (c < jbs; 0 in the padding) */
+  auto value = [&](int k, int c) { return k < ks ? srow(k)[c] : c < jb ? grow(k)[c] : T(0); };
+
+  /* the rows into shared memory, a warp a row (coalesced) */
+  for (int k = warp; k < min(R, ks); k += CPANEL_WARPS)
+    for (int c = lane; c < jbs; c += 32) srow(k)[c] = c < jb ? grow(k)[c] : T(0);
+  __syncthreads();
+  /* column j0's candidates, a thread a row */
+  double best = -1.0;
+  int bi = n;
+  for (int k = tid; k < R; k += CPANEL_THREADS) {
+    double a = magnitude(value(k, 0));
+    int r = j0 + b + C * k;
+    if (better(a, r, best, bi)) { best = a; bi = r; }
+  }
+
+  int bad = 0;   /* block 0's first bad pivot (note_pivot's verdict) */
+  for (int j = j0; j < j0 + jb; j++) {
+    const int jj = j - j0;
+    cpost<T> &P = post[j & 1];
+    /* the block's best candidate: a warp's, then warp 0 takes the best of those and posts it */
+    warp_best<T>(best, bi);
+    if (lane == 0) { wv[warp] = best; wi[warp] = bi; }
+    __syncthreads();   /* also: the block's row updates, seen by the whole block */
+    if (warp == 0) {
+      best = lane < CPANEL_WARPS ? wv[lane] : -1.0;
+      bi = lane < CPANEL_WARPS ? wi[lane] : n;
+      warp_best<T>(best, bi);
+      if (lane == 0) { P.mag = best; P.row = bi; }
+      if (bi < n) {
+        int k = (bi - j0 - b) / C;
+        for (int c = lane; c < jbs; c += 32) P.cand[c] = value(k, c);
+      }
+    }
+    else if (warp == 1 && jj % C == b) {   /* row j's values, from the block holding it */
+      int k = jj / C;
+      for (int c = lane; c < jbs; c += 32) P.jrow[c] = value(k, c);
+    }
+    cluster_sync();
+
+    /* the pivot: the best of the C posts; its row and row j copied here once, by warp 0
+       (every thread reading the two posting blocks' shared memory would queue 10^5
+       requests a column on those two multiprocessors) */
+    if (warp == 0) {
+      double pvv = -1.0;
+      int p = n;
+      if (lane < C) { const cpost<T> *q = cluster_map(&P, lane); pvv = q->mag; p = q->row; }
+      warp_best<T>(pvv, p);
+      if (p >= n) p = j;   /* cannot happen: row j is a candidate */
+      const cpost<T> *po = cluster_map(&P, (p - j0) % C), *pj = cluster_map(&P, jj % C);
+      for (int c = lane; c < jbs; c += 32) { prow[c] = po->cand[c]; jrow[c] = pj->jrow[c]; }
+      if (lane == 0) {
+        spiv = p;
+        if (b == 0) {
+          ipiv[j] = p + 1;
+          const T pv = po->cand[jj];   /* the status word is written once, at the end */
+          if (bad == 0) bad = pv == T(0) ? j + 1 : !isfinite((double)pv) ? -(j + 1) : 0;
+        }
+      }
+    }
+    __syncthreads();   /* prow, jrow and spiv are rewritten only after the next cluster barrier */
+    const int p = spiv;
+    const T pv = prow[jj], aj = jrow[jj];
+
+    /* the block's rows below j: eliminated; row j the pivot row, row p row j's old values */
+    best = -1.0;
+    bi = n;
+    const int kfirst = max(0, (jj - b + C - 1) / C);   /* the first local row at or below j */
+    for (int k = kfirst + tid; k < R; k += CPANEL_THREADS) {
+      const int r = j0 + b + C * k;
+      const bool sw = r == p, shared = k < ks;
+      T *const row = shared ? srow(k) : grow(k);
+      if (r == j) {   /* row j: the pivot row's values (already, when p == j) */
+        if (p != j)
+          for (int c = 0; c < jb; c += 4) {
+            T v[4];
+            load4(prow + c, v);
+            if (shared) store4(row + c, v);
+            else for (int i = 0; i < 4 && c + i < jb; i++) row[c + i] = v[i];
+          }
+        continue;
+      }
+      const T *const src = sw ? jrow : row;   /* row p: row j's old values, then eliminated */
+      const T a = src[jj];
+      const T l = pv != T(0) ? a / pv : T(0);
+#pragma unroll 2
+      for (int c = sw ? 0 : jj & ~3; c < jb; c += 4) {
+        T v[4], u[4];
+        if (shared || sw) load4(src + c, v);
+        else for (int i = 0; i < 4; i++) v[i] = c + i < jb ? src[c + i] : T(0);
+        load4(prow + c, u);
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+          const int cc = c + i;
+          if (cc > jj) v[i] -= l * u[i];
+          else if (cc == jj) v[i] = pv != T(0) ? l : a;
+        }
+        if (c <= jj + 1 && jj + 1 < c + 4 && jj + 1 < jb) {   /* the next column's candidate */
+          const int i = jj + 1 - c;
+          double mg = magnitude(i == 0 ? v[0] : i == 1 ? v[1] : i == 2 ? v[2] : v[3]);
+          if (better(mg, r, best, bi)) { best = mg; bi = r; }
+        }
+        if (shared) store4(row + c, v);
+        else for (int i = 0; i < 4 && c + i < jb; i++) row[c + i] = v[i];
+      }
+    }
+  }
+
+  if (b == 0 && tid == 0 && bad != 0 && *status == 0) *status = bad;
+  cluster_sync();   /* no block leaves while another may read its posts */
+  for (int k = warp; k < min(R, ks); k += CPANEL_WARPS)
+    for (int c = lane; c < jb; c += 32) grow(k)[c] = srow(k)[c];
+#endif
 }
 
 /* }====================================================== */
@@ -605,6 +838,9 @@ __device__ void seed_divide (int n, int k, const T *ABT, T *X) {
   extern "C" __global__ void __launch_bounds__(PANEL_WARPS * 32) culua_solve_panel_fused_##t (int n, int j0, int jb, \
       T *A, int ld, int coff, int *ipiv, int *status, double *part, unsigned *bar) \
   { panel_fused<T>(n, j0, jb, A, ld, coff, ipiv, status, part, bar); } \
+  extern "C" __global__ void __launch_bounds__(CPANEL_THREADS) culua_solve_panel_cluster_##t (int n, int j0, int jb, \
+      T *A, int ld, int coff, int *ipiv, int *status, int ks) \
+  { panel_cluster<T>(n, j0, jb, A, ld, coff, ipiv, status, ks); } \
   extern "C" __global__ void culua_solve_cyclic_##t (int n, int nb, int shares, int share, int nloc, T *A, T *X, \
       int back) \
   { cyclic<T>(n, nb, shares, share, nloc, A, X, back); } \

@@ -2,8 +2,8 @@
 -- matrices, the kernels' source under NVRTC and their argument lists, and the
 -- argument checks that need no device; with a GPU, both methods on random,
 -- diagonally dominant (rows permuted), badly scaled, permuted-identity, 1 x 1,
--- odd-sized (not a multiple of the panel), 1000, 3000 (the fused panel over many
--- blocks, and the column kernels beside it) and 4096 matrices in float32
+-- odd-sized (not a multiple of the panel), 1000, 3000 (the fused and cluster panels over
+-- many blocks, and the column kernels beside them) and 4096 matrices in float32
 -- and float64, against LAPACK's residual ratio ||B - A X|| / (||A|| ||X|| n eps)
 -- <= 10 and the reference's pivots; several right-hand sides, views, a stream,
 -- singular and non-finite inputs refused, bad arguments named; devices = {...}: shares of
@@ -128,12 +128,20 @@ if prog then
   T.ok(fits("culua_solve_panel_pack_f64", 1000, 64, 64, 1, big, 320, 2, 3), "panel packing arguments")
   T.ok(fits("culua_solve_panel_pivots_f32", 64, 64, 1, 2), "panel pivots arguments")
   T.ok(fits("culua_solve_transpose_f64", 10, 20, 1, 0, 20, 2, big, 10), "transpose arguments")
+  T.ok(fits("culua_solve_panel_cluster_f32", 1000, 64, 64, 1, 500, -64, 2, 3, 227), "cluster panel arguments")
 end
+-- the cluster panel's body exists for compute capability 9.0 only: there it meets the
+-- other blocks through the cluster barrier and their shared memory
+local ptx90
+T.lives_ok(function () ptx90 = cuda.compile(cuda._catalog.source("solve"), {options = {"-std=c++17", "-arch=compute_90"}}).ptx end,
+           "kernels/solve.cu compiles under NVRTC for compute_90")
+T.like(ptx90 or "", "barrier%.cluster%.arrive%.relaxed", "the cluster panel's barrier (compute_90)")
+T.like(ptx90 or "", "mapa%.u64", "the cluster panel reads the other blocks' posts (compute_90)")
 
 local info = cat.list().solve
 T.is_deeply(info.methods, {"lu", "seed"}, "list(): methods")
 T.is(info.default, "lu", "list(): the default")
-T.ok(info.knobs.panel:find("fused", 1, true), "list(): the panel knob")
+T.ok(info.knobs.panel:find("fused", 1, true) and info.knobs.panel:find("cluster", 1, true), "list(): the panel knob")
 
 T.error_like(function () cat.lu(1) end, "cuda%.catalog%.lu: A must be a cuda%.array, got number", "lu: A not an array")
 T.error_like(function () cat.lu(cuda.host_array("float32", {2, 2})) end, "A must be a cuda%.array, got cuda%.hostarray", "lu: a host array")
@@ -239,6 +247,25 @@ local function gpu_tests()
   -- the factors through the reference's substitution and through lu_solve. Under
   -- compute-sanitizer 1500 rows (94 blocks a panel at first: still many), 700 under the
   -- slower racecheck and initcheck (44 blocks)
+  --
+  -- The same for the cluster panel (compute capability 9.0), the default there with the
+  -- look-ahead (the panels on a stream of their own): 3000 rows take 12 blocks; with its
+  -- knobs (solve.tune) set, also clusters of 16 blocks of a few rows, blocks that keep
+  -- 8 KiB of rows (the rest of the panel in A: 3000 x 128 floats are 15 rows a block in
+  -- shared memory, 173 in A), and one stream (no look-ahead)
+  local tune = require("culua.catalog.solve").tune
+  local clusters = cuda.device():attribute("compute_capability_major") >= 9
+  local variants = {{panel = "fused"}}
+  if clusters then
+    variants[2] = {panel = "cluster"}
+    variants[3] = {panel = "cluster", rows = 16, label = "cluster, 16 rows a block"}
+    variants[4] = {panel = "cluster", bytes = 8192, label = "cluster, 8 KiB of rows a block"}
+    variants[5] = {panel = "cluster", nola = true, label = "cluster, no look-ahead"}
+  else
+    T.error_like(function () cat.lu(cuda.array("float32", {4, 4}):fill(1), {panel = "cluster"}) end,
+                 "cuda%.catalog%.lu: panel = 'cluster' needs thread%-block clusters %(compute capability 9%.0",
+                 "panel = 'cluster' refused before compute capability 9.0")
+  end
   for _, dt in ipairs{"float32", "float64"} do
     local n = T.sanitizer and (T.sanitizer == "memcheck" and 1500 or 700) or 3000
     local hA = matrix(dt, n, "random", 20)
@@ -249,10 +276,14 @@ local function gpu_tests()
       ref.lu(copy_of(hA), rpiv)
     end
     for _, nb in ipairs{32, 128} do
+     for _, v in ipairs(variants) do
       if T.share() then
-        local what = ("%s lu random %d, block %d, fused panel"):format(dt, n, nb)
+        local what = ("%s lu random %d, block %d, %s panel"):format(dt, n, nb, v.label or v.panel)
         local dA = device_of(hA)
-        local piv = cat.lu(dA, {block = nb})
+        tune.cluster_rows, tune.cluster_bytes, tune.lookahead = v.rows or 256, v.bytes, not v.nola
+        local ok, piv = pcall(cat.lu, dA, {block = nb, panel = v.panel})
+        tune.cluster_rows, tune.cluster_bytes, tune.lookahead = 256, nil, true
+        if not ok then error(piv, 0) end
         local hpiv = to_host(piv)
         local want = rpiv or to_host(cat.lu(device_of(hA), {block = nb, panel = "columns"}))
         if not T.ok(hpiv:bytes() == want:bytes(), what .. ": pivots as the " .. (rpiv and "reference's" or "column kernels'")) then
@@ -268,6 +299,7 @@ local function gpu_tests()
         r = ratio(hA, to_host(dB), hB)
         if not T.ok(r <= 10, what .. ": lu_solve") then T.diag("  ratio " .. r) end
       end
+     end
     end
   end
   -- 4096 in float64: the ratio only (the C reference's LU would take a while); not under
@@ -441,8 +473,8 @@ local function gpu_tests()
     {function () cat.lu(A, {method = "qr"}) end, "lu: method must be one of lu, seed, got qr"},
     {function () cat.lu(A, {block = 0}) end, "lu: block must be an integer 1..128, got 0"},
     {function () cat.lu(A, {block = 256}) end, "lu: block must be an integer 1..128, got 256"},
-    {function () cat.lu(A, {panel = "rows"}) end, "lu: panel must be one of fused, columns, got rows"},
-    {function () cat.solve(A, cuda.array("float32", 4), {panel = 1}) end, "solve: panel must be one of fused, columns"},
+    {function () cat.lu(A, {panel = "rows"}) end, "lu: panel must be one of auto, cluster, fused, columns, got rows"},
+    {function () cat.solve(A, cuda.array("float32", 4), {panel = 1}) end, "solve: panel must be one of auto, cluster, fused, columns"},
     {function () cat.lu(A, {stream = 3}) end, "lu: stream must be a cuda.stream, got number"},
     {function () cat.solve(A, cuda.array("float32", {3, 2})) end, "solve: B is 3x2 but A is 4x4: B must have 4 rows"},
     {function () cat.solve(A, cuda.array("float32", 6)) end, "solve: B is 1%-D with 6 elements, not a multiple of n = 4"},

@@ -36,7 +36,7 @@ local devs = {}
 local cur = 0
 local function device(o)
   o = o or cur
-  devs[o] = devs[o] or {ordinal = o, major = 9, minor = 0,
+  devs[o] = devs[o] or {ordinal = o, major = 8, minor = 0,   -- 8.0: no clusters, the fused panel (mocked)
     can_access_peer = function (self, other) return PEER end,
     enable_peer_access = function () end,
     use = function (self) cur = self.ordinal end}

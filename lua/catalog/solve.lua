@@ -18,10 +18,12 @@ local matmul = require("culua.catalog.matmul").matmul
 local M = {}
 
 local methods = {"lu", "seed"}
-local panels = {"fused", "columns"}
+local panels = {"auto", "cluster", "fused", "columns"}
 local DEFAULT_BLOCK = 64        -- panel width: not yet measured (bench/solve.lua sweeps it)
 local MAXBLOCK = 128            -- kernels/solve.cu's MAXBLOCK
 local PANEL_THREADS = 256       -- kernels/solve.cu's PANEL_WARPS * 32
+local CPANEL_THREADS = 512      -- kernels/solve.cu's CPANEL_THREADS
+local CLUSTER_MAX = 16          -- the largest cluster (non-portable; 8 is portable)
 local PANEL_SLOT = 2 + MAXBLOCK -- kernels/solve.cu's PANEL_SLOT
 local BARRIER_WORDS = 2176      -- culua/barrier.cuh's CULUA_BARRIER_WORDS
 
@@ -86,7 +88,7 @@ local function check_method(fname, opts)
 end
 
 local function check_panel(fname, opts)
-  return core.one_of(fname, "panel", opts.panel or "fused", panels)
+  return core.one_of(fname, "panel", opts.panel or "auto", panels)
 end
 
 -- devices = {...} and peer: checked before the arrays (so that misuse fails alike without a
@@ -243,9 +245,159 @@ local function panel_fused(K, dev, stream, n, A, ipiv, status, ld)
   end
 end
 
+-- the cluster panel's limits on a device, per kernel (dtype): the largest cluster that
+-- fits with every block's shared memory at its most, and the bytes of rows a block
+-- keeps; false where clusters cannot run (before compute capability 9.0, or a driver
+-- without cuLaunchKernelEx)
+local cluster_limits = setmetatable({}, {__mode = "k"})
+local function cluster_fit(K, dev)
+  if dev.major < 9 then return false end
+  local k = K("panel_cluster")
+  local lim = cluster_limits[k]
+  if lim ~= nil then return lim end
+  lim = false
+  do
+    local static = k:attributes().shared_size_bytes
+    local bytes = dev:attribute("max_shared_memory_per_block_optin") - static
+    k:set_max_dynamic_shared(bytes)
+    for _, c in ipairs{CLUSTER_MAX, 8} do
+      local ok, most = pcall(k.max_active_clusters, k, {block = CPANEL_THREADS, cluster = c, shared = bytes})
+      if ok and most >= 1 then lim = {cluster = c, bytes = bytes}; break end
+    end
+  end
+  cluster_limits[k] = lim
+  return lim
+end
+
+-- the cluster panel's knobs, for benchmarks and tests: rows a block at least (fewer rows
+-- take fewer blocks), a cap on the shared memory of rows a block (nil: all there is;
+-- a small cap leaves most rows in A), and the look-ahead (false: one stream)
+M.tune = {cluster_rows = 256, cluster_bytes = nil, lookahead = true}
+
+-- panel = "cluster": the whole panel in one thread-block cluster, its rows in the blocks'
+-- shared memory (those that do not fit stay in A), a cluster barrier a column
+local function panel_cluster(K, dev, stream, n, A, ipiv, status, ld)
+  local k = K("panel_cluster")
+  local lim = cluster_fit(K, dev)
+  local esize = A.dtype == "float32" and 4 or 8
+  local fused
+  ld = ld or n
+  return function (j0, jb, coff)
+    local m = n - j0
+    local c = math.max(1, math.min(lim.cluster, ceil_div(m, M.tune.cluster_rows)))
+    local rowbytes = ((jb + 3) // 4 * 4) * esize + 16   -- kernels/solve.cu's jst values
+    local rows = ceil_div(m, c)
+    local ks = math.min(rows, math.min(lim.bytes, M.tune.cluster_bytes or lim.bytes) // rowbytes)
+    -- a panel whose rows are over a quarter in A (L2's speed) goes to the fused panel, which
+    -- is as fast there (measured: float64 16384 x 64, 58% of the rows in A: 38 us a column,
+    -- fused 14.5; float32, 18%: 13.7 and 13.9), unless a test asked for a cap
+    if ks < 0.75 * rows and not M.tune.cluster_bytes then
+      fused = fused or panel_fused(K, dev, stream, n, A, ipiv, status, ld)
+      return fused(j0, jb, coff)
+    end
+    k:launch({grid = c, block = CPANEL_THREADS, cluster = c, shared = ks * rowbytes, stream = stream},
+             n, j0, jb, A, ld, coff or 0, ipiv, status, ks)
+  end
+end
+
+-- the panel factorization a kind names, for a device: "auto" is the cluster panel where
+-- clusters run, else the fused one
+local function panel_maker(fname, kind, K, dev)
+  if kind == "columns" then return panel_columns end
+  if kind == "fused" then return panel_fused end
+  if cluster_fit(K, dev) then return panel_cluster end
+  if kind == "cluster" then
+    fail(fname, "panel = 'cluster' needs thread-block clusters (compute capability 9.0 and a driver with cuLaunchKernelEx); device %d is %d.%d",
+         dev.ordinal, dev.major, dev.minor)
+  end
+  return panel_fused
+end
+
+-- for bench/solve_profile.lua: the panel factorization of a kind, factor(j0, jb [, coff])
+-- (rows j0..n-1 of A, leading dimension ld, n by default)
+function M.panel_factor(kind, dev, stream, n, A, ipiv, status, ld)
+  local K = kernels(dev, A.dtype)
+  return panel_maker("lu", kind, K, dev)(K, dev, stream, n, A, ipiv, status, ld)
+end
+
+local function event_on(dev)
+  local cur = cuda.device()
+  if cur.ordinal == dev.ordinal then return cuda.event{timing = false} end
+  dev:use()
+  local ok, e = pcall(cuda.event, {timing = false})
+  cur:use()
+  if not ok then error(e, 0) end
+  return e
+end
+
+-- a stream of dev; priority -1 (above the default 0) where the device has priorities
+local function stream_on(dev, priority)
+  local ok, st = pcall(cuda.stream, {device = dev.ordinal, non_blocking = true, priority = priority})
+  if ok then return st end
+  return cuda.stream{device = dev.ordinal, non_blocking = true}
+end
+
+-- the one-GPU look-ahead's streams and events, kept a device: S (the swaps, the triangular
+-- solves, the updates) and Q (the panels, at a higher priority)
+local function lookahead_state(dev)
+  local st = core.device_state("solve_lookahead", dev)
+  if not st.S then
+    st.S, st.Q = stream_on(dev), stream_on(dev, -1)
+    st.start, st.ready, st.u, st.done = event_on(dev), event_on(dev), event_on(dev), event_on(dev)
+  end
+  return st
+end
+
+--[[
+** Blocked LU with look-ahead (the cluster panel's, which leaves most multiprocessors
+** free): panel k + 1 is factored on Q as soon as its columns have step k's update,
+** while S goes on with the rest of step k's update. Step k on S: wait for panel k
+** (`ready`), its swaps on the other columns, the block row of U, the update of panel
+** k + 1's columns (then `u`, which Q waits for), the update of the columns right of
+** them. Q and S touch disjoint columns between those events; the caller's stream
+** waits for the end (with no stream given, the host does: lu reads its status then).
+]]
+local function lu_lookahead(K, dev, stream, n, nb, A, ipiv, status, make)
+  local st = lookahead_state(dev)
+  local S, Q = st.S, st.Q
+  st.start:record(stream)
+  S:wait(st.start)
+  Q:wait(st.start)
+  local factor = make(K, dev, Q, n, A, ipiv, status)
+  local laswp = K("laswp")
+  factor(0, math.min(nb, n))
+  st.ready:record(Q)
+  for j0 = 0, n - 1, nb do
+    local jb = math.min(nb, n - j0)
+    local jend = j0 + jb
+    S:wait(st.ready)
+    if n > jb then
+      laswp:launch({grid = grid_for(n - jb, 256, dev), block = 256, stream = S}, n, n, j0, jend, j0, jend, ipiv, A)
+    end
+    if jend < n then
+      local rest = n - jend
+      local nxt = math.min(nb, rest)
+      trsm(K, "lower", S, jb, rest, A, j0 * n + j0, n, A, j0 * n + jend, n)
+      gemm_sub(K, A.dtype, S, rest, nxt, jb, A, jend * n + j0, n, A, j0 * n + jend, n, A, jend * n + jend, n)
+      st.u:record(S)
+      Q:wait(st.u)
+      factor(jend, nxt)
+      st.ready:record(Q)
+      gemm_sub(K, A.dtype, S, rest, rest - nxt, jb, A, jend * n + j0, n, A, j0 * n + jend + nxt, n,
+               A, jend * n + jend + nxt, n)
+    end
+  end
+  st.done:record(S)
+  if stream then stream:wait(st.done) else st.done:synchronize() end
+end
+
 -- blocked right-looking LU of the n x n A in place, pivots into ipiv (0-based rows, 1-based values)
-local function lu_blocked(K, dev, stream, n, nb, A, ipiv, status, panel_kind)
-  local factor = (panel_kind == "columns" and panel_columns or panel_fused)(K, dev, stream, n, A, ipiv, status)
+local function lu_blocked(fname, K, dev, stream, n, nb, A, ipiv, status, panel_kind)
+  local make = panel_maker(fname, panel_kind, K, dev)
+  if make == panel_cluster and n > nb and M.tune.lookahead ~= false then
+    return lu_lookahead(K, dev, stream, n, nb, A, ipiv, status, make)
+  end
+  local factor = make(K, dev, stream, n, A, ipiv, status)
   local laswp = K("laswp")
   for j0 = 0, n - 1, nb do
     local jb = math.min(nb, n - j0)
@@ -330,18 +482,6 @@ local function transport(info, peer, a, b)
 end
 
 -- an event of device dev (cuda.event makes them on the current device, which stays as it was)
-local function event_on(dev)
-  local cur = cuda.device()
-  if cur.ordinal == dev.ordinal then return cuda.event{timing = false} end
-  dev:use()
-  local ok, e = pcall(cuda.event, {timing = false})
-  cur:use()
-  if not ok then error(e, 0) end
-  return e
-end
-
-local function stream_on(dev) return cuda.stream{device = dev.ordinal, non_blocking = true} end
-
 -- src (on stream sa) to dst (on stream sb, after sa's work so far): peer or local copies,
 -- or through hbuf (pinned, as many elements as dst) by the host
 local function move(t, src, sa, ev, dst, sb, hbuf)
@@ -398,7 +538,7 @@ local function shares_on(list, G, dev0, dt, info, peer)
     used[d.ordinal] = (used[d.ordinal] or 0) + 1
     local k = slots[used[d.ordinal]]
     if not k then
-      k = {S = stream_on(d), Q = stream_on(d), ready = event_on(d), u = event_on(d), done = event_on(d),
+      k = {S = stream_on(d), Q = stream_on(d, -1), ready = event_on(d), u = event_on(d), done = event_on(d),
            recv = event_on(d)}
       slots[used[d.ordinal]] = k
     end
@@ -458,13 +598,12 @@ end
 ** after every share took panel k (each owner between factored after its S took k; o's S
 ** waited for them all, and o's Q waits for o's S); the pinned copy likewise (k + G).
 ]]
-local lu_multi = closing(function (owned, dev0, ustream, n, nb, dt, A, ipiv, pk, list, peer, info)
+local lu_multi = closing(function (owned, fname, dev0, ustream, n, nb, dt, A, ipiv, pk, list, peer, info)
   local P = ceil_div(n, nb)
   local G = math.min(#list, P)   -- a share beyond the panels would have no columns
   info.shares = G
   local sh = shares_on(list, G, dev0, dt, info, peer)
   local HS, hev = home_stream(dev0, ustream)
-  local make = pk == "columns" and panel_columns or panel_fused
   local buf_size = nb + n * nb
   for g = 1, G do
     local s = sh[g]
@@ -477,7 +616,7 @@ local lu_multi = closing(function (owned, dev0, ustream, n, nb, dt, A, ipiv, pk,
     s.ipiv = keep(owned, cuda.array("int32", n, o))
     s.SB = {keep(owned, cuda.array(dt, buf_size, o)), keep(owned, cuda.array(dt, buf_size, o))}
     s.RB = keep(owned, cuda.array(dt, buf_size, o))
-    s.factor = make(s.K, s.dev, s.Q, n, s.L, s.ipiv, s.status, nloc)
+    s.factor = panel_maker(fname, pk, s.K, s.dev)(s.K, s.dev, s.Q, n, s.L, s.ipiv, s.status, nloc)
     for h = 1, G do
       if transport(info, peer, s.dev.ordinal, sh[h].dev.ordinal) == "host" then
         s.HB = s.HB or keep(owned, pinned(dt, buf_size))
@@ -696,9 +835,9 @@ end
 -- bad pivot
 local function factor(fname, K, dev, stream, n, nb, A, ipiv, status, pk, multi, list, peer, info)
   if multi then
-    pivot_verdict(fname, lu_multi(dev, stream, n, nb, A.dtype, A, ipiv, pk, list, peer, info))
+    pivot_verdict(fname, lu_multi(fname, dev, stream, n, nb, A.dtype, A, ipiv, pk, list, peer, info))
   else
-    lu_blocked(K, dev, stream, n, nb, A, ipiv, status, pk)
+    lu_blocked(fname, K, dev, stream, n, nb, A, ipiv, status, pk)
     check_pivots(fname, stream, status)
   end
 end
@@ -711,8 +850,10 @@ local function devices_plan(list, dev)
 end
 
 -- cuda.catalog.lu(A [, opts]) -> ipiv (int32, n, 1-based), info: P*A = L*U in place
---   opts: method ("lu" | "seed"), block (panel width 1..128), panel ("fused": one
---         launch a panel, the default | "columns": a launch a column), stream,
+--   opts: method ("lu" | "seed"), block (panel width 1..128), panel ("auto", the default:
+--         "cluster" where the device has clusters, else "fused" | "cluster": a panel in one
+--         thread-block cluster | "fused": one cooperative launch a panel | "columns": a
+--         launch a column), stream,
 --         devices (a list of ordinals: several GPUs), peer (false: stage through the host)
 --   info: devices (the list), shares, transfer ("local" | "peer" | "host"), pairs, why
 function M.lu(A, opts)
@@ -864,7 +1005,7 @@ M.info = {
   methods = methods,
   dtypes = {"float32", "float64"},
   knobs = {block = "panel width 1.." .. MAXBLOCK .. " (default " .. DEFAULT_BLOCK .. ")",
-           panel = "fused (one launch a panel, the default) | columns (a launch a column)",
+           panel = "auto (cluster where the device has thread-block clusters, else fused; the default) | cluster (a panel in one cluster, its rows in shared memory) | fused (one cooperative launch a panel) | columns (a launch a column)",
            devices = "a list of device ordinals (repeats: shares of one GPU); peer = false stages through the host"},
   default = "lu",
 }
