@@ -253,7 +253,8 @@ local function gpu_tests()
   -- look-ahead (the panels on a stream of their own): 3000 rows take 12 blocks; with its
   -- knobs (solve.tune) set, also clusters of 16 blocks of a few rows, blocks that keep
   -- 8 KiB of rows (the rest of the panel in A: 3000 x 128 floats are 15 rows a block in
-  -- shared memory, 173 in A), and one stream (no look-ahead)
+  -- shared memory, 173 in A), one stream (no look-ahead), and a block of 128 split in
+  -- two panels of 64 (LAPACK's recursive getrf2, one level)
   local tune = require("culua.catalog.solve").tune
   local clusters = cuda.device():attribute("compute_capability_major") >= 9
   local variants = {{panel = "fused"}}
@@ -262,6 +263,7 @@ local function gpu_tests()
     variants[3] = {panel = "cluster", rows = 16, label = "cluster, 16 rows a block"}
     variants[4] = {panel = "cluster", bytes = 8192, label = "cluster, 8 KiB of rows a block"}
     variants[5] = {panel = "cluster", nola = true, label = "cluster, no look-ahead"}
+    variants[6] = {panel = "cluster", split = 64, label = "cluster, split past 64 columns"}
   else
     T.error_like(function () cat.lu(cuda.array("float32", {4, 4}):fill(1), {panel = "cluster"}) end,
                  "cuda%.catalog%.lu: panel = 'cluster' needs thread%-block clusters %(compute capability 9%.0",
@@ -281,9 +283,12 @@ local function gpu_tests()
       if T.share() then
         local what = ("%s lu random %d, block %d, %s panel"):format(dt, n, nb, v.label or v.panel)
         local dA = device_of(hA)
+        local saved = {}
+        for key, val in pairs(tune) do saved[key] = val end
         tune.cluster_rows, tune.cluster_bytes, tune.lookahead = v.rows or 256, v.bytes, not v.nola
+        tune.split_at = v.split or tune.split_at
         local ok, piv = pcall(cat.lu, dA, {block = nb, panel = v.panel})
-        tune.cluster_rows, tune.cluster_bytes, tune.lookahead = 256, nil, true
+        for key in pairs(tune) do tune[key] = saved[key] end
         if not ok then error(piv, 0) end
         local hpiv = to_host(piv)
         local want = rpiv or to_host(cat.lu(device_of(hA), {block = nb, panel = "columns"}))

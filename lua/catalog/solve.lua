@@ -271,8 +271,12 @@ end
 
 -- the cluster panel's knobs, for benchmarks and tests: rows a block at least (fewer rows
 -- take fewer blocks), a cap on the shared memory of rows a block (nil: all there is;
--- a small cap leaves most rows in A), and the look-ahead (false: one stream)
-M.tune = {cluster_rows = 256, cluster_bytes = nil, lookahead = true}
+-- a small cap leaves most rows in A), the look-ahead (false: one stream), and the widest
+-- panel the cluster panel factors in one launch (a wider block is split in halves; none
+-- is by default: split_at = 64 with block = 128 measured 0.68x cuSOLVER at n = 16384 on
+-- an H100, against 0.59x for block 64, but the several-GPU LU with it has not run on a
+-- GPU yet)
+M.tune = {cluster_rows = 256, cluster_bytes = nil, lookahead = true, split_at = MAXBLOCK}
 
 -- panel = "cluster": the whole panel in one thread-block cluster, its rows in the blocks'
 -- shared memory (those that do not fit stay in A), a cluster barrier a column
@@ -349,6 +353,47 @@ local function lookahead_state(dev)
 end
 
 --[[
+** A panel of columns [j0, j0 + jb) wider than `base`, factored as two halves (LAPACK's
+** recursive getrf2, one level a call): the left half; its swaps on the right half's
+** columns, the right half's block row of U (trsm) and its update below (matmul); the
+** right half; its swaps on the left half's columns. The trailing update then runs with
+** k = the whole block (matmul's speed grows with k), each panel launch at a half's width.
+** A has leading dimension ld (n by default); column c of the panel is at c + coff in its
+** rows, as for the panel kernels (a share's columns, in the several-GPU LU).
+]]
+local function split_panel(K, stream, n, A, ipiv, factor, base, ld)
+  ld = ld or n
+  local laswp = K("laswp")
+  local function swaps(c0, c1, i0, i1)   -- pivots i0..i1-1 on the columns [c0, c1) of A's rows
+    laswp:launch({grid = ceil_div(c1 - c0, 256), block = 256, stream = stream},
+                 c1 - c0, ld, 0, 0, i0, i1, ipiv, view(A, c0, (n - 1) * ld + (c1 - c0)))
+  end
+  local function split(j0, jb, coff)
+    coff = coff or 0
+    if jb <= base then return factor(j0, jb, coff) end
+    local h = jb // 2
+    local mid, jend = j0 + h, j0 + jb
+    split(j0, h, coff)
+    swaps(mid + coff, jend + coff, j0, mid)
+    trsm(K, "lower", stream, h, jend - mid, A, j0 * ld + j0 + coff, ld, A, j0 * ld + mid + coff, ld)
+    gemm_sub(K, A.dtype, stream, n - mid, jend - mid, h, A, mid * ld + j0 + coff, ld, A, j0 * ld + mid + coff, ld,
+             A, mid * ld + mid + coff, ld)
+    split(mid, jend - mid, coff)
+    swaps(j0 + coff, mid + coff, mid, jend)
+  end
+  return split
+end
+
+-- the panel factorization of a kind on a stream, split in halves past M.tune.split_at
+-- columns when it is the cluster panel (whose launches are cheapest narrow)
+local function panel_factory(fname, kind, K, dev, stream, n, A, ipiv, status, ld)
+  local make = panel_maker(fname, kind, K, dev)
+  local factor = make(K, dev, stream, n, A, ipiv, status, ld)
+  if make ~= panel_cluster then return factor, make end
+  return split_panel(K, stream, n, A, ipiv, factor, M.tune.split_at, ld), make
+end
+
+--[[
 ** Blocked LU with look-ahead (the cluster panel's, which leaves most multiprocessors
 ** free): panel k + 1 is factored on Q as soon as its columns have step k's update,
 ** while S goes on with the rest of step k's update. Step k on S: wait for panel k
@@ -357,13 +402,13 @@ end
 ** them. Q and S touch disjoint columns between those events; the caller's stream
 ** waits for the end (with no stream given, the host does: lu reads its status then).
 ]]
-local function lu_lookahead(K, dev, stream, n, nb, A, ipiv, status, make)
+local function lu_lookahead(fname, K, dev, stream, n, nb, A, ipiv, status, kind)
   local st = lookahead_state(dev)
   local S, Q = st.S, st.Q
   st.start:record(stream)
   S:wait(st.start)
   Q:wait(st.start)
-  local factor = make(K, dev, Q, n, A, ipiv, status)
+  local factor = panel_factory(fname, kind, K, dev, Q, n, A, ipiv, status)
   local laswp = K("laswp")
   factor(0, math.min(nb, n))
   st.ready:record(Q)
@@ -393,11 +438,10 @@ end
 
 -- blocked right-looking LU of the n x n A in place, pivots into ipiv (0-based rows, 1-based values)
 local function lu_blocked(fname, K, dev, stream, n, nb, A, ipiv, status, panel_kind)
-  local make = panel_maker(fname, panel_kind, K, dev)
-  if make == panel_cluster and n > nb and M.tune.lookahead ~= false then
-    return lu_lookahead(K, dev, stream, n, nb, A, ipiv, status, make)
+  if panel_maker(fname, panel_kind, K, dev) == panel_cluster and n > nb and M.tune.lookahead ~= false then
+    return lu_lookahead(fname, K, dev, stream, n, nb, A, ipiv, status, panel_kind)
   end
-  local factor = make(K, dev, stream, n, A, ipiv, status)
+  local factor = panel_factory(fname, panel_kind, K, dev, stream, n, A, ipiv, status)
   local laswp = K("laswp")
   for j0 = 0, n - 1, nb do
     local jb = math.min(nb, n - j0)
@@ -616,7 +660,7 @@ local lu_multi = closing(function (owned, fname, dev0, ustream, n, nb, dt, A, ip
     s.ipiv = keep(owned, cuda.array("int32", n, o))
     s.SB = {keep(owned, cuda.array(dt, buf_size, o)), keep(owned, cuda.array(dt, buf_size, o))}
     s.RB = keep(owned, cuda.array(dt, buf_size, o))
-    s.factor = panel_maker(fname, pk, s.K, s.dev)(s.K, s.dev, s.Q, n, s.L, s.ipiv, s.status, nloc)
+    s.factor = panel_factory(fname, pk, s.K, s.dev, s.Q, n, s.L, s.ipiv, s.status, nloc)
     for h = 1, G do
       if transport(info, peer, s.dev.ordinal, sh[h].dev.ordinal) == "host" then
         s.HB = s.HB or keep(owned, pinned(dt, buf_size))
