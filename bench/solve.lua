@@ -6,7 +6,7 @@
 -- BLOCKS: panel widths to time, "64" or "32,64,128" (default: the catalog's
 -- default alone); SIZES: "8192,16384" (the default); PANELS: the panel
 -- factorizations to time, "auto" (the default) or "cluster,fused,columns";
--- "cluster:128" sets the cluster panel's least rows a block (solve.tune); a suffix
+-- "cluster:128" sets the cluster panel's most rows a block (solve.tune); a suffix
 -- "+nola" turns the look-ahead off, "+split" splits blocks over 64 columns in halves.
 -- DEVICES: "0,1" (or "all") also times float32 lu + lu_solve with devices =
 -- that list (peer copies where the pair allows; "0,1:host" forces pinned-host
@@ -99,7 +99,7 @@ for _, dt in ipairs{"float32", "float64"} do
     end
     for _, nb in ipairs(BLOCKS) do for _, panel in ipairs(PANELS) do
       local opts = {block = nb or nil}
-      -- "cluster:R": the cluster panel with at least R rows a block (solve.tune.cluster_rows)
+      -- "cluster:R": the cluster panel with at most R rows a block (solve.tune.cluster_rows)
       local pname, rows = panel:match("^(%a+):(%d+)")
       tune.cluster_rows = rows and math.tointeger(tonumber(rows)) or 256
       -- "+nola": no look-ahead (one stream); "+split": a block over 64 split in halves

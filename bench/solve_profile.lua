@@ -1,7 +1,8 @@
 -- bench/solve_profile.lua: where cuda.catalog.lu's time goes on one GPU. The blocked LU's
--- steps as lua/catalog/solve.lua takes them (the fused panel, the row swaps, the triangular
--- solve, the trailing update through cuda.catalog.matmul), with events around each kind of
--- step, summed over the panels; the second of two runs is printed.
+-- steps (the panel, the row swaps, the triangular solve, the trailing update through
+-- cuda.catalog.matmul) on one stream, one after the other, with events around each kind of
+-- step, summed over the panels; the second of two runs is printed. (lu itself overlaps the
+-- panels with the updates when the panel is the cluster's: the look-ahead; not here.)
 --   culua bench/solve_profile.lua [N [BLOCK [DTYPE [TMA [PANEL]]]]]
 -- N 8192, BLOCK 64, DTYPE float32; TMA "on" | "off" | "auto" (the update's matmul option
 -- tma: true, false or nil, the default); PANEL the lu option panel ("auto", the default,

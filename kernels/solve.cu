@@ -316,7 +316,8 @@ __device__ void panel_fused (int n, int j0, int jb, T *A, int ld, int coff, int 
 ** A thread a row: it updates the row's values right of j a segment of 4 at a
 ** time (16-byte shared-memory accesses; a row in shared memory is jbs = jb
 ** rounded up to 4 values, its padding zero, then 16 bytes more, so that the
-** rows of a warp's threads fall on different banks). The per-column work
+** rows of a warp's threads fall on different banks: always in float64, in
+** float32 when jbs is a multiple of 8, as the default block's is). The per-column work
 ** that is not a row's (the block's best candidate, the posts, the pivot) is
 ** one warp's, so that it is not paid once a warp. A block's posts (its best
 ** candidate with that row's values, and row j's values from the block holding
@@ -354,8 +355,12 @@ __device__ __forceinline__ P *cluster_map (P *p, unsigned rank) {
 ** kernel's blocks exchange, and they are in shared memory.
 */
 __device__ __forceinline__ void cluster_sync () {
+#if __CUDACC_VER_MAJOR__ > 12 || (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ >= 8)
   asm volatile("fence.release.sync_restrict::shared::cta.cluster;\n\t"
                "barrier.cluster.arrive.relaxed.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+#else   /* .sync_restrict is PTX ISA 8.6: older compilers get the barrier's own release */
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+#endif
 }
 #endif
 
@@ -470,18 +475,19 @@ __device__ void panel_cluster (int n, int j0, int jb, T *A, int ld, int coff, in
       if (p >= n) p = j;   /* cannot happen: row j is a candidate */
       const cpost<T> *po = cluster_map(&P, (p - j0) % C), *pj = cluster_map(&P, jj % C);
       for (int c = lane; c < jbs; c += 32) { prow[c] = po->cand[c]; jrow[c] = pj->jrow[c]; }
-      if (lane == 0) {
-        spiv = p;
-        if (b == 0) {
-          ipiv[j] = p + 1;
-          const T pv = po->cand[jj];   /* the status word is written once, at the end */
-          if (bad == 0) bad = pv == T(0) ? j + 1 : !isfinite((double)pv) ? -(j + 1) : 0;
-        }
-      }
+      if (lane == 0) spiv = p;
     }
-    __syncthreads();   /* prow, jrow and spiv are rewritten only after the next cluster barrier */
+    /* prow, jrow and spiv are rewritten only after the next cluster barrier. Every value read
+       from another block is stored here before this barrier, so those reads are done before
+       this block arrives at the next cluster barrier (the posts' second buffer and the last
+       barrier before exit rely on it) */
+    __syncthreads();
     const int p = spiv;
     const T pv = prow[jj], aj = jrow[jj];
+    if (b == 0 && tid == 0) {
+      ipiv[j] = p + 1;
+      if (bad == 0) bad = pv == T(0) ? j + 1 : !isfinite((double)pv) ? -(j + 1) : 0;   /* written at the end */
+    }
 
     /* the block's rows below j: eliminated; row j the pivot row, row p row j's old values */
     best = -1.0;

@@ -247,23 +247,25 @@ local function gpu_tests()
   -- the factors through the reference's substitution and through lu_solve. Under
   -- compute-sanitizer 1500 rows (94 blocks a panel at first: still many), 700 under the
   -- slower initcheck (44 blocks), 400 under racecheck (25; the cluster panel's variants
-  -- there still take 16 blocks, and rows in A)
+  -- there take 2 blocks, 16 with 16 rows a block, and rows in A with 8 KiB)
   --
   -- The same for the cluster panel (compute capability 9.0), the default there with the
   -- look-ahead (the panels on a stream of their own): 3000 rows take 12 blocks; with its
   -- knobs (solve.tune) set, also clusters of 16 blocks of a few rows, blocks that keep
   -- 8 KiB of rows (the rest of the panel in A: 3000 x 128 floats are 15 rows a block in
-  -- shared memory, 173 in A), one stream (no look-ahead), and a block of 128 split in
-  -- two panels of 64 (LAPACK's recursive getrf2, one level)
+  -- shared memory, 235 in A), the same handing panels with over a quarter of their rows
+  -- in A to the fused kernel (on the look-ahead's stream), one stream (no look-ahead), and
+  -- a block of 128 split in two panels of 64 (LAPACK's recursive getrf2, one level)
   local tune = require("culua.catalog.solve").tune
   local clusters = cuda.device():attribute("compute_capability_major") >= 9
   local variants = {{panel = "fused"}}
   if clusters then
     variants[2] = {panel = "cluster"}
     variants[3] = {panel = "cluster", rows = 16, label = "cluster, 16 rows a block"}
-    variants[4] = {panel = "cluster", bytes = 8192, label = "cluster, 8 KiB of rows a block"}
+    variants[4] = {panel = "cluster", bytes = 8192, spill = 1, label = "cluster, 8 KiB of rows a block"}
     variants[5] = {panel = "cluster", nola = true, label = "cluster, no look-ahead"}
     variants[6] = {panel = "cluster", split = 64, label = "cluster, split past 64 columns"}
+    variants[7] = {panel = "cluster", bytes = 8192, label = "cluster, 8 KiB of rows a block, fused past a quarter in A"}
   else
     T.error_like(function () cat.lu(cuda.array("float32", {4, 4}):fill(1), {panel = "cluster"}) end,
                  "cuda%.catalog%.lu: panel = 'cluster' needs thread%-block clusters %(compute capability 9%.0",
@@ -286,7 +288,7 @@ local function gpu_tests()
         local saved = {}
         for key, val in pairs(tune) do saved[key] = val end
         tune.cluster_rows, tune.cluster_bytes, tune.lookahead = v.rows or 256, v.bytes, not v.nola
-        tune.split_at = v.split or tune.split_at
+        tune.split_at, tune.cluster_spill = v.split or tune.split_at, v.spill or tune.cluster_spill
         local ok, piv = pcall(cat.lu, dA, {block = nb, panel = v.panel})
         for key in pairs(tune) do tune[key] = saved[key] end
         if not ok then error(piv, 0) end

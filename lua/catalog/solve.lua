@@ -269,14 +269,15 @@ local function cluster_fit(K, dev)
   return lim
 end
 
--- the cluster panel's knobs, for benchmarks and tests: rows a block at least (fewer rows
--- take fewer blocks), a cap on the shared memory of rows a block (nil: all there is;
--- a small cap leaves most rows in A), the look-ahead (false: one stream), and the widest
+-- the cluster panel's knobs, for benchmarks and tests: rows a block at most (until the
+-- cluster has 16 blocks; fewer rows take fewer blocks), a cap on the shared memory of rows
+-- a block (nil: all there is; a small cap leaves most rows in A), the share of a panel's
+-- rows in A past which the fused panel takes it, the look-ahead (false: one stream), and the widest
 -- panel the cluster panel factors in one launch (a wider block is split in halves; none
 -- is by default: split_at = 64 with block = 128 measured 0.68x cuSOLVER at n = 16384 on
 -- an H100, against 0.59x for block 64, but the several-GPU LU with it has not run on a
 -- GPU yet)
-M.tune = {cluster_rows = 256, cluster_bytes = nil, lookahead = true, split_at = MAXBLOCK}
+M.tune = {cluster_rows = 256, cluster_bytes = nil, cluster_spill = 0.25, lookahead = true, split_at = MAXBLOCK}
 
 -- panel = "cluster": the whole panel in one thread-block cluster, its rows in the blocks'
 -- shared memory (those that do not fit stay in A), a cluster barrier a column
@@ -294,8 +295,8 @@ local function panel_cluster(K, dev, stream, n, A, ipiv, status, ld)
     local ks = math.min(rows, math.min(lim.bytes, M.tune.cluster_bytes or lim.bytes) // rowbytes)
     -- a panel whose rows are over a quarter in A (L2's speed) goes to the fused panel, which
     -- is as fast there (measured: float64 16384 x 64, 58% of the rows in A: 38 us a column,
-    -- fused 14.5; float32, 18%: 13.7 and 13.9), unless a test asked for a cap
-    if ks < 0.75 * rows and not M.tune.cluster_bytes then
+    -- fused 14.5; float32, 18%: 13.7 and 13.9)
+    if ks < (1 - M.tune.cluster_spill) * rows then
       fused = fused or panel_fused(K, dev, stream, n, A, ipiv, status, ld)
       return fused(j0, jb, coff)
     end
@@ -362,7 +363,7 @@ end
 ** rows, as for the panel kernels (a share's columns, in the several-GPU LU).
 ]]
 local function split_panel(K, stream, n, A, ipiv, factor, base, ld)
-  ld = ld or n
+  ld, base = ld or n, math.max(base, 1)
   local laswp = K("laswp")
   local function swaps(c0, c1, i0, i1)   -- pivots i0..i1-1 on the columns [c0, c1) of A's rows
     laswp:launch({grid = ceil_div(c1 - c0, 256), block = 256, stream = stream},
@@ -395,7 +396,7 @@ end
 
 --[[
 ** Blocked LU with look-ahead (the cluster panel's, which leaves most multiprocessors
-** free): panel k + 1 is factored on Q as soon as its columns have step k's update,
+** free; a panel it hands to the fused kernel does not, and then waits its turn): panel k + 1 is factored on Q as soon as its columns have step k's update,
 ** while S goes on with the rest of step k's update. Step k on S: wait for panel k
 ** (`ready`), its swaps on the other columns, the block row of U, the update of panel
 ** k + 1's columns (then `u`, which Q waits for), the update of the columns right of
