@@ -256,14 +256,11 @@ local function cluster_fit(K, dev)
   local lim = cluster_limits[k]
   if lim ~= nil then return lim end
   lim = false
-  do
-    local static = k:attributes().shared_size_bytes
-    local bytes = dev:attribute("max_shared_memory_per_block_optin") - static
-    k:set_max_dynamic_shared(bytes)
-    for _, c in ipairs{CLUSTER_MAX, 8} do
-      local ok, most = pcall(k.max_active_clusters, k, {block = CPANEL_THREADS, cluster = c, shared = bytes})
-      if ok and most >= 1 then lim = {cluster = c, bytes = bytes}; break end
-    end
+  local bytes = dev:attribute("max_shared_memory_per_block_optin") - k:attributes().shared_size_bytes
+  k:set_max_dynamic_shared(bytes)
+  for _, c in ipairs{CLUSTER_MAX, 8} do
+    local ok, most = pcall(k.max_active_clusters, k, {block = CPANEL_THREADS, cluster = c, shared = bytes})
+    if ok and most >= 1 then lim = {cluster = c, bytes = bytes}; break end
   end
   cluster_limits[k] = lim
   return lim
