@@ -27,6 +27,7 @@ for s in (arg[3] or "8192,16384"):gmatch("%d+") do SIZES[#SIZES + 1] = math.toin
 local PANELS = {}
 for p in (arg[4] or "auto"):gmatch("[%a:%d+]+") do PANELS[#PANELS + 1] = p end
 local tune = require("culua.catalog.solve").tune
+local ROWS0, SPLIT0 = tune.cluster_rows, tune.split_at   -- the defaults
 local DEVICES, PEER
 if arg[5] and arg[5] ~= "" then
   DEVICES = {}
@@ -101,10 +102,10 @@ for _, dt in ipairs{"float32", "float64"} do
       local opts = {block = nb or nil}
       -- "cluster:R": the cluster panel with at most R rows a block (solve.tune.cluster_rows)
       local pname, rows = panel:match("^(%a+):(%d+)")
-      tune.cluster_rows = rows and math.tointeger(tonumber(rows)) or 256
+      tune.cluster_rows = rows and math.tointeger(tonumber(rows)) or ROWS0
       -- "+nola": no look-ahead (one stream); "+split": a block over 64 split in halves
       tune.lookahead = not panel:match("%+nola")
-      tune.split_at = panel:match("%+split") and 64 or 128
+      tune.split_at = panel:match("%+split") and 64 or SPLIT0
       pname = pname or panel:match("^(%a+)")
       local lopts = {block = nb or nil, panel = pname or panel}
       local what = ("%s n = %d block %s %s"):format(dt, n, nb or "default", panel)

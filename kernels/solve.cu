@@ -47,12 +47,18 @@ __device__ __forceinline__ bool better (double a, int ia, double b, int ib) {
   return a > b || (a == b && ia < ib);
 }
 
+/* pivot i's verdict: i + 1 when it is zero, -(i + 1) when not finite, 0 when fine */
+template <typename T>
+__device__ __forceinline__ int pivot_verdict (int i, T pv) {
+  return pv == T(0) ? i + 1 : !isfinite((double)pv) ? -(i + 1) : 0;
+}
+
 /* a pivot's verdict into the status word, unless an earlier one is there */
 template <typename T>
 __device__ __forceinline__ void note_pivot (int *status, int i, T pv) {
   if (*status != 0) return;
-  if (pv == T(0)) *status = i + 1;
-  else if (!isfinite((double)pv)) *status = -(i + 1);
+  const int v = pivot_verdict(i, pv);
+  if (v != 0) *status = v;
 }
 
 
@@ -317,9 +323,9 @@ __device__ void panel_fused (int n, int j0, int jb, T *A, int ld, int coff, int 
 ** time (16-byte shared-memory accesses; a row in shared memory is jbs = jb
 ** rounded up to 4 values, its padding zero, then 16 bytes more, so that the
 ** rows of a warp's threads fall on different banks: always in float64, in
-** float32 when jbs is a multiple of 8, as the default block's is). The per-column work
-** that is not a row's (the block's best candidate, the posts, the pivot) is
-** one warp's, so that it is not paid once a warp. A block's posts (its best
+** float32 when jbs is a multiple of 8, as the default block's is). The
+** per-column work that is not a row's (the block's best candidate, the posts,
+** the pivot) is one warp's, so that it is not paid once a warp. A block's posts (its best
 ** candidate with that row's values, and row j's values from the block holding
 ** row j) are in its own shared memory; after the barrier one warp a block reads
 ** the pivot row and row j from the posting blocks (distributed shared memory)
@@ -407,6 +413,14 @@ __device__ __forceinline__ void store4 (double *p, const double v[4]) {
   ((double2 *)p)[1] = make_double2(v[2], v[3]);
 }
 
+/* columns c..c+3 of a panel row: in shared memory (16 bytes at once, padding
+   included), or in A (those below jb only) */
+template <typename T>
+__device__ __forceinline__ void put4 (T *row, int c, int jb, bool shared, const T v[4]) {
+  if (shared) store4(row + c, v);
+  else for (int i = 0; i < 4 && c + i < jb; i++) row[c + i] = v[i];
+}
+
 template <typename T>
 __device__ void panel_cluster (int n, int j0, int jb, T *A, int ld, int coff, int *ipiv, int *status, int ks) {
 #if __CUDA_ARCH__ >= 900
@@ -486,7 +500,7 @@ __device__ void panel_cluster (int n, int j0, int jb, T *A, int ld, int coff, in
     const T pv = prow[jj], aj = jrow[jj];
     if (b == 0 && tid == 0) {
       ipiv[j] = p + 1;
-      if (bad == 0) bad = pv == T(0) ? j + 1 : !isfinite((double)pv) ? -(j + 1) : 0;   /* written at the end */
+      if (bad == 0) bad = pivot_verdict(j, pv);   /* into the status word at the end */
     }
 
     /* the block's rows below j: eliminated; row j the pivot row, row p row j's old values */
@@ -502,8 +516,7 @@ __device__ void panel_cluster (int n, int j0, int jb, T *A, int ld, int coff, in
           for (int c = 0; c < jb; c += 4) {
             T v[4];
             load4(prow + c, v);
-            if (shared) store4(row + c, v);
-            else for (int i = 0; i < 4 && c + i < jb; i++) row[c + i] = v[i];
+            put4(row, c, jb, shared, v);
           }
         continue;
       }
@@ -527,8 +540,7 @@ __device__ void panel_cluster (int n, int j0, int jb, T *A, int ld, int coff, in
           double mg = magnitude(i == 0 ? v[0] : i == 1 ? v[1] : i == 2 ? v[2] : v[3]);
           if (better(mg, r, best, bi)) { best = mg; bi = r; }
         }
-        if (shared) store4(row + c, v);
-        else for (int i = 0; i < 4 && c + i < jb; i++) row[c + i] = v[i];
+        put4(row, c, jb, shared, v);
       }
     }
   }

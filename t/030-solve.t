@@ -287,7 +287,7 @@ local function gpu_tests()
         local dA = device_of(hA)
         local saved = {}
         for key, val in pairs(tune) do saved[key] = val end
-        tune.cluster_rows, tune.cluster_bytes, tune.lookahead = v.rows or 256, v.bytes, not v.nola
+        tune.cluster_rows, tune.cluster_bytes, tune.lookahead = v.rows or saved.cluster_rows, v.bytes, not v.nola
         tune.split_at, tune.cluster_spill = v.split or tune.split_at, v.spill or tune.cluster_spill
         local ok, piv = pcall(cat.lu, dA, {block = nb, panel = v.panel})
         for key in pairs(tune) do tune[key] = saved[key] end

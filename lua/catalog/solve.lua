@@ -19,7 +19,7 @@ local M = {}
 
 local methods = {"lu", "seed"}
 local panels = {"auto", "cluster", "fused", "columns"}
-local DEFAULT_BLOCK = 64        -- panel width: not yet measured (bench/solve.lua sweeps it)
+local DEFAULT_BLOCK = 64        -- panel width: the fastest of 32, 64, 128 on an H100 (bench/solve.lua)
 local MAXBLOCK = 128            -- kernels/solve.cu's MAXBLOCK
 local PANEL_THREADS = 256       -- kernels/solve.cu's PANEL_WARPS * 32
 local CPANEL_THREADS = 512      -- kernels/solve.cu's CPANEL_THREADS
@@ -322,6 +322,7 @@ function M.panel_factor(kind, dev, stream, n, A, ipiv, status, ld)
   return panel_maker("lu", kind, K, dev)(K, dev, stream, n, A, ipiv, status, ld)
 end
 
+-- an event of device dev (cuda.event makes them on the current device, which stays as it was)
 local function event_on(dev)
   local cur = cuda.device()
   if cur.ordinal == dev.ordinal then return cuda.event{timing = false} end
@@ -382,31 +383,31 @@ local function split_panel(K, stream, n, A, ipiv, factor, base, ld)
   return split
 end
 
--- the panel factorization of a kind on a stream, split in halves past M.tune.split_at
--- columns when it is the cluster panel (whose launches are cheapest narrow)
-local function panel_factory(fname, kind, K, dev, stream, n, A, ipiv, status, ld)
-  local make = panel_maker(fname, kind, K, dev)
+-- the panel factorization that `make` (panel_maker's) builds on a stream, split in halves
+-- past M.tune.split_at columns when it is the cluster panel (whose launches are cheapest narrow)
+local function panel_factory(make, K, dev, stream, n, A, ipiv, status, ld)
   local factor = make(K, dev, stream, n, A, ipiv, status, ld)
-  if make ~= panel_cluster then return factor, make end
-  return split_panel(K, stream, n, A, ipiv, factor, M.tune.split_at, ld), make
+  if make ~= panel_cluster then return factor end
+  return split_panel(K, stream, n, A, ipiv, factor, M.tune.split_at, ld)
 end
 
 --[[
 ** Blocked LU with look-ahead (the cluster panel's, which leaves most multiprocessors
-** free; a panel it hands to the fused kernel does not, and then waits its turn): panel k + 1 is factored on Q as soon as its columns have step k's update,
-** while S goes on with the rest of step k's update. Step k on S: wait for panel k
+** free; a panel it hands to the fused kernel does not, and then waits its turn): panel
+** k + 1 is factored on Q as soon as its columns have step k's update, while S goes on
+** with the rest of step k's update. Step k on S: wait for panel k
 ** (`ready`), its swaps on the other columns, the block row of U, the update of panel
 ** k + 1's columns (then `u`, which Q waits for), the update of the columns right of
 ** them. Q and S touch disjoint columns between those events; the caller's stream
 ** waits for the end (with no stream given, the host does: lu reads its status then).
 ]]
-local function lu_lookahead(fname, K, dev, stream, n, nb, A, ipiv, status, kind)
+local function lu_lookahead(K, dev, stream, n, nb, A, ipiv, status, make)
   local st = lookahead_state(dev)
   local S, Q = st.S, st.Q
   st.start:record(stream)
   S:wait(st.start)
   Q:wait(st.start)
-  local factor = panel_factory(fname, kind, K, dev, Q, n, A, ipiv, status)
+  local factor = panel_factory(make, K, dev, Q, n, A, ipiv, status)
   local laswp = K("laswp")
   factor(0, math.min(nb, n))
   st.ready:record(Q)
@@ -436,10 +437,11 @@ end
 
 -- blocked right-looking LU of the n x n A in place, pivots into ipiv (0-based rows, 1-based values)
 local function lu_blocked(fname, K, dev, stream, n, nb, A, ipiv, status, panel_kind)
-  if panel_maker(fname, panel_kind, K, dev) == panel_cluster and n > nb and M.tune.lookahead ~= false then
-    return lu_lookahead(fname, K, dev, stream, n, nb, A, ipiv, status, panel_kind)
+  local make = panel_maker(fname, panel_kind, K, dev)
+  if make == panel_cluster and n > nb and M.tune.lookahead ~= false then
+    return lu_lookahead(K, dev, stream, n, nb, A, ipiv, status, make)
   end
-  local factor = panel_factory(fname, panel_kind, K, dev, stream, n, A, ipiv, status)
+  local factor = panel_factory(make, K, dev, stream, n, A, ipiv, status)
   local laswp = K("laswp")
   for j0 = 0, n - 1, nb do
     local jb = math.min(nb, n - j0)
@@ -523,7 +525,6 @@ local function transport(info, peer, a, b)
   return t
 end
 
--- an event of device dev (cuda.event makes them on the current device, which stays as it was)
 -- src (on stream sa) to dst (on stream sb, after sa's work so far): peer or local copies,
 -- or through hbuf (pinned, as many elements as dst) by the host
 local function move(t, src, sa, ev, dst, sb, hbuf)
@@ -658,7 +659,7 @@ local lu_multi = closing(function (owned, fname, dev0, ustream, n, nb, dt, A, ip
     s.ipiv = keep(owned, cuda.array("int32", n, o))
     s.SB = {keep(owned, cuda.array(dt, buf_size, o)), keep(owned, cuda.array(dt, buf_size, o))}
     s.RB = keep(owned, cuda.array(dt, buf_size, o))
-    s.factor = panel_factory(fname, pk, s.K, s.dev, s.Q, n, s.L, s.ipiv, s.status, nloc)
+    s.factor = panel_factory(panel_maker(fname, pk, s.K, s.dev), s.K, s.dev, s.Q, n, s.L, s.ipiv, s.status, nloc)
     for h = 1, G do
       if transport(info, peer, s.dev.ordinal, sh[h].dev.ordinal) == "host" then
         s.HB = s.HB or keep(owned, pinned(dt, buf_size))
