@@ -7,7 +7,8 @@
 -- default alone); SIZES: "8192,16384" (the default); PANELS: the panel
 -- factorizations to time, "auto" (the default) or "cluster,fused,columns";
 -- "cluster:128" sets the cluster panel's most rows a block (solve.tune); a suffix
--- "+nola" turns the look-ahead off, "+split" splits blocks over 64 columns in halves.
+-- "+nola" turns the look-ahead off, "+split" splits blocks over 64 columns in halves
+-- ("+split32": over 32, and so on).
 -- DEVICES: "0,1" (or "all") also times float32 lu + lu_solve with devices =
 -- that list (peer copies where the pair allows; "0,1:host" forces pinned-host
 -- staging), beside the one-GPU time. Target on two H200s (issue 12): n = 32768
@@ -103,9 +104,9 @@ for _, dt in ipairs{"float32", "float64"} do
       -- "cluster:R": the cluster panel with at most R rows a block (solve.tune.cluster_rows)
       local pname, rows = panel:match("^(%a+):(%d+)")
       tune.cluster_rows = rows and math.tointeger(tonumber(rows)) or ROWS0
-      -- "+nola": no look-ahead (one stream); "+split": a block over 64 split in halves
+      -- "+nola": no look-ahead (one stream); "+split": a block over 64 split in halves ("+splitN": over N)
       tune.lookahead = not panel:match("%+nola")
-      tune.split_at = panel:match("%+split") and 64 or SPLIT0
+      tune.split_at = panel:match("%+split") and math.tointeger(tonumber(panel:match("%+split(%d+)") or 64)) or SPLIT0
       pname = pname or panel:match("^(%a+)")
       local lopts = {block = nb or nil, panel = pname or panel}
       local what = ("%s n = %d block %s %s"):format(dt, n, nb or "default", panel)

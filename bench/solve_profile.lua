@@ -46,13 +46,16 @@ for run = 1, 2 do
       factor(j0, jb)
     end)
     step("swaps", function ()
-      K("laswp"):launch({grid = math.max(1, math.min(cd(n - jb, 256), core.sm_count(dev) * 8)), block = 256, stream = s},
+      K("laswp"):launch({grid = math.max(1, math.min(cd(n - jb, dt == "float32" and 32 or 16), core.sm_count(dev) * 8)), block = 256, stream = s},
                         n, n, j0, jend, j0, jend, ipiv, A)
     end)
     if jend < n then
       local rest = n - jend
       step("trsm", function ()
-        K("trsm_lower"):launch({grid = cd(rest, 32), block = {32, 8}, stream = s}, jb, rest, A, j0 * n + j0, n, A, j0 * n + jend, n)
+        local tr = K("trsm_lower")
+        tr:set_max_dynamic_shared(jb * jb * (dt == "float32" and 4 or 8))
+        tr:launch({grid = cd(rest, 32), block = {32, 8}, shared = jb * jb * (dt == "float32" and 4 or 8), stream = s},
+                  jb, rest, A, j0 * n + j0, n, A, j0 * n + jend, n)
       end)
       step("update", function ()
         cuda.catalog.matmul(A:view(jend * n + j0 + 1, (rest - 1) * n + jb), A:view(j0 * n + jend + 1, (jb - 1) * n + rest),

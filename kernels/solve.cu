@@ -327,13 +327,14 @@ __device__ void panel_fused (int n, int j0, int jb, T *A, int ld, int coff, int 
 ** per-column work that is not a row's (the block's best candidate, the posts,
 ** the pivot) is one warp's, so that it is not paid once a warp. A block's posts (its best
 ** candidate with that row's values, and row j's values from the block holding
-** row j) are in its own shared memory; after the barrier one warp a block reads
-** the pivot row and row j from the posting blocks (distributed shared memory)
-** into the block's own copy. Posts alternate between two buffers by the parity
+** row j) are in its own shared memory; after the barrier each block copies
+** every post (a warp a posting block) and row j into its own shared memory
+** through distributed shared memory, and its warps each find the pivot there. Posts alternate between two buffers by the parity
 ** of j, for panel_fused's reason.
 */
 #define CPANEL_THREADS 512
 #define CPANEL_WARPS (CPANEL_THREADS / 32)
+#define CLUSTER_MAX 16    /* the largest cluster (non-portable; 8 is portable) */
 
 template <typename T>
 struct cpost {                /* a block's posts for one step */
@@ -396,6 +397,25 @@ __device__ __forceinline__ void warp_best<float> (double &v, int &i) {
   i = (int)~(unsigned)key;
 }
 
+/*
+** warp_best in three warp-wide integer reductions (redux.sync, compute
+** capability 8.0), for the cluster panel, where it runs three times a
+** column: a magnitude (>= 0) orders as its bits do, so the best is the
+** largest high word, then the largest low word among those, then the
+** smallest row among those. A lane with no candidate (v < 0, i past every
+** row) counts as magnitude 0 and loses the tie on its row; when no lane has
+** one, i comes back past every row (callers look at i, not v).
+*/
+__device__ __forceinline__ void warp_best_redux (double &v, int &i) {
+  const unsigned long long bits = v < 0.0 ? 0ull : (unsigned long long)__double_as_longlong(v);
+  const unsigned hi = (unsigned)(bits >> 32), lo = (unsigned)bits;
+  const unsigned mh = __reduce_max_sync(0xffffffffu, hi);
+  const unsigned ml = __reduce_max_sync(0xffffffffu, hi == mh ? lo : 0u);
+  const unsigned mr = __reduce_max_sync(0xffffffffu, hi == mh && lo == ml ? ~(unsigned)i : 0u);
+  v = __longlong_as_double((long long)((unsigned long long)mh << 32 | ml));
+  i = (int)~mr;
+}
+
 /* 4 values at p (16-byte aligned, shared memory) */
 __device__ __forceinline__ void load4 (const float *p, float v[4]) {
   float4 q = *(const float4 *)p;
@@ -427,10 +447,9 @@ __device__ void panel_cluster (int n, int j0, int jb, T *A, int ld, int coff, in
   extern __shared__ __align__(16) unsigned char cpanel_rows[];
   T *const S = (T *)cpanel_rows;
   __shared__ cpost<T> post[2];
-  __shared__ double wv[CPANEL_WARPS];
-  __shared__ int wi[CPANEL_WARPS];
-  __shared__ __align__(16) T prow[MAXBLOCK], jrow[MAXBLOCK];   /* this step's pivot row and row j */
-  __shared__ int spiv;
+  __shared__ double wv[CPANEL_WARPS], cv[CLUSTER_MAX];   /* the warps' candidates; the blocks' posts' */
+  __shared__ int wi[CPANEL_WARPS], ci[CLUSTER_MAX];
+  __shared__ __align__(16) T cand[CLUSTER_MAX][MAXBLOCK], jrow[MAXBLOCK];   /* the posts' rows; row j */
   const int C = gridDim.x, b = blockIdx.x;   /* the grid is one cluster: blockIdx.x is the rank */
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int jbs = (jb + 3) & ~3, jst = jbs + 16 / (int)sizeof(T);
@@ -459,14 +478,14 @@ __device__ void panel_cluster (int n, int j0, int jb, T *A, int ld, int coff, in
     const int jj = j - j0;
     cpost<T> &P = post[j & 1];
     /* the block's best candidate: a warp's, then warp 0 takes the best of those and posts it */
-    warp_best<T>(best, bi);
+    warp_best_redux(best, bi);
     if (lane == 0) { wv[warp] = best; wi[warp] = bi; }
     __syncthreads();   /* also: the block's row updates, seen by the whole block */
     if (warp == 0) {
       best = lane < CPANEL_WARPS ? wv[lane] : -1.0;
       bi = lane < CPANEL_WARPS ? wi[lane] : n;
-      warp_best<T>(best, bi);
-      if (lane == 0) { P.mag = best; P.row = bi; }
+      warp_best_redux(best, bi);
+      if (lane == 0) { P.mag = bi < n ? best : -1.0; P.row = bi; }
       if (bi < n) {
         int k = (bi - j0 - b) / C;
         for (int c = lane; c < jbs; c += 32) P.cand[c] = value(k, c);
@@ -478,26 +497,28 @@ __device__ void panel_cluster (int n, int j0, int jb, T *A, int ld, int coff, in
     }
     cluster_sync();
 
-    /* the pivot: the best of the C posts; its row and row j copied here once, by warp 0
-       (every thread reading the two posting blocks' shared memory would queue 10^5
-       requests a column on those two multiprocessors) */
-    if (warp == 0) {
-      double pvv = -1.0;
-      int p = n;
-      if (lane < C) { const cpost<T> *q = cluster_map(&P, lane); pvv = q->mag; p = q->row; }
-      warp_best<T>(pvv, p);
-      if (p >= n) p = j;   /* cannot happen: row j is a candidate */
-      const cpost<T> *po = cluster_map(&P, (p - j0) % C), *pj = cluster_map(&P, jj % C);
-      for (int c = lane; c < jbs; c += 32) { prow[c] = po->cand[c]; jrow[c] = pj->jrow[c]; }
-      if (lane == 0) spiv = p;
+    /* the C posts, a warp a block, copied here in one round trip: each candidate with its
+       row's values, and row j's (every thread reading the posting blocks' shared memory
+       would queue 10^5 requests a column on their multiprocessors). Every value read from
+       another block is stored here before the block barrier below, so those reads are done
+       before this block arrives at the next cluster barrier (the posts' second buffer and
+       the last barrier before exit rely on it); cand, cv, ci and jrow are rewritten only
+       after that barrier. */
+    if (warp < C) {
+      const cpost<T> *q = cluster_map(&P, warp);
+      for (int c = lane; c < jbs; c += 32) cand[warp][c] = q->cand[c];
+      if (lane == 0) { cv[warp] = q->mag; ci[warp] = q->row; }
+      if (warp == jj % C)
+        for (int c = lane; c < jbs; c += 32) jrow[c] = q->jrow[c];
     }
-    /* prow, jrow and spiv are rewritten only after the next cluster barrier. Every value read
-       from another block is stored here before this barrier, so those reads are done before
-       this block arrives at the next cluster barrier (the posts' second buffer and the last
-       barrier before exit rely on it) */
     __syncthreads();
-    const int p = spiv;
-    const T pv = prow[jj], aj = jrow[jj];
+    /* the pivot: the best of the posts, found by every warp (no second barrier) */
+    double pvv = lane < C ? cv[lane] : -1.0;
+    int p = lane < C ? ci[lane] : n;
+    warp_best_redux(pvv, p);
+    if (p >= n) p = j;   /* cannot happen: row j is a candidate */
+    const T *const prow = cand[(p - j0) % C];
+    const T pv = prow[jj];
     if (b == 0 && tid == 0) {
       ipiv[j] = p + 1;
       if (bad == 0) bad = pivot_verdict(j, pv);   /* into the status word at the end */
@@ -559,22 +580,99 @@ __device__ void panel_cluster (int n, int j0, int jb, T *A, int ld, int coff, in
 
 /*
 ** The swaps of pivots i0..i1-1 (ipiv, 1-based) on the columns [0, ncols) of
-** X (leading dimension ld) that are outside [skip_lo, skip_hi): a thread a
-** column, the swaps in order.
+** X (leading dimension ld) that are outside [skip_lo, skip_hi).
+**
+** Done in order, a column's swaps are a chain: each waits for the last one's
+** loads, and 64 of them took 36 us on an H100 at any width. So each block
+** first composes them into one permutation of the rows they touch (at most
+** 2 * SWAP_MAX: the dense rows i0..i1-1 and the rows they were swapped
+** with), then moves its columns' values in two passes, every load before any
+** store, through shared memory. More than SWAP_MAX pivots go in turns.
+**
+** The composition, on the dense rows' sources d[] (row i0 + q holds what was
+** row d[q]): at swap i with a dense pivot p, d[i] and d[p] trade; with a row p
+** outside, row i takes what p holds then, which is p itself, or out[j] for
+** the last earlier swap j with the same p (out[j]: what row j held before
+** swap j, which went to p). A row p outside ends up with out[j] of its last
+** swap j.
 */
-template <typename T>
-__device__ void laswp (int ncols, int ld, int skip_lo, int skip_hi, int i0, int i1, const int *ipiv, T *X) {
-  int width = ncols - (skip_hi - skip_lo);
-  for (int t = blockIdx.x * blockDim.x + threadIdx.x; t < width; t += gridDim.x * blockDim.x) {
-    int c = t < skip_lo ? t : t + (skip_hi - skip_lo);
-    for (int i = i0; i < i1; i++) {
-      int p = ipiv[i] - 1;
-      if (p != i) {
-        T a = X[(size_t)i * ld + c];
-        X[(size_t)i * ld + c] = X[(size_t)p * ld + c];
-        X[(size_t)p * ld + c] = a;
+#define SWAP_MAX 128
+#define SWAP_THREADS 256
+#define SWAP_COLS(T) (128 / (int)sizeof(T))   /* a block's columns in a turn: 128 bytes a row */
+
+struct swap_plan {
+  int piv[SWAP_MAX], d[SWAP_MAX], out[SWAP_MAX], prev[SWAP_MAX];
+  int dst[2 * SWAP_MAX], src[2 * SWAP_MAX];
+  int count;
+};
+
+/* the rows swaps i0..i1-1 (i1 - i0 <= SWAP_MAX) move: count pairs (dst, src) */
+__device__ void swap_compose (int i0, int i1, const int *ipiv, swap_plan &sp) {
+  const int w = i1 - i0, tid = threadIdx.x;
+  for (int q = tid; q < w; q += blockDim.x) { sp.piv[q] = ipiv[i0 + q] - 1; sp.d[q] = i0 + q; }
+  if (tid == 0) sp.count = 0;
+  __syncthreads();
+  for (int q = tid; q < w; q += blockDim.x) {   /* the last earlier swap with the same row outside */
+    const int p = sp.piv[q];
+    int j = -1;
+    if (p < i0 || p >= i1)
+      for (int r = q - 1; r >= 0; r--) if (sp.piv[r] == p) { j = r; break; }
+    sp.prev[q] = j;
+  }
+  __syncthreads();
+  if (tid == 0)
+    for (int q = 0; q < w; q++) {
+      const int p = sp.piv[q];
+      if (p >= i0 && p < i1) {
+        const int a = sp.d[q];
+        sp.d[q] = sp.d[p - i0];
+        sp.d[p - i0] = a;
+      }
+      else {
+        sp.out[q] = sp.d[q];
+        sp.d[q] = sp.prev[q] >= 0 ? sp.out[sp.prev[q]] : p;
       }
     }
+  __syncthreads();
+  for (int q = tid; q < w; q += blockDim.x) {
+    if (sp.d[q] != i0 + q) {
+      const int e = atomicAdd(&sp.count, 1);
+      sp.dst[e] = i0 + q; sp.src[e] = sp.d[q];
+    }
+    const int p = sp.piv[q];
+    if (p < i0 || p >= i1) {
+      bool last = true;                       /* no later swap with the same row */
+      for (int r = q + 1; r < w; r++) if (sp.piv[r] == p) { last = false; break; }
+      if (last && sp.out[q] != p) {
+        const int e = atomicAdd(&sp.count, 1);
+        sp.dst[e] = p; sp.src[e] = sp.out[q];
+      }
+    }
+  }
+  __syncthreads();
+}
+
+template <typename T>
+__device__ void laswp (int ncols, int ld, int skip_lo, int skip_hi, int i0, int i1, const int *ipiv, T *X) {
+  __shared__ swap_plan sp;
+  __shared__ T stage[2 * SWAP_MAX][SWAP_COLS(T)];
+  const int cols = SWAP_COLS(T), rows = SWAP_THREADS / cols;
+  const int tx = threadIdx.x % cols, ty = threadIdx.x / cols;
+  const int width = ncols - (skip_hi - skip_lo);
+  for (int s0 = i0; s0 < i1; s0 += SWAP_MAX) {
+    swap_compose(s0, min(i1, s0 + SWAP_MAX), ipiv, sp);
+    const int count = sp.count;
+    for (int t0 = blockIdx.x * cols; t0 < width; t0 += gridDim.x * cols) {
+      const int t = t0 + tx;
+      const int c = t < skip_lo ? t : t + (skip_hi - skip_lo);
+      if (t < width)
+        for (int e = ty; e < count; e += rows) stage[e][tx] = X[(size_t)sp.src[e] * ld + c];
+      __syncthreads();
+      if (t < width)
+        for (int e = ty; e < count; e += rows) X[(size_t)sp.dst[e] * ld + c] = stage[e][tx];
+      __syncthreads();
+    }
+    __syncthreads();   /* a block with no columns: sp is read before the next turn writes it */
   }
 }
 
@@ -688,36 +786,86 @@ __device__ void panel_pivots (int j0, int jb, const T *buf, int *ipiv) {
 ** triangle Tr (leading dimension ldt): unit lower (UPPER false, forward) or
 ** upper with its diagonal (UPPER true, backward). A block takes 32 columns
 ** into shared memory; 8 rows of threads share the updates below (above)
-** each solved row.
+** each solved row. The triangle comes into shared memory first (the launch
+** gives jb * jb elements of it): read from A at each step, its loads were the
+** chain (23 us for a 64 x 8128 block row, against 5 this way).
 */
 template <typename T, bool UPPER>
 __device__ void trsm (int jb, int ncols, const T *Tr, long long toff, int ldt, T *X, long long xoff, int ldx) {
   __shared__ T xs[MAXBLOCK][33];
-  const int tx = threadIdx.x, ty = threadIdx.y;
+  extern __shared__ __align__(16) unsigned char trsm_tri[];
+  T *ts = reinterpret_cast<T *>(trsm_tri);   /* ts[k * jb + i] = Tr(i, k): column k contiguous */
+  const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * 32 + tx;
   const int c = blockIdx.x * 32 + tx;
   const bool in = c < ncols;
   Tr += toff;
   X += xoff;
+  for (int e = tid; e < jb * jb; e += 256) {
+    const int i = e / jb, k = e % jb;
+    ts[k * jb + i] = Tr[(size_t)i * ldt + k];
+  }
   for (int i = ty; i < jb; i += 8) xs[i][tx] = in ? X[(size_t)i * ldx + c] : T(0);
   __syncthreads();
   if (!UPPER) {
     for (int k = 0; k < jb - 1; k++) {
       T xk = xs[k][tx];
-      for (int i = k + 1 + ty; i < jb; i += 8) xs[i][tx] -= Tr[(size_t)i * ldt + k] * xk;
+      for (int i = k + 1 + ty; i < jb; i += 8) xs[i][tx] -= ts[k * jb + i] * xk;
       __syncthreads();
     }
   }
   else {
     for (int k = jb - 1; k >= 0; k--) {
-      if (ty == 0) xs[k][tx] /= Tr[(size_t)k * ldt + k];
+      if (ty == 0) xs[k][tx] /= ts[k * jb + k];
       __syncthreads();
       T xk = xs[k][tx];
-      for (int i = ty; i < k; i += 8) xs[i][tx] -= Tr[(size_t)i * ldt + k] * xk;
+      for (int i = ty; i < k; i += 8) xs[i][tx] -= ts[k * jb + i] * xk;
       __syncthreads();
     }
   }
   if (in)
     for (int i = ty; i < jb; i += 8) X[(size_t)i * ldx + c] = xs[i][tx];
+}
+
+/*
+** C (m x nc) -= L (m x kb) * U (kb x nc), nc and kb at most MAXBLOCK: the
+** look-ahead's update of the next panel's columns, which the next panel
+** waits for. matmul's tiles (128 x 256, 128 x 128) leave most of a 64-wide
+** block idle and took 53 us for 8128 x 64 x 64 on an H100; this takes 64 x
+** 64 tiles, a thread 4 x 4 of them, k in steps of UPD_K.
+*/
+#define UPD_K 16
+template <typename T>
+__device__ void update_narrow (int m, int nc, int kb, const T *L, long long loff, int ldl,
+                               const T *U, long long uoff, int ldu, T *C, long long coff, int ldc) {
+  __shared__ T ls[UPD_K][64 + 1], us[UPD_K][64];
+  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+  const int r0 = blockIdx.x * 64, c0 = blockIdx.y * 64;
+  L += loff; U += uoff; C += coff;
+  T acc[4][4] = {};
+  for (int k0 = 0; k0 < kb; k0 += UPD_K) {
+    for (int e = threadIdx.x; e < 64 * UPD_K; e += 256) {
+      const int r = e / UPD_K, k = e % UPD_K;     /* L: a row's UPD_K values together */
+      ls[k][r] = r0 + r < m && k0 + k < kb ? L[(size_t)(r0 + r) * ldl + k0 + k] : T(0);
+      const int uk = e / 64, uc = e % 64;         /* U: 64 columns of a row together */
+      us[uk][uc] = k0 + uk < kb && c0 + uc < nc ? U[(size_t)(k0 + uk) * ldu + c0 + uc] : T(0);
+    }
+    __syncthreads();
+    for (int k = 0; k < UPD_K; k++) {
+      T a[4], b[4];
+      for (int i = 0; i < 4; i++) { a[i] = ls[k][ty + 16 * i]; b[i] = us[k][tx + 16 * i]; }
+      for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++) acc[i][j] += a[i] * b[j];
+    }
+    __syncthreads();
+  }
+  for (int i = 0; i < 4; i++) {
+    const int r = r0 + ty + 16 * i;
+    if (r >= m) continue;
+    for (int j = 0; j < 4; j++) {
+      const int c = c0 + tx + 16 * j;
+      if (c < nc) C[(size_t)r * ldc + c] -= acc[i][j];
+    }
+  }
 }
 
 /* }====================================================== */
@@ -867,7 +1015,7 @@ __device__ void seed_divide (int n, int k, const T *ABT, T *X) {
   { panel_pack<T>(n, j0, jb, A, aoff, ld, ipiv, buf); } \
   extern "C" __global__ void culua_solve_panel_pivots_##t (int j0, int jb, const T *buf, int *ipiv) \
   { panel_pivots<T>(j0, jb, buf, ipiv); } \
-  extern "C" __global__ void culua_solve_laswp_##t (int ncols, int ld, int skip_lo, int skip_hi, int i0, int i1, \
+  extern "C" __global__ void __launch_bounds__(SWAP_THREADS) culua_solve_laswp_##t (int ncols, int ld, int skip_lo, int skip_hi, int i0, int i1, \
       const int *ipiv, T *X) \
   { laswp<T>(ncols, ld, skip_lo, skip_hi, i0, i1, ipiv, X); } \
   extern "C" __global__ void culua_solve_gather_##t (int n, int k, const int *perm, const T *B, T *W) \
@@ -880,6 +1028,9 @@ __device__ void seed_divide (int n, int k, const T *ABT, T *X) {
   extern "C" __global__ void __launch_bounds__(256) culua_solve_trsm_upper_##t (int jb, int ncols, const T *Tr, \
       long long toff, int ldt, T *X, long long xoff, int ldx) \
   { trsm<T, true>(jb, ncols, Tr, toff, ldt, X, xoff, ldx); } \
+  extern "C" __global__ void __launch_bounds__(256) culua_solve_update_narrow_##t (int m, int nc, int kb, \
+      const T *L, long long loff, int ldl, const T *U, long long uoff, int ldu, T *C, long long coff, int ldc) \
+  { update_narrow<T>(m, nc, kb, L, loff, ldl, U, uoff, ldu, C, coff, ldc); } \
   extern "C" __global__ void culua_solve_transpose_##t (int rows, int cols, const T *in, long long inoff, int ldin, \
       T *out, long long outoff, int ldout) \
   { transpose<T>(rows, cols, in, inoff, ldin, out, outoff, ldout); } \

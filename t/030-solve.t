@@ -120,6 +120,8 @@ if prog then
   T.ok(fits("culua_solve_panel_fused_f64", 1000, 64, 64, 1, 500, -64, 2, 3, 4, 5), "fused panel arguments (leading dimension, column offset)")
   T.ok(fits("culua_solve_trsm_lower_f32", 64, 100, 1, big, 100, 2, big, 100), "trsm arguments")
   T.ok(fits("culua_solve_laswp_f64", 100, 100, 0, 64, 0, 64, 1, 2), "laswp arguments")
+  T.ok(fits("culua_solve_update_narrow_f32", 8128, 64, 64, 1, big, 8192, 2, big, 8192, 3, big, 8192),
+       "narrow update arguments")
   T.ok(fits("culua_solve_check_f32", big, 1, 2), "check arguments")
   T.ok(fits("culua_solve_permutation", 100, 1, 2, 1), "permutation arguments")
   T.ok(fits("culua_solve_seed_pivot_f64", 100, 50, 63, 1, 1, 2, 3, 4), "seed pivot arguments (first column)")
@@ -239,6 +241,55 @@ local function gpu_tests()
     check(dt .. " lu random 130, panel columns", matrix(dt, 130, "random", 3), {panel = "columns", pivots = f64, k = 2})
     check(dt .. " lu dominant 200, panel columns, block 16", matrix(dt, 200, "dominant", 4),
           {panel = "columns", block = 16, pivots = true, vector = true, solve = false})
+  end
+
+  -- the row swaps (laswp), which compose a panel's swaps into one permutation: against the
+  -- swaps done in order on the host, for pivots that hit one row outside the panel again
+  -- and again, pivots inside the panel, more than the kernel's 128 a turn, a skipped range
+  -- of columns, and widths that are not whole turns of columns
+  local core = require "culua.catalog.core"
+  local function laswp_case(dt, rows, ncols, lo, hi, i0, i1, seed)
+    if not T.share() then return end
+    local x = seed
+    local function rnd(k) x = (x * 1103515245 + 12345) % 2147483648; return x % k end
+    local piv = {}
+    for i = 0, rows - 1 do piv[i] = i + 1 end
+    for i = i0, i1 - 1 do
+      local kind = rnd(4)
+      if kind == 0 then piv[i] = i + 1                                   -- no swap
+      elseif kind == 1 then piv[i] = i + 1 + rnd(math.min(i1, rows) - i)  -- inside the panel
+      elseif kind == 2 then piv[i] = rows                                -- the last row, again and again
+      else piv[i] = i + 1 + rnd(rows - i) end                            -- anywhere below
+    end
+    local hX = cuda.host_array(dt, rows * ncols)
+    local want = {}
+    for e = 0, rows * ncols - 1 do want[e] = e; hX[e + 1] = e end
+    for c = 0, ncols - 1 do
+      if c < lo or c >= hi then
+        for i = i0, i1 - 1 do
+          local p = piv[i] - 1
+          want[i * ncols + c], want[p * ncols + c] = want[p * ncols + c], want[i * ncols + c]
+        end
+      end
+    end
+    local hp = cuda.host_array("int32", rows)
+    for i = 0, rows - 1 do hp[i + 1] = piv[i] end
+    local X, ip = device_of(hX), device_of(hp)
+    local dev = X.device
+    local k = core.kernel("solve", "culua_solve_laswp_" .. (dt == "float32" and "f32" or "f64"), nil, dev)
+    local cols = dt == "float32" and 32 or 16
+    k:launch({grid = math.min(core.ceil_div(ncols - (hi - lo), cols), 7), block = 256}, ncols, ncols, lo, hi, i0, i1, ip, X)
+    local got, bad = to_host(X), nil
+    for e = 0, rows * ncols - 1 do if got[e + 1] ~= want[e] then bad = e; break end end
+    if not T.ok(bad == nil, ("laswp %s: %d x %d, pivots %d..%d, columns %d..%d skipped"):format(dt, rows, ncols, i0, i1 - 1, lo, hi - 1)) then
+      T.diag(("  element %d (row %d, column %d): %s, want %s"):format(bad, bad // ncols, bad % ncols, got[bad + 1], want[bad]))
+    end
+  end
+  for _, dt in ipairs{"float32", "float64"} do
+    laswp_case(dt, 300, 37, 0, 0, 0, 64, 1)
+    laswp_case(dt, 300, 100, 10, 45, 20, 84, 2)
+    laswp_case(dt, 500, 250, 0, 5, 3, 260, 3)        -- 257 pivots: three turns
+    laswp_case(dt, 70, 33, 32, 33, 0, 70, 4)          -- every row a pivot, to the last
   end
 
   -- the fused panel with many blocks a panel (3000 rows: the grid is capped at the

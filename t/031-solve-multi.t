@@ -183,7 +183,8 @@ local function kernel(file, name, defines, dev)
             for i, a in ipairs{...} do if type(a) == "table" and a.closed then error("closed array passed to " .. base) end end
             return f(...)
           end,
-          max_cooperative_grid = function () return 4 end}
+          max_cooperative_grid = function () return 4 end,
+          set_max_dynamic_shared = function () end}
 end
 
 local core = {}

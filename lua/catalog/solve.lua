@@ -192,10 +192,37 @@ local function gemm_sub(K, dt, stream, m, nn, k, A, aoff, lda, B, boff, ldb, Cm,
          {variant = "fast", m = m, n = nn, k = k, lda = lda, ldb = ldb, ldc = ldc, alpha = -1, beta = 1, stream = stream})
 end
 
+local function esize(dt) return dt == "float32" and 4 or 8 end
+
+-- X (jb x ncols) = inv(Tr) * X for Tr's unit lower (which = "lower") or upper triangle;
+-- the kernel keeps the triangle in the launch's shared memory (up to MAXBLOCK^2 elements)
+local trsm_ready = setmetatable({}, {__mode = "k"})
 local function trsm(K, which, stream, jb, ncols, Tr, toff, ldt, X, xoff, ldx)
   if ncols <= 0 then return end
-  K("trsm_" .. which):launch({grid = ceil_div(ncols, 32), block = {32, 8}, stream = stream},
-                             jb, ncols, Tr, toff, ldt, X, xoff, ldx)
+  local k, size = K("trsm_" .. which), esize(X.dtype)
+  if not trsm_ready[k] then
+    k:set_max_dynamic_shared(MAXBLOCK * MAXBLOCK * size)
+    trsm_ready[k] = true
+  end
+  k:launch({grid = ceil_div(ncols, 32), block = {32, 8}, shared = jb * jb * size, stream = stream},
+           jb, ncols, Tr, toff, ldt, X, xoff, ldx)
+end
+
+-- C (m x nc) -= L (m x kb) * U (kb x nc) for nc, kb <= MAXBLOCK: the look-ahead's update of
+-- the next panel's columns, which that panel waits for (kernels/solve.cu says why not matmul)
+local function update_narrow(K, stream, m, nc, kb, L, loff, ldl, U, uoff, ldu, Cm, coff, ldc)
+  if m <= 0 or nc <= 0 or kb <= 0 then return end
+  K("update_narrow"):launch({grid = {ceil_div(m, 64), ceil_div(nc, 64)}, block = 256, stream = stream},
+                            m, nc, kb, L, loff, ldl, U, uoff, ldu, Cm, coff, ldc)
+end
+
+-- the swaps of pivots i0..i1-1 on the columns [0, ncols) of X (leading dimension ld) outside
+-- [lo, hi): a block composes them once and moves 128 bytes of each row a turn (SWAP_COLS)
+local function swaps(K, dev, stream, ncols, ld, lo, hi, i0, i1, ipiv, X)
+  local width = ncols - (hi - lo)
+  if width <= 0 or i1 <= i0 then return end
+  K("laswp"):launch({grid = grid_for(width, 128 // esize(X.dtype), dev), block = 256, stream = stream},
+                    ncols, ld, lo, hi, i0, i1, ipiv, X)
 end
 
 -- panel = "columns": a launch a column of the panel (and one for the first search),
@@ -360,12 +387,10 @@ end
 ** A has leading dimension ld (n by default); column c of the panel is at c + coff in its
 ** rows, as for the panel kernels (a share's columns, in the several-GPU LU).
 ]]
-local function split_panel(K, stream, n, A, ipiv, factor, base, ld)
+local function split_panel(K, dev, stream, n, A, ipiv, factor, base, ld)
   ld, base = ld or n, math.max(base, 1)
-  local laswp = K("laswp")
-  local function swaps(c0, c1, i0, i1)   -- pivots i0..i1-1 on the columns [c0, c1) of A's rows
-    laswp:launch({grid = ceil_div(c1 - c0, 256), block = 256, stream = stream},
-                 c1 - c0, ld, 0, 0, i0, i1, ipiv, view(A, c0, (n - 1) * ld + (c1 - c0)))
+  local function cswaps(c0, c1, i0, i1)   -- pivots i0..i1-1 on the columns [c0, c1) of A's rows
+    swaps(K, dev, stream, c1 - c0, ld, 0, 0, i0, i1, ipiv, view(A, c0, (n - 1) * ld + (c1 - c0)))
   end
   local function split(j0, jb, coff)
     coff = coff or 0
@@ -373,12 +398,12 @@ local function split_panel(K, stream, n, A, ipiv, factor, base, ld)
     local h = jb // 2
     local mid, jend = j0 + h, j0 + jb
     split(j0, h, coff)
-    swaps(mid + coff, jend + coff, j0, mid)
+    cswaps(mid + coff, jend + coff, j0, mid)
     trsm(K, "lower", stream, h, jend - mid, A, j0 * ld + j0 + coff, ld, A, j0 * ld + mid + coff, ld)
     gemm_sub(K, A.dtype, stream, n - mid, jend - mid, h, A, mid * ld + j0 + coff, ld, A, j0 * ld + mid + coff, ld,
              A, mid * ld + mid + coff, ld)
     split(mid, jend - mid, coff)
-    swaps(j0 + coff, mid + coff, mid, jend)
+    cswaps(j0 + coff, mid + coff, mid, jend)
   end
   return split
 end
@@ -388,18 +413,18 @@ end
 local function panel_factory(make, K, dev, stream, n, A, ipiv, status, ld)
   local factor = make(K, dev, stream, n, A, ipiv, status, ld)
   if make ~= panel_cluster then return factor end
-  return split_panel(K, stream, n, A, ipiv, factor, M.tune.split_at, ld)
+  return split_panel(K, dev, stream, n, A, ipiv, factor, M.tune.split_at, ld)
 end
 
 --[[
 ** Blocked LU with look-ahead (the cluster panel's, which leaves most multiprocessors
 ** free; a panel it hands to the fused kernel does not, and then waits its turn): panel
-** k + 1 is factored on Q as soon as its columns have step k's update, while S goes on
-** with the rest of step k's update. Step k on S: wait for panel k
-** (`ready`), its swaps on the other columns, the block row of U, the update of panel
-** k + 1's columns (then `u`, which Q waits for), the update of the columns right of
-** them. Q and S touch disjoint columns between those events; the caller's stream
-** waits for the end (with no stream given, the host does: lu reads its status then).
+** k + 1 is factored on Q as soon as its columns have step k's swaps and update, while S
+** goes on with the rest of step k. The chain from one panel to the next is then: panel
+** k + 1's columns' swaps, their block of U (trsm), their update (update_narrow), all
+** 64 columns wide; step k's full-width launches come after it on S. Q and S touch
+** disjoint columns between the events; the caller's stream waits for the end (with no
+** stream given, the host does: lu reads its status then).
 ]]
 local function lu_lookahead(K, dev, stream, n, nb, A, ipiv, status, make)
   local st = lookahead_state(dev)
@@ -408,27 +433,28 @@ local function lu_lookahead(K, dev, stream, n, nb, A, ipiv, status, make)
   S:wait(st.start)
   Q:wait(st.start)
   local factor = panel_factory(make, K, dev, Q, n, A, ipiv, status)
-  local laswp = K("laswp")
   factor(0, math.min(nb, n))
   st.ready:record(Q)
   for j0 = 0, n - 1, nb do
     local jb = math.min(nb, n - j0)
     local jend = j0 + jb
     S:wait(st.ready)
-    if n > jb then
-      laswp:launch({grid = grid_for(n - jb, 256, dev), block = 256, stream = S}, n, n, j0, jend, j0, jend, ipiv, A)
-    end
     if jend < n then
       local rest = n - jend
       local nxt = math.min(nb, rest)
-      trsm(K, "lower", S, jb, rest, A, j0 * n + j0, n, A, j0 * n + jend, n)
-      gemm_sub(K, A.dtype, S, rest, nxt, jb, A, jend * n + j0, n, A, j0 * n + jend, n, A, jend * n + jend, n)
+      local c1 = jend + nxt
+      swaps(K, dev, S, nxt, n, 0, 0, j0, jend, ipiv, view(A, jend, (n - 1) * n + nxt))
+      trsm(K, "lower", S, jb, nxt, A, j0 * n + j0, n, A, j0 * n + jend, n)
+      update_narrow(K, S, rest, nxt, jb, A, jend * n + j0, n, A, j0 * n + jend, n, A, jend * n + jend, n)
       st.u:record(S)
       Q:wait(st.u)
       factor(jend, nxt)
       st.ready:record(Q)
-      gemm_sub(K, A.dtype, S, rest, rest - nxt, jb, A, jend * n + j0, n, A, j0 * n + jend + nxt, n,
-               A, jend * n + jend + nxt, n)
+      swaps(K, dev, S, n, n, j0, c1, j0, jend, ipiv, A)
+      trsm(K, "lower", S, jb, n - c1, A, j0 * n + j0, n, A, j0 * n + c1, n)
+      gemm_sub(K, A.dtype, S, rest, n - c1, jb, A, jend * n + j0, n, A, j0 * n + c1, n, A, jend * n + c1, n)
+    else
+      swaps(K, dev, S, n, n, j0, jend, j0, jend, ipiv, A)
     end
   end
   st.done:record(S)
@@ -442,15 +468,11 @@ local function lu_blocked(fname, K, dev, stream, n, nb, A, ipiv, status, panel_k
     return lu_lookahead(K, dev, stream, n, nb, A, ipiv, status, make)
   end
   local factor = panel_factory(make, K, dev, stream, n, A, ipiv, status)
-  local laswp = K("laswp")
   for j0 = 0, n - 1, nb do
     local jb = math.min(nb, n - j0)
     local jend = j0 + jb
     factor(j0, jb)
-    if n > jb then
-      laswp:launch({grid = grid_for(n - jb, 256, dev), block = 256, stream = stream},
-                   n, n, j0, jend, j0, jend, ipiv, A)
-    end
+    swaps(K, dev, stream, n, n, j0, jend, j0, jend, ipiv, A)
     if jend < n then
       local rest = n - jend
       trsm(K, "lower", stream, jb, rest, A, j0 * n + j0, n, A, j0 * n + jend, n)
@@ -728,10 +750,7 @@ local lu_multi = closing(function (owned, fname, dev0, ustream, n, nb, dt, A, ip
       end
       local lo, hi = 0, 0
       if s == o then lo = lstart(o, k); hi = lo + jb end
-      if ld - (hi - lo) > 0 then
-        K("laswp"):launch({grid = grid_for(ld - (hi - lo), 256, s.dev), block = 256, stream = S},
-                          ld, ld, lo, hi, j0, jend, s.ipiv, s.L)
-      end
+      swaps(K, s.dev, S, ld, ld, lo, hi, j0, jend, s.ipiv, s.L)
       -- local columns [c0, c1): U's block row, then the trailing update
       local function update(c0, c1)
         if c1 <= c0 then return end
