@@ -433,12 +433,10 @@ __device__ __forceinline__ void store4 (double *p, const double v[4]) {
   ((double2 *)p)[1] = make_double2(v[2], v[3]);
 }
 
-/* columns c..c+3 of a panel row: in shared memory (16 bytes at once, padding
-   included), or in A (those below jb only) */
+/* columns c..c+3 of a panel row in A: those below jb (A's row ends there) */
 template <typename T>
-__device__ __forceinline__ void put4 (T *row, int c, int jb, bool shared, const T v[4]) {
-  if (shared) store4(row + c, v);
-  else for (int i = 0; i < 4 && c + i < jb; i++) row[c + i] = v[i];
+__device__ __forceinline__ void put4 (T *row, int c, int jb, const T v[4]) {
+  for (int i = 0; i < 4 && c + i < jb; i++) row[c + i] = v[i];
 }
 
 template <typename T>
@@ -537,17 +535,55 @@ __device__ void panel_cluster (int n, int j0, int jb, T *A, int ld, int coff, in
           for (int c = 0; c < jb; c += 4) {
             T v[4];
             load4(prow + c, v);
-            put4(row, c, jb, shared, v);
+            if (shared) store4(srow(k) + c, v);
+            else put4(row, c, jb, v);
           }
         continue;
       }
       const T *const src = sw ? jrow : row;   /* row p: row j's old values, then eliminated */
+      if (shared) {
+        /* a row in shared memory (all of them unless the panel spills): row j's old values
+           left of the segment holding column j when it is row p, that segment, then plain
+           segments. Every thread's row is a chain of segments and the block waits for the
+           longest (row p's, which is full width): through generic addresses and the
+           branches of the loop below, row p alone cost a microsecond a column */
+        T *const rs = srow(k);
+        const T *const ss = sw ? jrow : rs;
+        const T a = ss[jj];
+        const T l = pv != T(0) ? a / pv : T(0);
+        const int c0 = jj & ~3;
+        T v[4], u[4];
+        if (sw)
+          for (int c = 0; c < c0; c += 4) { load4(jrow + c, v); store4(rs + c, v); }
+        load4(ss + c0, v);
+        load4(prow + c0, u);
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+          if (c0 + i > jj) v[i] -= l * u[i];
+          else if (c0 + i == jj) v[i] = pv != T(0) ? l : a;
+        }
+        store4(rs + c0, v);
+#pragma unroll 4
+        for (int c = c0 + 4; c < jbs; c += 4) {   /* the padding stays 0: prow's is 0 */
+          load4(ss + c, v);
+          load4(prow + c, u);
+#pragma unroll
+          for (int i = 0; i < 4; i++) v[i] -= l * u[i];
+          store4(rs + c, v);
+        }
+        if (jj + 1 < jb) {   /* the next column's candidate */
+          const double mg = magnitude(rs[jj + 1]);
+          if (better(mg, r, best, bi)) { best = mg; bi = r; }
+        }
+        continue;
+      }
+      /* a row in A (past the cluster's shared memory) */
       const T a = src[jj];
       const T l = pv != T(0) ? a / pv : T(0);
 #pragma unroll 2
       for (int c = sw ? 0 : jj & ~3; c < jb; c += 4) {
         T v[4], u[4];
-        if (shared || sw) load4(src + c, v);
+        if (sw) load4(src + c, v);   /* jrow, in shared memory */
         else for (int i = 0; i < 4; i++) v[i] = c + i < jb ? src[c + i] : T(0);
         load4(prow + c, u);
 #pragma unroll
@@ -561,7 +597,7 @@ __device__ void panel_cluster (int n, int j0, int jb, T *A, int ld, int coff, in
           double mg = magnitude(i == 0 ? v[0] : i == 1 ? v[1] : i == 2 ? v[2] : v[3]);
           if (better(mg, r, best, bi)) { best = mg; bi = r; }
         }
-        put4(row, c, jb, shared, v);
+        put4(row, c, jb, v);
       }
     }
   }
