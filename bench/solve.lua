@@ -8,7 +8,8 @@
 -- factorizations to time, "auto" (the default) or "cluster,fused,columns";
 -- "cluster:128" sets the cluster panel's most rows a block (solve.tune); a suffix
 -- "+nola" turns the look-ahead off, "+split" splits blocks over 64 columns in halves
--- ("+split32": over 32, and so on).
+-- ("+split32": over 32, "+split128": no split; by default solve.tune's: 64 in float32,
+-- 32 in float64).
 -- DEVICES: "0,1" (or "all") also times float32 lu + lu_solve with devices =
 -- that list (peer copies where the pair allows; "0,1:host" forces pinned-host
 -- staging), beside the one-GPU time. Target on two H200s (issue 12): n = 32768

@@ -305,8 +305,9 @@ local function gpu_tests()
   -- knobs (solve.tune) set, also clusters of 16 blocks of a few rows, blocks that keep
   -- 8 KiB of rows (the rest of the panel in A: 3000 x 128 floats are 15 rows a block in
   -- shared memory, 235 in A), the same handing panels with over a quarter of their rows
-  -- in A to the fused kernel (on the look-ahead's stream), one stream (no look-ahead), and
-  -- a block of 128 split in two panels of 64 (LAPACK's recursive getrf2, one level)
+  -- in A to the fused kernel (on the look-ahead's stream), one stream (no look-ahead),
+  -- a block of 128 split in two panels of 64 (LAPACK's recursive getrf2; by default a block
+  -- of 128 is split, in 64s in float32 and 32s in float64), and no split at all
   local tune = require("culua.catalog.solve").tune
   local clusters = cuda.device():attribute("compute_capability_major") >= 9
   local variants = {{panel = "fused"}}
@@ -317,6 +318,7 @@ local function gpu_tests()
     variants[5] = {panel = "cluster", nola = true, label = "cluster, no look-ahead"}
     variants[6] = {panel = "cluster", split = 64, label = "cluster, split past 64 columns"}
     variants[7] = {panel = "cluster", bytes = 8192, label = "cluster, 8 KiB of rows a block, fused past a quarter in A"}
+    variants[8] = {panel = "cluster", split = 128, label = "cluster, no split (a launch a block)"}
   else
     T.error_like(function () cat.lu(cuda.array("float32", {4, 4}):fill(1), {panel = "cluster"}) end,
                  "cuda%.catalog%.lu: panel = 'cluster' needs thread%-block clusters %(compute capability 9%.0",

@@ -19,7 +19,7 @@ local M = {}
 
 local methods = {"lu", "seed"}
 local panels = {"auto", "cluster", "fused", "columns"}
-local DEFAULT_BLOCK = 64        -- panel width: the fastest of 32, 64, 128 on an H100 (bench/solve.lua)
+local DEFAULT_BLOCK = 64        -- panel width where default_block does not say otherwise
 local MAXBLOCK = 128            -- kernels/solve.cu's MAXBLOCK
 local PANEL_THREADS = 256       -- kernels/solve.cu's PANEL_WARPS * 32
 local CPANEL_THREADS = 512      -- kernels/solve.cu's CPANEL_THREADS
@@ -75,8 +75,18 @@ local function rhs(fname, B, n, dt)
   return #B // n
 end
 
-local function check_block(fname, opts)
-  local nb = opts.block or DEFAULT_BLOCK
+-- the panel width by default, measured on an H100 (bench/solve.lua, bench/RESULTS.md's
+-- session 11): with the cluster panel, float64 128 (split in panels of 32: split_width),
+-- float32 64 under n = 12288 and 128 from there (split in 64s); otherwise (the fused and
+-- column panels, lu_solve's substitutions) 64. A nil dev is lu_solve's.
+local function default_block(n, dt, dev, pk)
+  local cluster = dev and (pk == "cluster" or (pk == "auto" and dev.major >= 9))
+  if cluster and (dt == "float64" or n >= 12288) then return 128 end
+  return DEFAULT_BLOCK
+end
+
+local function check_block(fname, opts, n, dt, dev, pk)
+  local nb = opts.block or default_block(n, dt, dev, pk)
   if math.type(nb) ~= "integer" or nb < 1 or nb > MAXBLOCK then
     fail(fname, "block must be an integer 1..%d, got %s", MAXBLOCK, tostring(nb))
   end
@@ -297,11 +307,9 @@ end
 -- cluster has 16 blocks; fewer rows take fewer blocks), a cap on the shared memory of rows
 -- a block (nil: all there is; a small cap leaves most rows in A), the share of a panel's
 -- rows in A past which the fused panel takes it, the look-ahead (false: one stream), and the widest
--- panel the cluster panel factors in one launch (a wider block is split in halves; none
--- is by default: split_at = 64 with block = 128 measured 0.68x cuSOLVER at n = 16384 on
--- an H100, against 0.59x for block 64, but the several-GPU LU with it has not run on a
--- GPU yet)
-M.tune = {cluster_rows = 256, cluster_bytes = nil, cluster_spill = 0.25, lookahead = true, split_at = MAXBLOCK}
+-- panel the cluster panel factors in one launch (a wider block is split in halves; nil: 64
+-- in float32, 32 in float64, the fastest on an H100 with block 128: split_width)
+M.tune = {cluster_rows = 256, cluster_bytes = nil, cluster_spill = 0.25, lookahead = true, split_at = nil}
 
 -- panel = "cluster": the whole panel in one thread-block cluster, its rows in the blocks'
 -- shared memory (those that do not fit stay in A), a cluster barrier a column
@@ -410,10 +418,14 @@ end
 
 -- the panel factorization that `make` (panel_maker's) builds on a stream, split in halves
 -- past M.tune.split_at columns when it is the cluster panel (whose launches are cheapest narrow)
+local function split_width(dt)
+  return M.tune.split_at or (dt == "float32" and 64 or 32)
+end
+
 local function panel_factory(make, K, dev, stream, n, A, ipiv, status, ld)
   local factor = make(K, dev, stream, n, A, ipiv, status, ld)
   if make ~= panel_cluster then return factor end
-  return split_panel(K, dev, stream, n, A, ipiv, factor, M.tune.split_at, ld)
+  return split_panel(K, dev, stream, n, A, ipiv, factor, split_width(A.dtype), ld)
 end
 
 --[[
@@ -925,7 +937,8 @@ function M.lu(A, opts)
   local n = square(fname, "A", A)
   local dev = A.device
   local stream = core.check_stream(fname, opts.stream, dev)
-  local method, nb, pk = check_method(fname, opts), check_block(fname, opts), check_panel(fname, opts)
+  local method, pk = check_method(fname, opts), check_panel(fname, opts)
+  local nb = check_block(fname, opts, n, A.dtype, dev, pk)
   local multi, info = devices_plan(list, dev)
   local dt = A.dtype
   local K = kernels(dev, dt)
@@ -1014,7 +1027,8 @@ function M.solve(A, B, opts)
   local k = rhs(fname, B, n, A.dtype)
   local dev = core.same_device(fname, {"A", "B"}, A, B)
   local stream = core.check_stream(fname, opts.stream, dev)
-  local method, nb, pk = check_method(fname, opts), check_block(fname, opts), check_panel(fname, opts)
+  local method, pk = check_method(fname, opts), check_panel(fname, opts)
+  local nb = check_block(fname, opts, n, A.dtype, dev, pk)
   if opts.overwrite ~= nil and type(opts.overwrite) ~= "boolean" then
     fail(fname, "overwrite must be a boolean, got %s", type(opts.overwrite))
   end
@@ -1066,7 +1080,7 @@ M.reference = {
 M.info = {
   methods = methods,
   dtypes = {"float32", "float64"},
-  knobs = {block = "panel width 1.." .. MAXBLOCK .. " (default " .. DEFAULT_BLOCK .. ")",
+  knobs = {block = "panel width 1.." .. MAXBLOCK .. " (default: 64; 128 with the cluster panel in float64, and in float32 from n = 12288)",
            panel = "auto (cluster where the device has thread-block clusters, else fused; the default) | cluster (a panel in one cluster, its rows in shared memory) | fused (one cooperative launch a panel) | columns (a launch a column)",
            devices = "a list of device ordinals (repeats: shares of one GPU); peer = false stages through the host"},
   default = "lu",
