@@ -346,8 +346,20 @@ local function gpu_tests()
         for key in pairs(tune) do tune[key] = saved[key] end
         if not ok then error(piv, 0) end
         local hpiv = to_host(piv)
-        local want = rpiv or to_host(cat.lu(device_of(hA), {block = nb, panel = "columns"}))
-        if not T.ok(hpiv:bytes() == want:bytes(), what .. ": pivots as the " .. (rpiv and "reference's" or "column kernels'")) then
+        -- float32 against the column kernels, which do the same arithmetic: not when the block
+        -- is split in halves (by default past 64 columns), where a matmul between the halves
+        -- rounds otherwise than the panel's rank-1 updates, and a near tie may go to another
+        -- row (session 11: ipiv[1852] 1991 against 1968): then every multiplier is at most 1
+        -- in magnitude, as partial pivoting makes them, and the residuals below check the rest
+        local split = v.panel == "cluster" and nb > (v.split or tune.split_at or (dt == "float32" and 64 or 32))
+        local want = rpiv or not split and to_host(cat.lu(device_of(hA), {block = nb, panel = "columns"}))
+        if not want then
+          local hLU, worst = to_host(dA), 0
+          for i = 1, n - 1 do
+            for j = 0, i - 1 do local a = math.abs(hLU[i * n + j + 1]); if a > worst then worst = a end end
+          end
+          if not T.ok(worst <= 1, what .. ": every multiplier at most 1 (partial pivoting)") then T.diag("  largest " .. worst) end
+        elseif not T.ok(hpiv:bytes() == want:bytes(), what .. ": pivots as the " .. (rpiv and "reference's" or "column kernels'")) then
           local g, w = hpiv:totable(), want:totable()
           for i = 1, n do if g[i] ~= w[i] then T.diag(("  ipiv[%d] = %d, want %d"):format(i, g[i], w[i])); break end end
         end
