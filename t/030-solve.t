@@ -131,6 +131,20 @@ if prog then
   T.ok(fits("culua_solve_panel_pivots_f32", 64, 64, 1, 2), "panel pivots arguments")
   T.ok(fits("culua_solve_transpose_f64", 10, 20, 1, 0, 20, 2, big, 10), "transpose arguments")
   T.ok(fits("culua_solve_panel_cluster_f32", 1000, 64, 64, 1, 500, -64, 2, 3, 227), "cluster panel arguments")
+  -- lu_solve's substitutions (a launch a triangle), four right-hand sides a column group and one
+  for _, name in ipairs{"trsv_lower_f32", "trsv_upper_f32", "trsv_lower_f64", "trsv_upper_f64",
+                        "trsv1_lower_f32", "trsv1_upper_f32", "trsv1_lower_f64", "trsv1_upper_f64"} do
+    T.ok(fits("culua_solve_" .. name, 4097, 17, 1, 2, 3), name .. " arguments")
+  end
+  -- what their blocks meet through: a ticket (atomic add), the counter of block rows solved
+  -- read with an acquire and published with a release after a fence; and every lane's partial
+  -- sums in registers (no local array: reduce_scatter's indices are all known when compiled)
+  for _, name in ipairs{"trsv_lower_f64", "trsv1_upper_f32"} do
+    local body = prog.ptx:match("%.entry culua_solve_" .. name .. "%(.-\n}") or ""
+    T.ok(body:find("atom%.global%.add%.u32") and body:find("ld%.acquire%.gpu") and body:find("membar%.gl")
+         and body:find("st%.release%.gpu"), name .. ": ticket, acquire, fence and release in its PTX")
+    T.ok(body ~= "" and not body:find("__local_depot", 1, true), name .. ": no local memory in its PTX")
+  end
 end
 -- the cluster panel's body exists for compute capability 9.0 only: there it meets the
 -- other blocks through the cluster barrier and their shared memory
