@@ -6,7 +6,10 @@
 -- many blocks, and the column kernels beside them) and 4096 matrices in float32
 -- and float64, against LAPACK's residual ratio ||B - A X|| / (||A|| ||X|| n eps)
 -- <= 10 and the reference's pivots; several right-hand sides, views, a stream,
--- singular and non-finite inputs refused, bad arguments named; devices = {...}: shares of
+-- singular and non-finite inputs refused, bad arguments named; lu_solve both ways (by
+-- substitution, a launch a triangle, up to 16 right-hand sides, and by blocks past them) on
+-- sizes around the substitutions' 64-row blocks, their scratch words left at zero, their
+-- kernels' arguments and synchronization in their PTX; devices = {...}: shares of
 -- one GPU ({0, 0}, {0, 0, 0}; peer = false stages through the host) and two GPUs against the
 -- one-device pivots and factors, and the devices and peer checks, which need no GPU.
 local T = require "culua.tap"
@@ -421,6 +424,70 @@ local function gpu_tests()
     local hbig, hbb = to_host(big), to_host(bbig)
     T.ok(hbig[1] == -7.5 and hbig[3] == -7.5 and hbig[n * n + 4] == -7.5 and hbig[n * n + 10] == -7.5, "  around A untouched")
     T.ok(hbb[1] == -7.5 and hbb[2] == -7.5 and hbb[n + 3] == -7.5 and hbb[n + 6] == -7.5, "  around b untouched")
+  end
+
+  -- lu_solve's two ways: by substitution (a launch a triangle, kernels/solve.cu's
+  -- substitutions) up to solve.tune.trsv_max (16) right-hand sides, by blocks (trsm and
+  -- matmul) past it. Sizes around the substitutions' 64 rows a block (1; 33 and 64: one
+  -- block; 1000: a last block of 40 rows; 4097: of 1 row, 65 blocks), k = 1 as a vector
+  -- (the one-column kernels) and as n x 1, 3 (a column group short), 5 (two groups), 16
+  -- (four: the most substituted), 17 (the first by blocks); and each way on the other's
+  -- ground: k = 3 by blocks (trsv_max = 0), k = 17 by substitution (five groups). One
+  -- factorization a size and dtype, each solve against A by the residual ratio. Under
+  -- compute-sanitizer 1025 for 4097 (a last block of 1 row; the factorization takes minutes)
+  -- and N1000 for 1000 (400: a last block of 16 rows).
+  local tune_solve = require("culua.catalog.solve").tune
+  for _, dt in ipairs{"float32", "float64"} do
+    for _, n in ipairs{1, 33, 64, N1000, T.sanitizer and 1025 or 4097} do
+      if T.share() then
+        local hA = matrix(dt, n, "random", 50 + n % 7)
+        local dA = device_of(hA)
+        local piv = cat.lu(dA)
+        for _, c in ipairs{{k = 1, vector = true}, {k = 1}, {k = 3}, {k = 5}, {k = 16}, {k = 17},
+                           {k = 3, max = 0}, {k = 17, max = 64}} do
+          local k, max = c.k, c.max or tune_solve.trsv_max
+          local hB = c.vector and cuda.host_array(dt, n):random(60 + k, -1, 1)
+                     or cuda.host_array(dt, {n, k}):random(60 + k, -1, 1)
+          local dB = device_of(hB)
+          local saved = tune_solve.trsv_max
+          tune_solve.trsv_max = max
+          local ok, err = pcall(cat.lu_solve, dA, piv, dB)
+          tune_solve.trsv_max = saved
+          local what = ("%s lu_solve n = %d, k = %d%s, by %s"):format(dt, n, k, c.vector and " (a vector)" or "",
+                                                                   k <= max and "substitution" or "blocks")
+          local r = ok and ratio(hA, to_host(dB), hB)
+          if not T.ok(ok and r <= 10, what) then T.diag(ok and ("  ratio " .. r) or err) end
+        end
+      end
+    end
+  end
+  -- the substitutions leave their tickets and counters at zero (the next launch needs them so:
+  -- else it would wait for ever), on the default stream and on a stream of its own, two calls
+  -- in a row each
+  do
+    local core = require "culua.catalog.core"
+    local n = 200
+    local hA = matrix("float64", n, "random", 70)
+    local dA = device_of(hA)
+    local piv = cat.lu(dA)
+    local s = cuda.stream()
+    collectgarbage("stop")   -- the default stream's scratch is kept weakly: keep it for the read
+    for _, st in ipairs{false, s} do
+      local ok = true
+      for rep = 1, 2 do
+        local hB = cuda.host_array("float64", {n, 6}):random(71 + rep, -1, 1)
+        local dB = device_of(hB)
+        cat.lu_solve(dA, piv, dB, {stream = st or nil})
+        if st then st:synchronize() end
+        ok = ok and ratio(hA, to_host(dB), hB) <= 10
+      end
+      local words = to_host(core.scratch("solve_trsv", cuda.device(), st or nil, 1))
+      local zero = true
+      for i = 1, #words do zero = zero and words[i] == 0 end
+      T.ok(ok and zero, ("lu_solve twice %s: solved, the substitutions' %d words back at zero"):format(
+        st and "on a stream" or "on the default stream", #words))
+    end
+    collectgarbage("restart")
   end
 
   -- a stream; overwrite

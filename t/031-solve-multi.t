@@ -5,7 +5,9 @@
 -- it). The pivots, factors and solutions must equal the one-device run's, over shares of one
 -- device, three devices with and without peer access, peer = false, more shares than panels,
 -- and odd sizes. This checks the indexing and the data each share gets; the GPU runs in
--- t/030-solve.t check the streams and events.
+-- t/030-solve.t check the streams and events. Also lu_solve's two ways (by substitution up to
+-- solve.tune.trsv_max right-hand sides, by blocks past it) against each other, with their
+-- launches counted.
 local T = require "culua.tap"
 local srcdir = os.getenv("CULUA_SRCDIR") or "."
 local SRC = srcdir .. "/lua/catalog/solve.lua"
@@ -112,6 +114,28 @@ K.trsm_upper = function (jb, ncols, T, toff, ldt, X, xoff, ldx)
     end
   end
 end
+-- lu_solve's substitutions (kernels/solve.cu's trsv, trsv1): X (n x k) solved in place with
+-- LU's unit lower or upper triangle; their tickets and counters must come zero and be left so
+local function trsv_mock(upper)
+  return function (n, k, LU, X, sync)
+    for i = 0, #sync - 1 do assert(E(sync, i) == 0, "the substitutions' words are zero at launch") end
+    for c = 0, k - 1 do
+      for step = 0, n - 1 do
+        local i = upper and n - 1 - step or step
+        local s = E(X, i * k + c)
+        if upper then
+          for j = i + 1, n - 1 do s = s - E(LU, i * n + j) * E(X, j * k + c) end
+          s = s / E(LU, i * n + i)
+        else
+          for j = 0, i - 1 do s = s - E(LU, i * n + j) * E(X, j * k + c) end
+        end
+        S(X, i * k + c, s)
+      end
+    end
+  end
+end
+K.trsv_lower, K.trsv_upper = trsv_mock(false), trsv_mock(true)
+K.trsv1_lower, K.trsv1_upper = K.trsv_lower, K.trsv_upper
 K.gemm = function (m, nn, k, A, aoff, lda, B, boff, ldb, C, coff, ldc)
   for r = 0, m - 1 do for c = 0, nn - 1 do
     local acc = 0
@@ -289,6 +313,40 @@ PEER = true
 do
   local ok = pcall(M.lu, mkA(12, rand_matrix(12, 3)), {block = 4, devices = {0, 1}})
   T.ok(ok, "and the next call works")
+end
+-- lu_solve's two ways: by substitution (two launches, a triangle each) up to
+-- solve.tune.trsv_max right-hand sides, by blocks (trsm and matmul a block row) past it;
+-- the same X either way, and the default threshold (16) picks as it says
+do
+  local function solve_with(n, k, nb, max)
+    local LU = mkA(n, rand_matrix(n, n + k))
+    local ipiv = M.lu(LU, {block = nb})
+    local B = k == 1 and cuda.array("float64", n, {device = 0}) or cuda.array("float64", {n, k}, {device = 0})
+    for i = 0, n * k - 1 do B.data[i] = ((i * 7) % 11) / 11 - 0.4 end
+    local saved = M.tune.trsv_max
+    M.tune.trsv_max = max or saved
+    local before = launches
+    M.lu_solve(LU, ipiv, B, {block = nb})
+    M.tune.trsv_max = saved
+    return B, launches - before
+  end
+  -- the input check, the permutation, the gather and the copy, then the solves
+  local FIXED = 4
+  for _, c in ipairs{{1, 1, 4}, {70, 1, 16}, {70, 3, 16}, {130, 5, 64}, {65, 17, 8}} do
+    local n, k, nb = c[1], c[2], c[3]
+    local X1, l1 = solve_with(n, k, nb, math.maxinteger)
+    local X2, l2 = solve_with(n, k, nb, 0)
+    local d = 0
+    for i = 0, n * k - 1 do d = math.max(d, math.abs(X1.data[i] - X2.data[i])) end
+    if not T.ok(d < 1e-9 and l1 == FIXED + 2 and l2 == FIXED + 2 * ((n + nb - 1) // nb),
+                ("lu_solve n %d k %d block %d: substitution (%d launches) and blocks (%d) agree"):format(n, k, nb, l1, l2)) then
+      T.diag("  max difference " .. d)
+    end
+  end
+  local _, l16 = solve_with(40, 16, 8)
+  local _, l17 = solve_with(40, 17, 8)
+  T.ok(M.tune.trsv_max == 16 and l16 == FIXED + 2 and l17 == FIXED + 2 * 5,
+       ("by default 16 right-hand sides go by substitution (%d launches), 17 by blocks (%d)"):format(l16, l17))
 end
 -- the checks come before any array
 T.error_like(function () M.lu(nil, {devices = {}}) end, "cuda%.catalog%.lu: devices is an empty list", "an empty devices list")

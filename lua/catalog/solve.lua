@@ -26,11 +26,16 @@ local CPANEL_THREADS = 512      -- kernels/solve.cu's CPANEL_THREADS
 local CLUSTER_MAX = 16          -- the largest cluster (non-portable; 8 is portable)
 local PANEL_SLOT = 2 + MAXBLOCK -- kernels/solve.cu's PANEL_SLOT
 local BARRIER_WORDS = 2176      -- culua/barrier.cuh's CULUA_BARRIER_WORDS
+local TRSV_ROWS = 64            -- kernels/solve.cu's TRSV_ROWS (rows a block of the substitutions)
+local TRSV_THREADS = 256        -- kernels/solve.cu's TRSV_THREADS
+local TRSV_COLS = 4             -- kernels/solve.cu's TRSV_COLS (right-hand sides a column group)
+local TRSV_SYNC = 32            -- kernels/solve.cu's TRSV_SYNC (words of sync a column group)
 
 -- scratch (core.scratch): the status word (first bad pivot, or bad input), zero
 -- between calls; the column panel kernel's ticket counter, zero between launches;
 -- the fused panel's grid barrier, zero between launches; the panel kernels'
--- per-block candidates; the permutation and the gathered right-hand sides of lu_solve
+-- per-block candidates; the permutation and the gathered right-hand sides of lu_solve;
+-- the substitutions' tickets and counters, zero between launches
 core.scratch_kind("solve_status", "int32", true)
 core.scratch_kind("solve_counter", "uint32", true)
 core.scratch_kind("solve_barrier", "uint32", true)
@@ -38,6 +43,7 @@ core.scratch_kind("solve_partial", "float64")
 core.scratch_kind("solve_perm", "int32")
 core.scratch_kind("solve_rhs_float32", "float32")
 core.scratch_kind("solve_rhs_float64", "float64")
+core.scratch_kind("solve_trsv", "uint32", true)
 
 
 -- {====================================================== checks
@@ -308,8 +314,16 @@ end
 -- a block (nil: all there is; a small cap leaves most rows in A), the share of a panel's
 -- rows in A past which the fused panel takes it, the look-ahead (false: one stream), and the widest
 -- panel the cluster panel factors in one launch (a wider block is split in halves; nil: 64
--- in float32, 32 in float64, the fastest on an H100 with block 128: split_width)
-M.tune = {cluster_rows = 256, cluster_bytes = nil, cluster_spill = 0.25, lookahead = true, split_at = nil}
+-- in float32, 32 in float64, the fastest on an H100 with block 128: split_width); and the
+-- most right-hand sides lu_solve substitutes in one launch a triangle (substitute; more go
+-- by blocks, trsm and matmul). 16 is four column groups: each triangle read four times at
+-- most, and at n = 8192 the groups' 4 x 128 blocks of threads within two waves of an
+-- H100's resident ones (two a multiprocessor), so that the groups' chains of block rows
+-- mostly overlap. Past that the re-reads and the waves grow with k while the blocked
+-- path's cost (about 4 n / nb launches, latency-bound) hardly does; where the two cross
+-- has not been measured (bench/lu_solve.lua sweeps k both ways).
+M.tune = {cluster_rows = 256, cluster_bytes = nil, cluster_spill = 0.25, lookahead = true, split_at = nil,
+          trsv_max = 16}
 
 -- panel = "cluster": the whole panel in one thread-block cluster, its rows in the blocks'
 -- shared memory (those that do not fit stay in A), a cluster barrier a column
@@ -959,7 +973,29 @@ function M.lu(A, opts)
   return ipiv, info
 end
 
--- permute B's rows by the pivots, then the two blocked triangular solves
+--[[
+** L y = P b, then U x = y, in one launch a triangle (kernels/solve.cu's substitutions):
+** a block of threads a block of TRSV_ROWS rows and a group of TRSV_COLS right-hand
+** sides (one for k = 1, which has kernels of its own: a quarter of the registers and
+** of the shuffles a step). The blocks of a group take tickets and publish the block
+** rows they solve through TRSV_SYNC words of scratch (the upper solve's after the
+** lower's), which the kernels leave at zero: no fill a call (a fill without a stream
+** would wait for the device).
+]]
+local function substitute(K, dev, stream, n, k, LU, B)
+  local cols = k == 1 and 1 or TRSV_COLS
+  local groups = ceil_div(k, cols)
+  local words = groups * TRSV_SYNC
+  local sync = core.scratch("solve_trsv", dev, stream, 2 * words)
+  local name = k == 1 and "trsv1_" or "trsv_"
+  local cfg = {grid = {ceil_div(n, TRSV_ROWS), groups}, block = TRSV_THREADS, stream = stream}
+  K(name .. "lower"):launch(cfg, n, k, LU, B, view(sync, 0, words))
+  K(name .. "upper"):launch(cfg, n, k, LU, B, view(sync, words, words))
+end
+
+-- permute B's rows by the pivots, then the two triangular solves: for at most
+-- M.tune.trsv_max right-hand sides by substitute, else by blocks (a trsm launch and
+-- a matmul a block row each way: about 4 n / nb launches)
 local function solve_factored(K, dev, stream, n, k, nb, LU, ipiv, B)
   local dt = LU.dtype
   local perm = core.scratch("solve_perm", dev, stream, n)
@@ -973,6 +1009,8 @@ local function solve_factored(K, dev, stream, n, k, nb, LU, ipiv, B)
   local W = core.scratch("solve_rhs_" .. dt, dev, stream, n * k)
   K("gather"):launch({grid = grid_for(n * k, 256, dev), block = 256, stream = stream}, n, k, perm, B, W)
   copy(K, dev, stream, n * k, W, B)
+  -- (gridDim.y, the column groups, is at most 65535)
+  if k <= math.min(M.tune.trsv_max, 65535 * TRSV_COLS) then return substitute(K, dev, stream, n, k, LU, B) end
   -- L y = P b: each block row solved, then taken from the rows below
   for i0 = 0, n - 1, nb do
     local jb = math.min(nb, n - i0)
