@@ -55,6 +55,26 @@ __device__ __forceinline__ int pivot_verdict (int i, T pv) {
   return pv == T(0) ? i + 1 : !isfinite((double)pv) ? -(i + 1) : 0;
 }
 
+/*
+** The best (magnitude, row) of the warp, in every lane, in three warp-wide
+** integer reductions (redux.sync, compute capability 8.0) rather than five
+** rounds of shuffles and compares: a magnitude (>= 0) orders as its bits do,
+** so the best is the largest high word, then the largest low word among
+** those, then the smallest row among those. A lane with no candidate (v < 0,
+** i past every row) counts as magnitude 0 and loses the tie on its row; when
+** no lane has one, i comes back past every row (callers look at i, and a
+** magnitude of 0 there loses to any candidate's on the row too).
+*/
+__device__ __forceinline__ void warp_best (double &v, int &i) {
+  const unsigned long long bits = v < 0.0 ? 0ull : (unsigned long long)__double_as_longlong(v);
+  const unsigned hi = (unsigned)(bits >> 32), lo = (unsigned)bits;
+  const unsigned mh = __reduce_max_sync(0xffffffffu, hi);
+  const unsigned ml = __reduce_max_sync(0xffffffffu, hi == mh ? lo : 0u);
+  const unsigned mr = __reduce_max_sync(0xffffffffu, hi == mh && lo == ml ? ~(unsigned)i : 0u);
+  v = __longlong_as_double((long long)((unsigned long long)mh << 32 | ml));
+  i = (int)~mr;
+}
+
 /* a pivot's verdict into the status word, unless an earlier one is there */
 template <typename T>
 __device__ __forceinline__ void note_pivot (int *status, int i, T pv) {
@@ -223,11 +243,7 @@ __device__ void panel_fused (int n, int j0, int jb, T *A, int ld, int coff, int 
   for (int j = j0; j < jend; j++) {
     double *half = part + (size_t)(j & 1) * (G + 1) * PANEL_SLOT;
     /* the block's best: within each warp, then across the warps */
-    for (int o = 16; o > 0; o >>= 1) {
-      double v = __shfl_down_sync(0xffffffffu, best, o);
-      int i = __shfl_down_sync(0xffffffffu, bi, o);
-      if (better(v, i, best, bi)) { best = v; bi = i; }
-    }
+    warp_best(best, bi);
     if (lane == 0) { wv[warp] = best; wi[warp] = bi; }
     __syncthreads();
     if (threadIdx.x == 0) {
@@ -255,11 +271,7 @@ __device__ void panel_fused (int n, int j0, int jb, T *A, int ld, int coff, int 
         int bx = (int)__ldcg(half + (size_t)b * PANEL_SLOT + 1);
         if (better(bv, bx, v, i)) { v = bv; i = bx; }
       }
-      for (int o = 16; o > 0; o >>= 1) {
-        double ov = __shfl_down_sync(0xffffffffu, v, o);
-        int oi = __shfl_down_sync(0xffffffffu, i, o);
-        if (better(ov, oi, v, i)) { v = ov; i = oi; }
-      }
+      warp_best(v, i);
       if (lane == 0) spiv = i < n ? i : j;   /* i < n always: row j is a candidate */
     }
     __syncthreads();
@@ -373,51 +385,6 @@ __device__ __forceinline__ void cluster_sync () {
 }
 #endif
 
-/* the best (magnitude, row) of the warp, in every lane */
-template <typename T>
-__device__ __forceinline__ void warp_best (double &v, int &i) {
-  for (int o = 16; o > 0; o >>= 1) {
-    double ov = __shfl_xor_sync(0xffffffffu, v, o);
-    int oi = __shfl_xor_sync(0xffffffffu, i, o);
-    if (better(ov, oi, v, i)) { v = ov; i = oi; }
-  }
-}
-
-/* float32's magnitudes are floats: a candidate packs into one 64-bit key (the
-   magnitude's bits, which order as the values do, over the row's complement),
-   halving the shuffles and the compares of the reduction */
-template <>
-__device__ __forceinline__ void warp_best<float> (double &v, int &i) {
-  unsigned long long key = v < 0.0 ? 0ull
-      : (unsigned long long)__float_as_uint((float)v) << 32 | (unsigned)~i;
-  for (int o = 16; o > 0; o >>= 1) {
-    unsigned long long ok = __shfl_xor_sync(0xffffffffu, key, o);
-    key = ok > key ? ok : key;
-  }
-  if (key == 0ull) { v = -1.0; i = 0x7fffffff; return; }
-  v = (double)__uint_as_float((unsigned)(key >> 32));
-  i = (int)~(unsigned)key;
-}
-
-/*
-** warp_best in three warp-wide integer reductions (redux.sync, compute
-** capability 8.0), for the cluster panel, where it runs three times a
-** column: a magnitude (>= 0) orders as its bits do, so the best is the
-** largest high word, then the largest low word among those, then the
-** smallest row among those. A lane with no candidate (v < 0, i past every
-** row) counts as magnitude 0 and loses the tie on its row; when no lane has
-** one, i comes back past every row (callers look at i, not v).
-*/
-__device__ __forceinline__ void warp_best_redux (double &v, int &i) {
-  const unsigned long long bits = v < 0.0 ? 0ull : (unsigned long long)__double_as_longlong(v);
-  const unsigned hi = (unsigned)(bits >> 32), lo = (unsigned)bits;
-  const unsigned mh = __reduce_max_sync(0xffffffffu, hi);
-  const unsigned ml = __reduce_max_sync(0xffffffffu, hi == mh ? lo : 0u);
-  const unsigned mr = __reduce_max_sync(0xffffffffu, hi == mh && lo == ml ? ~(unsigned)i : 0u);
-  v = __longlong_as_double((long long)((unsigned long long)mh << 32 | ml));
-  i = (int)~mr;
-}
-
 /* 4 values at p (16-byte aligned, shared memory) */
 __device__ __forceinline__ void load4 (const float *p, float v[4]) {
   float4 q = *(const float4 *)p;
@@ -478,13 +445,13 @@ __device__ void panel_cluster (int n, int j0, int jb, T *A, int ld, int coff, in
     const int jj = j - j0;
     cpost<T> &P = post[j & 1];
     /* the block's best candidate: a warp's, then warp 0 takes the best of those and posts it */
-    warp_best_redux(best, bi);
+    warp_best(best, bi);
     if (lane == 0) { wv[warp] = best; wi[warp] = bi; }
     __syncthreads();   /* also: the block's row updates, seen by the whole block */
     if (warp == 0) {
       best = lane < CPANEL_WARPS ? wv[lane] : -1.0;
       bi = lane < CPANEL_WARPS ? wi[lane] : n;
-      warp_best_redux(best, bi);
+      warp_best(best, bi);
       if (lane == 0) { P.mag = bi < n ? best : -1.0; P.row = bi; }
       if (bi < n) {
         int k = (bi - j0 - b) / C;
@@ -515,7 +482,7 @@ __device__ void panel_cluster (int n, int j0, int jb, T *A, int ld, int coff, in
     /* the pivot: the best of the posts, found by every warp (no second barrier) */
     double pvv = lane < C ? cv[lane] : -1.0;
     int p = lane < C ? ci[lane] : n;
-    warp_best_redux(pvv, p);
+    warp_best(pvv, p);
     if (p >= n) p = j;   /* cannot happen: row j is a candidate */
     const T *const prow = cand[(p - j0) % C];
     const T pv = prow[jj];
@@ -621,7 +588,7 @@ __device__ void panel_cluster (int n, int j0, int jb, T *A, int ld, int coff, in
 ** X (leading dimension ld) that are outside [skip_lo, skip_hi).
 **
 ** Done in order, a column's swaps are a chain: each waits for the last one's
-** loads, and 64 of them took 36 us on an H100 at any width. So each block
+** loads, and 64 of them took 36 us on an H100 (8192 columns). So each block
 ** first composes them into one permutation of the rows they touch (at most
 ** 2 * SWAP_MAX: the dense rows i0..i1-1 and the rows they were swapped
 ** with), then moves its columns' values in two passes, every load before any
@@ -826,7 +793,7 @@ __device__ void panel_pivots (int j0, int jb, const T *buf, int *ipiv) {
 ** into shared memory; 8 rows of threads share the updates below (above)
 ** each solved row. The triangle comes into shared memory first (the launch
 ** gives jb * jb elements of it): read from A at each step, its loads were the
-** chain (23 us for a 64 x 8128 block row, against 5 this way).
+** chain (23 us for a 64 x 8128 block row on an H100).
 */
 template <typename T, bool UPPER>
 __device__ void trsm (int jb, int ncols, const T *Tr, long long toff, int ldt, T *X, long long xoff, int ldx) {
