@@ -19,7 +19,7 @@ local M = {}
 
 local methods = {"lu", "seed"}
 local panels = {"auto", "cluster", "fused", "columns"}
-local DEFAULT_BLOCK = 64        -- panel width where default_block does not say otherwise
+local DEFAULT_BLOCK = 64        -- panel width where lu_block does not say otherwise
 local MAXBLOCK = 128            -- kernels/solve.cu's MAXBLOCK
 local PANEL_THREADS = 256       -- kernels/solve.cu's PANEL_WARPS * 32
 local CPANEL_THREADS = 512      -- kernels/solve.cu's CPANEL_THREADS
@@ -81,18 +81,9 @@ local function rhs(fname, B, n, dt)
   return #B // n
 end
 
--- the panel width by default, measured on an H100 (bench/solve.lua, bench/RESULTS.md's
--- session 11): with the cluster panel, float64 128 (split in panels of 32: split_width),
--- float32 64 under n = 12288 and 128 from there (split in 64s); otherwise (the fused and
--- column panels, lu_solve's substitutions) 64. A nil dev is lu_solve's.
-local function default_block(n, dt, dev, pk)
-  local cluster = dev and (pk == "cluster" or (pk == "auto" and dev.major >= 9))
-  if cluster and (dt == "float64" or n >= 12288) then return 128 end
-  return DEFAULT_BLOCK
-end
-
-local function check_block(fname, opts, n, dt, dev, pk)
-  local nb = opts.block or default_block(n, dt, dev, pk)
+-- opts.block, else dflt (lu's: lu_block), else DEFAULT_BLOCK
+local function check_block(fname, opts, dflt)
+  local nb = opts.block or dflt or DEFAULT_BLOCK
   if math.type(nb) ~= "integer" or nb < 1 or nb > MAXBLOCK then
     fail(fname, "block must be an integer 1..%d, got %s", MAXBLOCK, tostring(nb))
   end
@@ -241,6 +232,11 @@ local function swaps(K, dev, stream, ncols, ld, lo, hi, i0, i1, ipiv, X)
                     ncols, ld, lo, hi, i0, i1, ipiv, X)
 end
 
+-- the same on the columns [c0, c1) alone of the n rows of A (leading dimension ld)
+local function column_swaps(K, dev, stream, n, ld, c0, c1, i0, i1, ipiv, A)
+  swaps(K, dev, stream, c1 - c0, ld, 0, 0, i0, i1, ipiv, view(A, c0, (n - 1) * ld + (c1 - c0)))
+end
+
 -- panel = "columns": a launch a column of the panel (and one for the first search),
 -- the blocks' pivot candidates combined by the last block to finish
 -- (A's leading dimension is ld, n by default; column c of the panel is at c + coff in its rows)
@@ -330,13 +326,13 @@ M.tune = {cluster_rows = 256, cluster_bytes = nil, cluster_spill = 0.25, lookahe
 local function panel_cluster(K, dev, stream, n, A, ipiv, status, ld)
   local k = K("panel_cluster")
   local lim = cluster_fit(K, dev)
-  local esize = A.dtype == "float32" and 4 or 8
+  local size = esize(A.dtype)
   local fused
   ld = ld or n
   return function (j0, jb, coff)
     local m = n - j0
     local c = math.max(1, math.min(lim.cluster, ceil_div(m, M.tune.cluster_rows)))
-    local rowbytes = ((jb + 3) // 4 * 4) * esize + 16   -- kernels/solve.cu's jst values
+    local rowbytes = ((jb + 3) // 4 * 4) * size + 16   -- kernels/solve.cu's jst values
     local rows = ceil_div(m, c)
     local ks = math.min(rows, math.min(lim.bytes, M.tune.cluster_bytes or lim.bytes) // rowbytes)
     -- a panel whose rows are over a quarter in A (L2's speed) goes to the fused panel, which
@@ -362,6 +358,19 @@ local function panel_maker(fname, kind, K, dev)
          dev.ordinal, dev.major, dev.minor)
   end
   return panel_fused
+end
+
+-- lu's and solve's panel width: opts.block, else what measured fastest on an H100
+-- (bench/solve.lua, bench/RESULTS.md's session 11): with the cluster panel (the one
+-- panel_maker takes), float64 128 (split in panels of 32: split_width) and float32 128
+-- from n = 12288 (split in 64s); otherwise DEFAULT_BLOCK
+local function lu_block(fname, opts, n, dt, dev, pk)
+  local dflt
+  if opts.block == nil and pk ~= "fused" and pk ~= "columns" and (dt == "float64" or n >= 12288)
+     and cluster_fit(kernels(dev, dt), dev) then
+    dflt = 128
+  end
+  return check_block(fname, opts, dflt)
 end
 
 -- for bench/solve_profile.lua: the panel factorization of a kind, factor(j0, jb [, coff])
@@ -411,21 +420,18 @@ end
 ]]
 local function split_panel(K, dev, stream, n, A, ipiv, factor, base, ld)
   ld, base = ld or n, math.max(base, 1)
-  local function cswaps(c0, c1, i0, i1)   -- pivots i0..i1-1 on the columns [c0, c1) of A's rows
-    swaps(K, dev, stream, c1 - c0, ld, 0, 0, i0, i1, ipiv, view(A, c0, (n - 1) * ld + (c1 - c0)))
-  end
   local function split(j0, jb, coff)
     coff = coff or 0
     if jb <= base then return factor(j0, jb, coff) end
     local h = jb // 2
     local mid, jend = j0 + h, j0 + jb
     split(j0, h, coff)
-    cswaps(mid + coff, jend + coff, j0, mid)
+    column_swaps(K, dev, stream, n, ld, mid + coff, jend + coff, j0, mid, ipiv, A)
     trsm(K, "lower", stream, h, jend - mid, A, j0 * ld + j0 + coff, ld, A, j0 * ld + mid + coff, ld)
     gemm_sub(K, A.dtype, stream, n - mid, jend - mid, h, A, mid * ld + j0 + coff, ld, A, j0 * ld + mid + coff, ld,
              A, mid * ld + mid + coff, ld)
     split(mid, jend - mid, coff)
-    cswaps(j0 + coff, mid + coff, mid, jend)
+    column_swaps(K, dev, stream, n, ld, j0 + coff, mid + coff, mid, jend, ipiv, A)
   end
   return split
 end
@@ -469,7 +475,7 @@ local function lu_lookahead(K, dev, stream, n, nb, A, ipiv, status, make)
       local rest = n - jend
       local nxt = math.min(nb, rest)
       local c1 = jend + nxt
-      swaps(K, dev, S, nxt, n, 0, 0, j0, jend, ipiv, view(A, jend, (n - 1) * n + nxt))
+      column_swaps(K, dev, S, n, n, jend, c1, j0, jend, ipiv, A)
       trsm(K, "lower", S, jb, nxt, A, j0 * n + j0, n, A, j0 * n + jend, n)
       update_narrow(K, S, rest, nxt, jb, A, jend * n + j0, n, A, j0 * n + jend, n, A, jend * n + jend, n)
       st.u:record(S)
@@ -952,7 +958,7 @@ function M.lu(A, opts)
   local dev = A.device
   local stream = core.check_stream(fname, opts.stream, dev)
   local method, pk = check_method(fname, opts), check_panel(fname, opts)
-  local nb = check_block(fname, opts, n, A.dtype, dev, pk)
+  local nb = lu_block(fname, opts, n, A.dtype, dev, pk)
   local multi, info = devices_plan(list, dev)
   local dt = A.dtype
   local K = kernels(dev, dt)
@@ -1066,7 +1072,7 @@ function M.solve(A, B, opts)
   local dev = core.same_device(fname, {"A", "B"}, A, B)
   local stream = core.check_stream(fname, opts.stream, dev)
   local method, pk = check_method(fname, opts), check_panel(fname, opts)
-  local nb = check_block(fname, opts, n, A.dtype, dev, pk)
+  local nb = lu_block(fname, opts, n, A.dtype, dev, pk)
   if opts.overwrite ~= nil and type(opts.overwrite) ~= "boolean" then
     fail(fname, "overwrite must be a boolean, got %s", type(opts.overwrite))
   end
