@@ -30,25 +30,10 @@ end
 print(("cuda.catalog lu_solve on %s, median of %d%s; solve.tune.trsv_max = %d"):format(cuda.device().name, REPS,
       stream and ", on a stream" or "", MAX0))
 
-local function median(t)
-  table.sort(t)
-  local r = #t
-  return r % 2 == 1 and t[(r + 1) // 2] or (t[r // 2] + t[r // 2 + 1]) / 2
-end
-
--- the median time (ms) of lu_solve(LU, piv, B) with B = B0 again before each (not timed)
+-- the median time (ms) of lu_solve(LU, piv, B) with B = B0 again before each (not timed), after a warm-up
 local function time(LU, piv, B0, B)
-  local e0, e1 = cuda.event(), cuda.event()
-  local t = {}
-  for r = 0, REPS do               -- r = 0: the warm-up
-    B:copy_from(B0, stream)
-    e0:record(stream)
-    cat.lu_solve(LU, piv, B, {stream = stream})
-    e1:record(stream)
-    e1:synchronize()
-    if r > 0 then t[#t + 1] = e0:elapsed(e1) end
-  end
-  return median(t)
+  return cuda.bench(function () cat.lu_solve(LU, piv, B, {stream = stream}) end,
+                    {warmup = 1, reps = REPS, stream = stream, setup = function () B:copy_from(B0, stream) end}).median
 end
 
 local function residual(hA, B, hB, dt, n)

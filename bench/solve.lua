@@ -55,26 +55,10 @@ print(("cuda.catalog lu on %s, median of %d%s"):format(dev.name, REPS,
 
 local function tflops(n, ms) return 2 / 3 * n ^ 3 / (ms * 1e-3) / 1e12 end
 
-local function median(t)
-  table.sort(t)
-  local r = #t
-  return r % 2 == 1 and t[(r + 1) // 2] or (t[r // 2] + t[r // 2 + 1]) / 2
-end
-
--- the median time (ms) of f(A, b) on fresh copies of A0 and b0 (the copies not timed)
+-- the median time (ms) of f(A, b) on fresh copies of A0 and b0 (the copies not timed), after a warm-up
 local function time(A0, b0, A, b, reps, f)
-  local e0, e1 = cuda.event(), cuda.event()
-  local t = {}
-  for r = 0, reps do               -- r = 0: the warm-up
-    A:copy_from(A0)
-    b:copy_from(b0)
-    e0:record()
-    f(A, b)
-    e1:record()
-    e1:synchronize()
-    if r > 0 then t[#t + 1] = e0:elapsed(e1) end
-  end
-  return median(t)
+  return cuda.bench(function () f(A, b) end,
+                    {warmup = 1, reps = reps, setup = function () A:copy_from(A0); b:copy_from(b0) end}).median
 end
 
 local function line(what, n, ms, anchor_ms, target)

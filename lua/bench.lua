@@ -5,7 +5,9 @@
 --
 -- fn is called warmup times untimed, then reps times, each between two
 -- events recorded on opts.stream (default stream when nil). fn may also
--- do several launches; the time is that of one call. The whole run is an
+-- do several launches; the time is that of one call. opts.setup, when
+-- given, is called before each call of fn (warm-up ones too), outside the
+-- events: to put back the input that fn overwrites, say. The whole run is an
 -- NVTX range named opts.name (default "cuda.bench"), its warmup a range
 -- inside it, so a profiler's timeline shows where each benchmark ran.
 
@@ -32,15 +34,21 @@ local function bench(fn, opts)
   if math.type(reps) ~= "integer" or reps < 1 then error("bench: reps must be an integer >= 1", 2) end
   local name = opts.name or "cuda.bench"
   if type(name) ~= "string" then error("bench: name must be a string", 2) end
+  local setup = opts.setup
+  if setup ~= nil and type(setup) ~= "function" then error("bench: setup must be a function", 2) end
   local range <close> = cuda.nvtx.scope(name)
   if warmup > 0 then
     local w <close> = cuda.nvtx.scope("warmup")
-    for _ = 1, warmup do fn() end
+    for _ = 1, warmup do
+      if setup then setup() end
+      fn()
+    end
   end
   local e0 <close> = cuda.event()
   local e1 <close> = cuda.event()
   local times, sum = {}, 0
   for i = 1, reps do
+    if setup then setup() end
     e0:record(stream)
     fn()
     e1:record(stream)

@@ -364,6 +364,11 @@ local r = cuda.bench(function () incr:launch({grid = n // 512, block = 512}, d) 
 T.ok(r.min > 0 and r.min <= r.median and r.median <= r.max and r.reps == 9 and #r.samples == 9,
      "cuda.bench: " .. tostring(r))
 T.error_like(function () cuda.bench(function () end, {reps = 0}) end, "reps must be an integer >= 1", "bench checks reps")
+-- setup runs before every call, warm-ups included, outside the timed events
+local calls = {}
+cuda.bench(function () calls[#calls + 1] = "fn" end, {warmup = 1, reps = 2, setup = function () calls[#calls + 1] = "setup" end})
+T.is_deeply(calls, {"setup", "fn", "setup", "fn", "setup", "fn"}, "cuda.bench: setup before each call")
+T.error_like(function () cuda.bench(function () end, {setup = 1}) end, "setup must be a function", "bench checks setup")
 
 d, h, da, db, dc, ha, hb, hc, gx, xd, xi, din, dout, cc, cx = nil
 collectgarbage()
