@@ -927,6 +927,9 @@ __device__ void update_narrow (int m, int nc, int kb, const T *L, long long loff
 #define TRSV_COLS 4                           /* right-hand sides a group (one for k = 1) */
 #define TRSV_SYNC 32                          /* words of `sync` a group: the ticket, then `done` */
 #define TRSV_DONE (TRSV_SYNC / 2)
+/* the instances' launch bounds ask for 2 blocks a multiprocessor with TRSV_COLS
+   right-hand sides (128 registers, all of which float64 takes) and 3 with one
+   (float64 took 84 unbounded, which leaves room for 2) */
 
 /*
 ** The sums over the warp of the NV values each lane holds (NV a power of 2,
@@ -1044,8 +1047,10 @@ __device__ void trsv (int n, int k, const T *__restrict__ A, T *X, unsigned *syn
   if (warp != 0) return;
 
   /* the diagonal block: row tt solved, broadcast, taken from the rows after it
-     (selected, not branched on: no divergence a step, and a solved row is
-     never touched, not even by 0 * inf) */
+     (selected, not branched on: no branch a step, so that the compiler loads
+     the tile ahead, and a solved row is never touched, not even by 0 * inf).
+     Going down, rows past `rows` change only rows past them; going up they
+     would change the rows above, and are skipped */
   T x[2][COLS];   /* rows lane and lane + 32 of the block */
 #pragma unroll
   for (int h = 0; h < 2; h++)
@@ -1054,7 +1059,6 @@ __device__ void trsv (int n, int k, const T *__restrict__ A, T *X, unsigned *syn
   if (!UPPER) {
 #pragma unroll
     for (int tt = 0; tt < TRSV_ROWS; tt++) {
-      if (tt >= rows) break;
       const int h = tt / 32;
       T yt[COLS];
 #pragma unroll
@@ -1074,14 +1078,13 @@ __device__ void trsv (int n, int k, const T *__restrict__ A, T *X, unsigned *syn
   else {
 #pragma unroll
     for (int tt = TRSV_ROWS - 1; tt >= 0; tt--) {
-      if (tt >= rows) continue;
       const int h = tt / 32;
       T yt[COLS];
 #pragma unroll
       for (int c = 0; c < COLS; c++) yt[c] = __shfl_sync(0xffffffffu, x[h][c], tt & 31) * rdiag[tt];
 #pragma unroll
       for (int hh = 0; hh <= h; hh++) {
-        const bool above = lane + 32 * hh < tt;
+        const bool above = lane + 32 * hh < tt && tt < rows;
         const T u = tile[lane + 32 * hh][tt];
 #pragma unroll
         for (int c = 0; c < COLS; c++) {
@@ -1281,10 +1284,10 @@ __device__ void seed_divide (int n, int k, const T *ABT, T *X) {
   extern "C" __global__ void __launch_bounds__(TRSV_THREADS, 2) culua_solve_trsv_upper_##t (int n, int k, const T *LU, \
       T *X, unsigned *sync) \
   { trsv<T, true, TRSV_COLS>(n, k, LU, X, sync); } \
-  extern "C" __global__ void __launch_bounds__(TRSV_THREADS, 2) culua_solve_trsv1_lower_##t (int n, int k, const T *LU, \
+  extern "C" __global__ void __launch_bounds__(TRSV_THREADS, 3) culua_solve_trsv1_lower_##t (int n, int k, const T *LU, \
       T *X, unsigned *sync) \
   { trsv<T, false, 1>(n, k, LU, X, sync); } \
-  extern "C" __global__ void __launch_bounds__(TRSV_THREADS, 2) culua_solve_trsv1_upper_##t (int n, int k, const T *LU, \
+  extern "C" __global__ void __launch_bounds__(TRSV_THREADS, 3) culua_solve_trsv1_upper_##t (int n, int k, const T *LU, \
       T *X, unsigned *sync) \
   { trsv<T, true, 1>(n, k, LU, X, sync); } \
   extern "C" __global__ void culua_solve_transpose_##t (int rows, int cols, const T *in, long long inoff, int ldin, \
