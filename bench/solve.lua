@@ -1,5 +1,5 @@
 -- bench/solve.lua: cuda.catalog.lu / lu_solve against cuSOLVER, in the same run.
---   culua bench/solve.lua [ANCHOR [BLOCKS [SIZES [PANELS [DEVICES]]]]]
+--   culua bench/solve.lua [ANCHOR [BLOCKS [SIZES [PANELS [DEVICES [DTYPES]]]]]]
 -- ANCHOR (bench/anchor_cusolver, built by nvcc with -lcusolver -lcublas) times
 -- <t>getrf and <t>getrs (one right-hand side) with events, median:
 --   ANCHOR f32|f64 N REPS  ->  "getrf_ms X" and "getrs_ms Y"
@@ -9,10 +9,13 @@
 -- "cluster:128" sets the cluster panel's most rows a block (solve.tune); a suffix
 -- "+nola" turns the look-ahead off, "+split" splits blocks over 64 columns in halves
 -- ("+split32": over 32, "+split128": no split; by default solve.tune's: 64 in float32,
--- 32 in float64).
+-- 32 in float64), "+spillP" hands a panel to the fused kernel only past P% of its rows
+-- in A (solve.tune.cluster_spill; "+spill100": never), "+rowsN" has the fused panel take
+-- about N rows a block (solve.tune.fused_rows), "+inA" leaves its rows in A (fused_keep).
 -- DEVICES: "0,1" (or "all") also times float32 lu + lu_solve with devices =
 -- that list (peer copies where the pair allows; "0,1:host" forces pinned-host
--- staging), beside the one-GPU time. Target on two H200s (issue 12): n = 32768
+-- staging), beside the one-GPU time. DTYPES: "float32", "float64" or both (the
+-- default). Target on two H200s (issue 12): n = 32768
 -- float32 >= 1.7x one GPU:  culua bench/solve.lua "" 64 32768 auto all
 -- TFLOP/s = (2/3) n^3 / t. Targets on the H100 (issue 12): float32 solve
 -- (getrf + getrs) >= 1.0x cuSOLVER at n = 8192 and 16384; float64 LU >= 0.8x
@@ -29,7 +32,7 @@ for s in (arg[3] or "8192,16384"):gmatch("%d+") do SIZES[#SIZES + 1] = math.toin
 local PANELS = {}
 for p in (arg[4] or "auto"):gmatch("[%a:%d+]+") do PANELS[#PANELS + 1] = p end
 local tune = require("culua.catalog.solve").tune
-local ROWS0, SPLIT0 = tune.cluster_rows, tune.split_at   -- the defaults
+local ROWS0, SPLIT0, SPILL0, FROWS0 = tune.cluster_rows, tune.split_at, tune.cluster_spill, tune.fused_rows   -- the defaults
 local DEVICES, PEER
 if arg[5] and arg[5] ~= "" then
   DEVICES = {}
@@ -70,7 +73,9 @@ local function line(what, n, ms, anchor_ms, target)
   print(s)
 end
 
-for _, dt in ipairs{"float32", "float64"} do
+local DTYPES = {}
+for d in (arg[6] or "float32,float64"):gmatch("float%d+") do DTYPES[#DTYPES + 1] = d end
+for _, dt in ipairs(DTYPES) do
   local t = dt == "float32" and "f32" or "f64"
   for _, n in ipairs(SIZES) do
     local hA = cuda.host_array(dt, {n, n}):random(1, -1, 1)
@@ -92,6 +97,9 @@ for _, dt in ipairs{"float32", "float64"} do
       -- "+nola": no look-ahead (one stream); "+split": a block over 64 split in halves ("+splitN": over N)
       tune.lookahead = not panel:match("%+nola")
       tune.split_at = panel:match("%+split") and math.tointeger(tonumber(panel:match("%+split(%d+)") or 64)) or SPLIT0
+      tune.cluster_spill = panel:match("%+spill(%d+)") and tonumber(panel:match("%+spill(%d+)")) / 100 or SPILL0
+      tune.fused_rows = math.tointeger(tonumber(panel:match("%+rows(%d+)") or FROWS0))
+      tune.fused_keep = not panel:match("%+inA")
       pname = pname or panel:match("^(%a+)")
       local lopts = {block = nb or nil, panel = pname or panel}
       local what = ("%s n = %d block %s %s"):format(dt, n, nb or "default", panel)

@@ -6,7 +6,7 @@
 --   culua bench/solve_profile.lua [N [BLOCK [DTYPE [TMA [PANEL]]]]]
 -- N 8192, BLOCK 64, DTYPE float32; TMA "on" | "off" | "auto" (the update's matmul option
 -- tma: true, false or nil, the default); PANEL the lu option panel ("auto", the default,
--- "cluster", "fused", "columns"). The figures are per step kind, in ms, in % of the
+-- "cluster", "fused", "columns"), with the suffixes below. The figures are per step kind, in ms, in % of the
 -- whole, and in us a column: the panel's cost a column is what bounds this LU.
 local cuda = require "cuda"
 local core = require "culua.catalog.core"
@@ -15,6 +15,14 @@ local nb = math.tointeger(tonumber(arg[2] or 64))
 local dt = arg[3] or "float32"
 local tma = ({on = true, off = false})[arg[4] or "auto"]
 local PANEL = arg[5] or "auto"
+-- "fused+rows256": the fused panel with about 256 rows a block (solve.tune.fused_rows);
+-- "+inA": its rows left in A (solve.tune.fused_keep = false)
+do
+  local tune = require("culua.catalog.solve").tune
+  tune.fused_rows = math.tointeger(tonumber(PANEL:match("%+rows(%d+)") or tune.fused_rows))
+  tune.fused_keep = not PANEL:match("%+inA")
+  PANEL = PANEL:match("^%a+")
+end
 if not n or not nb or (dt ~= "float32" and dt ~= "float64") then
   io.stderr:write("usage: culua bench/solve_profile.lua [N [BLOCK [float32|float64 [on|off|auto [PANEL]]]]]\n")
   os.exit(1)

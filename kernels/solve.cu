@@ -221,10 +221,19 @@ __device__ void panel (int n, int j0, int jb, int ju, int search, T *A, int ld, 
 ** (laswp does the rest). `bar` is culua/barrier.cuh's state, zero at launch;
 ** the flat barrier (at most CULUA_GRID_FLAT blocks, the launch caps the grid
 ** at the multiprocessors) leaves it at zero when the kernel ends.
+**
+** KEEP (culua_solve_panel_fused_kept_*): each warp copies its rows (at most R
+** of them, jb values each) into the block's dynamic shared memory first,
+** works on them there, and writes them back at the end. A warp's rows are
+** only ever its own, so nothing else changes. Without it every row a warp
+** updates is a round trip to L2 a column, one after the other: on an H100,
+** 32768 x 64 float32 took 12.7 us a column that way (bench/RESULTS.md,
+** session 12).
 */
-template <typename T>
+template <typename T, bool KEEP>
 __device__ void panel_fused (int n, int j0, int jb, T *A, int ld, int coff, int *ipiv, int *status, double *part,
-                             unsigned *bar) {
+                             unsigned *bar, int R) {
+  extern __shared__ __align__(16) unsigned char fpanel_rows[];
   __shared__ T prow[MAXBLOCK], jrow[MAXBLOCK];
   __shared__ double wv[PANEL_WARPS];
   __shared__ int wi[PANEL_WARPS];
@@ -233,13 +242,31 @@ __device__ void panel_fused (int n, int j0, int jb, T *A, int ld, int coff, int 
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int G = gridDim.x, W = G * PANEL_WARPS, gw = blockIdx.x * PANEL_WARPS + warp;
   const int jend = j0 + jb;
+  /* KEEP: row r of this block at kept(r), its panel columns from 0; a warp's t-th row (r = j0 + gw + t W) at K0 + t jb */
+  T *const K0 = (T *)fpanel_rows + (size_t)warp * R * jb;
+  auto kept = [&] (int r) -> T * {
+    const int q = r - j0;
+    return (T *)fpanel_rows + ((size_t)(q % W - blockIdx.x * PANEL_WARPS) * R + q / W) * jb;
+  };
+  if constexpr (KEEP) {   /* the warp's rows into shared memory, a row at a time */
+    int t = 0;
+    for (int r = j0 + gw; r < n; r += W, t++) {
+      const T *g = A + (size_t)r * ld + (j0 + coff);
+      for (int c = lane; c < jb; c += 32) K0[(size_t)t * jb + c] = g[c];
+    }
+    __syncwarp();
+  }
   double best = -1.0;
   int bi = n;
-  if (lane == 0)   /* column j0's candidates; later ones come out of the updates */
-    for (int r = j0 + gw; r < n; r += W) {
-      double m = magnitude(A[(size_t)r * ld + (j0 + coff)]);
+  if (lane == 0) {   /* column j0's candidates; later ones come out of the updates */
+    int t = 0;
+    for (int r = j0 + gw; r < n; r += W, t++) {
+      double m;
+      if constexpr (KEEP) m = magnitude(K0[(size_t)t * jb]);
+      else m = magnitude(A[(size_t)r * ld + (j0 + coff)]);
       if (better(m, r, best, bi)) { best = m; bi = r; }
     }
+  }
   for (int j = j0; j < jend; j++) {
     double *half = part + (size_t)(j & 1) * (G + 1) * PANEL_SLOT;
     /* the block's best: within each warp, then across the warps */
@@ -255,12 +282,18 @@ __device__ void panel_fused (int n, int j0, int jb, T *A, int ld, int coff, int 
     }
     __syncthreads();   /* also: the rows' updates are visible to the whole block */
     const int mine = sbest;
-    if (mine < n)
-      for (int c = threadIdx.x; c < jb; c += blockDim.x)
-        half[(size_t)blockIdx.x * PANEL_SLOT + 2 + c] = (double)A[(size_t)mine * ld + (j0 + coff + c)];
-    if (gw == (j - j0) % W)   /* row j's warp: the lanes read what they wrote */
-      for (int c = lane; c < jb; c += 32)
-        half[(size_t)G * PANEL_SLOT + 2 + c] = (double)A[(size_t)j * ld + (j0 + coff + c)];
+    if (mine < n) {
+      const T *src;
+      if constexpr (KEEP) src = kept(mine);
+      else src = A + (size_t)mine * ld + (j0 + coff);
+      for (int c = threadIdx.x; c < jb; c += blockDim.x) half[(size_t)blockIdx.x * PANEL_SLOT + 2 + c] = (double)src[c];
+    }
+    if (gw == (j - j0) % W) {   /* row j's warp: the lanes read what they wrote */
+      const T *src;
+      if constexpr (KEEP) src = K0 + (size_t)((j - j0) / W) * jb;
+      else src = A + (size_t)j * ld + (j0 + coff);
+      for (int c = lane; c < jb; c += 32) half[(size_t)G * PANEL_SLOT + 2 + c] = (double)src[c];
+    }
     grid.sync();
 
     if (warp == 0) {   /* the pivot: the best of the posts, read from L2 */
@@ -290,9 +323,12 @@ __device__ void panel_fused (int n, int j0, int jb, T *A, int ld, int coff, int 
 
     best = -1.0;
     bi = n;
-    for (int r = j0 + gw; r < n; r += W) {
+    int t = 0;
+    for (int r = j0 + gw; r < n; r += W, t++) {
       if (r < j) continue;
-      T *row = A + (size_t)r * ld + coff;   /* row[c]: column c of the panel */
+      T *row;   /* row[c]: column c of the panel */
+      if constexpr (KEEP) row = K0 + (size_t)t * jb - j0;
+      else row = A + (size_t)r * ld + coff;
       if (r == j) {   /* row j: the pivot row's panel values */
         if (p != j)
 #pragma unroll
@@ -319,6 +355,13 @@ __device__ void panel_fused (int n, int j0, int jb, T *A, int ld, int coff, int 
           else if (swapped) row[cc] = jrow[c];
         }
       }
+    }
+  }
+  if constexpr (KEEP) {   /* the factored rows back into A (each lane its own columns: no sync needed) */
+    int t = 0;
+    for (int r = j0 + gw; r < n; r += W, t++) {
+      T *g = A + (size_t)r * ld + (j0 + coff);
+      for (int c = lane; c < jb; c += 32) g[c] = K0[(size_t)t * jb + c];
     }
   }
 }
@@ -1250,7 +1293,10 @@ __device__ void seed_divide (int n, int k, const T *ABT, T *X) {
   { panel<T>(n, j0, jb, ju, search, A, ld, coff, ipiv, status, part, counter); } \
   extern "C" __global__ void __launch_bounds__(PANEL_WARPS * 32) culua_solve_panel_fused_##t (int n, int j0, int jb, \
       T *A, int ld, int coff, int *ipiv, int *status, double *part, unsigned *bar) \
-  { panel_fused<T>(n, j0, jb, A, ld, coff, ipiv, status, part, bar); } \
+  { panel_fused<T, false>(n, j0, jb, A, ld, coff, ipiv, status, part, bar, 0); } \
+  extern "C" __global__ void __launch_bounds__(PANEL_WARPS * 32) culua_solve_panel_fused_kept_##t (int n, int j0, \
+      int jb, T *A, int ld, int coff, int *ipiv, int *status, double *part, unsigned *bar, int rows) \
+  { panel_fused<T, true>(n, j0, jb, A, ld, coff, ipiv, status, part, bar, rows); } \
   extern "C" __global__ void __launch_bounds__(CPANEL_THREADS) culua_solve_panel_cluster_##t (int n, int j0, int jb, \
       T *A, int ld, int coff, int *ipiv, int *status, int ks) \
   { panel_cluster<T>(n, j0, jb, A, ld, coff, ipiv, status, ks); } \

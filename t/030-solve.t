@@ -121,6 +121,7 @@ if prog then
   local big = (1 << 33) + 5
   T.ok(fits("culua_solve_panel_f32", 1000, 64, 64, 63, 1, 1, 1000, -64, 2, 3, 4, 5), "panel arguments (leading dimension, column offset)")
   T.ok(fits("culua_solve_panel_fused_f64", 1000, 64, 64, 1, 500, -64, 2, 3, 4, 5), "fused panel arguments (leading dimension, column offset)")
+  T.ok(fits("culua_solve_panel_fused_kept_f32", 1000, 64, 64, 1, 500, -64, 2, 3, 4, 5, 8), "fused panel (rows kept) arguments")
   T.ok(fits("culua_solve_trsm_lower_f32", 64, 100, 1, big, 100, 2, big, 100), "trsm arguments")
   T.ok(fits("culua_solve_laswp_f64", 100, 100, 0, 64, 0, 64, 1, 2), "laswp arguments")
   T.ok(fits("culua_solve_update_narrow_f32", 8128, 64, 64, 1, big, 8192, 2, big, 8192, 3, big, 8192),
@@ -314,8 +315,8 @@ local function gpu_tests()
   -- the column kernels' (float32: the same arithmetic, the reference rounds otherwise),
   -- the factors through the reference's substitution and through lu_solve. Under
   -- compute-sanitizer 1500 rows (94 blocks a panel at first: still many), 700 under the
-  -- slower initcheck (44 blocks), 400 under racecheck (25; the cluster panel's variants
-  -- there take 2 blocks, 16 with 16 rows a block, and rows in A with 8 KiB)
+  -- slower initcheck (44 blocks), 300 under racecheck (19; the cluster panel's variants
+  -- there take 2 blocks, 5 with 64 rows a block, and rows in A with 8 KiB)
   --
   -- The same for the cluster panel (compute capability 9.0), the default there with the
   -- look-ahead (the panels on a stream of their own): 3000 rows take 12 blocks; with its
@@ -327,22 +328,29 @@ local function gpu_tests()
   -- of 128 is split, in 64s in float32 and 32s in float64), and no split at all
   local tune = require("culua.catalog.solve").tune
   local clusters = cuda.device():attribute("compute_capability_major") >= 9
-  local variants = {{panel = "fused"}}
+  -- (the fused panel keeps each warp's rows in shared memory where they fit, about 16 rows
+  -- a block by default and 256 in a variant; fused_keep = false leaves them in A, as the
+  -- kernel did before). Under racecheck, which takes minutes
+  -- for a cluster of 16 blocks of a few rows a column, 64 rows a block: 5 blocks at 300 rows
+  -- (t/012 racechecks clusters of 16 blocks)
+  local few = T.sanitizer == "racecheck" and 64 or 16
+  local variants = {{panel = "fused"}, {panel = "fused", keep = false, label = "fused, rows in A"},
+                    {panel = "fused", frows = 256, label = "fused, 256 rows a block"}}
   if clusters then
-    variants[2] = {panel = "cluster"}
-    variants[3] = {panel = "cluster", rows = 16, label = "cluster, 16 rows a block"}
-    variants[4] = {panel = "cluster", bytes = 8192, spill = 1, label = "cluster, 8 KiB of rows a block"}
-    variants[5] = {panel = "cluster", nola = true, label = "cluster, no look-ahead"}
-    variants[6] = {panel = "cluster", split = 64, label = "cluster, split past 64 columns"}
-    variants[7] = {panel = "cluster", bytes = 8192, label = "cluster, 8 KiB of rows a block, fused past a quarter in A"}
-    variants[8] = {panel = "cluster", split = 128, label = "cluster, no split (a launch a block)"}
+    variants[4] = {panel = "cluster"}
+    variants[5] = {panel = "cluster", rows = few, label = ("cluster, %d rows a block"):format(few)}
+    variants[6] = {panel = "cluster", bytes = 8192, spill = 1, label = "cluster, 8 KiB of rows a block"}
+    variants[7] = {panel = "cluster", nola = true, label = "cluster, no look-ahead"}
+    variants[8] = {panel = "cluster", split = 64, label = "cluster, split past 64 columns"}
+    variants[9] = {panel = "cluster", bytes = 8192, label = "cluster, 8 KiB of rows a block, fused past a quarter in A"}
+    variants[10] = {panel = "cluster", split = 128, label = "cluster, no split (a launch a block)"}
   else
     T.error_like(function () cat.lu(cuda.array("float32", {4, 4}):fill(1), {panel = "cluster"}) end,
                  "cuda%.catalog%.lu: panel = 'cluster' needs thread%-block clusters %(compute capability 9%.0",
                  "panel = 'cluster' refused before compute capability 9.0")
   end
   for _, dt in ipairs{"float32", "float64"} do
-    local n = T.sanitizer and (T.sanitizer == "memcheck" and 1500 or T.sanitizer == "racecheck" and 400 or 700) or 3000
+    local n = T.sanitizer and (T.sanitizer == "memcheck" and 1500 or T.sanitizer == "racecheck" and 300 or 700) or 3000
     local hA = matrix(dt, n, "random", 20)
     local hB = cuda.host_array(dt, {n, 2}):random(21, -1, 1)
     local rpiv
@@ -359,6 +367,7 @@ local function gpu_tests()
         for key, val in pairs(tune) do saved[key] = val end
         tune.cluster_rows, tune.cluster_bytes, tune.lookahead = v.rows or saved.cluster_rows, v.bytes, not v.nola
         tune.split_at, tune.cluster_spill = v.split or tune.split_at, v.spill or tune.cluster_spill
+        tune.fused_keep, tune.fused_rows = v.keep ~= false, v.frows or tune.fused_rows
         local ok, piv = pcall(cat.lu, dA, {block = nb, panel = v.panel})
         for key in pairs(tune) do tune[key] = saved[key] end
         if not ok then error(piv, 0) end

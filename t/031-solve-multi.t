@@ -41,6 +41,10 @@ local function device(o)
   devs[o] = devs[o] or {ordinal = o, major = 8, minor = 0,   -- 8.0: no clusters, the fused panel (mocked)
     can_access_peer = function (self, other) return PEER end,
     enable_peer_access = function () end,
+    attribute = function (self, name)
+      assert(name == "max_shared_memory_per_block_optin", "no mock attribute " .. name)
+      return 232448
+    end,
     use = function (self) cur = self.ordinal end}
   return devs[o]
 end
@@ -86,6 +90,11 @@ K.panel_fused = function (n, j0, jb, A, ld, coff, ipiv, status, part, bar)
       for c = j + 1, j0 + jb - 1 do S(A, at(r, c), E(A, at(r, c)) - l * E(A, at(j, c))) end
     end
   end
+end
+-- the same panel with its rows kept in shared memory (where they fit): the same arithmetic
+K.panel_fused_kept = function (n, j0, jb, A, ld, coff, ipiv, status, part, bar, rows)
+  assert(math.type(rows) == "integer" and rows >= 1, "rows a warp")
+  return K.panel_fused(n, j0, jb, A, ld, coff, ipiv, status, part, bar)
 end
 K.laswp = function (ncols, ld, lo, hi, i0, i1, ipiv, X)
   for c = 0, ncols - 1 do
@@ -143,6 +152,7 @@ K.gemm = function (m, nn, k, A, aoff, lda, B, boff, ldb, C, coff, ldc)
     S(C, coff + r * ldc + c, E(C, coff + r * ldc + c) - acc)
   end end
 end
+K.update_narrow = K.gemm   -- the same product: C (m x nc) -= L (m x kb) * U (kb x nc)
 K.cyclic = function (n, nb, G, g, nloc, A, X, back)
   for r = 0, n - 1 do for lc = 0, nloc - 1 do
     local gc = ((lc // nb) * G + g) * nb + lc % nb
@@ -208,6 +218,7 @@ local function kernel(file, name, defines, dev)
             return f(...)
           end,
           max_cooperative_grid = function () return 4 end,
+          attributes = function () return {shared_size_bytes = 2048} end,
           set_max_dynamic_shared = function () end}
 end
 

@@ -262,24 +262,53 @@ local function panel_columns(K, dev, stream, n, A, ipiv, status, ld)
 end
 
 -- the fused panel's most blocks: one a multiprocessor at most (a flat grid barrier,
--- cheapest there), fewer if they cannot all be resident (kept a kernel)
+-- cheapest there), fewer if they cannot all be resident; and for the kernel that keeps
+-- its rows in shared memory, the bytes a block may take and its most blocks with them
+-- (kept a kernel)
 local fused_cap = setmetatable({}, {__mode = "k"})
+local kept_fit = setmetatable({}, {__mode = "k"})
+
+local function kept_limits(kk, dev)
+  local fit = kept_fit[kk]
+  if not fit then
+    local room = dev:attribute("max_shared_memory_per_block_optin") - kk:attributes().shared_size_bytes
+    kk:set_max_dynamic_shared(room)
+    fit = {room = room, cap = kk:max_cooperative_grid(PANEL_THREADS, room)}
+    kept_fit[kk] = fit
+  end
+  return fit
+end
 
 -- panel = "fused": the whole panel in one cooperative launch, a grid barrier a
--- column; about 16 rows a block (a small panel takes one block: no barrier waits)
+-- column; about 16 rows a block (a small panel takes one block: no barrier waits).
+-- Each warp keeps its rows in shared memory when they fit (M.tune.fused_keep: false
+-- leaves them in A)
 local function panel_fused(K, dev, stream, n, A, ipiv, status, ld)
-  local k = K("panel_fused")
+  local k, kk = K("panel_fused"), K("panel_fused_kept")
   ld = ld or n
   local cap = fused_cap[k]
   if not cap then
     cap = math.max(1, math.min(core.sm_count(dev), k:max_cooperative_grid(PANEL_THREADS)))
     fused_cap[k] = cap
   end
+  local fit = kept_limits(kk, dev)
+  local size, warps = esize(A.dtype), PANEL_THREADS // 32
   local part = core.scratch("solve_partial", dev, stream, 2 * (cap + 1) * PANEL_SLOT)
   local bar = core.scratch("solve_barrier", dev, stream, BARRIER_WORDS)
   return function (j0, jb, coff)
-    local grid = math.min(cap, ceil_div(n - j0, 16))
-    k:launch({grid = grid, block = PANEL_THREADS, stream = stream, cooperative = true},
+    local m = n - j0
+    if M.tune.fused_keep ~= false then
+      -- about M.tune.fused_rows rows a block, more blocks where a block's rows would not fit
+      local most = fit.room // (warps * jb * size)   -- rows a warp can keep
+      local grid = math.min(cap, fit.cap, math.max(ceil_div(m, M.tune.fused_rows), ceil_div(m, warps * math.max(most, 1))))
+      local rows = ceil_div(m, grid * warps)           -- the most rows a warp has
+      if rows <= most then
+        kk:launch({grid = grid, block = PANEL_THREADS, stream = stream, cooperative = true, shared = warps * rows * jb * size},
+                  n, j0, jb, A, ld, coff or 0, ipiv, status, part, bar, rows)
+        return
+      end
+    end
+    k:launch({grid = math.min(cap, ceil_div(m, 16)), block = PANEL_THREADS, stream = stream, cooperative = true},
              n, j0, jb, A, ld, coff or 0, ipiv, status, part, bar)
   end
 end
@@ -312,14 +341,17 @@ end
 -- panel the cluster panel factors in one launch (a wider block is split in halves; nil: 64
 -- in float32, 32 in float64, the fastest on an H100 with block 128: split_width); and the
 -- most right-hand sides lu_solve substitutes in one launch a triangle (substitute; more go
--- by blocks, trsm and matmul). 16 is four column groups: each triangle read four times at
+-- by blocks, trsm and matmul); whether the fused panel keeps its rows in shared memory
+-- where they fit (fused_keep; false: in A, as before session 12), and about how many rows a
+-- block it takes then (fused_rows: fewer blocks leave more multiprocessors to the update
+-- beside it). 16 is four column groups: each triangle read four times at
 -- most, and at n = 8192 the groups' 4 x 128 blocks of threads within two waves of an
 -- H100's resident ones (two a multiprocessor), so that the groups' chains of block rows
 -- mostly overlap. Past that the re-reads and the waves grow with k while the blocked
 -- path's cost (about 4 n / nb launches, latency-bound) hardly does; where the two cross
 -- has not been measured (bench/lu_solve.lua sweeps k both ways).
 M.tune = {cluster_rows = 256, cluster_bytes = nil, cluster_spill = 0.25, lookahead = true, split_at = nil,
-          trsv_max = 16}
+          trsv_max = 16, fused_keep = true, fused_rows = 16}
 
 -- panel = "cluster": the whole panel in one thread-block cluster, its rows in the blocks'
 -- shared memory (those that do not fit stay in A), a cluster barrier a column
@@ -782,7 +814,6 @@ local lu_multi = closing(function (owned, fname, dev0, ustream, n, nb, dt, A, ip
       end
       local lo, hi = 0, 0
       if s == o then lo = lstart(o, k); hi = lo + jb end
-      swaps(K, s.dev, S, ld, ld, lo, hi, j0, jend, s.ipiv, s.L)
       -- local columns [c0, c1): U's block row, then the trailing update
       local function update(c0, c1)
         if c1 <= c0 then return end
@@ -791,15 +822,33 @@ local lu_multi = closing(function (owned, fname, dev0, ustream, n, nb, dt, A, ip
                  s.L, jend * ld + c0, ld)
       end
       local lt = lstart(s, k + 1)
-      if s == nxt then
-        local lt1 = lstart(s, k + 2)   -- panel k + 1's columns: [lt, lt1)
-        update(lt, lt1)
+      if s == nxt and s ~= o then
+        -- the next panel's owner: as lu_lookahead, panel k + 1's columns [lt, lt1) first
+        -- (their swaps, U block and update, at their own width) so that Q can factor it,
+        -- then the rest of the row swaps and the update (every transfer of a panel waits
+        -- for this chain: on two GPUs it is the critical path's every other step)
+        local lt1 = lstart(s, k + 2)
+        column_swaps(K, s.dev, S, n, ld, lt, lt1, j0, jend, s.ipiv, s.L)
+        trsm(K, "lower", S, jb, lt1 - lt, buf, jb, jb, s.L, j0 * ld + lt, ld)
+        update_narrow(K, S, n - jend, lt1 - lt, jb, buf, jb + jb * jb, jb, s.L, j0 * ld + lt, ld,
+                      s.L, jend * ld + lt, ld)
         s.u:record(S)
         s.Q:wait(s.u)
         factor_and_send(k + 1)
+        swaps(K, s.dev, S, ld, ld, lt, lt1, j0, jend, s.ipiv, s.L)
         update(lt1, ld)
       else
-        update(lt, ld)
+        swaps(K, s.dev, S, ld, ld, lo, hi, j0, jend, s.ipiv, s.L)
+        if s == nxt then   -- one share owns every panel
+          local lt1 = lstart(s, k + 2)
+          update(lt, lt1)
+          s.u:record(S)
+          s.Q:wait(s.u)
+          factor_and_send(k + 1)
+          update(lt1, ld)
+        else
+          update(lt, ld)
+        end
       end
     end
   end
