@@ -330,9 +330,9 @@ local function gpu_tests()
   local clusters = cuda.device():attribute("compute_capability_major") >= 9
   -- (the fused panel keeps each warp's rows in shared memory where they fit, about 16 rows
   -- a block by default and 256 in a variant; fused_keep = false leaves them in A, as the
-  -- kernel did before). Under racecheck, which takes minutes
-  -- for a cluster of 16 blocks of a few rows a column, 64 rows a block: 5 blocks at 300 rows
-  -- (t/012 racechecks clusters of 16 blocks)
+  -- kernel did before). Under racecheck, which takes minutes a case for a cluster of 16
+  -- blocks of a few rows, 64 rows a block: 5 blocks at 300 rows (t/012 racechecks clusters
+  -- of 16 blocks)
   local few = T.sanitizer == "racecheck" and 64 or 16
   local variants = {{panel = "fused"}, {panel = "fused", keep = false, label = "fused, rows in A"},
                     {panel = "fused", frows = 256, label = "fused, 256 rows a block"}}

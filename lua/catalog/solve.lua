@@ -822,11 +822,13 @@ local lu_multi = closing(function (owned, fname, dev0, ustream, n, nb, dt, A, ip
                  s.L, jend * ld + c0, ld)
       end
       local lt = lstart(s, k + 1)
-      if s == nxt and s ~= o then
+      if s == nxt then
         -- the next panel's owner: as lu_lookahead, panel k + 1's columns [lt, lt1) first
         -- (their swaps, U block and update, at their own width) so that Q can factor it,
         -- then the rest of the row swaps and the update (every transfer of a panel waits
-        -- for this chain: on two GPUs it is the critical path's every other step)
+        -- for this chain: on two GPUs it is the critical path's every other step). The
+        -- rest skips [lt, lt1), and panel k's columns [lo, hi) too when this share owns
+        -- it as well (one share owns every panel): they lie just left, hi == lt
         local lt1 = lstart(s, k + 2)
         column_swaps(K, s.dev, S, n, ld, lt, lt1, j0, jend, s.ipiv, s.L)
         trsm(K, "lower", S, jb, lt1 - lt, buf, jb, jb, s.L, j0 * ld + lt, ld)
@@ -835,20 +837,11 @@ local lu_multi = closing(function (owned, fname, dev0, ustream, n, nb, dt, A, ip
         s.u:record(S)
         s.Q:wait(s.u)
         factor_and_send(k + 1)
-        swaps(K, s.dev, S, ld, ld, lt, lt1, j0, jend, s.ipiv, s.L)
+        swaps(K, s.dev, S, ld, ld, s == o and lo or lt, lt1, j0, jend, s.ipiv, s.L)
         update(lt1, ld)
       else
         swaps(K, s.dev, S, ld, ld, lo, hi, j0, jend, s.ipiv, s.L)
-        if s == nxt then   -- one share owns every panel
-          local lt1 = lstart(s, k + 2)
-          update(lt, lt1)
-          s.u:record(S)
-          s.Q:wait(s.u)
-          factor_and_send(k + 1)
-          update(lt1, ld)
-        else
-          update(lt, ld)
-        end
+        update(lt, ld)
       end
     end
   end
