@@ -1,13 +1,17 @@
 -- bench/matmul.lua: cuda.catalog.matmul fast and tf32 against cuBLAS SGEMM (fp32 and
--- TF32 tensor ops), measured in the same run.   culua bench/matmul.lua [ANCHOR] [REPS]
+-- TF32 tensor ops), and float64 (dmma, fast) against DGEMM: squares, and LU's trailing
+-- update (C -= A*B, k = 128 and 256), measured in the same run.
+--   culua bench/matmul.lua [ANCHOR] [REPS] [float64]   (float64: that half alone)
 local cuda = require "cuda"
 local anchor = arg[1] or "bench/anchor_cublas"
 local REPS = tonumber(arg[2]) or 9
+local only64 = arg[3] == "float64"
 
 local function tflops(n, ms) return 2 * n ^ 3 / (ms * 1e-3) / 1e12 end
+local verdict = {}
+if not only64 then
 print(("matmul on %s, float32 n x n, median of %d after warm-up"):format(cuda.device().name, REPS))
 print(("%-6s %-6s %10s %10s %10s %10s %7s %7s"):format("n", "", "culua ms", "TFLOP/s", "cuBLAS ms", "TFLOP/s", "ratio", "target"))
-local verdict = {}
 for _, n in ipairs{4096, 8192} do
   local A = cuda.array("float32", {n, n}):copy_from(cuda.host_array("float32", {n, n}):random(1, -1, 1))
   local B = cuda.array("float32", {n, n}):copy_from(cuda.host_array("float32", {n, n}):random(2, -1, 1))
@@ -23,6 +27,36 @@ for _, n in ipairs{4096, 8192} do
     verdict[#verdict + 1] = ("%s n=%d %s"):format(v[1], n, ratio >= v[2] and "met" or "NOT met")
   end
   A, B, C = nil
+  collectgarbage()
+end
+end
+
+-- float64: n x n x n, and the update's n x n x k with C read (beta = 1)
+print(("matmul on %s, float64, median of %d after warm-up"):format(cuda.device().name, REPS))
+print(("%-18s %-16s %10s %10s %10s %10s %7s"):format("m x n x k", "", "culua ms", "TFLOP/s", "cuBLAS ms", "TFLOP/s", "ratio"))
+local tune = require("culua.catalog.matmul").tune
+for _, c in ipairs{{4096, 4096}, {8192, 8192}, {8192, 128}, {16384, 128}, {16384, 256}} do
+  local n, k = c[1], c[2]
+  local A = cuda.array("float64", {n, k}):copy_from(cuda.host_array("float64", {n, k}):random(1, -1, 1))
+  local B = cuda.array("float64", {k, n}):copy_from(cuda.host_array("float64", {k, n}):random(2, -1, 1))
+  local Cm = cuda.array("float64", {n, n}):fill(0.5)
+  local square = k == n
+  local out = io.popen(("%s %d %d %s"):format(anchor, n, REPS, square and "" or k)):read("a")
+  local anchor_ms = tonumber(out:match("dgemm_ms (%S+)"))
+  if not anchor_ms then error("anchor failed: " .. out) end
+  local flop = 2 * n * n * k
+  local opts = square and {} or {alpha = -1, beta = 1}
+  for _, v in ipairs{{"dmma", false}, {"dmma", "128x128"}, {"dmma", "128x64"}, {"dmma", "64x128"}, {"fast"}} do
+    opts.variant = v[1]
+    tune.dmma_tile = v[2] or nil
+    local r = cuda.bench(function () cuda.catalog.matmul(A, B, Cm, opts) end, {warmup = 2, reps = REPS})
+    print(("%-18s %-16s %10.3f %10.2f %10.3f %10.2f %6.2fx"):format(("%dx%dx%d"):format(n, n, k),
+          v[1] .. (v[1] == "dmma" and " " .. (v[2] or "by size") or ""), r.median, flop / r.median / 1e9,
+          anchor_ms, flop / anchor_ms / 1e9, anchor_ms / r.median))
+    if v[1] == "dmma" and not v[2] then verdict[#verdict + 1] = ("dmma %dx%dx%d %.2fx DGEMM"):format(n, n, k, anchor_ms / r.median) end
+  end
+  tune.dmma_tile = nil
+  A, B, Cm = nil
   collectgarbage()
 end
 print("targets: " .. table.concat(verdict, "; "))

@@ -343,6 +343,151 @@ __device__ void tf32 (int M, int N, int K, float alpha, const float *A, const fl
 /* }====================================================== */
 
 
+/* {====================================================== dmma: float64 tensor cores through mma.sync */
+
+/*
+** D += A B on a 16 x 8 x 8 tile, all float64. With g = lane / 4 and t = lane % 4:
+**   a = A(g, t), A(g + 8, t), A(g, t + 4), A(g + 8, t + 4);   b = B(t, g), B(t + 4, g);
+**   d = D(g, 2t), D(g, 2t + 1), D(g + 8, 2t), D(g + 8, 2t + 1).
+** One instruction on compute capability 9.0; elsewhere (8.x) the same as four
+** m8n8k4, whose operands are these fragments' halves.
+*/
+__device__ __forceinline__ void mma_f64 (double *d, const double *a, const double *b) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 "
+               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+               : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
+               : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(b[0]), "d"(b[1]));
+#else
+#define CULUA_M8N8K4(d0, d1, a, b) \
+  asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};" \
+               : "+d"(d0), "+d"(d1) : "d"(a), "d"(b))
+  CULUA_M8N8K4(d[0], d[1], a[0], b[0]);
+  CULUA_M8N8K4(d[0], d[1], a[2], b[1]);
+  CULUA_M8N8K4(d[2], d[3], a[1], b[0]);
+  CULUA_M8N8K4(d[2], d[3], a[3], b[1]);
+#undef CULUA_M8N8K4
+#endif
+}
+
+
+/* cp.async of 8 or 16 bytes, of which the first `bytes` come from src and the rest are
+** zeros (bytes 0: src is not read, but must still be a valid address) */
+template <int SIZE>
+__device__ __forceinline__ void copy_async (void *dst, const void *src, int bytes) {
+  unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+  if (SIZE == 16)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(d), "l"(src), "r"(bytes) : "memory");
+  else
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;" :: "r"(d), "l"(src), "r"(bytes) : "memory");
+}
+
+__device__ __forceinline__ void copy_commit () { asm volatile("cp.async.commit_group;" ::: "memory"); }
+
+template <int N>
+__device__ __forceinline__ void copy_wait () { asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory"); }
+
+
+/* the shared memory of dmma<BM, BN, STAGES>: STAGES copies of A's BM x 16 tile (rows padded
+** to 20) and B's 16 x BN tile (rows padded to BN + 4); the padding puts each half-warp's
+** fragment reads in 16 different 8-byte banks. lua/catalog/matmul.lua sizes it alike. */
+#define CULUA_DMMA_SHARED(BM, BN, STAGES) ((STAGES) * ((BM) * 20 + 16 * ((BN) + 4)) * 8)
+
+/*
+** BM x BN tiles of C, k 16 at a time through a ring of STAGES shared tiles filled by
+** cp.async (the next STAGES - 1 in flight while one is multiplied); WM x WN warps, each
+** a (BM / WM) x (BN / WN) block of C as 16 x 8 mma tiles. V16: 16-byte copies (lda, ldb
+** even and A, B 16-byte aligned: the dispatcher checks), else 8-byte ones. Elements
+** outside the matrices arrive as zeros, so edge tiles need no case of their own.
+*/
+template <int BM, int BN, int WM, int WN, int STAGES, bool V16>
+__device__ void dmma (int M, int N, int K, double alpha, const double *A, const double *B, double beta, double *C,
+                      int lda, int ldb, int ldc) {
+  constexpr int BK = 16, SA = BK + 4, SB = BN + 4, NT = WM * WN * 32;
+  constexpr int TM = BM / WM, TN = BN / WN, MI = TM / 16, NI = TN / 8;
+  constexpr int E = V16 ? 2 : 1;                                   /* doubles a copy */
+  extern __shared__ __align__(16) double dmma_smem[];
+  double *as = dmma_smem, *bs = dmma_smem + STAGES * BM * SA;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int wm = (warp / WN) * TM, wn = (warp % WN) * TN;
+  const int g = lane >> 2, t = lane & 3;
+  const int bm = blockIdx.y * BM, bn = blockIdx.x * BN;
+  double acc[MI][NI][4];
+
+#pragma unroll
+  for (int i = 0; i < MI; i++)
+#pragma unroll
+    for (int j = 0; j < NI; j++)
+#pragma unroll
+      for (int q = 0; q < 4; q++) acc[i][j][q] = 0.0;
+
+  /* k-tile kt into stage s: E doubles a copy, rows and columns past the matrix zero */
+  auto load = [&] (int s, int kt) {
+    int k0 = kt * BK;
+    double *sa = as + s * BM * SA, *sb = bs + s * BK * SB;
+#pragma unroll
+    for (int q = 0; q < BM * BK / E / NT; q++) {
+      int e = (tid + q * NT) * E, r = e / BK, c = e % BK;
+      int gr = bm + r, gc = k0 + c;
+      int bytes = gr < M ? 8 * max(0, min(E, K - gc)) : 0;
+      copy_async<8 * E>(sa + r * SA + c, bytes ? A + (size_t)gr * lda + gc : A, bytes);
+    }
+#pragma unroll
+    for (int q = 0; q < BK * BN / E / NT; q++) {
+      int e = (tid + q * NT) * E, r = e / BN, c = e % BN;
+      int gr = k0 + r, gc = bn + c;
+      int bytes = gr < K ? 8 * max(0, min(E, N - gc)) : 0;
+      copy_async<8 * E>(sb + r * SB + c, bytes ? B + (size_t)gr * ldb + gc : B, bytes);
+    }
+  };
+
+  const int KT = (K + BK - 1) / BK;
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; s++) {
+    if (s < KT) load(s, s);
+    copy_commit();   /* a group a stage, empty or not: wait_group counts them */
+  }
+  for (int kt = 0; kt < KT; kt++) {
+    copy_wait<STAGES - 2>();   /* k-tile kt has landed, for this thread's copies */
+    __syncthreads();           /* for every thread's; and stage (kt - 1) % STAGES is free */
+    if (kt + STAGES - 1 < KT) load((kt + STAGES - 1) % STAGES, kt + STAGES - 1);
+    copy_commit();
+    const double *sa = as + (kt % STAGES) * BM * SA, *sb = bs + (kt % STAGES) * BK * SB;
+#pragma unroll
+    for (int kk = 0; kk < BK; kk += 8) {
+      double a[MI][4], b[NI][2];
+#pragma unroll
+      for (int i = 0; i < MI; i++) {
+        const double *p = sa + (wm + i * 16 + g) * SA + kk + t;
+        a[i][0] = p[0]; a[i][1] = p[8 * SA]; a[i][2] = p[4]; a[i][3] = p[8 * SA + 4];
+      }
+#pragma unroll
+      for (int j = 0; j < NI; j++) {
+        const double *p = sb + (kk + t) * SB + wn + j * 8 + g;
+        b[j][0] = p[0]; b[j][1] = p[4 * SB];
+      }
+#pragma unroll
+      for (int i = 0; i < MI; i++)
+#pragma unroll
+        for (int j = 0; j < NI; j++) mma_f64(acc[i][j], a[i], b[j]);
+    }
+  }
+  copy_wait<0>();   /* no copy outlives the block, even the empty groups' */
+#pragma unroll
+  for (int i = 0; i < MI; i++)
+#pragma unroll
+    for (int j = 0; j < NI; j++)
+#pragma unroll
+      for (int q = 0; q < 4; q++) {
+        int r = bm + wm + i * 16 + g + (q >= 2 ? 8 : 0);
+        int c = bn + wn + j * 8 + 2 * t + (q & 1);
+        if (r < M && c < N) store_c(C, (size_t)r * ldc + c, alpha, acc[i][j][q], beta);
+      }
+}
+
+/* }====================================================== */
+
+
 /* {====================================================== instances */
 
 #define CULUA_PARAMS(T) int M, int N, int K, T alpha, const T *A, const T *B, T beta, T *C, int lda, int ldb, int ldc
@@ -394,6 +539,19 @@ extern "C" __global__ void __launch_bounds__(256, 2) culua_matmul_fast_f32 (CULU
 { fast<float, 128, 128, 8, 8, 8, false>(CULUA_ARGS); }
 extern "C" __global__ void __launch_bounds__(256) culua_matmul_fast_f64 (CULUA_PARAMS(double))
 { fast<double, 64, 64, 8, 4, 4, false>(CULUA_ARGS); }
+
+/* dmma, float64 on tensor cores: culua_matmul_dmma_<BM>x<BN>[_v16], 256 threads. 128 x 128
+** has 64 x 32 a warp (64 accumulators, one block a multiprocessor); 128 x 64 and 64 x 128
+** have 32 x 32 a warp and room for two blocks, so that one's loads of C overlap the
+** other's products (LU's update, k = 128, reads and writes all of C a step). */
+#define CULUA_DMMA(BM, BN, WM, WN, STAGES, MINB) \
+  extern "C" __global__ void __launch_bounds__(256, MINB) culua_matmul_dmma_##BM##x##BN (CULUA_PARAMS(double)) \
+  { dmma<BM, BN, WM, WN, STAGES, false>(CULUA_ARGS); } \
+  extern "C" __global__ void __launch_bounds__(256, MINB) culua_matmul_dmma_##BM##x##BN##_v16 (CULUA_PARAMS(double)) \
+  { dmma<BM, BN, WM, WN, STAGES, true>(CULUA_ARGS); }
+CULUA_DMMA(128, 128, 2, 4, 4, 1)
+CULUA_DMMA(128, 64, 4, 2, 3, 2)
+CULUA_DMMA(64, 128, 2, 4, 3, 2)
 
 extern "C" __global__ void __launch_bounds__(256) culua_matmul_tf32_vec (CULUA_PARAMS(float))
 { tf32<true>(CULUA_ARGS); }

@@ -42,6 +42,8 @@ for _, name in ipairs(families) do
       for rk, rv in pairs(v) do catalog.reference[rk] = rv end
     elseif k == "info" then
       info[name] = v
+    elseif k == "tune" then
+      -- a family's tuning knobs stay its own: require("culua.catalog.<family>").tune
     else
       assert(catalog[k] == nil, "two catalog families export " .. k)
       catalog[k] = type(v) == "function" and ranged("cuda.catalog." .. k, v) or v

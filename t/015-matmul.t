@@ -206,6 +206,41 @@ for _, s in ipairs{{1, 1, 1}, {17, 33, 65}, {300, 200, 100}} do
   check(mm(A, B, Cd:fill(0 / 0), {variant = "fast"}), R, 1e-13, tag .. " fast")
 end
 
+-- float64 on tensor cores (dmma, the default from compute capability 8.0): each tile shape
+-- (matmul.tune.dmma_tile), sizes over several tiles and k-tiles, none a multiple of 16, an
+-- odd k (8-byte copies: rows of A not 16 bytes apart) and an even one (16-byte copies)
+do
+  local tune = require("culua.catalog.matmul").tune
+  local dmma = dev.major >= 8
+  local shapes = {{1, 1, 1}, {17, 33, 65}, {300, 200, 100}, {130, 67, 1029}, {259, 301, 130},
+                  not T.sanitizer and {1000, 1000, 1000} or nil}
+  for _, s in ipairs(shapes) do
+    local A, B, Cd, R = problem("float64", s[1], s[2], s[3], 5)
+    local tag = ("float64 %dx%dx%d dmma"):format(s[1], s[3], s[2])
+    for _, tile in ipairs{false, "128x128", "128x64", "64x128"} do
+      if not dmma then
+        T.skip(tag .. ": needs compute capability 8.0, the device has " .. dev.major .. "." .. dev.minor)
+      else
+        tune.dmma_tile = tile or nil
+        check(mm(A, B, Cd:fill(0 / 0), {variant = "dmma"}), R, 1e-13, tag .. " " .. (tile or "tile by size"))
+        tune.dmma_tile = nil
+      end
+    end
+    if dmma then check(mm(A, B, Cd:fill(0 / 0)), R, 1e-13, tag .. ": the float64 default") end
+  end
+  if dmma then
+    local m, n = 33, 47
+    local hA = cuda.host_array("float64", {m, 29}):random(21, -1, 1)
+    local hB = cuda.host_array("float64", {29, n}):random(22, -1, 1)
+    local hC = cuda.host_array("float64", {m, n}):random(23, -1, 1)
+    local R = cuda.host_array("float64", {m, n}):copy_from(hC)
+    ref(hA, hB, R, 2.5, -0.5)
+    local Cd = cuda.array("float64", {m, n}):copy_from(hC)
+    check(mm(cuda.array("float64", {m, 29}):copy_from(hA), cuda.array("float64", {29, n}):copy_from(hB), Cd,
+             {variant = "dmma", alpha = 2.5, beta = -0.5}), R, 1e-13, "dmma: alpha 2.5, beta -0.5")
+  end
+end
+
 -- alpha and beta: C is read only when beta ~= 0
 do
   local m, n = 33, 47
@@ -306,7 +341,7 @@ do
                       {variant = "fast", splits = 3}, {variant = "tf32", splits = 2}, {variant = "fast", streamk = 5},
                       {variant = "tf32", streamk = 3}}
   local variants64 = {{variant = "naive"}, {variant = "naive", unroll = 2}, {variant = "tiled"}, {variant = "tiled", tile = 32},
-                      {variant = "fast"}}
+                      {variant = "fast"}, dev.major >= 8 and {variant = "dmma"} or nil}
   local m, n, k = 77, 45, 33
   -- blocks of three 100x120 matrices: on 16 bytes (corners at columns 0, 4, 40: TMA on an
   -- H100), and off it (columns 5, 3, 7)
@@ -341,7 +376,9 @@ do
     for _, o in ipairs{{variant = "fast"}, {variant = "fast", tma = false}, {variant = "tf32"}, {variant = "tiled"}} do
       run(o, o.variant == "tf32" and 5e-3 or f32, "C -= A*B")
     end
-    ld_case("float64", s[1], s[2], s[3], {one = {600, 600}}, {300, 0}, {0, 300}, {300, 300}, -1, 1)({variant = "fast"}, 1e-13, "C -= A*B")
+    local run64 = ld_case("float64", s[1], s[2], s[3], {one = {600, 600}}, {300, 0}, {0, 300}, {300, 300}, -1, 1)
+    run64({variant = "fast"}, 1e-13, "C -= A*B")
+    if dev.major >= 8 then run64({variant = "dmma"}, 1e-13, "C -= A*B") end
   end
   -- ld equal to the row length is the packed case, given explicitly
   do
@@ -369,7 +406,8 @@ local bad = {
   {function () mm(A, B, cuda.array("float32", {5, 4})) end, "C is 5x4, expected 4x5", "C shape"},
   {function () mm(A, cuda.array("float64", {3, 5}), Cd) end, "dtypes differ %(A float32, B float64, C float32%)", "mixed dtypes"},
   {function () mm(cuda.array("int32", {4, 3}), B, Cd) end, "A must be float32 or float64, got int32", "integer matrices"},
-  {function () mm(A, B, Cd, {variant = "strassen"}) end, "variant must be one of naive, row, column, tiled, fast, tf32, got strassen", "unknown variant"},
+  {function () mm(A, B, Cd, {variant = "strassen"}) end, "variant must be one of naive, row, column, tiled, fast, tf32, dmma, got strassen", "unknown variant"},
+  {function () mm(A, B, Cd, {variant = "dmma"}) end, "variant 'dmma' is float64 only", "dmma in float32"},
   {function () mm(A, B, Cd, {variant = "tiled", tile = 12}) end, "tile must be one of 8, 16, 32, got 12", "bad tile"},
   {function () mm(A, B, Cd, {variant = "tiled", unroll = 3}) end, "unroll must be one of 1, 2, 4, 8, got 3", "bad unroll"},
   {function () mm(A, B, Cd, {variant = "naive", block = 33}) end, "block must be a side of 1%.%.32", "naive block too big"},

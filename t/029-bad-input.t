@@ -269,7 +269,7 @@ __constant__ float coef[4];
   case("matmul: C of another shape", function () cuda.catalog.matmul(A, B, cuda.array("float32", {4, 8})) end, "cuda%.catalog%.matmul: C is 4x8, expected 8x4")
   case("matmul: dtypes differ", function () cuda.catalog.matmul(A, D64, Cm) end, "cuda%.catalog%.matmul: dtypes differ %(A float32, B float64, C float32%)")
   case("matmul: int32", function () local I = cuda.array("int32", {2, 2}); cuda.catalog.matmul(I, I, I) end, "cuda%.catalog%.matmul: A must be float32 or float64, got int32")
-  case("matmul: an unknown variant", function () cuda.catalog.matmul(A, B, Cm, {variant = "fastest"}) end, "variant must be one of naive, row, column, tiled, fast, tf32, got fastest")
+  case("matmul: an unknown variant", function () cuda.catalog.matmul(A, B, Cm, {variant = "fastest"}) end, "variant must be one of naive, row, column, tiled, fast, tf32, dmma, got fastest")
   case("matmul: tile 12", function () cuda.catalog.matmul(A, B, Cm, {variant = "tiled", tile = 12}) end, "tile must be one of 8, 16, 32, got 12")
   case("matmul: splits 0", function () cuda.catalog.matmul(A, B, Cm, {splits = 0}) end, "splits must be an integer 1%.%.64, got 0")
   case("matmul: streamk 1.5", function () cuda.catalog.matmul(A, B, Cm, {streamk = 1.5}) end, "streamk must be a boolean or a block count 1%.%.1024, got 1%.5")

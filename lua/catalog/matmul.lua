@@ -13,7 +13,7 @@ local M = {}
 
 -- {====================================================== matmul
 
-local matmul_variants = {"naive", "row", "column", "tiled", "fast", "tf32"}
+local matmul_variants = {"naive", "row", "column", "tiled", "fast", "tf32", "dmma"}
 local unrolls = {1, 2, 4, 8}
 
 -- kernel name, -D values, grid and block for one variant
@@ -167,6 +167,37 @@ local function matmul_sm90(plan, dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, b
   return Cm
 end
 
+-- dmma, float64 on tensor cores (compute capability 8.0 and later; kernels/matmul.cu): the
+-- tile shapes built, their shared memory (CULUA_DMMA_SHARED: four stages for 128 x 128,
+-- three for the others), and the shape taken. M.tune.dmma_tile (nil: by size) fixes one.
+local function dmma_shared(bm, bn, stages) return stages * (bm * 20 + 16 * (bn + 4)) * 8 end
+local dmma_tiles = {["128x128"] = {128, 128, dmma_shared(128, 128, 4)},
+                    ["128x64"] = {128, 64, dmma_shared(128, 64, 3)},
+                    ["64x128"] = {64, 128, dmma_shared(64, 128, 3)}}
+local dmma_ready = setmetatable({}, {__mode = "k"})
+M.tune = {dmma_tile = nil}
+
+-- 128 x 128 where its tiles make two waves or more (fewer products a load of A and B),
+-- else 128 x 64, whose blocks fit two to a multiprocessor
+local function dmma_tile(dev, m, n)
+  if M.tune.dmma_tile then return M.tune.dmma_tile end
+  return ceil_div(m, 128) * ceil_div(n, 128) >= 2 * sm_count(dev) and "128x128" or "128x64"
+end
+
+local function matmul_dmma(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, opts)
+  local shape = dmma_tile(dev, m, n)
+  local tile = dmma_tiles[shape]
+  local v16 = lda % 2 == 0 and ldb % 2 == 0 and A.ptr % 16 == 0 and B.ptr % 16 == 0
+  local kern = core.kernel("matmul", "culua_matmul_dmma_" .. shape .. (v16 and "_v16" or ""), nil, dev)
+  if not dmma_ready[kern] then
+    kern:set_max_dynamic_shared(tile[3])
+    dmma_ready[kern] = true
+  end
+  kern:launch({grid = {ceil_div(n, tile[2]), ceil_div(m, tile[1])}, block = 256, shared = tile[3], stream = opts.stream},
+              m, n, k, alpha, A, B, beta, Cm, lda, ldb, ldc)
+  return Cm
+end
+
 local matmul_options = {"variant", "alpha", "beta", "unroll", "tile", "block", "threads", "m", "n", "k",
                         "lda", "ldb", "ldc", "stream", "tma", "splits", "streamk"}
 
@@ -228,10 +259,14 @@ function M.matmul(A, B, Cm, opts)
   local k2, n, ldb = operand(fname, "B", B, k, opts.n, opts.ldb, "ldb", "k", "n")
   if k2 ~= k then fail(fname, "A is %dx%d but B is %dx%d: inner dimensions differ", m, k, k2, n) end
   local _, _, ldc = operand(fname, "C", Cm, m, n, opts.ldc, "ldc", "m", "n")
-  local variant = one_of(fname, "variant", opts.variant or "fast", matmul_variants)
   local t = dt == "float32" and "f32" or "f64"
-  if t == "f64" and not (variant == "naive" or variant == "tiled" or variant == "fast") then
-    fail(fname, "variant '%s' is float32 only (float64: naive, tiled, fast)", variant)
+  local variant = one_of(fname, "variant", opts.variant or (t == "f64" and dev.major >= 8 and "dmma" or "fast"), matmul_variants)
+  if t == "f64" and not (variant == "naive" or variant == "tiled" or variant == "fast" or variant == "dmma") then
+    fail(fname, "variant '%s' is float32 only (float64: naive, tiled, fast, dmma)", variant)
+  end
+  if variant == "dmma" then
+    if t ~= "f64" then fail(fname, "variant 'dmma' is float64 only") end
+    if dev.major < 8 then fail(fname, "variant 'dmma' needs compute capability 8.0 or later, %s has %d.%d", dev.name, dev.major, dev.minor) end
   end
   if opts.tma ~= nil and type(opts.tma) ~= "boolean" then fail(fname, "tma must be a boolean, got %s", type(opts.tma)) end
   if opts.splits ~= nil and (math.type(opts.splits) ~= "integer" or opts.splits < 1 or opts.splits > 64) then
@@ -253,6 +288,9 @@ function M.matmul(A, B, Cm, opts)
   if use_sm90(variant, t, dev, A, B, m, n, k, lda, ldb, opts) then
     return matmul_sm90(sm90[variant], dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, opts)
   end
+  if variant == "dmma" then
+    return matmul_dmma(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, opts)
+  end
   local name, defines, grid, block = matmul_plan(fname, variant, t, m, n, A, B,
     {unroll = opts.unroll, tile = opts.tile, block = opts.block, threads = opts.threads, k = k, cptr = Cm.ptr, lda = lda, ldb = ldb})
   local kern = core.kernel("matmul", name, defines, dev)
@@ -269,7 +307,7 @@ M.reference = {
 
 M.info = {
   variants = matmul_variants,
-  dtypes = {float32 = matmul_variants, float64 = {"naive", "tiled", "fast"}},
+  dtypes = {float32 = {"naive", "row", "column", "tiled", "fast", "tf32"}, float64 = {"naive", "tiled", "fast", "dmma"}},
   knobs = {unroll = unrolls, tile = {8, 16, 32}, block = "naive: square side 1..32", threads = "row/column: 1..1024",
            tma = "fast and tf32 (float32) on compute capability 9.0: false keeps the kernels of other devices; fast takes them from k = 2048 or under two waves of tiles (true: always)",
            splits = "with tma: blocks a tile of C, each over a share of K (split-K); chosen by size when not given",
@@ -277,7 +315,7 @@ M.info = {
            lda = "elements from one row of A to the next (k when packed); with m and k: A a block of a larger matrix",
            ldb = "elements from one row of B to the next (n when packed); with k and n",
            ldc = "elements from one row of C to the next (n when packed); with m and n"},
-  default = "fast",
+  default = "fast (float64: dmma on compute capability 8.0 and later)",
 }
 
 return M

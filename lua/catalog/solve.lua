@@ -190,13 +190,14 @@ local function view(X, off, count)
 end
 
 -- C (M x N) -= A (M x K) * B (K x N), each an array with an element offset and a leading
--- dimension: cuda.catalog.matmul's fast variant (on an H100, float32 goes through TMA when
--- the blocks start and are strided on 16 bytes) on views that start at the offsets and
--- end with the blocks' last elements. K and dt are unused (the family's own GEMM took them).
+-- dimension: cuda.catalog.matmul's default variant (float32: fast, through TMA on an H100 when
+-- the blocks start and are strided on 16 bytes; float64: dmma, on tensor cores) on views that
+-- start at the offsets and end with the blocks' last elements. K and dt are unused (the
+-- family's own GEMM took them).
 local function gemm_sub(K, dt, stream, m, nn, k, A, aoff, lda, B, boff, ldb, Cm, coff, ldc)
   if m <= 0 or nn <= 0 or k <= 0 then return end
   matmul(view(A, aoff, (m - 1) * lda + k), view(B, boff, (k - 1) * ldb + nn), view(Cm, coff, (m - 1) * ldc + nn),
-         {variant = "fast", m = m, n = nn, k = k, lda = lda, ldb = ldb, ldc = ldc, alpha = -1, beta = 1, stream = stream})
+         {m = m, n = nn, k = k, lda = lda, ldb = ldb, ldc = ldc, alpha = -1, beta = 1, stream = stream})
 end
 
 local function esize(dt) return dt == "float32" and 4 or 8 end
