@@ -389,9 +389,8 @@ __device__ __forceinline__ void copy_wait () { asm volatile("cp.async.wait_group
 
 
 /* the shared memory of dmma<BM, BN, STAGES>: STAGES copies of A's BM x 16 tile (rows padded
-** to 20) and B's 16 x BN tile (rows padded to BN + 4); the padding puts each half-warp's
-** fragment reads in 16 different 8-byte banks. lua/catalog/matmul.lua sizes it alike. */
-#define CULUA_DMMA_SHARED(BM, BN, STAGES) ((STAGES) * ((BM) * 20 + 16 * ((BN) + 4)) * 8)
+** to 24) and B's 16 x BN tile (rows padded to BN + 2); lua/catalog/matmul.lua sizes it alike */
+#define CULUA_DMMA_SHARED(BM, BN, STAGES) ((STAGES) * ((BM) * 24 + 16 * ((BN) + 2)) * 8)
 
 /*
 ** BM x BN tiles of C, k 16 at a time through a ring of STAGES shared tiles filled by
@@ -399,11 +398,20 @@ __device__ __forceinline__ void copy_wait () { asm volatile("cp.async.wait_group
 ** a (BM / WM) x (BN / WN) block of C as 16 x 8 mma tiles. V16: 16-byte copies (lda, ldb
 ** even and A, B 16-byte aligned: the dispatcher checks), else 8-byte ones. Elements
 ** outside the matrices arrive as zeros, so edge tiles need no case of their own.
+**
+** The mma's k slots t and t + 4 (mma_f64) take k = 2t and 2t + 1 of each 8: which k a slot
+** holds is free, as long as A's and B's agree, and so a thread's two A values of a row lie
+** side by side, one 16-byte load. With rows of A 24 apart and of B BN + 2 apart, the loads
+** of a fragment hit every bank once a wavefront.
+**
+** Where beta = alpha or -alpha (LU's update: C -= A*B), the accumulators start as
+** (beta / alpha) * C, exactly, loaded while the first tiles of A and B are on their way,
+** and the block ends with C = alpha * acc: C's read overlaps the products, not follows them.
 */
 template <int BM, int BN, int WM, int WN, int STAGES, bool V16>
 __device__ void dmma (int M, int N, int K, double alpha, const double *A, const double *B, double beta, double *C,
                       int lda, int ldb, int ldc) {
-  constexpr int BK = 16, SA = BK + 4, SB = BN + 4, NT = WM * WN * 32;
+  constexpr int BK = 16, SA = BK + 8, SB = BN + 2, NT = WM * WN * 32;
   constexpr int TM = BM / WM, TN = BN / WN, MI = TM / 16, NI = TN / 8;
   constexpr int E = V16 ? 2 : 1;                                   /* doubles a copy */
   extern __shared__ __align__(16) double dmma_smem[];
@@ -412,14 +420,8 @@ __device__ void dmma (int M, int N, int K, double alpha, const double *A, const 
   const int wm = (warp / WN) * TM, wn = (warp % WN) * TN;
   const int g = lane >> 2, t = lane & 3;
   const int bm = blockIdx.y * BM, bn = blockIdx.x * BN;
+  const bool cinit = beta != 0.0 && (beta == alpha || beta == -alpha);
   double acc[MI][NI][4];
-
-#pragma unroll
-  for (int i = 0; i < MI; i++)
-#pragma unroll
-    for (int j = 0; j < NI; j++)
-#pragma unroll
-      for (int q = 0; q < 4; q++) acc[i][j][q] = 0.0;
 
   /* k-tile kt into stage s: E doubles a copy, rows and columns past the matrix zero */
   auto load = [&] (int s, int kt) {
@@ -447,6 +449,19 @@ __device__ void dmma (int M, int N, int K, double alpha, const double *A, const 
     if (s < KT) load(s, s);
     copy_commit();   /* a group a stage, empty or not: wait_group counts them */
   }
+
+  /* accumulator q of tile (i, j): row g (+8 for q >= 2), column 2t (+1 for odd q) */
+  const double scale = cinit ? beta / alpha : 0.0;
+#pragma unroll
+  for (int i = 0; i < MI; i++)
+#pragma unroll
+    for (int j = 0; j < NI; j++)
+#pragma unroll
+      for (int q = 0; q < 4; q++) {
+        int r = bm + wm + i * 16 + g + (q >= 2 ? 8 : 0), c = bn + wn + j * 8 + 2 * t + (q & 1);
+        acc[i][j][q] = cinit && r < M && c < N ? scale * C[(size_t)r * ldc + c] : 0.0;
+      }
+
   for (int kt = 0; kt < KT; kt++) {
     copy_wait<STAGES - 2>();   /* k-tile kt has landed, for this thread's copies */
     __syncthreads();           /* for every thread's; and stage (kt - 1) % STAGES is free */
@@ -458,13 +473,14 @@ __device__ void dmma (int M, int N, int K, double alpha, const double *A, const 
       double a[MI][4], b[NI][2];
 #pragma unroll
       for (int i = 0; i < MI; i++) {
-        const double *p = sa + (wm + i * 16 + g) * SA + kk + t;
-        a[i][0] = p[0]; a[i][1] = p[8 * SA]; a[i][2] = p[4]; a[i][3] = p[8 * SA + 4];
+        const double *p = sa + (wm + i * 16 + g) * SA + kk + 2 * t;
+        double2 lo = *(const double2 *)p, hi = *(const double2 *)(p + 8 * SA);
+        a[i][0] = lo.x; a[i][2] = lo.y; a[i][1] = hi.x; a[i][3] = hi.y;
       }
 #pragma unroll
       for (int j = 0; j < NI; j++) {
-        const double *p = sb + (kk + t) * SB + wn + j * 8 + g;
-        b[j][0] = p[0]; b[j][1] = p[4 * SB];
+        const double *p = sb + (kk + 2 * t) * SB + wn + j * 8 + g;
+        b[j][0] = p[0]; b[j][1] = p[SB];
       }
 #pragma unroll
       for (int i = 0; i < MI; i++)
@@ -479,9 +495,12 @@ __device__ void dmma (int M, int N, int K, double alpha, const double *A, const 
     for (int j = 0; j < NI; j++)
 #pragma unroll
       for (int q = 0; q < 4; q++) {
-        int r = bm + wm + i * 16 + g + (q >= 2 ? 8 : 0);
-        int c = bn + wn + j * 8 + 2 * t + (q & 1);
-        if (r < M && c < N) store_c(C, (size_t)r * ldc + c, alpha, acc[i][j][q], beta);
+        int r = bm + wm + i * 16 + g + (q >= 2 ? 8 : 0), c = bn + wn + j * 8 + 2 * t + (q & 1);
+        if (r < M && c < N) {
+          size_t at = (size_t)r * ldc + c;
+          if (cinit) C[at] = alpha * acc[i][j][q];
+          else store_c(C, at, alpha, acc[i][j][q], beta);
+        }
       }
 }
 
@@ -540,18 +559,20 @@ extern "C" __global__ void __launch_bounds__(256, 2) culua_matmul_fast_f32 (CULU
 extern "C" __global__ void __launch_bounds__(256) culua_matmul_fast_f64 (CULUA_PARAMS(double))
 { fast<double, 64, 64, 8, 4, 4, false>(CULUA_ARGS); }
 
-/* dmma, float64 on tensor cores: culua_matmul_dmma_<BM>x<BN>[_v16], 256 threads. 128 x 128
-** has 64 x 32 a warp (64 accumulators, one block a multiprocessor); 128 x 64 and 64 x 128
-** have 32 x 32 a warp and room for two blocks, so that one's loads of C overlap the
-** other's products (LU's update, k = 128, reads and writes all of C a step). */
+/* dmma, float64 on tensor cores: culua_matmul_dmma_<BM>x<BN>[_v16]. Each warp has 64 x 32
+** of C (64 accumulators, about 230 registers); 128 x 128 in 8 warps, one block a
+** multiprocessor; 128 x 64 and 64 x 128 in 4 warps, two blocks a multiprocessor, so that
+** one's loads of C overlap the other's products (LU's update, k = 128, reads and writes
+** all of C a step). Warps of 32 x 32 in two blocks of 256 threads (128 registers) spilled. */
 #define CULUA_DMMA(BM, BN, WM, WN, STAGES, MINB) \
-  extern "C" __global__ void __launch_bounds__(256, MINB) culua_matmul_dmma_##BM##x##BN (CULUA_PARAMS(double)) \
+  extern "C" __global__ void __launch_bounds__(WM * WN * 32, MINB) culua_matmul_dmma_##BM##x##BN (CULUA_PARAMS(double)) \
   { dmma<BM, BN, WM, WN, STAGES, false>(CULUA_ARGS); } \
-  extern "C" __global__ void __launch_bounds__(256, MINB) culua_matmul_dmma_##BM##x##BN##_v16 (CULUA_PARAMS(double)) \
+  extern "C" __global__ void __launch_bounds__(WM * WN * 32, MINB) culua_matmul_dmma_##BM##x##BN##_v16 (CULUA_PARAMS(double)) \
   { dmma<BM, BN, WM, WN, STAGES, true>(CULUA_ARGS); }
 CULUA_DMMA(128, 128, 2, 4, 4, 1)
-CULUA_DMMA(128, 64, 4, 2, 3, 2)
-CULUA_DMMA(64, 128, 2, 4, 3, 2)
+CULUA_DMMA(128, 64, 2, 2, 3, 2)
+CULUA_DMMA(64, 128, 1, 4, 3, 2)
+
 
 extern "C" __global__ void __launch_bounds__(256) culua_matmul_tf32_vec (CULUA_PARAMS(float))
 { tf32<true>(CULUA_ARGS); }

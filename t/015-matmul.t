@@ -233,11 +233,14 @@ do
     local hA = cuda.host_array("float64", {m, 29}):random(21, -1, 1)
     local hB = cuda.host_array("float64", {29, n}):random(22, -1, 1)
     local hC = cuda.host_array("float64", {m, n}):random(23, -1, 1)
-    local R = cuda.host_array("float64", {m, n}):copy_from(hC)
-    ref(hA, hB, R, 2.5, -0.5)
-    local Cd = cuda.array("float64", {m, n}):copy_from(hC)
-    check(mm(cuda.array("float64", {m, 29}):copy_from(hA), cuda.array("float64", {29, n}):copy_from(hB), Cd,
-             {variant = "dmma", alpha = 2.5, beta = -0.5}), R, 1e-13, "dmma: alpha 2.5, beta -0.5")
+    local A, B = cuda.array("float64", {m, 29}):copy_from(hA), cuda.array("float64", {29, n}):copy_from(hB)
+    -- beta = +-alpha: C starts in the accumulators (kernels/matmul.cu)
+    for _, ab in ipairs{{2.5, -0.5}, {-1, 1}, {0.5, -0.5}, {2, 2}, {1, 0}} do
+      local R = cuda.host_array("float64", {m, n}):copy_from(hC)
+      ref(hA, hB, R, ab[1], ab[2])
+      local Cd = cuda.array("float64", {m, n}):copy_from(hC)
+      check(mm(A, B, Cd, {variant = "dmma", alpha = ab[1], beta = ab[2]}), R, 1e-13, ("dmma: alpha %g, beta %g"):format(ab[1], ab[2]))
+    end
   end
 end
 

@@ -168,32 +168,34 @@ local function matmul_sm90(plan, dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, b
 end
 
 -- dmma, float64 on tensor cores (compute capability 8.0 and later; kernels/matmul.cu): the
--- tile shapes built, their shared memory (CULUA_DMMA_SHARED: four stages for 128 x 128,
--- three for the others), and the shape taken. M.tune.dmma_tile (nil: by size) fixes one.
-local function dmma_shared(bm, bn, stages) return stages * (bm * 20 + 16 * (bn + 4)) * 8 end
-local dmma_tiles = {["128x128"] = {128, 128, dmma_shared(128, 128, 4)},
-                    ["128x64"] = {128, 64, dmma_shared(128, 64, 3)},
-                    ["64x128"] = {64, 128, dmma_shared(64, 128, 3)}}
+-- tile shapes built, {rows, columns, threads, shared memory (CULUA_DMMA_SHARED: four stages
+-- for 128 x 128, three for the others)}. M.tune.dmma_tile (nil: by size) fixes one.
+local function dmma_shared(bm, bn, stages) return stages * (bm * 24 + 16 * (bn + 2)) * 8 end
+local dmma_tiles = {["128x128"] = {128, 128, 256, dmma_shared(128, 128, 4)},
+                    ["128x64"] = {128, 64, 128, dmma_shared(128, 64, 3)},
+                    ["64x128"] = {64, 128, 128, dmma_shared(64, 128, 3)}}
 local dmma_ready = setmetatable({}, {__mode = "k"})
 M.tune = {dmma_tile = nil}
 
--- 128 x 128 where its tiles make two waves or more (fewer products a load of A and B),
--- else 128 x 64, whose blocks fit two to a multiprocessor
-local function dmma_tile(dev, m, n)
+-- 128 x 128 where k is over 4096 and its tiles make two waves or more, else 128 x 64 (two blocks
+-- a multiprocessor). On an H100 (bench/matmul.lua, session 13), TFLOP/s 128 x 128 against
+-- 128 x 64: 4096^3 41.1 / 43.4, 8192^3 40.8 / 35.5, LU's update 16384^2 x 128 17.8 / 20.8,
+-- x 256 25.9 / 30.4 (cuBLAS DGEMM: 59.7, 57.4, 28.5, 46.2).
+local function dmma_tile(dev, m, n, k)
   if M.tune.dmma_tile then return M.tune.dmma_tile end
-  return ceil_div(m, 128) * ceil_div(n, 128) >= 2 * sm_count(dev) and "128x128" or "128x64"
+  return k > 4096 and ceil_div(m, 128) * ceil_div(n, 128) >= 2 * sm_count(dev) and "128x128" or "128x64"
 end
 
 local function matmul_dmma(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, opts)
-  local shape = dmma_tile(dev, m, n)
+  local shape = dmma_tile(dev, m, n, k)
   local tile = dmma_tiles[shape]
   local v16 = lda % 2 == 0 and ldb % 2 == 0 and A.ptr % 16 == 0 and B.ptr % 16 == 0
   local kern = core.kernel("matmul", "culua_matmul_dmma_" .. shape .. (v16 and "_v16" or ""), nil, dev)
   if not dmma_ready[kern] then
-    kern:set_max_dynamic_shared(tile[3])
+    kern:set_max_dynamic_shared(tile[4])
     dmma_ready[kern] = true
   end
-  kern:launch({grid = {ceil_div(n, tile[2]), ceil_div(m, tile[1])}, block = 256, shared = tile[3], stream = opts.stream},
+  kern:launch({grid = {ceil_div(n, tile[2]), ceil_div(m, tile[1])}, block = tile[3], shared = tile[4], stream = opts.stream},
               m, n, k, alpha, A, B, beta, Cm, lda, ldb, ldc)
   return Cm
 end
