@@ -68,7 +68,7 @@ for run = 1, 2 do
       step("update", function ()
         cuda.catalog.matmul(A:view(jend * n + j0 + 1, (rest - 1) * n + jb), A:view(j0 * n + jend + 1, (jb - 1) * n + rest),
                             A:view(jend * n + jend + 1, (rest - 1) * n + rest),
-                            {variant = "fast", m = rest, n = rest, k = jb, lda = n, ldb = n, ldc = n, alpha = -1, beta = 1,
+                            {m = rest, n = rest, k = jb, lda = n, ldb = n, ldc = n, alpha = -1, beta = 1,
                              stream = s, tma = tma})
       end)
     end

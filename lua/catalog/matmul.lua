@@ -170,7 +170,7 @@ end
 -- dmma, float64 on tensor cores (compute capability 8.0 and later; kernels/matmul.cu): the
 -- tile shapes built, {rows, columns, threads, shared memory (CULUA_DMMA_SHARED: four stages
 -- for 128 x 128, three for the others)}. M.tune.dmma_tile (nil: by size) fixes one.
-local function dmma_shared(bm, bn, stages) return stages * (bm * 24 + 16 * (bn + 2)) * 8 end
+local function dmma_shared(bm, bn, stages) return stages * (bm * 20 + 16 * (bn + 4)) * 8 end
 local dmma_tiles = {["128x128"] = {128, 128, 256, dmma_shared(128, 128, 4)},
                     ["128x64"] = {128, 64, 128, dmma_shared(128, 64, 3)},
                     ["64x128"] = {64, 128, 128, dmma_shared(64, 128, 3)}}
