@@ -11,7 +11,9 @@
 -- ("+split32": over 32, "+split128": no split; by default solve.tune's: 64 in float32,
 -- 32 in float64), "+spillP" hands a panel to the fused kernel only past P% of its rows
 -- in A (solve.tune.cluster_spill; "+spill100": never), "+rowsN" has the fused panel take
--- about N rows a block (solve.tune.fused_rows), "+inA" leaves its rows in A (fused_keep).
+-- about N rows a block (solve.tune.fused_rows), "+inA" leaves its rows in A (fused_keep),
+-- "+narrowK" / "+narrowM" has the look-ahead update the next panel's columns by its own
+-- kernel / by matmul (solve.tune.narrow).
 -- DEVICES: "0,1" (or "all") also times float32 lu + lu_solve with devices =
 -- that list (peer copies where the pair allows; "0,1:host" forces pinned-host
 -- staging), beside the one-GPU time. DTYPES: "float32", "float64" or both (the
@@ -100,6 +102,8 @@ for _, dt in ipairs(DTYPES) do
       tune.cluster_spill = panel:match("%+spill(%d+)") and tonumber(panel:match("%+spill(%d+)")) / 100 or SPILL0
       tune.fused_rows = math.tointeger(tonumber(panel:match("%+rows(%d+)") or FROWS0))
       tune.fused_keep = not panel:match("%+inA")
+      -- "+narrowK" / "+narrowM": the look-ahead's narrow update by its kernel / by matmul
+      tune.narrow = ({K = "kernel", M = "matmul"})[panel:match("%+narrow(%u)") or ""]
       pname = pname or panel:match("^(%a+)")
       local lopts = {block = nb or nil, panel = pname or panel}
       local what = ("%s n = %d block %s %s"):format(dt, n, nb or "default", panel)

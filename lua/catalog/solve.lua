@@ -217,9 +217,17 @@ local function trsm(K, which, stream, jb, ncols, Tr, toff, ldt, X, xoff, ldx)
 end
 
 -- C (m x nc) -= L (m x kb) * U (kb x nc) for nc, kb <= MAXBLOCK: the look-ahead's update of
--- the next panel's columns, which that panel waits for (kernels/solve.cu says why not matmul)
+-- the next panel's columns, which that panel waits for. By the kernel of its own
+-- (kernels/solve.cu says why not matmul's float32 tiles), except in float64 where matmul
+-- takes tensor cores (dmma, compute capability 8.0 on; M.tune.narrow: "kernel" or "matmul"
+-- forces one): on an H100 (session 13) float64 LU took 49.74 ms at n = 8192 so, 50.33 by
+-- the kernel; at 16384, 198.57 against 200.12.
 local function update_narrow(K, stream, m, nc, kb, L, loff, ldl, U, uoff, ldu, Cm, coff, ldc)
   if m <= 0 or nc <= 0 or kb <= 0 then return end
+  local how = M.tune.narrow
+  if how == "matmul" or (how == nil and Cm.dtype == "float64" and Cm.device.major >= 8) then
+    return gemm_sub(K, Cm.dtype, stream, m, nc, kb, L, loff, ldl, U, uoff, ldu, Cm, coff, ldc)
+  end
   K("update_narrow"):launch({grid = {ceil_div(m, 64), ceil_div(nc, 64)}, block = 256, stream = stream},
                             m, nc, kb, L, loff, ldl, U, uoff, ldu, Cm, coff, ldc)
 end
@@ -352,7 +360,7 @@ end
 -- path's cost (about 4 n / nb launches, latency-bound) hardly does; where the two cross
 -- has not been measured (bench/lu_solve.lua sweeps k both ways).
 M.tune = {cluster_rows = 256, cluster_bytes = nil, cluster_spill = 0.25, lookahead = true, split_at = nil,
-          trsv_max = 16, fused_keep = true, fused_rows = 16}
+          trsv_max = 16, fused_keep = true, fused_rows = 16, narrow = nil}
 
 -- panel = "cluster": the whole panel in one thread-block cluster, its rows in the blocks'
 -- shared memory (those that do not fit stay in A), a cluster barrier a column
