@@ -9,7 +9,7 @@
 -- "cluster:128" sets the cluster panel's most rows a block (solve.tune); a suffix
 -- "+nola" turns the look-ahead off, "+split" splits blocks over 64 columns in halves
 -- ("+split32": over 32, "+split128": no split; by default solve.tune's: 64 in float32,
--- 32 in float64), "+spillP" hands a panel to the fused kernel only past P% of its rows
+-- 48 in float64), "+spillP" hands a panel to the fused kernel only past P% of its rows
 -- in A (solve.tune.cluster_spill; "+spill100": never), "+rowsN" has the fused panel take
 -- about N rows a block (solve.tune.fused_rows), "+inA" leaves its rows in A (fused_keep),
 -- "+narrowK" / "+narrowM" has the look-ahead update the next panel's columns by its own

@@ -325,7 +325,7 @@ local function gpu_tests()
   -- shared memory, 235 in A), the same handing panels with over a quarter of their rows
   -- in A to the fused kernel (on the look-ahead's stream), one stream (no look-ahead),
   -- a block of 128 split in two panels of 64 (LAPACK's recursive getrf2; by default a block
-  -- of 128 is split, in 64s in float32 and 32s in float64), and no split at all
+  -- of 128 is split, in 64s in float32 and 32s in float64 (split past 48)), and no split at all
   local tune = require("culua.catalog.solve").tune
   local clusters = cuda.device():attribute("compute_capability_major") >= 9
   -- (the fused panel keeps each warp's rows in shared memory where they fit, about 16 rows
@@ -344,6 +344,9 @@ local function gpu_tests()
     variants[8] = {panel = "cluster", split = 64, label = "cluster, split past 64 columns"}
     variants[9] = {panel = "cluster", bytes = 8192, label = "cluster, 8 KiB of rows a block, fused past a quarter in A"}
     variants[10] = {panel = "cluster", split = 128, label = "cluster, no split (a launch a block)"}
+    -- the look-ahead's update of the next panel's columns by the other way than the dtype's
+    -- default (solve.tune.narrow: float64 takes matmul's tensor cores, float32 the kernel)
+    variants[11] = {panel = "cluster", narrow = "other", label = "cluster, narrow update the other way"}
   else
     T.error_like(function () cat.lu(cuda.array("float32", {4, 4}):fill(1), {panel = "cluster"}) end,
                  "cuda%.catalog%.lu: panel = 'cluster' needs thread%-block clusters %(compute capability 9%.0",
@@ -368,6 +371,7 @@ local function gpu_tests()
         tune.cluster_rows, tune.cluster_bytes, tune.lookahead = v.rows or saved.cluster_rows, v.bytes, not v.nola
         tune.split_at, tune.cluster_spill = v.split or tune.split_at, v.spill or tune.cluster_spill
         tune.fused_keep, tune.fused_rows = v.keep ~= false, v.frows or tune.fused_rows
+        if v.narrow then tune.narrow = dt == "float64" and "kernel" or "matmul" end
         local ok, piv = pcall(cat.lu, dA, {block = nb, panel = v.panel})
         for key in pairs(tune) do tune[key] = saved[key] end
         if not ok then error(piv, 0) end
@@ -377,7 +381,9 @@ local function gpu_tests()
         -- rounds otherwise than the panel's rank-1 updates, and a near tie may go to another
         -- row (session 11: ipiv[1852] 1991 against 1968): then every multiplier is at most 1
         -- in magnitude, as partial pivoting makes them, and the residuals below check the rest
-        local split = v.panel == "cluster" and nb > (v.split or tune.split_at or (dt == "float32" and 64 or 32))
+        -- (likewise when float32's narrow update goes through matmul, which sums otherwise)
+        local split = v.panel == "cluster" and (nb > (v.split or tune.split_at or (dt == "float32" and 64 or 48))
+                                                or v.narrow and dt == "float32")
         local want = rpiv or not split and to_host(cat.lu(device_of(hA), {block = nb, panel = "columns"}))
         if not want then
           local hLU, worst = to_host(dA), 0

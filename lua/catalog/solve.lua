@@ -348,7 +348,7 @@ end
 -- a block (nil: all there is; a small cap leaves most rows in A), the share of a panel's
 -- rows in A past which the fused panel takes it, the look-ahead (false: one stream), and the widest
 -- panel the cluster panel factors in one launch (a wider block is split in halves; nil: 64
--- in float32, 32 in float64, the fastest on an H100 with block 128: split_width); and the
+-- in float32, 48 in float64, the fastest on an H100: split_width); and the
 -- most right-hand sides lu_solve substitutes in one launch a triangle (substitute; more go
 -- by blocks, trsm and matmul); whether the fused panel keeps its rows in shared memory
 -- where they fit (fused_keep; false: in A, as before session 12), and about how many rows a
@@ -402,14 +402,16 @@ local function panel_maker(fname, kind, K, dev)
 end
 
 -- lu's and solve's panel width: opts.block, else what measured fastest on an H100
--- (bench/solve.lua, bench/RESULTS.md's session 11): with the cluster panel (the one
--- panel_maker takes), float64 128 (split in panels of 32: split_width) and float32 128
--- from n = 12288 (split in 64s); otherwise DEFAULT_BLOCK
+-- (bench/solve.lua, bench/RESULTS.md's sessions 11 and 13): with the cluster panel (the one
+-- panel_maker takes), float32 128 from n = 12288 (split in 64s: split_width), float64 96
+-- below n = 12288 (split in 48s) and 128 from there (split in 32s); otherwise DEFAULT_BLOCK.
+-- (float64 at n = 8192 with matmul on tensor cores: 96 in 48s 47.02 ms, 128 in 32s 49.15,
+-- 128 in 64s 53.95, 96 in 24s 51.93; at 16384, 128 in 32s 198.64 and 96 in 48s 216.48.)
 local function lu_block(fname, opts, n, dt, dev, pk)
   local dflt
   if opts.block == nil and pk ~= "fused" and pk ~= "columns" and (dt == "float64" or n >= 12288)
      and cluster_fit(kernels(dev, dt), dev) then
-    dflt = 128
+    dflt = (dt == "float64" and n < 12288) and 96 or 128
   end
   return check_block(fname, opts, dflt)
 end
@@ -479,8 +481,9 @@ end
 
 -- the panel factorization that `make` (panel_maker's) builds on a stream, split in halves
 -- past M.tune.split_at columns when it is the cluster panel (whose launches are cheapest narrow)
+-- (float64: 48, so that a block of 96 goes in two panels of 48 and one of 128 in four of 32)
 local function split_width(dt)
-  return M.tune.split_at or (dt == "float32" and 64 or 32)
+  return M.tune.split_at or (dt == "float32" and 64 or 48)
 end
 
 local function panel_factory(make, K, dev, stream, n, A, ipiv, status, ld)
@@ -1175,7 +1178,7 @@ M.reference = {
 M.info = {
   methods = methods,
   dtypes = {"float32", "float64"},
-  knobs = {block = "panel width 1.." .. MAXBLOCK .. " (default: 64; 128 with the cluster panel in float64, and in float32 from n = 12288)",
+  knobs = {block = "panel width 1.." .. MAXBLOCK .. " (default: 64; with the cluster panel, in float64 96 below n = 12288 and 128 from there, in float32 128 from n = 12288)",
            panel = "auto (cluster where the device has thread-block clusters, else fused; the default) | cluster (a panel in one cluster, its rows in shared memory) | fused (one cooperative launch a panel) | columns (a launch a column)",
            devices = "a list of device ordinals (repeats: shares of one GPU); peer = false stages through the host"},
   default = "lu",
