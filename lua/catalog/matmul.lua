@@ -169,7 +169,7 @@ end
 
 -- dmma, float64 on tensor cores (compute capability 8.0 and later; kernels/matmul.cu): the
 -- tile shapes built, {rows, columns, threads, shared memory (CULUA_DMMA_SHARED: four stages
--- for 128 x 128, three for the others)}. M.tune.dmma_tile (nil: by size) fixes one.
+-- for 128 x 128, three for the others)}. require("culua.catalog.matmul").tune.dmma_tile (nil: 128x64) picks one.
 local function dmma_shared(bm, bn, stages) return stages * (bm * 20 + 16 * (bn + 4)) * 8 end
 local dmma_tiles = {["128x128"] = {128, 128, 256, dmma_shared(128, 128, 4)},
                     ["128x64"] = {128, 64, 128, dmma_shared(128, 64, 3)},
@@ -177,17 +177,17 @@ local dmma_tiles = {["128x128"] = {128, 128, 256, dmma_shared(128, 128, 4)},
 local dmma_ready = setmetatable({}, {__mode = "k"})
 M.tune = {dmma_tile = nil}
 
--- 128 x 128 where k is over 4096 and its tiles make two waves or more, else 128 x 64 (two blocks
--- a multiprocessor). On an H100 (bench/matmul.lua, session 13), TFLOP/s 128 x 128 against
--- 128 x 64: 4096^3 41.1 / 43.4, 8192^3 40.8 / 35.5, LU's update 16384^2 x 128 17.8 / 20.8,
--- x 256 25.9 / 30.4 (cuBLAS DGEMM: 59.7, 57.4, 28.5, 46.2).
-local function dmma_tile(dev, m, n, k)
-  if M.tune.dmma_tile then return M.tune.dmma_tile end
-  return k > 4096 and ceil_div(m, 128) * ceil_div(n, 128) >= 2 * sm_count(dev) and "128x128" or "128x64"
+-- 128 x 64 (two blocks a multiprocessor) unless M.tune.dmma_tile says otherwise: on an
+-- H100 (bench/matmul.lua, session 13) it was the fastest or within 2% everywhere, TFLOP/s
+-- 128 x 64 / 128 x 128 / 64 x 128: 4096^3 51.1 / 44.8 / 48.8, 8192^3 46.8 / 44.8 / 41.1,
+-- LU's update 8192^2 x 128 22.8 / 19.3 / 22.5, 16384^2 x 128 20.7 / 18.8 / 19.3 (cuBLAS
+-- DGEMM: 59.4, 56.6, 30.9, 28.5).
+local function dmma_tile()
+  return M.tune.dmma_tile or "128x64"
 end
 
 local function matmul_dmma(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, opts)
-  local shape = dmma_tile(dev, m, n, k)
+  local shape = dmma_tile()
   local tile = dmma_tiles[shape]
   local v16 = lda % 2 == 0 and ldb % 2 == 0 and A.ptr % 16 == 0 and B.ptr % 16 == 0
   local kern = core.kernel("matmul", "culua_matmul_dmma_" .. shape .. (v16 and "_v16" or ""), nil, dev)
