@@ -46,7 +46,7 @@ for _, c in ipairs{{4096, 4096}, {8192, 8192}, {8192, 128}, {16384, 128}, {16384
   if not anchor_ms then error("anchor failed: " .. out) end
   local flop = 2 * n * n * k
   local opts = square and {} or {alpha = -1, beta = 1}
-  for _, v in ipairs{{"dmma", false}, {"dmma", "128x128"}, {"dmma", "128x64"}, {"dmma", "64x128"}, {"fast"}} do
+  for _, v in ipairs{{"dmma", false}, {"dmma", "128x128"}, {"dmma", "128x64"}, {"dmma", "64x128"}, {"dmma", "128x64w8"}, {"fast"}} do
     opts.variant = v[1]
     tune.dmma_tile = v[2] or nil
     local r = cuda.bench(function () cuda.catalog.matmul(A, B, Cm, opts) end, {warmup = 2, reps = REPS})

@@ -599,19 +599,21 @@ extern "C" __global__ void __launch_bounds__(256, 2) culua_matmul_fast_f32 (CULU
 extern "C" __global__ void __launch_bounds__(256) culua_matmul_fast_f64 (CULUA_PARAMS(double))
 { fast<double, 64, 64, 8, 4, 4, false>(CULUA_ARGS); }
 
-/* dmma, float64 on tensor cores: culua_matmul_dmma_<BM>x<BN>[_v16]. Each warp has 64 x 32
-** of C (64 accumulators, about 230 registers); 128 x 128 in 8 warps, one block a
-** multiprocessor; 128 x 64 and 64 x 128 in 4 warps, two blocks a multiprocessor, so that
-** one's loads of C overlap the other's products (LU's update, k = 128, reads and writes
-** all of C a step). Warps of 32 x 32 in two blocks of 256 threads (128 registers) spilled. */
-#define CULUA_DMMA(BM, BN, WM, WN, STAGES, MINB) \
-  extern "C" __global__ void __launch_bounds__(WM * WN * 32, MINB) culua_matmul_dmma_##BM##x##BN (CULUA_PARAMS(double)) \
+/* dmma, float64 on tensor cores: culua_matmul_dmma_<shape>[_v16]. 128x128: 8 warps of 64 x
+** 32 of C (64 accumulators, about 230 registers), one block a multiprocessor; 128x64 and
+** 64x128: 4 warps of 64 x 32, two blocks a multiprocessor; 128x64w8: 8 warps of 32 x 32
+** (about 128 registers), two blocks a multiprocessor: more warps to hide the loads of C and
+** the short k-loops of LU's update (k = 128: 27.5 TFLOP/s on an H100 at 8192^2, where the
+** 4 warps gave 22.7). */
+#define CULUA_DMMA(NAME, BM, BN, WM, WN, STAGES, MINB) \
+  extern "C" __global__ void __launch_bounds__(WM * WN * 32, MINB) culua_matmul_dmma_##NAME (CULUA_PARAMS(double)) \
   { dmma<BM, BN, WM, WN, STAGES, false>(CULUA_ARGS); } \
-  extern "C" __global__ void __launch_bounds__(WM * WN * 32, MINB) culua_matmul_dmma_##BM##x##BN##_v16 (CULUA_PARAMS(double)) \
+  extern "C" __global__ void __launch_bounds__(WM * WN * 32, MINB) culua_matmul_dmma_##NAME##_v16 (CULUA_PARAMS(double)) \
   { dmma<BM, BN, WM, WN, STAGES, true>(CULUA_ARGS); }
-CULUA_DMMA(128, 128, 2, 4, 4, 1)
-CULUA_DMMA(128, 64, 2, 2, 3, 2)
-CULUA_DMMA(64, 128, 1, 4, 3, 2)
+CULUA_DMMA(128x128, 128, 128, 2, 4, 4, 1)
+CULUA_DMMA(128x64, 128, 64, 2, 2, 3, 2)
+CULUA_DMMA(64x128, 64, 128, 1, 4, 3, 2)
+CULUA_DMMA(128x64w8, 128, 64, 4, 2, 3, 2)
 
 
 extern "C" __global__ void __launch_bounds__(256) culua_matmul_tf32_vec (CULUA_PARAMS(float))

@@ -217,7 +217,7 @@ do
   for _, s in ipairs(shapes) do
     local A, B, Cd, R = problem("float64", s[1], s[2], s[3], 5)
     local tag = ("float64 %dx%dx%d dmma"):format(s[1], s[3], s[2])
-    for _, tile in ipairs{false, "128x128", "128x64", "64x128"} do
+    for _, tile in ipairs{false, "128x128", "128x64", "64x128", "128x64w8"} do
       if not dmma then
         T.skip(tag .. ": needs compute capability 8.0, the device has " .. dev.major .. "." .. dev.minor)
       else

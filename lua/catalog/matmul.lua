@@ -169,25 +169,30 @@ end
 
 -- dmma, float64 on tensor cores (compute capability 8.0 and later; kernels/matmul.cu): the
 -- tile shapes built, {rows, columns, threads, shared memory (CULUA_DMMA_SHARED: four stages
--- for 128 x 128, three for the others)}. require("culua.catalog.matmul").tune.dmma_tile (nil: 128x64) picks one.
+-- for 128 x 128, three for the others)}; require("culua.catalog.matmul").tune.dmma_tile
+-- (nil: by k, dmma_tile below) picks one.
 local function dmma_shared(bm, bn, stages) return stages * (bm * 20 + 16 * (bn + 4)) * 8 end
 local dmma_tiles = {["128x128"] = {128, 128, 256, dmma_shared(128, 128, 4)},
                     ["128x64"] = {128, 64, 128, dmma_shared(128, 64, 3)},
-                    ["64x128"] = {64, 128, 128, dmma_shared(64, 128, 3)}}
+                    ["64x128"] = {64, 128, 128, dmma_shared(64, 128, 3)},
+                    ["128x64w8"] = {128, 64, 256, dmma_shared(128, 64, 3)}}
 local dmma_ready = setmetatable({}, {__mode = "k"})
 M.tune = {dmma_tile = nil}
 
--- 128 x 64 (two blocks a multiprocessor) unless M.tune.dmma_tile says otherwise: on an
--- H100 (bench/matmul.lua, session 13) it was the fastest or within 2% everywhere, TFLOP/s
--- 128 x 64 / 128 x 128 / 64 x 128: 4096^3 51.1 / 44.8 / 48.8, 8192^3 46.8 / 44.8 / 41.1,
--- LU's update 8192^2 x 128 22.8 / 19.3 / 22.5, 16384^2 x 128 20.7 / 18.8 / 19.3 (cuBLAS
--- DGEMM: 59.4, 56.6, 30.9, 28.5).
-local function dmma_tile()
-  return M.tune.dmma_tile or "128x64"
+-- 128 x 64 in 8 warps for k under 1024 (LU's update), in 4 warps past it, unless
+-- M.tune.dmma_tile says otherwise. On an H100 (bench/matmul.lua, session 13), TFLOP/s,
+-- 128x64 / 128x64w8 / 128x128 / 64x128 (cuBLAS DGEMM):
+--   4096^3           51.3 / 41.1 / 45.4 / 50.3 (59.1)
+--   8192^3           46.9 / 45.3 / 44.6 / 42.2 (56.5)
+--   8192^2 x 128     22.7 / 27.5 / 19.7 / 22.7 (29.7)
+--   16384^2 x 128    20.6 / 23.9 / 18.8 / 19.5 (26.7)
+--   16384^2 x 256    27.5 / 32.1 / 23.5 / 23.4 (47.2)
+local function dmma_tile(k)
+  return M.tune.dmma_tile or (k < 1024 and "128x64w8" or "128x64")
 end
 
 local function matmul_dmma(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, opts)
-  local shape = dmma_tile()
+  local shape = dmma_tile(k)
   local tile = dmma_tiles[shape]
   local v16 = lda % 2 == 0 and ldb % 2 == 0 and A.ptr % 16 == 0 and B.ptr % 16 == 0
   local kern = core.kernel("matmul", "culua_matmul_dmma_" .. shape .. (v16 and "_v16" or ""), nil, dev)
