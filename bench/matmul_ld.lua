@@ -3,8 +3,8 @@
 --   culua bench/matmul_ld.lua [N [KS [REPS]]]
 -- LU's trailing update at its first step: in an N x N matrix (default 8192), C -= A*B
 -- with A the (N-k) x k block below the panel, B the k x (N-k) block right of it and C the
--- (N-k) x (N-k) trailing block, k in KS (default "64,128"), float32 and float64 (variant
--- fast, the one lu uses), views of the matrix at the blocks' first elements. "packed": the
+-- (N-k) x (N-k) trailing block, k in KS (default "64,128"), float32 and float64 (the
+-- default variants, the ones lu uses: fast, dmma), views of the matrix at the blocks' first elements. "packed": the
 -- same sizes in arrays of their own. "off 16 B": the blocks one row and column further
 -- (N-k-1 square), so that their rows start off 16 bytes: no TMA on an H100 (float32).
 -- "tma on" / "tma off": the blocks with tma = true (the TMA kernel at any k) and false
@@ -37,7 +37,7 @@ for _, dt in ipairs{"float32", "float64"} do
     local A = cuda.array(dt, {m, k}):copy_from(cuda.host_array(dt, {m, k}):random(2, -1, 1))
     local B = cuda.array(dt, {k, m}):copy_from(cuda.host_array(dt, {k, m}):random(3, -1, 1))
     local C = cuda.array(dt, {m, m}):fill(0)
-    local packed = cuda.bench(function () mm(A, B, C, {variant = "fast", alpha = -1, beta = 1}) end,
+    local packed = cuda.bench(function () mm(A, B, C, {alpha = -1, beta = 1}) end,
                               {warmup = 2, reps = REPS}).median
     row(dt, k, "packed", m, m, nil, packed)
     A, B, C = nil
@@ -48,7 +48,7 @@ for _, dt in ipairs{"float32", "float64"} do
       local Av = P:view((k + off) * N + off + 1, (mb - 1) * N + k)          -- (k + off, off)
       local Bv = P:view(off * N + k + off + 1, (k - 1) * N + mb)            -- (off, k + off)
       local Cv = P:view((k + off) * N + k + off + 1, (mb - 1) * N + mb)     -- (k + off, k + off)
-      local opts = {variant = "fast", m = mb, n = mb, k = k, lda = N, ldb = N, ldc = N, alpha = -1, beta = 1, tma = tma}
+      local opts = {m = mb, n = mb, k = k, lda = N, ldb = N, ldc = N, alpha = -1, beta = 1, tma = tma}
       local ms = cuda.bench(function () mm(Av, Bv, Cv, opts) end, {warmup = 2, reps = REPS}).median
       row(dt, k, layout, mb, mb, N, ms, packed * (mb / m) ^ 2)   -- packed's time scaled to the size
       -- P's values grow by the repeated updates; refill so the next run starts the same

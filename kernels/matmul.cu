@@ -33,6 +33,22 @@ __device__ __forceinline__ void store_c (T *C, size_t idx, T alpha, T acc, T bet
 }
 
 
+/* C's BM x BN tile at (bm, bn) into L2, 128 bytes a prefetch, a row's lines from consecutive
+** threads: where C is read at the end (beta != 0; LU's update, C -= A*B), the products do not
+** wait for it there and its reads find it in L2 (no registers, no shared memory). dmma takes
+** it; fast (float32) did not gain (float32 LU at n = 16384 on an H100: 165.7 -> 169.8 ms,
+** its 128-register kernel spilling 44 bytes more). */
+template <typename T, int BM, int BN, int NT>
+__device__ __forceinline__ void prefetch_tile (const T *C, int ldc, int bm, int bn, int M, int N, int tid) {
+  constexpr int STEP = 128 / sizeof(T), LINES = (BN + STEP - 1) / STEP;
+#pragma unroll 1
+  for (int e = tid; e < BM * LINES; e += NT) {
+    int r = bm + e / LINES, c = bn + (e % LINES) * STEP;
+    if (r < M && c < N) asm volatile("prefetch.global.L2 [%0];" :: "l"(C + (size_t)r * ldc + c));
+  }
+}
+
+
 /* {====================================================== naive: one thread per element */
 
 /* a BS x BS block of threads; x runs along a row of C, so loads of B and
@@ -476,14 +492,7 @@ __device__ void dmma (int M, int N, int K, double alpha, const double *A, const 
     copy_commit();   /* a group a stage, empty or not: wait_group counts them */
   }
 
-  /* C's tile into L2, 128 bytes a prefetch, a row's lines from consecutive threads */
-  if (beta != 0.0) {
-    constexpr int LINES = (BN * 8 + 127) / 128;   /* lines a row of the tile touches, at most */
-    for (int e = tid; e < BM * LINES; e += NT) {
-      int r = bm + e / LINES, c = bn + (e % LINES) * 16;
-      if (r < M && c < N) asm volatile("prefetch.global.L2 [%0];" :: "l"(C + (size_t)r * ldc + c));
-    }
-  }
+  if (beta != 0.0) prefetch_tile<double, BM, BN, NT>(C, ldc, bm, bn, M, N, tid);
 #pragma unroll
   for (int i = 0; i < MI; i++)
 #pragma unroll
