@@ -371,13 +371,13 @@ __device__ void tf32 (int M, int N, int K, float alpha, const float *A, const fl
 __device__ __forceinline__ void mma_f64 (double *d, const double *a, const double *b) {
 #if __CUDA_ARCH__ >= 900
   asm("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 "
-               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
-               : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
-               : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(b[0]), "d"(b[1]));
+      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+      : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
+      : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(b[0]), "d"(b[1]));
 #else
 #define CULUA_M8N8K4(d0, d1, a, b) \
   asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};" \
-               : "+d"(d0), "+d"(d1) : "d"(a), "d"(b))
+      : "+d"(d0), "+d"(d1) : "d"(a), "d"(b))
   CULUA_M8N8K4(d[0], d[1], a[0], b[0]);
   CULUA_M8N8K4(d[0], d[1], a[2], b[1]);
   CULUA_M8N8K4(d[2], d[3], a[1], b[0]);
