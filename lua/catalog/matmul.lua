@@ -321,7 +321,8 @@ M.info = {
            streamk = "with tma: false, true or a block count: blocks share the last tiles' k-tiles equally (stream-K); chosen by size when not given",
            lda = "elements from one row of A to the next (k when packed); with m and k: A a block of a larger matrix",
            ldb = "elements from one row of B to the next (n when packed); with k and n",
-           ldc = "elements from one row of C to the next (n when packed); with m and n"},
+           ldc = "elements from one row of C to the next (n when packed); with m and n",
+           dmma = "float64 on tensor cores (compute capability 8.0 and later): 128 x 64 tiles; require('culua.catalog.matmul').tune.dmma_tile = '128x128', '128x64', '64x128' or '128x64w8' fixes the shape"},
   default = "fast (float64: dmma on compute capability 8.0 and later)",
 }
 
