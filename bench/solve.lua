@@ -13,7 +13,8 @@
 -- in A (solve.tune.cluster_spill; "+spill100": never), "+rowsN" has the fused panel take
 -- about N rows a block (solve.tune.fused_rows), "+inA" leaves its rows in A (fused_keep),
 -- "+narrowK" / "+narrowM" has the look-ahead update the next panel's columns by its own
--- kernel / by matmul (solve.tune.narrow).
+-- kernel / by matmul (solve.tune.narrow), "+trsmK" / "+trsmP" its full-width triangular
+-- solve by its kernel / as a product with the triangle's inverse (solve.tune.trsm).
 -- DEVICES: "0,1" (or "all") also times float32 lu + lu_solve with devices =
 -- that list (peer copies where the pair allows; "0,1:host" forces pinned-host
 -- staging), beside the one-GPU time. DTYPES: "float32", "float64" or both (the
@@ -104,6 +105,8 @@ for _, dt in ipairs(DTYPES) do
       tune.fused_keep = not panel:match("%+inA")
       -- "+narrowK" / "+narrowM": the look-ahead's narrow update by its kernel / by matmul
       tune.narrow = ({K = "kernel", M = "matmul"})[panel:match("%+narrow(%u)") or ""]
+      -- "+trsmK" / "+trsmP": the full-width triangular solve by its kernel / as a product
+      tune.trsm = ({K = "kernel", P = "product"})[panel:match("%+trsm(%u)") or ""]
       pname = pname or panel:match("^(%a+)")
       local lopts = {block = nb or nil, panel = pname or panel}
       local what = ("%s n = %d block %s %s"):format(dt, n, nb or "default", panel)

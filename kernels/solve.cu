@@ -766,6 +766,26 @@ __device__ void copy (long long count, const T *src, T *dst) {
     dst[e] = src[e];
 }
 
+/* rows x cols of in (from inoff, rows ldin apart) to out (from outoff, rows ldout apart) */
+template <typename T>
+__device__ void copy2d (int rows, int cols, const T *in, long long inoff, int ldin, T *out, long long outoff, int ldout) {
+  in += inoff;
+  out += outoff;
+  for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < (long long)rows * cols;
+       e += (long long)gridDim.x * blockDim.x) {
+    int r = (int)(e / cols), c = (int)(e % cols);
+    out[(size_t)r * ldout + c] = in[(size_t)r * ldin + c];
+  }
+}
+
+/* the n x n identity, packed */
+template <typename T>
+__device__ void eye (int n, T *out) {
+  for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < (long long)n * n;
+       e += (long long)gridDim.x * blockDim.x)
+    out[e] = e / n == e % n ? T(1) : T(0);
+}
+
 /* }====================================================== */
 
 
@@ -1315,6 +1335,11 @@ __device__ void seed_divide (int n, int k, const T *ABT, T *X) {
   { gather<T>(n, k, perm, B, W); } \
   extern "C" __global__ void culua_solve_copy_##t (long long count, const T *src, T *dst) \
   { copy<T>(count, src, dst); } \
+  extern "C" __global__ void culua_solve_copy2d_##t (int rows, int cols, const T *in, long long inoff, int ldin, \
+      T *out, long long outoff, int ldout) \
+  { copy2d<T>(rows, cols, in, inoff, ldin, out, outoff, ldout); } \
+  extern "C" __global__ void culua_solve_eye_##t (int n, T *out) \
+  { eye<T>(n, out); } \
   extern "C" __global__ void __launch_bounds__(256) culua_solve_trsm_lower_##t (int jb, int ncols, const T *Tr, \
       long long toff, int ldt, T *X, long long xoff, int ldx) \
   { trsm<T, false>(jb, ncols, Tr, toff, ldt, X, xoff, ldx); } \

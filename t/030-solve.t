@@ -344,9 +344,10 @@ local function gpu_tests()
     variants[8] = {panel = "cluster", split = 64, label = "cluster, split past 64 columns"}
     variants[9] = {panel = "cluster", bytes = 8192, label = "cluster, 8 KiB of rows a block, fused past a quarter in A"}
     variants[10] = {panel = "cluster", split = 128, label = "cluster, no split (a launch a block)"}
-    -- the look-ahead's update of the next panel's columns by the other way than the dtype's
-    -- default (solve.tune.narrow: float64 takes matmul's tensor cores, float32 the kernel)
-    variants[11] = {panel = "cluster", narrow = "other", label = "cluster, narrow update the other way"}
+    -- the look-ahead's update of the next panel's columns and the full-width triangular
+    -- solve by the other way than the dtype's default (solve.tune.narrow and trsm: float64
+    -- takes matmul's tensor cores, float32 the kernels)
+    variants[11] = {panel = "cluster", narrow = "other", label = "cluster, narrow update and trsm the other way"}
   else
     T.error_like(function () cat.lu(cuda.array("float32", {4, 4}):fill(1), {panel = "cluster"}) end,
                  "cuda%.catalog%.lu: panel = 'cluster' needs thread%-block clusters %(compute capability 9%.0",
@@ -371,7 +372,9 @@ local function gpu_tests()
         tune.cluster_rows, tune.cluster_bytes, tune.lookahead = v.rows or saved.cluster_rows, v.bytes, not v.nola
         tune.split_at, tune.cluster_spill = v.split or tune.split_at, v.spill or tune.cluster_spill
         tune.fused_keep, tune.fused_rows = v.keep ~= false, v.frows or tune.fused_rows
-        if v.narrow then tune.narrow = dt == "float64" and "kernel" or "matmul" end
+        if v.narrow then
+          tune.narrow, tune.trsm = dt == "float64" and "kernel" or "matmul", dt == "float64" and "kernel" or "product"
+        end
         local ok, piv = pcall(cat.lu, dA, {block = nb, panel = v.panel})
         for key in pairs(tune) do tune[key] = saved[key] end
         if not ok then error(piv, 0) end

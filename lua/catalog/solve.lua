@@ -44,6 +44,10 @@ core.scratch_kind("solve_perm", "int32")
 core.scratch_kind("solve_rhs_float32", "float32")
 core.scratch_kind("solve_rhs_float64", "float64")
 core.scratch_kind("solve_trsv", "uint32", true)
+core.scratch_kind("solve_inv_float32", "float32")     -- trsm_product's inverse triangle
+core.scratch_kind("solve_inv_float64", "float64")
+core.scratch_kind("solve_aside_float32", "float32")   -- and its copy of X
+core.scratch_kind("solve_aside_float64", "float64")
 
 
 -- {====================================================== checks
@@ -216,6 +220,34 @@ local function trsm(K, which, stream, jb, ncols, Tr, toff, ldt, X, xoff, ldx)
            jb, ncols, Tr, toff, ldt, X, xoff, ldx)
 end
 
+-- X (jb x ncols) = inv(Tr) * X for Tr's unit lower triangle as a product, LU's full-width
+-- block row of U: Tr's inverse (trsm's kernel on the identity, jb x jb), X copied aside, and
+-- one matmul (float64: on tensor cores; the inverse of a unit lower triangle whose entries
+-- are at most 1 in magnitude, as partial pivoting makes them, is MAGMA's way too). Where
+-- trsm_how says: float64 from 2048 columns on compute capability 8.0 and later (M.tune.trsm:
+-- "kernel" or "product" forces one), where trsm's kernel, a column of X a thread through
+-- FFMA, took the most of the swaps, solves and updates after the update itself.
+local function trsm_product(K, dev, stream, jb, ncols, Tr, toff, ldt, X, xoff, ldx)
+  if ncols <= 0 then return end
+  local dt = X.dtype
+  local inv = core.scratch("solve_inv_" .. dt, dev, stream, jb * jb)
+  local aside = core.scratch("solve_aside_" .. dt, dev, stream, jb * ncols)
+  K("eye"):launch({grid = grid_for(jb * jb, 256, dev), block = 256, stream = stream}, jb, inv)
+  trsm(K, "lower", stream, jb, jb, Tr, toff, ldt, inv, 0, jb)
+  K("copy2d"):launch({grid = grid_for(jb * ncols, 256, dev), block = 256, stream = stream},
+                     jb, ncols, X, xoff, ldx, aside, 0, ncols)
+  matmul(inv, aside, view(X, xoff, (jb - 1) * ldx + ncols),
+         {m = jb, n = ncols, k = jb, lda = jb, ldb = ncols, ldc = ldx, stream = stream})
+end
+
+local function trsm_how(dev, dt, ncols)
+  local how = M.tune.trsm
+  if how == "product" or (how == nil and dt == "float64" and dev.major >= 8 and ncols >= 2048) then
+    return trsm_product
+  end
+  return function (K, _, stream, ...) return trsm(K, "lower", stream, ...) end
+end
+
 -- C (m x nc) -= L (m x kb) * U (kb x nc) for nc, kb <= MAXBLOCK: the look-ahead's update of
 -- the next panel's columns, which that panel waits for. By the kernel of its own
 -- (kernels/solve.cu says why not matmul's float32 tiles), except in float64 where matmul
@@ -358,9 +390,12 @@ end
 -- H100's resident ones (two a multiprocessor), so that the groups' chains of block rows
 -- mostly overlap. Past that the re-reads and the waves grow with k while the blocked
 -- path's cost (about 4 n / nb launches, latency-bound) hardly does; where the two cross
--- has not been measured (bench/lu_solve.lua sweeps k both ways).
+-- has not been measured (bench/lu_solve.lua sweeps k both ways). narrow and trsm: the
+-- look-ahead's update of the next panel's columns and the full-width triangular solve by
+-- their own kernels ("kernel") or through matmul ("matmul", "product"); nil picks by dtype
+-- (update_narrow, trsm_how).
 M.tune = {cluster_rows = 256, cluster_bytes = nil, cluster_spill = 0.25, lookahead = true, split_at = nil,
-          trsv_max = 16, fused_keep = true, fused_rows = 16, narrow = nil}
+          trsv_max = 16, fused_keep = true, fused_rows = 16, narrow = nil, trsm = nil}
 
 -- panel = "cluster": the whole panel in one thread-block cluster, its rows in the blocks'
 -- shared memory (those that do not fit stay in A), a cluster barrier a column
@@ -527,7 +562,7 @@ local function lu_lookahead(K, dev, stream, n, nb, A, ipiv, status, make)
       factor(jend, nxt)
       st.ready:record(Q)
       swaps(K, dev, S, n, n, j0, c1, j0, jend, ipiv, A)
-      trsm(K, "lower", S, jb, n - c1, A, j0 * n + j0, n, A, j0 * n + c1, n)
+      trsm_how(dev, A.dtype, n - c1)(K, dev, S, jb, n - c1, A, j0 * n + j0, n, A, j0 * n + c1, n)
       gemm_sub(K, A.dtype, S, rest, n - c1, jb, A, jend * n + j0, n, A, j0 * n + c1, n, A, jend * n + c1, n)
     else
       swaps(K, dev, S, n, n, j0, jend, j0, jend, ipiv, A)
@@ -551,7 +586,7 @@ local function lu_blocked(fname, K, dev, stream, n, nb, A, ipiv, status, panel_k
     swaps(K, dev, stream, n, n, j0, jend, j0, jend, ipiv, A)
     if jend < n then
       local rest = n - jend
-      trsm(K, "lower", stream, jb, rest, A, j0 * n + j0, n, A, j0 * n + jend, n)
+      trsm_how(dev, A.dtype, rest)(K, dev, stream, jb, rest, A, j0 * n + j0, n, A, j0 * n + jend, n)
       gemm_sub(K, A.dtype, stream, rest, rest, jb, A, jend * n + j0, n, A, j0 * n + jend, n, A, jend * n + jend, n)
     end
   end
