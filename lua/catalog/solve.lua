@@ -222,11 +222,12 @@ end
 
 -- X (jb x ncols) = inv(Tr) * X for Tr's unit lower triangle as a product, LU's full-width
 -- block row of U: Tr's inverse (trsm's kernel on the identity, jb x jb), X copied aside, and
--- one matmul (float64: on tensor cores; the inverse of a unit lower triangle whose entries
--- are at most 1 in magnitude, as partial pivoting makes them, is MAGMA's way too). Where
+-- one matmul (float64: on tensor cores). MAGMA solves with inverted diagonal blocks too; the
+-- inverse of a unit lower triangle whose entries are at most 1 in magnitude (partial
+-- pivoting) can grow with jb in contrived cases, and t/030's residuals check ours. Where
 -- trsm_how says: float64 from 2048 columns on compute capability 8.0 and later (M.tune.trsm:
--- "kernel" or "product" forces one), where trsm's kernel, a column of X a thread through
--- FFMA, took the most of the swaps, solves and updates after the update itself.
+-- "kernel" or "product" forces one). trsm's kernel takes a column of X a thread, through
+-- FFMA: float64 LU at n = 16384 on an H100 took 175.9 ms with it, 170.3 with the product.
 local function trsm_product(K, dev, stream, jb, ncols, Tr, toff, ldt, X, xoff, ldx)
   if ncols <= 0 then return end
   local dt = X.dtype
@@ -240,12 +241,14 @@ local function trsm_product(K, dev, stream, jb, ncols, Tr, toff, ldt, X, xoff, l
          {m = jb, n = ncols, k = jb, lda = jb, ldb = ncols, ldc = ldx, stream = stream})
 end
 
+local function trsm_lower(K, _, stream, ...) return trsm(K, "lower", stream, ...) end
+
 local function trsm_how(dev, dt, ncols)
   local how = M.tune.trsm
   if how == "product" or (how == nil and dt == "float64" and dev.major >= 8 and ncols >= 2048) then
     return trsm_product
   end
-  return function (K, _, stream, ...) return trsm(K, "lower", stream, ...) end
+  return trsm_lower
 end
 
 -- C (m x nc) -= L (m x kb) * U (kb x nc) for nc, kb <= MAXBLOCK: the look-ahead's update of
