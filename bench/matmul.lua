@@ -51,7 +51,7 @@ for _, c in ipairs{{4096, 4096}, {8192, 8192}, {8192, 128}, {16384, 128}, {16384
     tune.dmma_tile = v[2] or nil
     local r = cuda.bench(function () cuda.catalog.matmul(A, B, Cm, opts) end, {warmup = 2, reps = REPS})
     print(("%-18s %-16s %10.3f %10.2f %10.3f %10.2f %6.2fx"):format(("%dx%dx%d"):format(n, n, k),
-          v[1] .. (v[1] == "dmma" and " " .. (v[2] or "by size") or ""), r.median, flop / r.median / 1e9,
+          v[1] .. (v[1] == "dmma" and " " .. (v[2] or "by k") or ""), r.median, flop / r.median / 1e9,
           anchor_ms, flop / anchor_ms / 1e9, anchor_ms / r.median))
     if v[1] == "dmma" and not v[2] then verdict[#verdict + 1] = ("dmma %dx%dx%d %.2fx DGEMM"):format(n, n, k, anchor_ms / r.median) end
   end

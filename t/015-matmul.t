@@ -207,8 +207,8 @@ for _, s in ipairs{{1, 1, 1}, {17, 33, 65}, {300, 200, 100}} do
 end
 
 -- float64 on tensor cores (dmma, the default from compute capability 8.0): each tile shape
--- (matmul.tune.dmma_tile), sizes over several tiles and k-tiles, none a multiple of 16, an
--- odd k (8-byte copies: rows of A not 16 bytes apart) and an even one (16-byte copies)
+-- (matmul.tune.dmma_tile), sizes over several tiles and k-tiles, most no multiple of 16, odd
+-- k or n (8-byte copies: rows of A or B not 16 bytes apart) and even ones (16-byte copies)
 do
   local tune = require("culua.catalog.matmul").tune
   local dmma = dev.major >= 8
@@ -222,7 +222,7 @@ do
         T.skip(tag .. ": needs compute capability 8.0, the device has " .. dev.major .. "." .. dev.minor)
       else
         tune.dmma_tile = tile or nil
-        check(mm(A, B, Cd:fill(0 / 0), {variant = "dmma"}), R, 1e-13, tag .. " " .. (tile or "tile by size"))
+        check(mm(A, B, Cd:fill(0 / 0), {variant = "dmma"}), R, 1e-13, tag .. " " .. (tile or "tile by k"))
         tune.dmma_tile = nil
       end
     end
@@ -234,7 +234,7 @@ do
     local hB = cuda.host_array("float64", {29, n}):random(22, -1, 1)
     local hC = cuda.host_array("float64", {m, n}):random(23, -1, 1)
     local A, B = cuda.array("float64", {m, 29}):copy_from(hA), cuda.array("float64", {29, n}):copy_from(hB)
-    -- beta = +-alpha: C starts in the accumulators (kernels/matmul.cu)
+    -- beta = 0 (C not read), beta = +-alpha and others: C read in pairs or one at a time
     for _, ab in ipairs{{2.5, -0.5}, {-1, 1}, {0.5, -0.5}, {2, 2}, {1, 0}} do
       local R = cuda.host_array("float64", {m, n}):copy_from(hC)
       ref(hA, hB, R, ab[1], ab[2])
