@@ -537,9 +537,9 @@ __device__ void dmma (int M, int N, int K, double alpha, const double *A, const 
         int r = bm + wm + i * 16 + g + 8 * h, c = bn + wn + j * 8 + 2 * t;
         if (r >= M) continue;
         size_t at = (size_t)r * ldc + c;
-        double x = alpha * acc[i][j][2 * h], y = alpha * acc[i][j][2 * h + 1];
         if (pairs && c + 1 < N) {
           double2 *p = (double2 *)(C + at);
+          double x = alpha * acc[i][j][2 * h], y = alpha * acc[i][j][2 * h + 1];
           if (beta != 0.0) {
             double2 old = *p;
             x += beta * old.x; y += beta * old.y;

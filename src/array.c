@@ -25,6 +25,18 @@ static int is_open (const culua_Array *a) {
 }
 
 
+/*
+** The array at i without raising: NULL and *why "type" (not a cuda.array),
+** "closed" or "reset" (its device was reset by cuda.reset()), so that a
+** caller with a name of its own for the argument can say which.
+*/
+culua_Array *culua_peekarray (lua_State *L, int i, const char **why) {
+  culua_Array *a = (culua_Array *)luaL_testudata(L, i, CULUA_ARRAY);
+  *why = a == NULL ? "type" : !is_open(a) ? "closed" : culua_ctx_stale(&a->c) ? "reset" : NULL;
+  return *why == NULL ? a : NULL;
+}
+
+
 culua_Array *culua_testarray (lua_State *L, int i, int enter) {
   culua_Array *a = (culua_Array *)luaL_testudata(L, i, CULUA_ARRAY);
   if (a == NULL) return NULL;
@@ -675,11 +687,23 @@ static int array_tensor_map (lua_State *L) {
 
 /* {====================================================== metamethods */
 
+/*
+** The fields below are the array's own record: reading them needs no
+** context, so they check only that the array is open and not reset (a
+** cuCtxSetCurrent a field would be most of a small catalog call's checks).
+*/
+static culua_Array *check_record (lua_State *L, int i) {
+  culua_Array *a = culua_testarray(L, i, 0);
+  if (a == NULL) luaL_typeerror(L, i, CULUA_ARRAY);
+  return a;
+}
+
+
 static int array_index (lua_State *L) {
   culua_Array *x;
   const char *k = lua_tostring(L, 2);
   if (culua_pushmethod(L, CULUA_ARRAY, 2) && !lua_isnil(L, -1)) return 1;  /* close works when closed */
-  x = check_array(L, 1);
+  x = check_record(L, 1);
   if (k == NULL) return culua_pushmethod(L, CULUA_ARRAY, 2);
   if (strcmp(k, "dtype") == 0) lua_pushstring(L, culua_dtype_names[x->dtype]);
   else if (strcmp(k, "shape") == 0) culua_pushshape(L, x->rows, x->cols);
@@ -698,7 +722,7 @@ static int array_index (lua_State *L) {
 
 
 static int array_len (lua_State *L) {
-  lua_pushinteger(L, (lua_Integer)check_array(L, 1)->n);
+  lua_pushinteger(L, (lua_Integer)check_record(L, 1)->n);
   return 1;
 }
 

@@ -547,7 +547,29 @@ static int catalog_ref_lu_residual (lua_State *L) {
 /* }====================================================== */
 
 
+/*
+** C.array(x) -> dtype, n, device: what a catalog call checks of each array,
+** in one crossing into C (a small call is bound by the host, and these were
+** five field reads an array); nil and "type", "closed" or "reset" where x is
+** no usable array, for the family to raise with its function's name.
+*/
+static int catalog_array (lua_State *L) {
+  const char *why;
+  culua_Array *a = culua_peekarray(L, 1, &why);
+  if (a == NULL) {
+    lua_pushnil(L);
+    lua_pushstring(L, why);
+    return 2;
+  }
+  lua_pushstring(L, culua_dtype_names[a->dtype]);
+  lua_pushinteger(L, (lua_Integer)a->n);
+  culua_pushdevice(L, a->c.ordinal, "cuda.catalog");
+  return 3;
+}
+
+
 static const luaL_Reg catalog_funcs[] = {
+  {"array", catalog_array},
   {"ref_matmul", catalog_ref_matmul},
   {"ref_scan", catalog_ref_scan},
   {"ref_histogram", catalog_ref_histogram},

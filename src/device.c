@@ -145,16 +145,21 @@ static culua_Ctx *device_ctx (lua_State *L, Device *d, const char *fname) {
 
 static const char *const regkey = "cuda.devices";  /* ordinal -> device */
 
-/* push device `ordinal`, one userdata per ordinal and state */
+/*
+** Push device `ordinal`: one userdata an ordinal and state, made (and the
+** ordinal checked with the driver) on first use; later pushes are a table
+** read, since arrays' `device` field is read in every catalog call.
+*/
 void culua_pushdevice (lua_State *L, int ordinal, const char *fname) {
   Device *d;
-  CUdevice dev = checkordinal(L, ordinal, fname);
+  CUdevice dev;
   luaL_getsubtable(L, LUA_REGISTRYINDEX, regkey);   /* devices */
   if (lua_rawgeti(L, -1, ordinal) != LUA_TNIL) {
     lua_remove(L, -2);
     return;
   }
   lua_pop(L, 1);
+  dev = checkordinal(L, ordinal, fname);
   d = (Device *)lua_newuserdatauv(L, sizeof(Device), 0);  /* devices, d */
   memset(d, 0, sizeof(*d));
   d->dev = dev;

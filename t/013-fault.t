@@ -25,6 +25,9 @@ local reset_ok, reset_err = pcall(cuda.reset)
 T.error_like(function () x:fill(0) end, "cuda%.array whose device was reset by cuda%.reset%(%)", "old arrays refuse use")
 T.error_like(function () ok:launch({grid = 1, block = 32}, x) end, "reset by cuda%.reset%(%)", "old kernels refuse use")
 T.is(tostring(x), "cuda.array (invalidated by cuda.reset)", "and say so when printed")
+T.error_like(function () cuda.catalog.scan(x) end, "cuda%.catalog%.scan: x belongs to a device reset by cuda%.reset%(%)",
+             "and the catalog names the argument")
+T.error_like(function () return x.dtype end, "reset by cuda%.reset%(%)", "even for a field of its own")
 
 local after = [[
 local cuda = require "cuda"

@@ -240,6 +240,8 @@ core.kernel = kernel
 function core.sm_count() return 4 end
 function core.read_word(w) return E(w, 0) end
 function core.device_state() return {} end
+function core.dmma_for(dt, dev) return dt == "float64" and dev.major >= 8 end   -- as the core's
+function core.allow_shared(k, bytes) k:set_max_dynamic_shared(bytes) end
 
 -- cuda.catalog.matmul, as solve.lua's gemm_sub calls it: C -= A*B on views with leading dimensions
 local matmul = {matmul = function (A, B, C, o)

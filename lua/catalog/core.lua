@@ -14,7 +14,8 @@ local core = {}
 
 -- {====================================================== kernels
 
--- per state, per device ordinal: loaded kernel-file modules and kernels by name
+-- per state, per device (its object: one an ordinal, and a key with no call
+-- into C to read an ordinal): loaded kernel-file modules and kernels by name
 local cache = {}
 -- per state, per device ordinal: anything a family keeps a device (cleared with the kernels)
 local per_device = {}
@@ -36,10 +37,10 @@ function core.clear()
 end
 
 local function device_cache(dev)
-  local c = cache[dev.ordinal]
+  local c = cache[dev]
   if not c then
     c = {modules = {}, kernels = {}}
-    cache[dev.ordinal] = c
+    cache[dev] = c
   end
   return c
 end
@@ -88,6 +89,23 @@ function core.device_state(key, dev)
   return s
 end
 
+-- let kernel k take `bytes` of dynamic shared memory a block (past the 48 KiB
+-- that needs no asking): the attribute is set once a kernel and size, not a
+-- launch, since a driver call a launch is host time a small call cannot spare
+local shared_allowed = setmetatable({}, {__mode = "k"})
+function core.allow_shared(k, bytes)
+  if (shared_allowed[k] or -1) < bytes then
+    k:set_max_dynamic_shared(bytes)
+    shared_allowed[k] = bytes
+  end
+end
+
+-- float64 products take tensor cores (matmul's dmma) on compute capability
+-- 8.0 and later: matmul's default there, and LU's choice of update and trsm
+function core.dmma_for(dt, dev)
+  return dt == "float64" and dev.major >= 8
+end
+
 -- multiprocessors, asked of the driver once a device
 local sm_counts = {}
 function core.sm_count(dev)
@@ -104,7 +122,10 @@ end
 -- a stream's work is ordered, two streams' is not, so two streams never share
 -- one. Arrays grow to the largest request and go with the garbage collector.
 -- kinds[name] = {dtype = ..., zero = true?}: a zeroed kind is filled with 0 when
--- made (on the caller's stream), and its users leave it at zero.
+-- made (on the caller's stream), and its users leave it at zero. Arrays are
+-- kept by stream or by device object, and their lengths here (a small call
+-- reads them without a call into C).
+local lengths = setmetatable({}, {__mode = "k"})
 function core.scratch_kind(name, dtype, zero)
   kinds[name] = kinds[name] or {dtype = dtype, zero = zero,
                                 streams = setmetatable({}, {__mode = "k"}),
@@ -112,13 +133,16 @@ function core.scratch_kind(name, dtype, zero)
 end
 
 function core.scratch(kind, dev, stream, n)
-  local sc = assert(kinds[kind], "no scratch kind")
+  local sc = kinds[kind]
+  if not sc then error("cuda.catalog: no scratch kind " .. tostring(kind), 2) end
   local w
-  if stream then w = sc.streams[stream] else w = sc.devices[dev.ordinal] end
-  if not w or #w < n then
-    w = cuda.array(sc.dtype, math.max(n, 1), {device = dev.ordinal})
+  if stream then w = sc.streams[stream] else w = sc.devices[dev] end
+  if not w or lengths[w] < n then
+    n = math.max(n, 1)
+    w = cuda.array(sc.dtype, n, {device = dev.ordinal})
+    lengths[w] = n
     if sc.zero then w:fill(0, stream) end   -- on the stream, ahead of the kernel
-    if stream then sc.streams[stream] = w else sc.devices[dev.ordinal] = w end
+    if stream then sc.streams[stream] = w else sc.devices[dev] = w end
   end
   return w
 end
@@ -217,14 +241,18 @@ function core.check_array(fname, what, x)
   return x
 end
 
--- the dtype of an open cuda.array, a closed one refused with the function's name
--- (the array's own error would name the field it could not read)
-local function dtype(a) return a.dtype end
-function core.open_dtype(fname, what, x)
-  core.check_array(fname, what, x)
-  local ok, dt = pcall(dtype, x)
-  if not ok then fail(fname, "%s is closed", what) end
-  return dt
+-- the dtype, length and device of an open cuda.array, refused (a closed one,
+-- or one of a device reset since, too) with the function's name, and refused
+-- unless its dtype is one of `allowed` (a list) when that is given
+local array_info = C.array
+function core.open_dtype(fname, what, x, allowed)
+  local dt, n, dev = array_info(x)
+  if not dt then
+    if n == "type" then core.check_array(fname, what, x) end
+    fail(fname, n == "closed" and "%s is closed" or "%s belongs to a device reset by cuda.reset()", what)
+  end
+  if allowed then core.dtype_in(fname, what, dt, allowed) end
+  return dt, n, dev
 end
 
 -- rows, cols of a 2-D array, or of a 1-D array with the dims given
@@ -248,16 +276,18 @@ end
 function core.ceil_div(a, b) return (a + b - 1) // b end
 
 function core.one_of(fname, what, v, allowed)
-  for _, a in ipairs(allowed) do if v == a then return v end end
+  for i = 1, #allowed do if v == allowed[i] then return v end end
   local s = {}
   for _, a in ipairs(allowed) do s[#s + 1] = tostring(a) end
   fail(fname, "%s must be one of %s, got %s", what, table.concat(s, ", "), tostring(v))
 end
 
--- the options table (or an empty one), refusing keys not in `known` (a list):
+-- the options table (or an empty one, shared and read-only: small calls are
+-- bound by work like a table a call), refusing keys not in `known` (a list):
 -- a misspelt option must not be ignored in silence
+local no_options = setmetatable({}, {__newindex = function () error("cuda.catalog: the empty options are read-only", 2) end})
 function core.options(fname, opts, known)
-  if opts == nil then return {} end
+  if opts == nil then return no_options end
   if type(opts) ~= "table" then fail(fname, "opts must be a table, got %s", type(opts)) end
   for key in pairs(opts) do
     local found = false
@@ -269,11 +299,15 @@ function core.options(fname, opts, known)
   return opts
 end
 
+-- dtype dt (of the array named `what`), refused unless it is one of `allowed`
+function core.dtype_in(fname, what, dt, allowed)
+  for i = 1, #allowed do if dt == allowed[i] then return dt end end
+  fail(fname, "%s has dtype %s; expected one of %s", what, dt, table.concat(allowed, ", "))
+end
+
 -- the dtype of x, refused unless it is one of `allowed`
 function core.dtype_of(fname, what, x, allowed)
-  local dt = x.dtype
-  for _, a in ipairs(allowed) do if dt == a then return dt end end
-  fail(fname, "%s has dtype %s; expected one of %s", what, dt, table.concat(allowed, ", "))
+  return core.dtype_in(fname, what, x.dtype, allowed)
 end
 
 -- the device that arrays x, y, ... share (nil entries are skipped), or an error

@@ -101,10 +101,8 @@ end
 function M.histogram(x, counts, opts)
   local fname = "histogram"
   opts = core.options(fname, opts, {"bins", "lo", "hi", "accumulate", "variant", "stream"})
-  local dt = open_dtype(fname, "x", x)
-  core.dtype_of(fname, "x", x, dtypes)
-  local cdt = open_dtype(fname, "counts", counts)
-  core.dtype_of(fname, "counts", counts, count_dtypes)
+  local dt = open_dtype(fname, "x", x, dtypes)
+  local cdt = open_dtype(fname, "counts", counts, count_dtypes)
   local dev = core.same_device(fname, {"x", "counts"}, x, counts)
   local stream = core.check_stream(fname, opts.stream, dev)
   local variant = one_of(fname, "variant", opts.variant or "default", variants)

@@ -65,7 +65,6 @@ local sm90 = {
           abox = {128, 16, 64}, bbox = {16, 128, 0}, shared = sm90_shared(128, 256, 16, 8), rate = 0.35e12,
           streamk = {0, 0.1}, min_k = 2048},
 }
-local sm90_ready = setmetatable({}, {__mode = "k"})
 
 -- Where C has two waves of tiles or more, the fast TMA kernel loses to matmul.cu's
 -- below plan.min_k: on an H100, C -= A*B on an 8192-wide matrix's blocks
@@ -140,10 +139,7 @@ core.scratch_kind("counts", "uint32", true)
 
 local function matmul_sm90(plan, dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, opts)
   local kern = core.kernel(plan.family, plan.kernel, nil, dev)
-  if not sm90_ready[kern] then
-    kern:set_max_dynamic_shared(plan.shared)
-    sm90_ready[kern] = true
-  end
+  core.allow_shared(kern, plan.shared)
   local tiles = ceil_div(m, plan.bm) * ceil_div(n, plan.bn)
   local sk, sk_tiles = 0, 0
   if (opts.splits or 1) == 1 then sk, sk_tiles = sm90_streamk(plan, dev, tiles, opts) end
@@ -176,7 +172,6 @@ local dmma_tiles = {["128x128"] = {128, 128, 256, dmma_shared(128, 128, 4)},
                     ["128x64"] = {128, 64, 128, dmma_shared(128, 64, 3)},
                     ["64x128"] = {64, 128, 128, dmma_shared(64, 128, 3)},
                     ["128x64w8"] = {128, 64, 256, dmma_shared(128, 64, 3)}}
-local dmma_ready = setmetatable({}, {__mode = "k"})
 M.tune = {dmma_tile = nil}
 
 -- 128 x 64 in 8 warps for k under 1024 (LU's update), in 4 warps past it, unless
@@ -196,10 +191,7 @@ local function matmul_dmma(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, o
   local tile = dmma_tiles[shape]
   local v16 = lda % 2 == 0 and ldb % 2 == 0 and A.ptr % 16 == 0 and B.ptr % 16 == 0
   local kern = core.kernel("matmul", "culua_matmul_dmma_" .. shape .. (v16 and "_v16" or ""), nil, dev)
-  if not dmma_ready[kern] then
-    kern:set_max_dynamic_shared(tile[4])
-    dmma_ready[kern] = true
-  end
+  core.allow_shared(kern, tile[4])
   kern:launch({grid = {ceil_div(n, tile[2]), ceil_div(m, tile[1])}, block = tile[3], shared = tile[4], stream = opts.stream},
               m, n, k, alpha, A, B, beta, Cm, lda, ldb, ldc)
   return Cm
@@ -267,7 +259,7 @@ function M.matmul(A, B, Cm, opts)
   if k2 ~= k then fail(fname, "A is %dx%d but B is %dx%d: inner dimensions differ", m, k, k2, n) end
   local _, _, ldc = operand(fname, "C", Cm, m, n, opts.ldc, "ldc", "m", "n")
   local t = dt == "float32" and "f32" or "f64"
-  local variant = one_of(fname, "variant", opts.variant or (t == "f64" and dev.major >= 8 and "dmma" or "fast"), matmul_variants)
+  local variant = one_of(fname, "variant", opts.variant or (core.dmma_for(dt, dev) and "dmma" or "fast"), matmul_variants)
   if t == "f64" and not (variant == "naive" or variant == "tiled" or variant == "fast" or variant == "dmma") then
     fail(fname, "variant '%s' is float32 only (float64: naive, tiled, fast, dmma)", variant)
   end

@@ -119,12 +119,29 @@ local function lookback_name(dt, op)
   return name
 end
 
+-- A small scan is bound by the host (a 2^16 scan is 3 us on an H100's side, and
+-- its launch alone 4 us of host time), so the default stream's launches of up
+-- to SMALL tiles go through prepared launchers, kept a kernel and grid; other
+-- launches refill one configuration (launch reads it at once).
+local SMALL = 256
+local prepared = setmetatable({}, {__mode = "k"})
+local lookback_cfg = {block = THREADS}
+
 local function lookback(x, y, n, exclusive, initb, dt, op, stream, out, dev)
   local ntiles = ceil_div(n, TILE[elem_size(dt)])
   local kern = core.kernel("scan", lookback_name(dt, op), nil, dev)
   local w, values, base, epoch = tiles_for(dev, stream, ntiles)
-  kern:launch({grid = ntiles, block = THREADS, stream = stream}, x, y or 0, n, exclusive and 1 or 0, initb,
-              w, values, base, epoch, ntiles, out or 0)
+  if stream == nil and ntiles <= SMALL then
+    local by = prepared[kern]
+    if not by then by = {}; prepared[kern] = by end
+    local go = by[ntiles]
+    if not go then go = kern:prepare({grid = ntiles, block = THREADS}); by[ntiles] = go end
+    go(x, y or 0, n, exclusive and 1 or 0, initb, w, values, base, epoch, ntiles, out or 0)
+    return
+  end
+  local cfg = lookback_cfg
+  cfg.grid, cfg.stream = ntiles, stream
+  kern:launch(cfg, x, y or 0, n, exclusive and 1 or 0, initb, w, values, base, epoch, ntiles, out or 0)
 end
 
 -- seed 003's scans: naive and blelloch in one block; global as block scans, a
@@ -158,6 +175,7 @@ local function seed_scan(fname, variant, x, y, n, exclusive, initb, dt, op, stre
 end
 
 local XY = {"x", "y"}
+local SCAN_OPTIONS = {"exclusive", "op", "init", "variant", "stream"}
 
 -- cuda.catalog.scan(x [, y] [, opts]) -> y (x when y is omitted: in place)
 --   opts: exclusive (false), op ("add" | "min" | "max"), init (exclusive or
@@ -166,17 +184,14 @@ local XY = {"x", "y"}
 function M.scan(x, y, opts)
   local fname = "scan"
   if opts == nil and type(y) == "table" and cuda.type(y) == nil then y, opts = nil, y end
-  opts = core.options(fname, opts, {"exclusive", "op", "init", "variant", "stream"})
-  local dt = open_dtype(fname, "x", x)
-  core.dtype_of(fname, "x", x, dtypes)
+  opts = core.options(fname, opts, SCAN_OPTIONS)
+  local dt, n, dev = open_dtype(fname, "x", x, dtypes)
   if y == nil then y = x end
-  local dev
-  if rawequal(y, x) then   -- in place: nothing more to check of y
-    dev = x.device
-  else
-    if open_dtype(fname, "y", y) ~= dt then fail(fname, "y has dtype %s but x has %s", y.dtype, dt) end
-    if #y ~= #x then fail(fname, "y has %d elements but x has %d", #y, #x) end
-    dev = core.same_device(fname, XY, x, y)
+  if not rawequal(y, x) then   -- in place: nothing more to check of y
+    local ydt, yn, ydev = open_dtype(fname, "y", y)
+    if ydt ~= dt then fail(fname, "y has dtype %s but x has %s", ydt, dt) end
+    if yn ~= n then fail(fname, "y has %d elements but x has %d", yn, n) end
+    if ydev ~= dev then core.same_device(fname, XY, x, y) end   -- raises, naming both
   end
   local stream = core.check_stream(fname, opts.stream, dev)
   local op = one_of(fname, "op", opts.op or "add", ops)
@@ -186,7 +201,6 @@ function M.scan(x, y, opts)
   end
   local init = check_init(fname, dt, opts.init)
   local initb = init ~= nil and to_bits(dt, init) or identity_bits(dt, op)
-  local n = #x
   if n < 1 then fail(fname, "x is empty") end
   if variant == "lookback" then
     lookback(x, y, n, opts.exclusive == true, initb, dt, op, stream, nil, dev)
@@ -202,14 +216,12 @@ end
 function M.reduce(x, opts)
   local fname = "reduce"
   opts = core.options(fname, opts, {"op", "stream"})
-  local dt = open_dtype(fname, "x", x)
-  core.dtype_of(fname, "x", x, dtypes)
-  local dev = x.device
+  local dt, n, dev = open_dtype(fname, "x", x, dtypes)
   local stream = core.check_stream(fname, opts.stream, dev)
   local op = one_of(fname, "op", opts.op or "add", ops)
-  if #x < 1 then fail(fname, "x is empty") end
+  if n < 1 then fail(fname, "x is empty") end
   local word = core.scratch("scan_word", dev, stream, 1)
-  lookback(x, nil, #x, false, identity_bits(dt, op), dt, op, stream, word, dev)
+  lookback(x, nil, n, false, identity_bits(dt, op), dt, op, stream, word, dev)
   return from_bits(dt, core.read_word(word, stream))
 end
 
@@ -259,8 +271,7 @@ end
 
 local function select_common(fname, x, y, pred, opts, split)
   opts = core.options(fname, opts, {"stream", "count"})
-  local dt = open_dtype(fname, "x", x)
-  core.dtype_of(fname, "x", x, dtypes)
+  local dt = open_dtype(fname, "x", x, dtypes)
   if open_dtype(fname, "y", y) ~= dt then fail(fname, "y has dtype %s but x has %s", y.dtype, dt) end
   local n = #x
   if n < 1 then fail(fname, "x is empty") end
@@ -270,8 +281,7 @@ local function select_common(fname, x, y, pred, opts, split)
     if cuda.type(pred) ~= "cuda.array" then
       fail(fname, "pred must be a flags cuda.array or an expression string, got %s", cuda.type(pred) or type(pred))
     end
-    open_dtype(fname, "pred", pred)
-    core.dtype_of(fname, "pred", pred, flag_dtypes)
+    open_dtype(fname, "pred", pred, flag_dtypes)
     if #pred ~= n then fail(fname, "pred has %d elements but x has %d", #pred, n) end
     flags = pred
   elseif not pred:find("%S") then

@@ -208,14 +208,10 @@ local function esize(dt) return dt == "float32" and 4 or 8 end
 
 -- X (jb x ncols) = inv(Tr) * X for Tr's unit lower (which = "lower") or upper triangle;
 -- the kernel keeps the triangle in the launch's shared memory (up to MAXBLOCK^2 elements)
-local trsm_ready = setmetatable({}, {__mode = "k"})
 local function trsm(K, which, stream, jb, ncols, Tr, toff, ldt, X, xoff, ldx)
   if ncols <= 0 then return end
   local k, size = K("trsm_" .. which), esize(X.dtype)
-  if not trsm_ready[k] then
-    k:set_max_dynamic_shared(MAXBLOCK * MAXBLOCK * size)
-    trsm_ready[k] = true
-  end
+  core.allow_shared(k, MAXBLOCK * MAXBLOCK * size)
   k:launch({grid = ceil_div(ncols, 32), block = {32, 8}, shared = jb * jb * size, stream = stream},
            jb, ncols, Tr, toff, ldt, X, xoff, ldx)
 end
@@ -245,7 +241,7 @@ local function trsm_lower(K, _, stream, ...) return trsm(K, "lower", stream, ...
 
 local function trsm_how(dev, dt, ncols)
   local how = M.tune.trsm
-  if how == "product" or (how == nil and dt == "float64" and dev.major >= 8 and ncols >= 2048) then
+  if how == "product" or (how == nil and core.dmma_for(dt, dev) and ncols >= 2048) then
     return trsm_product
   end
   return trsm_lower
@@ -260,7 +256,7 @@ end
 local function update_narrow(K, stream, m, nc, kb, L, loff, ldl, U, uoff, ldu, Cm, coff, ldc)
   if m <= 0 or nc <= 0 or kb <= 0 then return end
   local how = M.tune.narrow
-  if how == "matmul" or (how == nil and Cm.dtype == "float64" and Cm.device.major >= 8) then
+  if how == "matmul" or (how == nil and core.dmma_for(Cm.dtype, Cm.device)) then
     return gemm_sub(K, Cm.dtype, stream, m, nc, kb, L, loff, ldl, U, uoff, ldu, Cm, coff, ldc)
   end
   K("update_narrow"):launch({grid = {ceil_div(m, 64), ceil_div(nc, 64)}, block = 256, stream = stream},
@@ -1099,10 +1095,7 @@ local function solve_factored(K, dev, stream, n, k, nb, LU, ipiv, B)
   local perm = core.scratch("solve_perm", dev, stream, n)
   local pk = K("permutation", false)
   local shared = n * 4 <= 96 * 1024
-  if shared and n * 4 > 48 * 1024 then
-    local st = core.device_state("solve_perm_shared", dev)
-    if not st[pk] then pk:set_max_dynamic_shared(96 * 1024); st[pk] = true end
-  end
+  if shared and n * 4 > 48 * 1024 then core.allow_shared(pk, 96 * 1024) end
   pk:launch({grid = 1, block = 1024, shared = shared and n * 4 or 0, stream = stream}, n, ipiv, perm, shared and 1 or 0)
   local W = core.scratch("solve_rhs_" .. dt, dev, stream, n * k)
   K("gather"):launch({grid = grid_for(n * k, 256, dev), block = 256, stream = stream}, n, k, perm, B, W)
