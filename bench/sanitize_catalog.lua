@@ -21,8 +21,10 @@ function run.scan()
       cat.scan(x, y, {variant = "global"})
       if dt == "float32" then
         local flags = cuda.array("uint8", n):copy_from(cuda.host_array("uint8", n):random(1, 0, 1))
-        cat.compact(x, y, flags); cat.compact(x, y, "x > 4.0f"); cat.split(x, y, flags)
+        cat.compact(x, y, flags); cat.split(x, y, flags)
       end
+      -- expressions: 4-byte values take another tile shape than 8-byte ones
+      cat.compact(x, y, "x > 4"); cat.split(x, y, "x > 4")
     end
   end
 end

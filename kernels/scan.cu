@@ -45,6 +45,17 @@ typedef unsigned long long u64;
 #ifndef CULUA_ITEMS4
 #define CULUA_ITEMS4 32          /* items a thread for 4-byte types; half for 8-byte ones */
 #endif
+/*
+** Look-back blocks a multiprocessor that the registers must allow, for the
+** sums of 4-byte values: at 10 (48 registers, a few bytes spilt) a float32
+** scan of 2^28 took 0.867 ms on an H100 against 1.012 with no bound (78
+** registers, NVRTC's build) and 0.900 for nvcc's (56); 11 and more spill
+** and lose. The other kernels spill 70-170 bytes at 10 and keep no bound.
+*/
+#ifndef CULUA_SCAN_MINB
+#define CULUA_SCAN_MINB 10
+#endif
+#define CULUA_ADD_MINB(T) (sizeof(T) == 4 ? CULUA_SCAN_MINB : 1)
 #define CULUA_SEED_THREADS 1024  /* the seed's one-block scans */
 #define FULL_MASK 0xffffffffu
 
@@ -404,7 +415,7 @@ __device__ __forceinline__ long long claim_tile (u64 *scratch, u64 base, u64 n, 
 template <class T> struct Items { static const int n = sizeof(T) == 4 ? CULUA_ITEMS4 : CULUA_ITEMS4 / 2; };
 
 /*
-** The single-pass scan: one block a tile of 256 x ITEMS elements (4096
+** The single-pass scan: one block a tile of CULUA_THREADS (128) x ITEMS elements (4096
 ** 4-byte or 2048 8-byte). y may be x (in place: a block reads its whole tile
 ** before writing it) or 0 (only the total, to out[0], for reduce); out, when
 ** not 0, gets the inclusive total's bits from the last tile.
@@ -474,6 +485,16 @@ __device__ void scan_lookback (const T *x, T *y, u64 n, int exclusive, u64 initb
 #endif
 #ifndef CULUA_SELECT_ITEMS4
 #define CULUA_SELECT_ITEMS4 CULUA_ITEMS4
+#endif
+/*
+** Blocks a multiprocessor that the registers must allow: none for the
+** prebuilt kernels (flags arrays), which spill 80-430 bytes when bound. An
+** expression's kernel on 4-byte values is built (lua/catalog/scan.lua) with
+** 256 threads and 5 blocks, 48 registers: compact of 2^28 float32 (x > 0.5f)
+** took 0.713 ms on an H100 so, 0.734 at 128 x 10 and 0.831 at 128 unbound.
+*/
+#ifndef CULUA_SELECT_MINB
+#define CULUA_SELECT_MINB 1
 #endif
 
 template <class F> struct FlagPred {
@@ -614,8 +635,8 @@ __device__ void select_lookback (const T *x, const F *flags, T *y, u64 n, int mo
 
 /* {====================================================== the prebuilt kernels */
 
-#define CULUA_SCAN_KERNELS(tn, T, on, Op) \
-  extern "C" __global__ void __launch_bounds__(CULUA_THREADS) \
+#define CULUA_SCAN_KERNELS(tn, T, on, Op, MINB) \
+  extern "C" __global__ void __launch_bounds__(CULUA_THREADS, MINB) \
   culua_scan_lookback_##tn##_##on (const T *x, T *y, u64 n, int exclusive, u64 init, u64 *scratch, \
                                    u64 *values, u64 base, u64 epoch, u64 ntiles, u64 *out) { \
     scan_lookback<T, Op>(x, y, n, exclusive, init, scratch, values, base, epoch, ntiles, out); \
@@ -633,13 +654,13 @@ __device__ void select_lookback (const T *x, const F *flags, T *y, u64 n, int mo
   }
 
 #define CULUA_SCAN_OPS(tn, T) \
-  CULUA_SCAN_KERNELS(tn, T, add, OpAdd) \
-  CULUA_SCAN_KERNELS(tn, T, min, OpMin) \
-  CULUA_SCAN_KERNELS(tn, T, max, OpMax)
+  CULUA_SCAN_KERNELS(tn, T, add, OpAdd, CULUA_ADD_MINB(T)) \
+  CULUA_SCAN_KERNELS(tn, T, min, OpMin, 1) \
+  CULUA_SCAN_KERNELS(tn, T, max, OpMax, 1)
 
 /* culua_scan_select_<type>_<flags> counts in 64 bits, ..._c32 in 32 (n < 2^32) */
 #define CULUA_SELECT_KERNEL(tn, T, fn, F, cn, C) \
-  extern "C" __global__ void __launch_bounds__(CULUA_SELECT_THREADS) \
+  extern "C" __global__ void __launch_bounds__(CULUA_SELECT_THREADS, CULUA_SELECT_MINB) \
   culua_scan_select_##tn##_##fn##cn (const T *x, const F *flags, T *y, u64 n, int mode, const u64 *total, \
                                      u64 *count, u64 *scratch, u64 *values, u64 base, u64 epoch, u64 ntiles) { \
     select_lookback<T, F, FlagPred<F>, C>(x, flags, y, n, mode, total, count, scratch, values, base, epoch, ntiles); \
@@ -683,7 +704,7 @@ struct ExprPred {
   template <class T> static __device__ __forceinline__ bool test (T x) { return (CULUA_PRED(x)); }
 };
 
-extern "C" __global__ void __launch_bounds__(CULUA_SELECT_THREADS)
+extern "C" __global__ void __launch_bounds__(CULUA_SELECT_THREADS, CULUA_SELECT_MINB)
 CULUA_PRED_NAME (const CULUA_PRED_T *x, const unsigned char *flags, CULUA_PRED_T *y, u64 n, int mode,
                  const u64 *total, u64 *count, u64 *scratch, u64 *values, u64 base, u64 epoch, u64 ntiles) {
   select_lookback<CULUA_PRED_T, unsigned char, ExprPred, CULUA_PRED_C>(x, flags, y, n, mode, total, count, scratch, values,

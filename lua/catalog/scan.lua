@@ -105,8 +105,13 @@ end
 
 local TILE = {[4] = 4096, [8] = 2048}   -- elements a look-back tile: THREADS x 32 or 16
 local THREADS = 128                      -- CULUA_THREADS of kernels/scan.cu
--- compact and split (kernels/scan.cu: CULUA_SELECT_THREADS, CULUA_SELECT_ITEMS4)
+-- compact and split (kernels/scan.cu: CULUA_SELECT_THREADS, CULUA_SELECT_ITEMS4,
+-- CULUA_SELECT_MINB): the prebuilt kernels (flags) take 128 threads a tile;
+-- an expression's kernel on 4-byte values is built with 256 and a register
+-- bound (kernels/scan.cu says why)
 local SELECT_THREADS, SELECT_TILE = 128, {[4] = 4096, [8] = 2048}
+local PRED_THREADS, PRED_TILE = {[4] = 256, [8] = 128}, {[4] = 8192, [8] = 2048}
+local PRED_DEFINES = {[4] = {"CULUA_SELECT_THREADS=256", "CULUA_SELECT_MINB=5"}, [8] = {}}
 local function elem_size(dt) return (dt == "int64" or dt == "uint64" or dt == "float64") and 8 or 4 end
 
 -- the look-back kernels' names by dtype and op, formatted once
@@ -194,8 +199,8 @@ function M.scan(x, y, opts)
     if ydev ~= dev then core.same_device(fname, XY, x, y) end   -- raises, naming both
   end
   local stream = core.check_stream(fname, opts.stream, dev)
-  local op = one_of(fname, "op", opts.op or "add", ops)
-  local variant = one_of(fname, "variant", opts.variant or "lookback", variants)
+  local op = opts.op == nil and "add" or one_of(fname, "op", opts.op, ops)
+  local variant = opts.variant == nil and "lookback" or one_of(fname, "variant", opts.variant, variants)
   if opts.exclusive ~= nil and type(opts.exclusive) ~= "boolean" then
     fail(fname, "exclusive must be a boolean, got %s", type(opts.exclusive))
   end
@@ -244,7 +249,7 @@ end
 -- the kernel for an expression predicate on dtype dt, compiled once a device
 -- (names are kept per device with their expressions: a hash collision gets
 -- another name, never another's kernel)
-local function pred_kernel(fname, expr, dt, dev, c32)
+local function pred_kernel(fname, expr, dt, dev, c32, es)
   local names = core.device_state("scan_pred", dev)
   local key = dt .. (c32 and "\0c32\0" or "\0") .. expr
   local name = names[key]
@@ -258,10 +263,9 @@ local function pred_kernel(fname, expr, dt, dev, c32)
     names[key] = name
   end
   local prelude = ("#define CULUA_PRED(x) (%s)"):format(expr)
-  local ok, k = pcall(core.kernel, "scan", name,
-                      {"CULUA_PRED_T=" .. ctypes[dt],
-                       "CULUA_PRED_C=" .. (c32 and "unsigned" or "u64"),
-                      "CULUA_PRED_NAME=" .. name}, dev, prelude)
+  local defines = {"CULUA_PRED_T=" .. ctypes[dt], "CULUA_PRED_C=" .. (c32 and "unsigned" or "u64"), "CULUA_PRED_NAME=" .. name}
+  table.move(PRED_DEFINES[es], 1, #PRED_DEFINES[es], #defines + 1, defines)
+  local ok, k = pcall(core.kernel, "scan", name, defines, dev, prelude)
   if not ok then
     names[key] = nil
     fail(fname, "pred expression %q does not compile: %s", expr, tostring(k))
@@ -314,16 +318,18 @@ local function select_common(fname, x, y, pred, opts, split)
   end
   -- counts in 32 bits below 2^32 elements: the look-back's one-word path
   local c32 = n < (1 << 32)
-  local kern
+  local kern, threads, tile
   if flags then
     kern = core.kernel("scan", ("culua_scan_select_%s_%s%s"):format(short[dt], flags.dtype == "uint8" and "u8" or "i32",
                                                                     c32 and "_c32" or ""), nil, dev)
+    threads, tile = SELECT_THREADS, SELECT_TILE[es]
   else
-    kern = pred_kernel(fname, pred, dt, dev, c32)
+    kern = pred_kernel(fname, pred, dt, dev, c32, es)
+    threads, tile = PRED_THREADS[es], PRED_TILE[es]
   end
-  local ntiles = ceil_div(n, SELECT_TILE[es])
+  local ntiles = ceil_div(n, tile)
   local word = out or core.scratch("scan_word", dev, stream, 1)
-  local cfg = {grid = ntiles, block = SELECT_THREADS, stream = stream}
+  local cfg = {grid = ntiles, block = threads, stream = stream}
   local function pass(mode)
     local w, values, base, epoch = tiles_for(dev, stream, ntiles)
     kern:launch(cfg, x, flags or x, y, n, mode, word, word, w, values, base, epoch, ntiles)
