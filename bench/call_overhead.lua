@@ -44,6 +44,8 @@ row("x.device", per_call(function () return x.device end, 10 * CALLS))
 row("x.ptr", per_call(function () return x.ptr end, 10 * CALLS))
 row("dev.ordinal", per_call(function () return dev.ordinal end, 10 * CALLS))
 row("cuda.type(x)", per_call(function () return cuda.type(x) end, 10 * CALLS))
+local function nothing() end
+row("cuda.nvtx.range around an empty function", per_call(function () return cuda.nvtx.range("r", nothing) end, 10 * CALLS))
 
 -- the look-back kernel alone, with a scan's 11 arguments (kernels/scan.cu)
 local kern = cat.kernel("scan", "culua_scan_lookback_f32_add")

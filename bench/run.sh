@@ -18,6 +18,8 @@ if command -v taskset >/dev/null 2>&1; then pin="taskset -c 2"; fi
   echo "== $(date -u '+%Y-%m-%d %H:%M UTC') $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null)"
   $pin "$culua" bench/launch.lua bench/anchor
   echo
+  $pin "$culua" bench/call_overhead.lua
+  echo
   "$culua" bench/copy.lua bench/anchor
   echo
   "$culua" bench/nvrtc_cache.lua
@@ -28,7 +30,7 @@ if command -v taskset >/dev/null 2>&1; then pin="taskset -c 2"; fi
   echo
   "$culua" bench/barrier.lua
   echo
-  "$culua" bench/scan.lua bench/anchor_cub
+  $pin "$culua" bench/scan.lua bench/anchor_cub   # its 2^16 figure is the host's
   echo
   "$culua" bench/histogram.lua bench/anchor_cub
   echo
