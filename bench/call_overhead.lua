@@ -77,6 +77,10 @@ row("the prepared launch in a loop of 100, events", rk.median * 1000 / 100)
 row("cuda.catalog.scan(x, y), 2^16 float32", per_call(function () cat.scan(x, y) end))
 row("cuda.catalog.scan(x), in place", per_call(function () cat.scan(x) end))
 row("cuda.catalog.scan(x, y, {exclusive = true})", per_call(function () cat.scan(x, y, {exclusive = true}) end))
+local c = cuda.array("int64", 1)
+local copts = {count = c}
+row("cuda.catalog.compact(x, y, \"x > 0.5f\", {count = c})", per_call(function () cat.compact(x, y, "x > 0.5f", copts) end))
+row("cuda.catalog.reduce(x), the sum read back", per_call(function () return cat.reduce(x) end, CALLS // 10))
 row("cuda.catalog.sort(keys), 2^16 uint32", per_call(function () cat.sort(keys) end, CALLS // 10))
 x:fill(1)
 

@@ -248,10 +248,13 @@ end
 
 -- the kernel for an expression predicate on dtype dt, compiled once a device
 -- (names are kept per device with their expressions: a hash collision gets
--- another name, never another's kernel)
+-- another name, never another's kernel; and the kernels by expression, so that
+-- a call again finds its kernel in one look-up)
 local function pred_kernel(fname, expr, dt, dev, c32, es)
-  local names = core.device_state("scan_pred", dev)
   local key = dt .. (c32 and "\0c32\0" or "\0") .. expr
+  local kernels = core.device_state("scan_pred_kernels", dev)
+  if kernels[key] then return kernels[key] end
+  local names = core.device_state("scan_pred", dev)
   local name = names[key]
   if not name then
     local base = ("culua_scan_pred_%s_%s%s"):format(short[dt], hash(key), c32 and "_c32" or "")
@@ -270,23 +273,26 @@ local function pred_kernel(fname, expr, dt, dev, c32, es)
     names[key] = nil
     fail(fname, "pred expression %q does not compile: %s", expr, tostring(k))
   end
+  kernels[key] = k
   return k
 end
 
+local SELECT_OPTIONS, SELECT_NAMES = {"stream", "count"}, {"x", "y", "pred", "count"}
+
 local function select_common(fname, x, y, pred, opts, split)
-  opts = core.options(fname, opts, {"stream", "count"})
-  local dt = open_dtype(fname, "x", x, dtypes)
-  if open_dtype(fname, "y", y) ~= dt then fail(fname, "y has dtype %s but x has %s", y.dtype, dt) end
-  local n = #x
+  opts = core.options(fname, opts, SELECT_OPTIONS)
+  local dt, n = open_dtype(fname, "x", x, dtypes)
+  local ydt, yn = open_dtype(fname, "y", y)
+  if ydt ~= dt then fail(fname, "y has dtype %s but x has %s", ydt, dt) end
   if n < 1 then fail(fname, "x is empty") end
-  if #y < n then fail(fname, "y has %d elements, fewer than x's %d", #y, n) end
+  if yn < n then fail(fname, "y has %d elements, fewer than x's %d", yn, n) end
   local flags
   if type(pred) ~= "string" then
     if cuda.type(pred) ~= "cuda.array" then
       fail(fname, "pred must be a flags cuda.array or an expression string, got %s", cuda.type(pred) or type(pred))
     end
-    open_dtype(fname, "pred", pred, flag_dtypes)
-    if #pred ~= n then fail(fname, "pred has %d elements but x has %d", #pred, n) end
+    local _, pn = open_dtype(fname, "pred", pred, flag_dtypes)
+    if pn ~= n then fail(fname, "pred has %d elements but x has %d", pn, n) end
     flags = pred
   elseif not pred:find("%S") then
     fail(fname, "pred expression is empty")
@@ -296,23 +302,23 @@ local function select_common(fname, x, y, pred, opts, split)
     if cuda.type(out) ~= "cuda.array" then
       fail(fname, "count must be a cuda.array (int64 or uint64), got %s", cuda.type(out) or type(out))
     end
-    local cdt = open_dtype(fname, "count", out)
+    local cdt, cn = open_dtype(fname, "count", out)
     if cdt ~= "int64" and cdt ~= "uint64" then fail(fname, "count has dtype %s; expected int64 or uint64", cdt) end
-    if #out < 1 then fail(fname, "count is empty") end
+    if cn < 1 then fail(fname, "count is empty") end
   end
-  local dev = core.same_device(fname, {"x", "y", "pred", "count"}, x, y, flags, out)
+  local dev = core.same_device(fname, SELECT_NAMES, x, y, flags, out)
   local stream = core.check_stream(fname, opts.stream, dev)
   -- a block writes only at or before its own elements, so compact in place
   -- is safe; any other overlap (and split in place) is not
   local es = elem_size(dt)
   local xs, ys = x.ptr, y.ptr
-  if (xs ~= ys or split) and xs < ys + #y * es and ys < xs + n * es then
+  if (xs ~= ys or split) and xs < ys + yn * es and ys < xs + n * es then
     fail(fname, "y overlaps x%s", split and "" or " (only y == x, in place, is allowed)")
   end
   -- the count is written (and, for split, read back) while the tiles write y
   if out then
     local cs = out.ptr
-    for _, a in ipairs{{"x", xs, n * es}, {"y", ys, #y * es}} do
+    for _, a in ipairs{{"x", xs, n * es}, {"y", ys, yn * es}} do
       if cs < a[2] + a[3] and a[2] < cs + 8 then fail(fname, "count overlaps %s", a[1]) end
     end
   end
