@@ -548,7 +548,7 @@ static int catalog_ref_lu_residual (lua_State *L) {
 
 
 /*
-** C.array(x) -> dtype, n, device: what a catalog call checks of each array,
+** C.array(x) -> dtype, n, device, ptr: what a catalog call checks of each array,
 ** in one crossing into C (a small call is bound by the host, and these were
 ** five field reads an array); nil and "type", "closed" or "reset" where x is
 ** no usable array, for the family to raise with its function's name.
@@ -564,7 +564,8 @@ static int catalog_array (lua_State *L) {
   lua_pushstring(L, culua_dtype_names[a->dtype]);
   lua_pushinteger(L, (lua_Integer)a->n);
   culua_pushdevice(L, a->c.ordinal, "cuda.catalog");
-  return 3;
+  lua_pushinteger(L, (lua_Integer)a->ptr);
+  return 4;
 }
 
 

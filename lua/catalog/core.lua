@@ -241,18 +241,18 @@ function core.check_array(fname, what, x)
   return x
 end
 
--- the dtype, length and device of an open cuda.array, refused (a closed one,
+-- the dtype, length, device and address of an open cuda.array, refused (a closed one,
 -- or one of a device reset since, too) with the function's name, and refused
 -- unless its dtype is one of `allowed` (a list) when that is given
 local array_info = C.array
 function core.open_dtype(fname, what, x, allowed)
-  local dt, n, dev = array_info(x)
+  local dt, n, dev, ptr = array_info(x)
   if not dt then
     if n == "type" then core.check_array(fname, what, x) end
     fail(fname, n == "closed" and "%s is closed" or "%s belongs to a device reset by cuda.reset()", what)
   end
   if allowed then core.dtype_in(fname, what, dt, allowed) end
-  return dt, n, dev
+  return dt, n, dev, ptr
 end
 
 -- rows, cols of a 2-D array, or of a 1-D array with the dims given

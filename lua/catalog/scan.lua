@@ -254,6 +254,7 @@ local function pred_kernel(fname, expr, dt, dev, c32, es)
   local key = dt .. (c32 and "\0c32\0" or "\0") .. expr
   local kernels = core.device_state("scan_pred_kernels", dev)
   if kernels[key] then return kernels[key] end
+  if not expr:find("%S") then fail(fname, "pred expression is empty") end
   local names = core.device_state("scan_pred", dev)
   local name = names[key]
   if not name then
@@ -281,43 +282,42 @@ local SELECT_OPTIONS, SELECT_NAMES = {"stream", "count"}, {"x", "y", "pred", "co
 
 local function select_common(fname, x, y, pred, opts, split)
   opts = core.options(fname, opts, SELECT_OPTIONS)
-  local dt, n = open_dtype(fname, "x", x, dtypes)
-  local ydt, yn = open_dtype(fname, "y", y)
+  local dt, n, dev, xs = open_dtype(fname, "x", x, dtypes)
+  local ydt, yn, ydev, ys = open_dtype(fname, "y", y)
   if ydt ~= dt then fail(fname, "y has dtype %s but x has %s", ydt, dt) end
   if n < 1 then fail(fname, "x is empty") end
   if yn < n then fail(fname, "y has %d elements, fewer than x's %d", yn, n) end
+  if ydev ~= dev then core.same_device(fname, SELECT_NAMES, x, y) end   -- raises, naming both
   local flags
   if type(pred) ~= "string" then
     if cuda.type(pred) ~= "cuda.array" then
       fail(fname, "pred must be a flags cuda.array or an expression string, got %s", cuda.type(pred) or type(pred))
     end
-    local _, pn = open_dtype(fname, "pred", pred, flag_dtypes)
+    local _, pn, pdev = open_dtype(fname, "pred", pred, flag_dtypes)
     if pn ~= n then fail(fname, "pred has %d elements but x has %d", pn, n) end
     flags = pred
-  elseif not pred:find("%S") then
-    fail(fname, "pred expression is empty")
+    if pdev ~= dev then core.same_device(fname, SELECT_NAMES, x, y, flags) end
   end
-  local out = opts.count
+  local out, cs = opts.count, nil
   if out ~= nil then
     if cuda.type(out) ~= "cuda.array" then
       fail(fname, "count must be a cuda.array (int64 or uint64), got %s", cuda.type(out) or type(out))
     end
-    local cdt, cn = open_dtype(fname, "count", out)
+    local cdt, cn, cdev
+    cdt, cn, cdev, cs = open_dtype(fname, "count", out)
     if cdt ~= "int64" and cdt ~= "uint64" then fail(fname, "count has dtype %s; expected int64 or uint64", cdt) end
     if cn < 1 then fail(fname, "count is empty") end
+    if cdev ~= dev then core.same_device(fname, SELECT_NAMES, x, y, flags, out) end
   end
-  local dev = core.same_device(fname, SELECT_NAMES, x, y, flags, out)
   local stream = core.check_stream(fname, opts.stream, dev)
   -- a block writes only at or before its own elements, so compact in place
   -- is safe; any other overlap (and split in place) is not
   local es = elem_size(dt)
-  local xs, ys = x.ptr, y.ptr
   if (xs ~= ys or split) and xs < ys + yn * es and ys < xs + n * es then
     fail(fname, "y overlaps x%s", split and "" or " (only y == x, in place, is allowed)")
   end
   -- the count is written (and, for split, read back) while the tiles write y
   if out then
-    local cs = out.ptr
     for _, a in ipairs{{"x", xs, n * es}, {"y", ys, yn * es}} do
       if cs < a[2] + a[3] and a[2] < cs + 8 then fail(fname, "count overlaps %s", a[1]) end
     end
