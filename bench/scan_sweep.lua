@@ -1,4 +1,4 @@
--- bench/scan_sweep.lua: the look-back scan's tile shape: threads x items, float32 and int32 at 2^28, compiled by NVRTC
+-- bench/scan_sweep.lua: the look-back scan's tile shape: threads x items (no register bound), float32 and int32 at 2^28, compiled by NVRTC
 -- from kernels/scan.cu with -D values, each checked against the default shape's result
 local cuda = require "cuda"
 local n = 1 << 28
@@ -14,10 +14,10 @@ for _, dt in ipairs{"float32", "int32"} do
   cuda.catalog.scan(x, ref)
   local href = cuda.host_array(dt, n); ref:copy_to(href)
   local ms0 = bench(function () cuda.catalog.scan(x, y) end)
-  print(("%s default (256 x 16): %.3f ms %.0f GB/s"):format(dt, ms0, 8 * n / ms0 / 1e6))
+  print(("%s default (256 x 32, 5 blocks): %.3f ms %.0f GB/s"):format(dt, ms0, 8 * n / ms0 / 1e6))
   for _, t in ipairs{128, 256, 512} do
     for _, it in ipairs{8, 12, 16, 20, 24, 32} do
-      local ok, prog = pcall(cuda.compile, src, {options = {"-std=c++17", "-arch=compute_90", "-DCULUA_THREADS=" .. t, "-DCULUA_ITEMS4=" .. it}, name = "scan.cu"})
+      local ok, prog = pcall(cuda.compile, src, {options = {"-std=c++17", "-arch=compute_90", "-DCULUA_ADD4_THREADS=" .. t, "-DCULUA_ITEMS4=" .. it, "-DCULUA_SCAN_MINB=1"}, name = "scan.cu"})
       if not ok then print(t, it, "compile failed", prog) goto next end
       local k = prog:module():kernel("culua_scan_lookback_" .. short .. "_add")
       local tile = t * it

@@ -33,28 +33,29 @@
 typedef unsigned long long u64;
 
 /*
-** The look-back tile: 128 threads x 32 four-byte items (4096), 16 eight-byte
-** ones. Swept on an H100 (bench/RESULTS.md, session 6: threads 128/256/512 x
-** items 8..32, float32 and int32 at 2^28): 128 x 32 ran 2403 GB/s against
-** 256 x 16's 2131, CUB's 2435. Eight or more loads in flight a thread, and
-** fewer threads a tile to sync, are what paid.
+** The look-back tile: 32 four-byte items a thread, 16 eight-byte ones; 128
+** threads, but 256 for the sums of 4-byte values, whose registers are bound
+** to 5 blocks a multiprocessor (48 registers, a few bytes spilt). Swept on
+** an H100, float32 and int32 at 2^28 (bench/RESULTS.md): in session 6,
+** unbound, 128 x 32 ran 2403 GB/s against 256 x 16's 2131 and CUB's 2435;
+** in session 14, through NVRTC, 128 x 32 took 1.012 ms unbound (78
+** registers), 0.867 bound to 10 blocks and 0.857 as 256 x 32 bound to 5
+** (int32 0.870); more blocks spill and lose. The min and max scans and the
+** 8-byte ones spill 70-170 bytes when bound so, and keep 128 unbound.
 */
 #ifndef CULUA_THREADS              /* -D for NVRTC variants (a tile-shape sweep) */
 #define CULUA_THREADS 128        /* threads of a look-back block */
 #endif
+#ifndef CULUA_ADD4_THREADS
+#define CULUA_ADD4_THREADS 256   /* ... of the sums of 4-byte values */
+#endif
 #ifndef CULUA_ITEMS4
 #define CULUA_ITEMS4 32          /* items a thread for 4-byte types; half for 8-byte ones */
 #endif
-/*
-** Look-back blocks a multiprocessor that the registers must allow, for the
-** sums of 4-byte values: at 10 (48 registers, a few bytes spilt) a float32
-** scan of 2^28 took 0.867 ms on an H100 against 1.012 with no bound (78
-** registers, NVRTC's build) and 0.900 for nvcc's (56); 11 and more spill
-** and lose. The other kernels spill 70-170 bytes at 10 and keep no bound.
-*/
 #ifndef CULUA_SCAN_MINB
-#define CULUA_SCAN_MINB 10
+#define CULUA_SCAN_MINB 5        /* blocks a multiprocessor: the sums of 4-byte values */
 #endif
+#define CULUA_ADD_THREADS(T) (sizeof(T) == 4 ? CULUA_ADD4_THREADS : CULUA_THREADS)
 #define CULUA_ADD_MINB(T) (sizeof(T) == 4 ? CULUA_SCAN_MINB : 1)
 #define CULUA_SEED_THREADS 1024  /* the seed's one-block scans */
 #define FULL_MASK 0xffffffffu
@@ -234,16 +235,16 @@ __device__ __forceinline__ int pad (int i) { return i + (i >> 5); }
 ** aligned, element loads otherwise, as in a view at an odd offset) into
 ** shared memory, then read back blocked. Elements past `valid` are `fill`.
 */
-template <class E, int ITEMS>
+template <class E, int ITEMS, int THREADS>
 __device__ __forceinline__ void load_tile (const E *p, int valid, E fill, E (&items)[ITEMS], E *buf) {
-  const int TILE = CULUA_THREADS * ITEMS, VEC = 16 / sizeof(E);
+  const int TILE = THREADS * ITEMS, VEC = 16 / sizeof(E);
   bool done = false;
   if constexpr (ITEMS % VEC == 0) {
     if (valid == TILE && ((u64)p & 15) == 0) {
       const uint4 *v = (const uint4 *)p;
 #pragma unroll
       for (int k = 0; k < ITEMS / VEC; k++) {
-        int j = threadIdx.x + k * CULUA_THREADS;
+        int j = threadIdx.x + k * THREADS;
         union { uint4 v; E e[VEC]; } u;
         u.v = v[j];
 #pragma unroll
@@ -255,7 +256,7 @@ __device__ __forceinline__ void load_tile (const E *p, int valid, E fill, E (&it
   if (!done) {
 #pragma unroll
     for (int k = 0; k < ITEMS; k++) {
-      int i = threadIdx.x + k * CULUA_THREADS;
+      int i = threadIdx.x + k * THREADS;
       buf[pad(i)] = i < valid ? p[i] : fill;
     }
   }
@@ -266,9 +267,9 @@ __device__ __forceinline__ void load_tile (const E *p, int valid, E fill, E (&it
 }
 
 /* the reverse: blocked registers to p[0 .. valid-1], through shared memory */
-template <class E, int ITEMS>
+template <class E, int ITEMS, int THREADS>
 __device__ __forceinline__ void store_tile (E *p, int valid, const E (&items)[ITEMS], E *buf) {
-  const int TILE = CULUA_THREADS * ITEMS, VEC = 16 / sizeof(E);
+  const int TILE = THREADS * ITEMS, VEC = 16 / sizeof(E);
   bool done = false;
 #pragma unroll
   for (int k = 0; k < ITEMS; k++) buf[pad(threadIdx.x * ITEMS + k)] = items[k];
@@ -278,7 +279,7 @@ __device__ __forceinline__ void store_tile (E *p, int valid, const E (&items)[IT
       uint4 *v = (uint4 *)p;
 #pragma unroll
       for (int k = 0; k < ITEMS / VEC; k++) {
-        int j = threadIdx.x + k * CULUA_THREADS;
+        int j = threadIdx.x + k * THREADS;
         union { uint4 v; E e[VEC]; } u;
 #pragma unroll
         for (int q = 0; q < VEC; q++) u.e[q] = buf[pad(j * VEC + q)];
@@ -290,7 +291,7 @@ __device__ __forceinline__ void store_tile (E *p, int valid, const E (&items)[IT
   if (!done) {
 #pragma unroll
     for (int k = 0; k < ITEMS; k++) {
-      int i = threadIdx.x + k * CULUA_THREADS;
+      int i = threadIdx.x + k * THREADS;
       if (i < valid) p[i] = buf[pad(i)];
     }
   }
@@ -301,9 +302,9 @@ __device__ __forceinline__ void store_tile (E *p, int valid, const E (&items)[IT
 ** combination of the threads before, `total` of all. wsum holds a value a
 ** warp; the caller syncs before using wsum again.
 */
-template <class A, class Op>
+template <class A, class Op, int THREADS>
 __device__ __forceinline__ void block_scan (A v, A &excl, A &total, A *wsum) {
-  const int NW = CULUA_THREADS / 32;
+  const int NW = THREADS / 32;
   const A id = Op::template identity<A>();
   int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
   A inc = v;
@@ -415,29 +416,29 @@ __device__ __forceinline__ long long claim_tile (u64 *scratch, u64 base, u64 n, 
 template <class T> struct Items { static const int n = sizeof(T) == 4 ? CULUA_ITEMS4 : CULUA_ITEMS4 / 2; };
 
 /*
-** The single-pass scan: one block a tile of CULUA_THREADS (128) x ITEMS elements (4096
-** 4-byte or 2048 8-byte). y may be x (in place: a block reads its whole tile
+** The single-pass scan: one block a tile of THREADS x ITEMS elements (8192
+** 4-byte ones to sum, else 4096 4-byte or 2048 8-byte). y may be x (in place: a block reads its whole tile
 ** before writing it) or 0 (only the total, to out[0], for reduce); out, when
 ** not 0, gets the inclusive total's bits from the last tile.
 */
-template <class T, class Op>
+template <class T, class Op, int THREADS>
 __device__ void scan_lookback (const T *x, T *y, u64 n, int exclusive, u64 initb, u64 *scratch, u64 *values, u64 base,
                                u64 epoch, u64 ntiles, u64 *out) {
-  const int ITEMS = Items<T>::n, TILE = CULUA_THREADS * ITEMS;
+  const int ITEMS = Items<T>::n, TILE = THREADS * ITEMS;
   __shared__ __align__(16) T buf[TILE + TILE / 32];
-  __shared__ T wsum[CULUA_THREADS / 32];
+  __shared__ T wsum[THREADS / 32];
   __shared__ T s_prefix;
   const T id = Op::template identity<T>();
   int valid;
   long long tile = claim_tile(scratch, base, n, TILE, valid);
   u64 first = (u64)tile * TILE;
   T items[ITEMS];
-  load_tile<T, ITEMS>(x + first, valid, id, items, buf);
+  load_tile<T, ITEMS, THREADS>(x + first, valid, id, items, buf);
   T sum = items[0];
 #pragma unroll
   for (int k = 1; k < ITEMS; k++) sum = Op::apply(sum, items[k]);
   T excl, agg;
-  block_scan<T, Op>(sum, excl, agg, wsum);
+  block_scan<T, Op, THREADS>(sum, excl, agg, wsum);
   if (threadIdx.x < 32) {
     T p = tile_prefix<T, Op>(scratch, values, ntiles, epoch, tile, agg, from_bits<T>(initb));
     if (threadIdx.x == 0) {
@@ -454,7 +455,7 @@ __device__ void scan_lookback (const T *x, T *y, u64 n, int exclusive, u64 initb
     if (exclusive) { items[k] = run; run = Op::apply(run, v); }
     else { run = Op::apply(run, v); items[k] = run; }
   }
-  store_tile<T, ITEMS>(y + first, valid, items, buf);
+  store_tile<T, ITEMS, THREADS>(y + first, valid, items, buf);
 }
 
 
@@ -481,7 +482,7 @@ __device__ void scan_lookback (const T *x, T *y, u64 n, int exclusive, u64 initb
 ** safe), and writes its run out after the prefix is known.
 */
 #ifndef CULUA_SELECT_THREADS       /* -D for NVRTC variants (a tile-shape sweep) */
-#define CULUA_SELECT_THREADS CULUA_THREADS
+#define CULUA_SELECT_THREADS 128
 #endif
 #ifndef CULUA_SELECT_ITEMS4
 #define CULUA_SELECT_ITEMS4 CULUA_ITEMS4
@@ -635,11 +636,11 @@ __device__ void select_lookback (const T *x, const F *flags, T *y, u64 n, int mo
 
 /* {====================================================== the prebuilt kernels */
 
-#define CULUA_SCAN_KERNELS(tn, T, on, Op, MINB) \
-  extern "C" __global__ void __launch_bounds__(CULUA_THREADS, MINB) \
+#define CULUA_SCAN_KERNELS(tn, T, on, Op, THREADS, MINB) \
+  extern "C" __global__ void __launch_bounds__(THREADS, MINB) \
   culua_scan_lookback_##tn##_##on (const T *x, T *y, u64 n, int exclusive, u64 init, u64 *scratch, \
                                    u64 *values, u64 base, u64 epoch, u64 ntiles, u64 *out) { \
-    scan_lookback<T, Op>(x, y, n, exclusive, init, scratch, values, base, epoch, ntiles, out); \
+    scan_lookback<T, Op, THREADS>(x, y, n, exclusive, init, scratch, values, base, epoch, ntiles, out); \
   } \
   extern "C" __global__ void __launch_bounds__(CULUA_SEED_THREADS) \
   culua_scan_naive_##tn##_##on (const T *x, T *y, int n, int exclusive, u64 init) { \
@@ -654,9 +655,9 @@ __device__ void select_lookback (const T *x, const F *flags, T *y, u64 n, int mo
   }
 
 #define CULUA_SCAN_OPS(tn, T) \
-  CULUA_SCAN_KERNELS(tn, T, add, OpAdd, CULUA_ADD_MINB(T)) \
-  CULUA_SCAN_KERNELS(tn, T, min, OpMin, 1) \
-  CULUA_SCAN_KERNELS(tn, T, max, OpMax, 1)
+  CULUA_SCAN_KERNELS(tn, T, add, OpAdd, CULUA_ADD_THREADS(T), CULUA_ADD_MINB(T)) \
+  CULUA_SCAN_KERNELS(tn, T, min, OpMin, CULUA_THREADS, 1) \
+  CULUA_SCAN_KERNELS(tn, T, max, OpMax, CULUA_THREADS, 1)
 
 /* culua_scan_select_<type>_<flags> counts in 64 bits, ..._c32 in 32 (n < 2^32) */
 #define CULUA_SELECT_KERNEL(tn, T, fn, F, cn, C) \

@@ -103,8 +103,12 @@ end
 
 -- {====================================================== scan
 
-local TILE = {[4] = 4096, [8] = 2048}   -- elements a look-back tile: THREADS x 32 or 16
-local THREADS = 128                      -- CULUA_THREADS of kernels/scan.cu
+-- a look-back tile (kernels/scan.cu: CULUA_THREADS, CULUA_ADD4_THREADS): 128 threads x
+-- 32 4-byte or 16 8-byte elements, but 256 x 32 for sums of 4-byte values
+local function lookback_shape(es, op)
+  if es == 4 and op == "add" then return 256, 8192 end
+  return 128, es == 4 and 4096 or 2048
+end
 -- compact and split (kernels/scan.cu: CULUA_SELECT_THREADS, CULUA_SELECT_ITEMS4,
 -- CULUA_SELECT_MINB): the prebuilt kernels (flags) take 128 threads a tile;
 -- an expression's kernel on 4-byte values is built with 256 and a register
@@ -130,22 +134,23 @@ end
 -- launches refill one configuration (launch reads it at once).
 local SMALL = 256
 local prepared = setmetatable({}, {__mode = "k"})
-local lookback_cfg = {block = THREADS}
+local lookback_cfg = {}
 
 local function lookback(x, y, n, exclusive, initb, dt, op, stream, out, dev)
-  local ntiles = ceil_div(n, TILE[elem_size(dt)])
+  local threads, tile = lookback_shape(elem_size(dt), op)
+  local ntiles = ceil_div(n, tile)
   local kern = core.kernel("scan", lookback_name(dt, op), nil, dev)
   local w, values, base, epoch = tiles_for(dev, stream, ntiles)
   if stream == nil and ntiles <= SMALL then
     local by = prepared[kern]
     if not by then by = {}; prepared[kern] = by end
     local go = by[ntiles]
-    if not go then go = kern:prepare({grid = ntiles, block = THREADS}); by[ntiles] = go end
+    if not go then go = kern:prepare({grid = ntiles, block = threads}); by[ntiles] = go end
     go(x, y or 0, n, exclusive and 1 or 0, initb, w, values, base, epoch, ntiles, out or 0)
     return
   end
   local cfg = lookback_cfg
-  cfg.grid, cfg.stream = ntiles, stream
+  cfg.grid, cfg.block, cfg.stream = ntiles, threads, stream
   kern:launch(cfg, x, y or 0, n, exclusive and 1 or 0, initb, w, values, base, epoch, ntiles, out or 0)
 end
 
