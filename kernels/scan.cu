@@ -55,6 +55,16 @@ typedef unsigned long long u64;
 #ifndef CULUA_SCAN_MINB
 #define CULUA_SCAN_MINB 5        /* blocks a multiprocessor: the sums of 4-byte values */
 #endif
+/*
+** Small sums of 4-byte values (up to 2^21, lua/catalog/scan.lua) take 128 x 32
+** tiles bound to 10 blocks (48 registers): at 2^16 a 256-thread tile made a
+** scan from Lua 8.8 us a call between events where 128 threads made 5.5 (the
+** GPU's share outgrew the host's), and 256 tiles of 128 x 32 keep the
+** multiprocessors busy up there.
+*/
+#ifndef CULUA_SMALL_MINB
+#define CULUA_SMALL_MINB 10
+#endif
 #define CULUA_ADD_THREADS(T) (sizeof(T) == 4 ? CULUA_ADD4_THREADS : CULUA_THREADS)
 #define CULUA_ADD_MINB(T) (sizeof(T) == 4 ? CULUA_SCAN_MINB : 1)
 #define CULUA_SEED_THREADS 1024  /* the seed's one-block scans */
@@ -654,6 +664,14 @@ __device__ void select_lookback (const T *x, const F *flags, T *y, u64 n, int mo
     scan_propagate<T, Op>(y, n, prefix); \
   }
 
+/* culua_scan_lookback_<type>_add_small: 4-byte types' small sums (above) */
+#define CULUA_SCAN_SMALL(tn, T) \
+  extern "C" __global__ void __launch_bounds__(CULUA_THREADS, CULUA_SMALL_MINB) \
+  culua_scan_lookback_##tn##_add_small (const T *x, T *y, u64 n, int exclusive, u64 init, u64 *scratch, \
+                                        u64 *values, u64 base, u64 epoch, u64 ntiles, u64 *out) { \
+    scan_lookback<T, OpAdd, CULUA_THREADS>(x, y, n, exclusive, init, scratch, values, base, epoch, ntiles, out); \
+  }
+
 #define CULUA_SCAN_OPS(tn, T) \
   CULUA_SCAN_KERNELS(tn, T, add, OpAdd, CULUA_ADD_THREADS(T), CULUA_ADD_MINB(T)) \
   CULUA_SCAN_KERNELS(tn, T, min, OpMin, CULUA_THREADS, 1) \
@@ -681,6 +699,9 @@ CULUA_SCAN_OPS(i64, long long)
 CULUA_SCAN_OPS(u64, u64)
 CULUA_SCAN_OPS(f32, float)
 CULUA_SCAN_OPS(f64, double)
+CULUA_SCAN_SMALL(i32, int)
+CULUA_SCAN_SMALL(u32, unsigned)
+CULUA_SCAN_SMALL(f32, float)
 
 CULUA_SELECT_FLAGS(i32, int)
 CULUA_SELECT_FLAGS(u32, unsigned)

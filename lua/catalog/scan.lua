@@ -104,10 +104,16 @@ end
 -- {====================================================== scan
 
 -- a look-back tile (kernels/scan.cu: CULUA_THREADS, CULUA_ADD4_THREADS): 128 threads x
--- 32 4-byte or 16 8-byte elements, but 256 x 32 for sums of 4-byte values
-local function lookback_shape(es, op)
-  if es == 4 and op == "add" then return 256, 8192 end
-  return 128, es == 4 and 4096 or 2048
+-- 32 4-byte or 16 8-byte elements, but 256 x 32 for sums of 4-byte values past
+-- SMALL_SUM elements (below, the _small kernels' 128 x 32 leave the GPU less to do
+-- than the host); threads, elements and the kernel name's suffix
+local SMALL_SUM = 1 << 21
+local function lookback_shape(es, op, n)
+  if es == 4 and op == "add" then
+    if n > SMALL_SUM then return 256, 8192, "" end
+    return 128, 4096, "_small"
+  end
+  return 128, es == 4 and 4096 or 2048, ""
 end
 -- compact and split (kernels/scan.cu: CULUA_SELECT_THREADS, CULUA_SELECT_ITEMS4,
 -- CULUA_SELECT_MINB): the prebuilt kernels (flags) take 128 threads a tile;
@@ -120,11 +126,12 @@ local function elem_size(dt) return (dt == "int64" or dt == "uint64" or dt == "f
 
 -- the look-back kernels' names by dtype and op, formatted once
 local lookback_names = {}
-local function lookback_name(dt, op)
+local function lookback_name(dt, op, suffix)
   local t = lookback_names[dt]
   if not t then t = {}; lookback_names[dt] = t end
-  local name = t[op]
-  if not name then name = ("culua_scan_lookback_%s_%s"):format(short[dt], op); t[op] = name end
+  local key = op .. suffix
+  local name = t[key]
+  if not name then name = ("culua_scan_lookback_%s_%s%s"):format(short[dt], op, suffix); t[key] = name end
   return name
 end
 
@@ -137,9 +144,9 @@ local prepared = setmetatable({}, {__mode = "k"})
 local lookback_cfg = {}
 
 local function lookback(x, y, n, exclusive, initb, dt, op, stream, out, dev)
-  local threads, tile = lookback_shape(elem_size(dt), op)
+  local threads, tile, suffix = lookback_shape(elem_size(dt), op, n)
   local ntiles = ceil_div(n, tile)
-  local kern = core.kernel("scan", lookback_name(dt, op), nil, dev)
+  local kern = core.kernel("scan", lookback_name(dt, op, suffix), nil, dev)
   local w, values, base, epoch = tiles_for(dev, stream, ntiles)
   if stream == nil and ntiles <= SMALL then
     local by = prepared[kern]
