@@ -227,6 +227,7 @@ typedef struct culua_HostArray {
 /* the object at i if it is one (open, not reset), else NULL; closed ones raise.
 ** enter: make the array's context current (copies); launches only check */
 culua_Array *culua_testarray (lua_State *L, int i, int enter);
+/* the same without raising: NULL and *why "type", "closed" or "reset" */
 culua_Array *culua_peekarray (lua_State *L, int i, const char **why);
 culua_HostArray *culua_testhostarray (lua_State *L, int i);
 /* copy a's n elements, packed (a pitched array's padding left out), into buf */
