@@ -646,12 +646,16 @@ __device__ void select_lookback (const T *x, const F *flags, T *y, u64 n, int mo
 
 /* {====================================================== the prebuilt kernels */
 
-#define CULUA_SCAN_KERNELS(tn, T, on, Op, THREADS, MINB) \
+/* the look-back entry point NAME over T with Op, THREADS a block, MINB blocks a multiprocessor */
+#define CULUA_LOOKBACK(NAME, T, Op, THREADS, MINB) \
   extern "C" __global__ void __launch_bounds__(THREADS, MINB) \
-  culua_scan_lookback_##tn##_##on (const T *x, T *y, u64 n, int exclusive, u64 init, u64 *scratch, \
-                                   u64 *values, u64 base, u64 epoch, u64 ntiles, u64 *out) { \
+  NAME (const T *x, T *y, u64 n, int exclusive, u64 init, u64 *scratch, u64 *values, u64 base, u64 epoch, \
+        u64 ntiles, u64 *out) { \
     scan_lookback<T, Op, THREADS>(x, y, n, exclusive, init, scratch, values, base, epoch, ntiles, out); \
-  } \
+  }
+
+#define CULUA_SCAN_KERNELS(tn, T, on, Op, THREADS, MINB) \
+  CULUA_LOOKBACK(culua_scan_lookback_##tn##_##on, T, Op, THREADS, MINB) \
   extern "C" __global__ void __launch_bounds__(CULUA_SEED_THREADS) \
   culua_scan_naive_##tn##_##on (const T *x, T *y, int n, int exclusive, u64 init) { \
     scan_naive<T, Op>(x, y, n, exclusive, init); \
@@ -666,11 +670,7 @@ __device__ void select_lookback (const T *x, const F *flags, T *y, u64 n, int mo
 
 /* culua_scan_lookback_<type>_add_small: 4-byte types' small sums (above) */
 #define CULUA_SCAN_SMALL(tn, T) \
-  extern "C" __global__ void __launch_bounds__(CULUA_THREADS, CULUA_SMALL_MINB) \
-  culua_scan_lookback_##tn##_add_small (const T *x, T *y, u64 n, int exclusive, u64 init, u64 *scratch, \
-                                        u64 *values, u64 base, u64 epoch, u64 ntiles, u64 *out) { \
-    scan_lookback<T, OpAdd, CULUA_THREADS>(x, y, n, exclusive, init, scratch, values, base, epoch, ntiles, out); \
-  }
+  CULUA_LOOKBACK(culua_scan_lookback_##tn##_add_small, T, OpAdd, CULUA_THREADS, CULUA_SMALL_MINB)
 
 #define CULUA_SCAN_OPS(tn, T) \
   CULUA_SCAN_KERNELS(tn, T, add, OpAdd, CULUA_ADD_THREADS(T), CULUA_ADD_MINB(T)) \
