@@ -88,31 +88,42 @@ static_assert(SORT_THREADS % 32 == 0 && SORT_THREADS >= SORT_RADIX && SORT_THREA
 template <typename K> struct KeyBits;
 template <> struct KeyBits<u32> {
   static constexpr u32 sign = 0x80000000u, exp = 0x7f800000u, qnan = 0x7fc00000u;
+  typedef int signed_t;
 };
 template <> struct KeyBits<u64> {
   static constexpr u64 sign = 0x8000000000000000ull, exp = 0x7ff0000000000000ull, qnan = 0x7ff8000000000000ull;
+  typedef long long signed_t;
 };
 
-/* kind: 0 unsigned, 1 signed, 2 floating point */
+/*
+** kind: 0 unsigned, 1 signed, 2 floating point. Both ways are written
+** without branches on the key: a float's flip depends on its sign bit, so
+** the masks that depend on kind and flags (the same for every key of a
+** launch, computed once) combine with the key's sign spread over its word:
+** negative floats flip every bit, other floats and signed keys the sign bit.
+*/
+template <typename K>
+__device__ __forceinline__ K sign_spread (K k) {   /* all ones when the sign bit is set */
+  return (K)((typename KeyBits<K>::signed_t)k >> (8 * sizeof(K) - 1));
+}
+
 template <typename K>
 __device__ __forceinline__ K to_radix (K k, int kind, int flags) {
   const K sign = KeyBits<K>::sign;
-  if (kind == 2) {
-    if ((k & ~sign) > KeyBits<K>::exp) return ~K(0);   /* NaN, of either sign: last, either order */
-    k = (k & sign) ? ~k : (k ^ sign);
-  }
-  else if (kind == 1) k ^= sign;
-  return (flags & SORT_DESC) ? ~k : k;
+  const K fmask = kind == 2 ? (K)~sign : K(0);
+  const K xmask = (kind != 0 ? sign : K(0)) ^ ((flags & SORT_DESC) ? ~K(0) : K(0));
+  const K r = k ^ (sign_spread(k) & fmask) ^ xmask;
+  /* NaN, of either sign: last, either order */
+  return (kind == 2 && (k & ~sign) > KeyBits<K>::exp) ? ~K(0) : r;
 }
 
 template <typename K>
 __device__ __forceinline__ K from_radix (K k, int kind, int flags) {
   const K sign = KeyBits<K>::sign;
-  if (kind == 2 && k == ~K(0)) return KeyBits<K>::qnan;
-  if (flags & SORT_DESC) k = ~k;
-  if (kind == 1) k ^= sign;
-  else if (kind == 2) k = (k & sign) ? (k ^ sign) : ~k;
-  return k;
+  const K fmask = kind == 2 ? (K)~sign : K(0);
+  const K k1 = (flags & SORT_DESC) ? ~k : k;
+  const K r = k1 ^ (kind != 0 ? sign : K(0)) ^ (~sign_spread(k1) & fmask);
+  return (kind == 2 && k == ~K(0)) ? KeyBits<K>::qnan : r;
 }
 
 template <typename K>
@@ -171,25 +182,28 @@ __device__ __forceinline__ T block_exclusive_scan (T x, T *warp_sums) {
 ** ranks its keys against its row. Items are warp-striped: item i of lane l in
 ** warp w is key w*32*ITEMS + i*32 + l of the tile, and ranks keep that order
 ** among equal digits (stable). whist: (THREADS / 32) rows of 256 words.
+** Both steps take the keys and extract their digits where they need them:
+** an array of digits held from one to the other would cost a register a
+** key, and fewer blocks would fit a multiprocessor.
 **
-**   warp_count(dig, whist[warp]);  __syncthreads();
+**   warp_count(key, shift, mask, whist[warp]);  __syncthreads();
 **   n = tile_counts(whist);                    digit tid's count (tid < 256; 0 above)
 **   local = block_exclusive_scan(n, ...);      digit tid's first place in the tile
 **   tile_offsets(whist, local);  __syncthreads();
-**   warp_rank(dig, rank, whist[warp]);         rank[i]: item i's place in the tile
+**   warp_rank(key, shift, mask, rank, whist[warp]);   rank[i]: item i's place in the tile
 **
 ** The caller makes sure that no thread still reads what whist shares its
 ** shared memory with (the tile's keys of a previous round) when a warp zeroes
 ** its row in warp_count.
 */
-template <int ITEMS>
-__device__ __forceinline__ void warp_count (const u32 (&dig)[ITEMS], u32 *row) {
+template <typename K, int ITEMS>
+__device__ __forceinline__ void warp_count (const K (&key)[ITEMS], int shift, u32 mask, u32 *row) {
   const int lane = threadIdx.x & 31;
 #pragma unroll
   for (int d = lane; d < SORT_RADIX; d += 32) row[d] = 0;
   __syncwarp();
 #pragma unroll
-  for (int i = 0; i < ITEMS; i++) atomicAdd(&row[dig[i]], 1u);
+  for (int i = 0; i < ITEMS; i++) atomicAdd(&row[digit_of(key[i], shift, mask)], 1u);
 }
 
 /* column tid of the rows becomes the count of digit tid in the earlier warps */
@@ -219,28 +233,47 @@ __device__ __forceinline__ void tile_offsets (u32 (*whist)[SORT_RADIX], u32 loca
 }
 
 /*
-** Warp-level multi-split: eight ballots find the lanes whose item i has the
-** same digit (its peers); the highest of them advances the warp's counter of
-** that digit by their number, and the others learn the old count by shuffle.
+** The lanes of the warp whose digit d equals this lane's: eight ballots, one
+** a bit; a lane whose bit is clear takes the ballot's complement. Written in
+** PTX so that the bit's predicate comes straight from the digit (ptxas then
+** sets seven of them with one R2P) and the complement is a predicated not:
+** three instructions a bit, where the C form (bit ? m : ~m) compiled to six,
+** the most of a pass's instructions (bench/RESULTS.md, session 15).
 */
-template <int ITEMS>
-__device__ __forceinline__ void warp_rank (const u32 (&dig)[ITEMS], u32 (&rank)[ITEMS], u32 *row) {
+__device__ __forceinline__ u32 warp_match (u32 d) {
+  u32 peers = SORT_FULL;
+#pragma unroll
+  for (int b = 0; b < 8; b++) {
+    u32 m;
+    asm("{\n\t.reg .pred p;\n\t.reg .b32 t;\n\t"
+        "and.b32 t, %1, %2;\n\t"
+        "setp.ne.u32 p, t, 0;\n\t"
+        "vote.sync.ballot.b32 %0, p, 0xffffffff;\n\t"
+        "@!p not.b32 %0, %0;\n\t}"
+        : "=r"(m) : "r"(d), "r"(1u << b));
+    peers &= m;
+  }
+  return peers;
+}
+
+/*
+** Warp-level multi-split: item i's peers (warp_match); the highest of them
+** advances the warp's counter of that digit by their number, and the others
+** learn the old count by shuffle. The next item's leader adds only after
+** that shuffle, which waited for this item's atomic: the adds are in order
+** without a __syncwarp between items.
+*/
+template <typename K, int ITEMS>
+__device__ __forceinline__ void warp_rank (const K (&key)[ITEMS], int shift, u32 mask, u32 (&rank)[ITEMS], u32 *row) {
   const int lane = threadIdx.x & 31;
   const u32 below = (1u << lane) - 1;
 #pragma unroll
   for (int i = 0; i < ITEMS; i++) {
-    u32 d = dig[i], peers = SORT_FULL;
-#pragma unroll
-    for (int b = 0; b < 8; b++) {
-      u32 bit = (d >> b) & 1;
-      u32 m = __ballot_sync(SORT_FULL, bit);
-      peers &= bit ? m : ~m;
-    }
-    int leader = 31 - __clz(peers);
+    const u32 d = digit_of(key[i], shift, mask), peers = warp_match(d);
+    const int leader = 31 - __clz(peers);
     u32 base = 0;
     if (lane == leader) base = atomicAdd(&row[d], (u32)__popc(peers));
     rank[i] = __shfl_sync(SORT_FULL, base, leader) + __popc(peers & below);
-    __syncwarp();   /* the counter's new value is seen by the next item's leader */
   }
 }
 
@@ -264,21 +297,48 @@ __device__ __forceinline__ void load_keys (const K *src, u32 valid, K (&key)[ITE
   if (flags & SORT_FIRST) {
 #pragma unroll
     for (int i = 0; i < ITEMS; i++)
-      if (first + i * 32 < valid) key[i] = to_radix(key[i], kind, flags);
+      if (valid == THREADS * ITEMS || first + i * 32 < valid) key[i] = to_radix(key[i], kind, flags);
   }
 }
 
 /* the values of the same keys; `pos1` is the 1-based position of the tile's
 ** first key, for SORT_IOTA */
-template <typename V, int ITEMS, bool CG = false>
+template <typename V, int ITEMS, int THREADS, bool CG = false>
 __device__ __forceinline__ void load_values (const V *src, u32 valid, V (&val)[ITEMS], u64 pos1, int flags) {
   const u32 first = (threadIdx.x >> 5) * 32 * ITEMS + (threadIdx.x & 31);
 #pragma unroll
   for (int i = 0; i < ITEMS; i++) {
     u32 j = first + i * 32;
     if (flags & SORT_IOTA) val[i] = (V)(pos1 + j);
-    else val[i] = j < valid ? load_one<V, CG>(src + j) : V(0);
+    else val[i] = (valid == THREADS * ITEMS || j < valid) ? load_one<V, CG>(src + j) : V(0);
   }
+}
+
+/*
+** Small numbers held packed in registers while they wait for the values'
+** scatter: digits (8 bits) and places in a tile (16 bits: a tile has at
+** most 1024 x 32 keys). A pass of pairs holds each key's digit, place and
+** value at once, and unpacked they cost registers that left fewer blocks
+** room on a multiprocessor (or spilled). i is a constant once the loops
+** over items are unrolled, so a get or set is a shift and a mask.
+*/
+template <int ITEMS, int BITS>
+struct Packed {
+  static constexpr int PER = 32 / BITS;
+  u32 w[(ITEMS + PER - 1) / PER];
+  __device__ __forceinline__ void set (int i, u32 v) { w[i / PER] |= v << (i % PER) * BITS; }
+  __device__ __forceinline__ u32 get (int i) const { return (w[i / PER] >> (i % PER) * BITS) & ((1u << BITS) - 1); }
+};
+template <int ITEMS> using Digits = Packed<ITEMS, 8>;
+template <int ITEMS> using Places = Packed<ITEMS, 16>;
+
+/* the places of a tile's items, packed */
+template <int ITEMS>
+__device__ __forceinline__ Places<ITEMS> pack_places (const u32 (&rank)[ITEMS]) {
+  Places<ITEMS> p = {};
+#pragma unroll
+  for (int i = 0; i < ITEMS; i++) p.set(i, rank[i]);
+  return p;
 }
 
 /* shared memory of a tile: the warps' counters, then (reused) the tile's keys
@@ -292,7 +352,10 @@ struct TileShared {
     K keys[THREADS * ITEMS];
     V vals[THREADS * ITEMS];
   } u;
-  u64 gbase[SORT_RADIX];   /* a digit's place in the output, less its start in the tile */
+  union {   /* a digit's first key (then value) in the output, less its start in the tile */
+    K *key[SORT_RADIX];
+    V *val[SORT_RADIX];
+  } dst;
   u64 wsum64[(THREADS / 32)];
   u32 wsum[(THREADS / 32)];
   u32 tile;
@@ -303,26 +366,29 @@ struct TileShared {
 ** its first place; whist's rows are free to zero (no reads of the union
 ** pending); on return the rows are still read by warp_rank's last items */
 template <typename K, typename V, int ITEMS, int THREADS>
-__device__ __forceinline__ u32 rank_tile (TileShared<K, V, ITEMS, THREADS> &s, const u32 (&dig)[ITEMS], u32 (&rank)[ITEMS],
-                                          u32 *local) {
+__device__ __forceinline__ u32 rank_tile (TileShared<K, V, ITEMS, THREADS> &s, const K (&key)[ITEMS], int shift, u32 mask,
+                                          u32 (&rank)[ITEMS], u32 *local) {
   const int warp = threadIdx.x >> 5;
-  warp_count<ITEMS>(dig, s.u.whist[warp]);
+  warp_count<K, ITEMS>(key, shift, mask, s.u.whist[warp]);
   __syncthreads();
   u32 n = tile_counts<THREADS>(s.u.whist);
   *local = block_exclusive_scan<THREADS, u32>(n, s.wsum);
   tile_offsets<THREADS>(s.u.whist, *local);
   __syncthreads();
-  warp_rank<ITEMS>(dig, rank, s.u.whist[warp]);
+  warp_rank<K, ITEMS>(key, shift, mask, rank, s.u.whist[warp]);
   return n;
 }
 
 /*
 ** Scatter a ranked tile through shared memory, so that the writes coalesce:
 ** put_keys stores the keys in tile order (rank[i]: the place in the tile);
-** after a __syncthreads, write_keys has thread t write sorted keys t, t +
-** THREADS, ..., so that a warp writes runs of consecutive places, each
-** key to s.gbase[its digit] + its place in the tile, and leaves their digits
-** in dig[]. write_values then does the same with the values (its own syncs).
+** each thread of a digit (tid < 256) sets s.dst.key[tid] (at_place); after a
+** __syncthreads, write_keys has thread t write sorted keys t, t + THREADS,
+** ..., so that a warp writes runs of consecutive places, each key to
+** s.dst.key[its digit] + its place in the tile, and leaves their digits in
+** dig[]. write_values then does the same with the values (its own syncs;
+** g: digit tid's place, as at_place took it). An address a digit, rather
+** than a place, makes a key's address one multiply-add.
 */
 template <typename K, typename V, int ITEMS, int THREADS>
 __device__ __forceinline__ void put_keys (TileShared<K, V, ITEMS, THREADS> &s, const K (&key)[ITEMS], const u32 (&rank)[ITEMS]) {
@@ -330,36 +396,42 @@ __device__ __forceinline__ void put_keys (TileShared<K, V, ITEMS, THREADS> &s, c
   for (int i = 0; i < ITEMS; i++) s.u.keys[rank[i]] = key[i];
 }
 
+/* &p[g], where g (a digit's place in the output less its first place in the
+** tile) may have wrapped below zero: it comes back when a place is added */
+template <typename T>
+__device__ __forceinline__ T *at_place (T *p, u64 g) { return (T *)((u64)p + g * sizeof(T)); }
+
 template <typename K, typename V, int ITEMS, int THREADS>
-__device__ __forceinline__ void write_keys (TileShared<K, V, ITEMS, THREADS> &s, u32 (&dig)[ITEMS], u32 valid, int shift,
-                                            u32 mask, K *kout, int kind, int flags) {
+__device__ __forceinline__ void write_keys (TileShared<K, V, ITEMS, THREADS> &s, Digits<ITEMS> &dig, u32 valid, int shift,
+                                            u32 mask, int kind, int flags) {
   const int tid = threadIdx.x;
 #pragma unroll
   for (int i = 0; i < ITEMS; i++) {
     u32 j = i * THREADS + tid;
-    if (j < valid) {
+    if (valid == THREADS * ITEMS || j < valid) {   /* the first test folds in onesweep's whole tiles */
       K k = s.u.keys[j];
       u32 d = digit_of(k, shift, mask);
-      dig[i] = d;
+      dig.set(i, d);
       if (!(flags & SORT_NOKEYS))
-        kout[s.gbase[d] + j] = (flags & SORT_LAST) ? from_radix(k, kind, flags) : k;
+        s.dst.key[d][j] = (flags & SORT_LAST) ? from_radix(k, kind, flags) : k;
     }
   }
 }
 
 template <typename K, typename V, int ITEMS, int THREADS>
-__device__ __forceinline__ void write_values (TileShared<K, V, ITEMS, THREADS> &s, const V (&val)[ITEMS], const u32 (&dig)[ITEMS],
-                                              const u32 (&rank)[ITEMS], u32 valid, V *vout) {
+__device__ __forceinline__ void write_values (TileShared<K, V, ITEMS, THREADS> &s, const V (&val)[ITEMS], const Digits<ITEMS> &dig,
+                                              const Places<ITEMS> &rank, u32 valid, V *vout, u64 g) {
   const int tid = threadIdx.x;
-  __syncthreads();   /* the keys are read: the union becomes values */
+  __syncthreads();   /* the keys and their addresses are read: the union becomes values */
+  if (tid < SORT_RADIX) s.dst.val[tid] = at_place(vout, g);
 #pragma unroll
   for (int i = 0; i < ITEMS; i++)
-    if (rank[i] < valid) s.u.vals[rank[i]] = val[i];
+    if (valid == THREADS * ITEMS || rank.get(i) < valid) s.u.vals[rank.get(i)] = val[i];
   __syncthreads();
 #pragma unroll
   for (int i = 0; i < ITEMS; i++) {
     u32 j = i * THREADS + tid;
-    if (j < valid) vout[s.gbase[dig[i]] + j] = s.u.vals[j];
+    if (valid == THREADS * ITEMS || j < valid) s.dst.val[dig.get(i)][j] = s.u.vals[j];
   }
 }
 
@@ -389,28 +461,33 @@ __device__ __forceinline__ void upfront (const K *kin, u64 n, u64 *hist, u32 *do
   const u64 stride = (u64)gridDim.x * SORT_RADIX;
   for (u64 i = (u64)blockIdx.x * SORT_RADIX + tid; i < zero_words; i += stride) zero[i] = 0;
   for (int p = 0; p < 8; p++) count[p][tid] = 0;
+  /* each pass's shift and mask, held in registers: the loop over passes is
+     unrolled to the most a key width has, and a key costs a shift, a mask
+     and an atomic a pass */
+  constexpr int MAXP = sizeof(K);
+  int sh[MAXP];
+  u32 mk[MAXP];
+#pragma unroll
+  for (int p = 0; p < MAXP; p++) {
+    sh[p] = p < passes ? begin_bit + 8 * p : 0;
+    mk[p] = p < passes ? (1u << min(8, end_bit - sh[p])) - 1 : 0;
+  }
+  auto tally = [&] (K k) {
+    const K r = to_radix(k, kind, flags);
+#pragma unroll
+    for (int p = 0; p < MAXP; p++)
+      if (p < passes) atomicAdd(&count[p][digit_of(r, sh[p], mk[p])], 1u);
+  };
   __syncthreads();
   u64 i = (u64)blockIdx.x * SORT_RADIX + tid;
-  for (; i + 3 * stride < n; i += 4 * stride) {   /* four loads in flight */
-    K k[4];
+  for (; i + 7 * stride < n; i += 8 * stride) {   /* eight loads in flight */
+    K k[8];
 #pragma unroll
-    for (int q = 0; q < 4; q++) k[q] = kin[i + q * stride];
+    for (int q = 0; q < 8; q++) k[q] = kin[i + q * stride];
 #pragma unroll
-    for (int q = 0; q < 4; q++) {
-      K r = to_radix(k[q], kind, flags);
-      for (int p = 0; p < passes; p++) {
-        int shift = begin_bit + 8 * p, bits = min(8, end_bit - shift);
-        atomicAdd(&count[p][digit_of(r, shift, (1u << bits) - 1)], 1u);
-      }
-    }
+    for (int q = 0; q < 8; q++) tally(k[q]);
   }
-  for (; i < n; i += stride) {
-    K r = to_radix(kin[i], kind, flags);
-    for (int p = 0; p < passes; p++) {
-      int shift = begin_bit + 8 * p, bits = min(8, end_bit - shift);
-      atomicAdd(&count[p][digit_of(r, shift, (1u << bits) - 1)], 1u);
-    }
-  }
+  for (; i < n; i += stride) tally(kin[i]);
   __syncthreads();
   for (int p = 0; p < passes; p++)
     if (count[p][tid]) atomicAdd(&hist[p * SORT_RADIX + tid], (u64)count[p][tid]);
@@ -450,7 +527,7 @@ __device__ __forceinline__ void copy_tile (const K *kin, K *kout, const V *vin, 
   }
   if (VALUES) {
     V val[ITEMS];
-    load_values<V, ITEMS>(vin, valid, val, at + 1, flags);
+    load_values<V, ITEMS, THREADS>(vin, valid, val, at + 1, flags);
 #pragma unroll
     for (int i = 0; i < ITEMS; i++)
       if (first + i * 32 < valid) vout[at + first + i * 32] = val[i];
@@ -512,6 +589,61 @@ __device__ __forceinline__ u32 look_back (const u32 *word, u32 tile, int window)
   }
 }
 
+/*
+** A tile after its ticket: kin (and vin, unless SORT_IOTA) at its first key,
+** `at` its first key's place in the portion's output. onesweep calls it in
+** three copies that the compiler specializes: a whole tile of a plain pass
+** (valid == TILE, flags 0: no bounds and no transforms in the loops over
+** items; every pass of unsigned ascending keys, and the passes between the
+** first and the last of the others), a whole tile of another pass, and the
+** last tile of the portion.
+*/
+template <typename K, typename V, bool VALUES, int ITEMS, int THREADS>
+__device__ __forceinline__ void onesweep_tile (TileShared<K, V, ITEMS, THREADS> &s, const K *kin, K *kout, const V *vin,
+                                               V *vout, u64 at, u32 valid, u32 tile, u32 tiles, const u64 *bins_in,
+                                               u64 *bins_out, u32 *lb, int shift, u32 mask, int kind, int flags,
+                                               int window) {
+  constexpr u32 TILE = THREADS * ITEMS;
+  const int tid = threadIdx.x, warp = tid >> 5;
+  const u64 bin = tid < SORT_RADIX ? bins_in[tid] : 0;   /* digit tid's first place in the portion */
+  K key[ITEMS];
+  u32 rank[ITEMS];
+  load_keys<K, ITEMS, THREADS>(kin, valid, key, kind, flags);
+
+  /* rank_tile's steps, with the counts published between them */
+  warp_count<K, ITEMS>(key, shift, mask, s.u.whist[warp]);
+  __syncthreads();
+  const u32 n = tile_counts<THREADS>(s.u.whist);   /* digit tid's count in the tile */
+  const u32 mine = (tid == (int)mask) ? n - (TILE - valid) : n;   /* less the padding keys */
+  u32 *word = lb + (u64)tile * SORT_RADIX + tid;
+  if (tid < SORT_RADIX) store_relaxed(word, (tile == 0 ? SORT_PREFIX : SORT_AGGREGATE) | mine);
+  const u32 local = block_exclusive_scan<THREADS, u32>(n, s.wsum);   /* digit tid's start in the tile */
+  tile_offsets<THREADS>(s.u.whist, local);
+  __syncthreads();
+  warp_rank<K, ITEMS>(key, shift, mask, rank, s.u.whist[warp]);
+  __syncthreads();   /* the counters are read: the union becomes keys */
+  put_keys<K, V, ITEMS, THREADS>(s, key, rank);
+  const Places<ITEMS> places = pack_places(rank);   /* for the values (keys alone: dead) */
+
+  V val[ITEMS];
+  if (VALUES)   /* in flight during the walk */
+    load_values<V, ITEMS, THREADS>(vin, valid, val, at + 1, flags);
+  u32 before = 0;
+  const u64 g = bin - local;   /* wraps when the walk's count is not yet added: see at_place */
+  if (tid < SORT_RADIX) {
+    if (tile > 0) {
+      before = look_back(word, tile, window);
+      store_relaxed(word, SORT_PREFIX | (before + mine));
+    }
+    s.dst.key[tid] = at_place(kout, g + before);
+  }
+  __syncthreads();
+  Digits<ITEMS> dig = {};
+  write_keys<K, V, ITEMS, THREADS>(s, dig, valid, shift, mask, kind, flags);
+  if (VALUES) write_values<K, V, ITEMS, THREADS>(s, val, dig, places, valid, vout, g + before);
+  if (bins_out && tile == tiles - 1 && tid < SORT_RADIX) bins_out[tid] = bin + before + mine;
+}
+
 template <typename K, typename V, bool VALUES, int ITEMS, int THREADS>
 __device__ __forceinline__ void onesweep (const K *kin, K *kout, const V *vin, V *vout, u64 base, u32 count,
                                           const u64 *bins_in, u64 *bins_out, u32 *lb, u32 *lb_next,
@@ -519,7 +651,7 @@ __device__ __forceinline__ void onesweep (const K *kin, K *kout, const V *vin, V
                                           int kind, int flags, int window) {
   constexpr u32 TILE = THREADS * ITEMS;
   __shared__ TileShared<K, V, ITEMS, THREADS> s;
-  const int tid = threadIdx.x, warp = tid >> 5;
+  const int tid = threadIdx.x;
   const u32 mask = (1u << bits) - 1;
   if (tid == 0) s.tile = atomicAdd(ctr, 1u);
   __syncthreads();
@@ -533,42 +665,19 @@ __device__ __forceinline__ void onesweep (const K *kin, K *kout, const V *vin, V
     copy_tile<K, V, VALUES, ITEMS, THREADS>(kin, kout, vin, vout, base + start, valid, kind, flags);
     return;
   }
-
-  K key[ITEMS];
-  u32 dig[ITEMS], rank[ITEMS];
-  load_keys<K, ITEMS, THREADS>(kin, valid, key, kind, flags);
-#pragma unroll
-  for (int i = 0; i < ITEMS; i++) dig[i] = digit_of(key[i], shift, mask);
-
-  /* rank_tile's steps, with the counts published between them */
-  warp_count<ITEMS>(dig, s.u.whist[warp]);
-  __syncthreads();
-  const u32 n = tile_counts<THREADS>(s.u.whist);   /* digit tid's count in the tile */
-  const u32 mine = (tid == (int)mask) ? n - (TILE - valid) : n;   /* less the padding keys */
-  u32 *word = lb + (u64)tile * SORT_RADIX + tid;
-  if (tid < SORT_RADIX) store_relaxed(word, (tile == 0 ? SORT_PREFIX : SORT_AGGREGATE) | mine);
-  const u32 local = block_exclusive_scan<THREADS, u32>(n, s.wsum);   /* digit tid's start in the tile */
-  tile_offsets<THREADS>(s.u.whist, local);
-  __syncthreads();
-  warp_rank<ITEMS>(dig, rank, s.u.whist[warp]);
-  __syncthreads();   /* the counters are read: the union becomes keys */
-  put_keys<K, V, ITEMS, THREADS>(s, key, rank);
-
-  V val[ITEMS];
-  if (VALUES)   /* in flight during the walk */
-    load_values<V, ITEMS>(vin, valid, val, base + start + 1, flags);
-  u32 before = 0;
-  if (tid < SORT_RADIX) {
-    if (tile > 0) {
-      before = look_back(word, tile, window);
-      store_relaxed(word, SORT_PREFIX | (before + mine));
-    }
-    s.gbase[tid] = bins_in[tid] + before - local;   /* unsigned: wraps back when the place is added */
-  }
-  __syncthreads();
-  write_keys<K, V, ITEMS, THREADS>(s, dig, valid, shift, mask, kout, kind, flags);
-  if (VALUES) write_values<K, V, ITEMS, THREADS>(s, val, dig, rank, valid, vout);
-  if (bins_out && tile == tiles - 1 && tid < SORT_RADIX) bins_out[tid] = bins_in[tid] + before + mine;
+  /* unsigned keys in ascending order are their own radix bits: their first
+     and last passes are plain ones too */
+  const bool plain = !(flags & (SORT_IOTA | SORT_NOKEYS)) &&
+                     (!(flags & (SORT_FIRST | SORT_LAST)) || (kind == 0 && !(flags & SORT_DESC)));
+  if (valid == TILE && plain)
+    onesweep_tile<K, V, VALUES, ITEMS, THREADS>(s, kin, kout, vin, vout, base + start, TILE, tile, tiles, bins_in,
+                                                bins_out, lb, shift, mask, kind, 0, window);
+  else if (valid == TILE)
+    onesweep_tile<K, V, VALUES, ITEMS, THREADS>(s, kin, kout, vin, vout, base + start, TILE, tile, tiles, bins_in,
+                                                bins_out, lb, shift, mask, kind, flags, window);
+  else
+    onesweep_tile<K, V, VALUES, ITEMS, THREADS>(s, kin, kout, vin, vout, base + start, valid, tile, tiles, bins_in,
+                                                bins_out, lb, shift, mask, kind, flags, window);
 }
 
 /*
@@ -587,15 +696,13 @@ __device__ __forceinline__ void small_sort (const K *kin, K *kout, const V *vin,
   const u32 first = (tid >> 5) * 32 * ITEMS + (tid & 31);
   K key[ITEMS];
   V val[ITEMS];
-  u32 dig[ITEMS], rank[ITEMS];
+  u32 rank[ITEMS];
   load_keys<K, ITEMS, THREADS>(kin, n, key, kind, flags | SORT_FIRST);
-  if (VALUES) load_values<V, ITEMS>(vin, n, val, 1, flags);
+  if (VALUES) load_values<V, ITEMS, THREADS>(vin, n, val, 1, flags);
   for (int shift = begin_bit; shift < end_bit; shift += 8) {
     const u32 mask = (1u << min(8, end_bit - shift)) - 1;
-#pragma unroll
-    for (int i = 0; i < ITEMS; i++) dig[i] = digit_of(key[i], shift, mask);
     u32 local;
-    rank_tile<K, V, ITEMS, THREADS>(s, dig, rank, &local);
+    rank_tile<K, V, ITEMS, THREADS>(s, key, shift, mask, rank, &local);
     __syncthreads();   /* the counters are read: the union becomes keys */
     put_keys<K, V, ITEMS, THREADS>(s, key, rank);
     __syncthreads();
@@ -665,7 +772,7 @@ __device__ __forceinline__ void fused (const K *k0, K *ka, K *kb, const V *v0, V
     for (int p = 0; p < passes; p++) lb[((u64)p * tiles + tile) * SORT_RADIX + tid] = 0;
   K key[ITEMS];
   V val[ITEMS];
-  u32 dig[ITEMS], rank[ITEMS];
+  u32 rank[ITEMS];
   load_keys<K, ITEMS, THREADS>(k0 + start, valid, key, kind, flags | SORT_FIRST);
   u32 (*count)[SORT_RADIX] = s.u.whist;   /* a row a pass */
   for (int i = tid; i < passes * SORT_RADIX; i += THREADS) count[i / SORT_RADIX][i % SORT_RADIX] = 0;
@@ -697,13 +804,11 @@ __device__ __forceinline__ void fused (const K *k0, K *ka, K *kb, const V *v0, V
     const int wflags = (flags & SORT_DESC) | (last ? SORT_LAST | (flags & SORT_NOKEYS) : 0);
     const u32 c = tid < SORT_RADIX ? __ldcg(&hist[p * SORT_RADIX + tid]) : 0;   /* digit tid's count, all tiles */
     if (p > 0) load_keys<K, ITEMS, THREADS, true>(src + start, valid, key, kind, 0);
-    if (VALUES) load_values<V, ITEMS, true>(iota ? vsrc : vsrc + start, valid, val, start + 1, iota);
+    if (VALUES) load_values<V, ITEMS, THREADS, true>(iota ? vsrc : vsrc + start, valid, val, start + 1, iota);
     if ((const void *)src == (const void *)dst || (VALUES && !iota && (const void *)vsrc == (const void *)vdst))
       grid.sync();   /* in place: every tile is in registers before any is written */
 
-#pragma unroll
-    for (int i = 0; i < ITEMS; i++) dig[i] = digit_of(key[i], shift, mask);
-    warp_count<ITEMS>(dig, s.u.whist[warp]);
+    warp_count<K, ITEMS>(key, shift, mask, s.u.whist[warp]);
     __syncthreads();
     const u32 cnt = tile_counts<THREADS>(s.u.whist);   /* digit tid's count in the tile */
     const u32 mine = (tid == (int)mask) ? cnt - (TILE - valid) : cnt;   /* less the padding keys */
@@ -714,20 +819,24 @@ __device__ __forceinline__ void fused (const K *k0, K *ka, K *kb, const V *v0, V
     const u32 local = (u32)both, digit_start = (u32)(both >> 32);
     tile_offsets<THREADS>(s.u.whist, local);
     __syncthreads();
-    warp_rank<ITEMS>(dig, rank, s.u.whist[warp]);
+    warp_rank<K, ITEMS>(key, shift, mask, rank, s.u.whist[warp]);
     __syncthreads();   /* the counters are read: the union becomes keys */
     put_keys<K, V, ITEMS, THREADS>(s, key, rank);
+    const Places<ITEMS> places = pack_places(rank);
+    u64 g = 0;   /* digit tid's place less its start in the tile: see at_place */
     if (tid < SORT_RADIX) {
       u32 before = 0;
       if (tile > 0) {
         before = look_back(word, tile, window);
         store_relaxed(word, SORT_PREFIX | (before + mine));
       }
-      s.gbase[tid] = (u64)digit_start + before - local;   /* unsigned: wraps back when the place is added */
+      g = (u64)digit_start + before - local;
+      s.dst.key[tid] = at_place(dst, g);
     }
     __syncthreads();
-    write_keys<K, V, ITEMS, THREADS>(s, dig, valid, shift, mask, dst, kind, wflags);
-    if (VALUES) write_values<K, V, ITEMS, THREADS>(s, val, dig, rank, valid, vdst);
+    Digits<ITEMS> dig = {};
+    write_keys<K, V, ITEMS, THREADS>(s, dig, valid, shift, mask, kind, wflags);
+    if (VALUES) write_values<K, V, ITEMS, THREADS>(s, val, dig, places, valid, vdst, g);
     if (!last) grid.sync();   /* the pass is written before the next reads it */
   }
 
@@ -799,28 +908,29 @@ __device__ __forceinline__ void lsd_scatter (const K *kin, K *kout, const V *vin
   for (u64 t = lo; t < hi; t += TILE) {
     const u32 valid = (u32)min((u64)TILE, hi - t);
     K key[ITEMS];
-    u32 dig[ITEMS], rank[ITEMS];
+    u32 rank[ITEMS];
+    Digits<ITEMS> dig = {};
     load_keys<K, ITEMS, THREADS>(kin + t, valid, key, kind, flags);
-#pragma unroll
-    for (int i = 0; i < ITEMS; i++) dig[i] = digit_of(key[i], shift, mask);
     u32 local;
-    u32 cnt = rank_tile<K, V, ITEMS, THREADS>(s, dig, rank, &local);
+    u32 cnt = rank_tile<K, V, ITEMS, THREADS>(s, key, shift, mask, rank, &local);
+    const u64 g = place - local;   /* see at_place */
     if (tid < SORT_RADIX) {
-      s.gbase[tid] = place - local;
+      s.dst.key[tid] = at_place(kout, g);
       place += (tid == (int)mask) ? cnt - (TILE - valid) : cnt;
     }
-    __syncthreads();   /* the counters are read (and gbase written): the union becomes keys */
+    __syncthreads();   /* the counters are read (and the addresses written): the union becomes keys */
     put_keys<K, V, ITEMS, THREADS>(s, key, rank);
     if (VALUES) {
+      const Places<ITEMS> places = pack_places(rank);
       V val[ITEMS];
-      load_values<V, ITEMS>((VALUES && !(flags & SORT_IOTA)) ? vin + t : vin, valid, val, t + 1, flags);
+      load_values<V, ITEMS, THREADS>((VALUES && !(flags & SORT_IOTA)) ? vin + t : vin, valid, val, t + 1, flags);
       __syncthreads();
-      write_keys<K, V, ITEMS, THREADS>(s, dig, valid, shift, mask, kout, kind, flags);
-      write_values<K, V, ITEMS, THREADS>(s, val, dig, rank, valid, vout);
+      write_keys<K, V, ITEMS, THREADS>(s, dig, valid, shift, mask, kind, flags);
+      write_values<K, V, ITEMS, THREADS>(s, val, dig, places, valid, vout, g);
     }
     else {
       __syncthreads();
-      write_keys<K, V, ITEMS, THREADS>(s, dig, valid, shift, mask, kout, kind, flags);
+      write_keys<K, V, ITEMS, THREADS>(s, dig, valid, shift, mask, kind, flags);
     }
     __syncthreads();   /* the tile in shared memory is written out: the union becomes counters */
   }
@@ -922,7 +1032,10 @@ SORT_COUNTS(u64, u64)
 #ifdef CULUA_SORT_MINBLOCKS
 #define SORT_BOUNDS(T) __launch_bounds__(T, CULUA_SORT_MINBLOCKS)
 #else
-#define SORT_BOUNDS(T) __launch_bounds__(T)
+/* blocks of 416..512 threads ask for registers for two a multiprocessor (64
+** at 512); the others leave the count to ptxas (0: no .minnctapersm, which
+** is not the same as 1: with 1, ptxas took up to 168 registers at 256) */
+#define SORT_BOUNDS(T) __launch_bounds__(T, (T) > 384 && (T) <= 512 ? 2 : 0)
 #endif
 
 /*
@@ -1019,15 +1132,17 @@ SORT_PASSES(SORT_ITEMS32, SORT_ITEMS64)
 SORT_FUSEDS(SORT_FUSED_ITEMS)
 #if !defined(CULUA_SORT_THREADS) && !defined(CULUA_SORT_MINBLOCKS)
 /*
-** The wide tiles, 512 threads, prebuilt where bench/sort.lua's sweep found
-** them faster (bench/RESULTS.md, session 7): 32-bit keys with 4-byte values
-** at 12 keys a thread (10.23 ms for 2^28 pairs against 11.48 at 256 x 18),
-** 64-bit keys at 10 (8.57 ms for 2^27 keys against 8.86 at 256 x 16), with
-** or without values (8-byte values: 40 KiB of tile). 32-bit keys with 8-byte
-** values stay at 256 x 18: 512 x 12 of them would take 48 KiB and more.
-** lua/catalog/sort.lua's `shapes` names the same.
+** The wider tiles, prebuilt where bench/sort.lua's sweeps found them faster
+** (bench/RESULTS.md, sessions 7 and 15): 32-bit keys alone at 384 x 20
+** (5.34 ms for 2^28 keys against 5.86 at 256 x 18), with 4-byte values at
+** 512 x 13 (9.59 ms for 2^28 pairs against 10.64), 64-bit keys at 512 x 10
+** (8.20 ms for 2^27 keys against 8.76 at 256 x 16), with or without values
+** (8-byte values: 40 KiB of tile). 32-bit keys with 8-byte values stay at
+** 256 x 18: 512 x 12 of them would take 48 KiB and more.
+** lua/catalog/sort.lua's `wide` names the same.
 */
-SORT_PASS(u32, u32, u32, u32, true, 12, 512, _t512)
+SORT_PASS(u32, u32, keys, u32, false, 20, 384, _t384)
+SORT_PASS(u32, u32, u32, u32, true, 13, 512, _t512)
 SORT_PASS(u64, u64, keys, u32, false, 10, 512, _t512)
 SORT_PASS(u64, u64, u32, u32, true, 10, 512, _t512)
 SORT_PASS(u64, u64, u64, u64, true, 10, 512, _t512)

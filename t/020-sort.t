@@ -41,8 +41,9 @@ if p then
     T.ok(fits("culua_sort_fused_" .. e, 1, 2, 1, 0, 0, 0, 500000, 3, 4, 5, 6, 0, 64, 2, 28, 4), "fused_" .. e .. "'s arguments")
     T.ok(fits("culua_sort_lsd_" .. e, 1, 2, 3, 4, big, 4608 * 5, 5, 24, 8, 2, 3), "lsd_" .. e .. "'s arguments")
   end
-  -- the wide tiles, prebuilt: 512 threads, the defaults of pairs of 32-bit keys and 4-byte values and of 64-bit keys
-  for _, e in ipairs{"u32_u32_12_t512", "u64_keys_10_t512", "u64_u32_10_t512", "u64_u64_10_t512"} do
+  -- the wide tiles, prebuilt: the defaults of 32-bit keys alone (384 threads), of pairs of
+  -- 32-bit keys and 4-byte values and of 64-bit keys (512)
+  for _, e in ipairs{"u32_keys_20_t384", "u32_u32_13_t512", "u64_keys_10_t512", "u64_u32_10_t512", "u64_u64_10_t512"} do
     T.ok(fits("culua_sort_onesweep_" .. e, 1, 2, 3, 4, big, (1 << 30) - 1, 5, 0, 6, 7, 70000, 8, 9, 56, 8, 2, 31, 4),
          "onesweep_" .. e .. "'s arguments")
     T.ok(fits("culua_sort_small_" .. e, 1, 1, 0, 2, 6144, 0, 64, 1, 30), "small_" .. e .. "'s arguments")
@@ -233,7 +234,7 @@ for _, dt in ipairs{"uint32", "int32", "float32", "uint64", "int64", "float64"} 
     check(dt, n, "random", nil, "uint32", " one block")
     check(dt, n, "few", multi, "uint32", " multi-block")
   end
-  for _, n in ipairs{5120, 5121, 6144, 6145} do   -- the wide tiles' lengths (512 x 10, 512 x 12)
+  for _, n in ipairs{5120, 5121, 6656, 6657, 7680, 7681} do   -- the wide tiles' lengths (512 x 10, 512 x 13, 384 x 20)
     check(dt, n, "random", nil, "uint32", " about a wide tile")
   end
   for _, how in ipairs{"sorted", "reversed", "equal", "few", "small"} do
@@ -309,8 +310,10 @@ check("int32", 1024 * sms + 1, "random", nil, nil, " one past: fused with the de
 check("uint32", 4608 + 1, "random", {items = 18}, "uint32", " fused, two tiles, the second of one key")
 check("uint32", 4608 * sms, "random", nil, "uint64", " fused, a tile a multiprocessor")
 check("uint32", 4608 * sms + 1, "random", nil, nil, " one tile past fused")
-check("uint32", 6144 * sms, "random", nil, "int32", " fused, a wide tile (512 x 12 pairs) a multiprocessor")
-check("uint32", 6144 * sms + 1, "random", nil, "uint32", " one wide tile past fused")
+check("uint32", 6656 * sms, "random", nil, "int32", " fused, a wide tile (512 x 13 pairs) a multiprocessor")
+check("uint32", 6656 * sms + 1, "random", nil, "uint32", " one wide tile past fused")
+check("uint32", 7680 * sms, "random", nil, nil, " fused, a wide tile (384 x 20 keys alone) a multiprocessor")
+check("float32", 7680 * sms + 1, "random", nil, nil, " one wide tile past fused, keys alone")
 check("uint64", 5120 * sms + 1, "random", nil, "uint32", " one wide tile (512 x 10) past fused, 64-bit keys")
 check("float32", 50000, "random", {fused = false}, "uint32", " not fused")
 check("int64", 30001, "few", {fused = false, descending = true}, "int32", " not fused, descending")

@@ -35,8 +35,9 @@ local FIRST, LAST, IOTA, NOKEYS, DESC = 1, 2, 4, 8, 16
 local RADIX = 256                           -- SORT_RADIX: the histogram kernels' blocks
 local THREADS = 256                         -- SORT_THREADS: a tile's block, prebuilt
 local default_items = {[4] = 18, [8] = 16}  -- SORT_ITEMS32, SORT_ITEMS64
--- the wide tiles prebuilt at WIDE threads (kernels/sort.cu): keys a thread by "<key>_<value>"
-local WIDE, wide_items = 512, {u32_u32 = 12, u64_keys = 10, u64_u32 = 10, u64_u64 = 10}
+-- the wider tiles prebuilt (kernels/sort.cu), threads and keys a thread by "<key>_<value>"
+local wide = {u32_keys = {384, 20}, u32_u32 = {512, 13}, u64_keys = {512, 10}, u64_u32 = {512, 10},
+              u64_u64 = {512, 10}}
 local FUSED_ITEMS, FUSED_WINDOW = 4, 8      -- SORT_FUSED_ITEMS: small sorts' fused tiles
 local MAX_ITEMS = 32
 local SHARED = 48 * 1024                    -- a tile's static shared memory, at most
@@ -67,12 +68,12 @@ local function case_of(kb, has_values, vb)
   return (kb == 4 and "u32" or "u64") .. "_" .. (has_values and (vb == 4 and "u32" or "u64") or "keys")
 end
 
--- the default shape of a sort, threads and keys a thread: the wide tiles where
--- they are prebuilt (bench/RESULTS.md, session 7's sweep: 32-bit keys with 4-byte
--- values, 64-bit keys), else 256 threads at the default items
+-- the default shape of a sort, threads and keys a thread: the wider tiles where
+-- they are prebuilt (bench/RESULTS.md, the sweeps of sessions 7 and 15), else 256
+-- threads at the default items
 local function default_shape(kb, has_values, vb)
-  local w = wide_items[case_of(kb, has_values, vb)]
-  if w then return WIDE, w end
+  local w = wide[case_of(kb, has_values, vb)]
+  if w then return w[1], w[2] end
   return THREADS, default_items[kb]
 end
 
@@ -86,7 +87,8 @@ local function tile_kernel(what, a)
     if a.threads == THREADS and (a.items == default_items[a.kb] or (what == "fused" and a.items == FUSED_ITEMS)) then
       return kernel(name, a.dev)
     end
-    if a.threads == WIDE and a.items == wide_items[case] then return kernel(name .. "_t" .. WIDE, a.dev) end
+    local w = wide[case]
+    if w and a.threads == w[1] and a.items == w[2] then return kernel(name .. "_t" .. w[1], a.dev) end
   end
   local defines = {"CULUA_SORT_ITEMS=" .. a.items}
   if a.threads ~= THREADS then
@@ -217,7 +219,7 @@ local function run_onesweep(a)
   local base = state.ptr
   local function at(word) return base + 4 * word end
   local up = kernel(a.kb == 4 and "culua_sort_upfront_u32" or "culua_sort_upfront_u64", dev)
-  -- eight blocks a multiprocessor of four loads in flight a thread: 32 KiB of 32-bit keys
+  -- eight blocks a multiprocessor of eight loads in flight a thread: 64 KiB of 32-bit keys
   -- on the way to each multiprocessor, which the read of every key at full bandwidth needs
   local grid = math.max(1, math.min(ceil_div(n, RADIX * 8), 8 * core.sm_count(dev)))
   up:launch({grid = grid, block = RADIX, stream = stream},
@@ -382,8 +384,8 @@ local function run(fname, keys, values, out, n, kdt, vb, o, dev)
   end
   local passes = ceil_div(o.end_bit - o.begin_bit, 8)
   local has_values = values ~= nil or out ~= nil
-  -- no shape asked for: the case's default (wide tiles for pairs of 32-bit keys with
-  -- 4-byte values and for 64-bit keys); else what is not asked is 256 x the items
+  -- no shape asked for: the case's default (wider tiles but for 32-bit keys with
+  -- 8-byte values); else what is not asked is 256 x the items
   local threads, items = o.threads, o.items
   if not threads and not items then threads, items = default_shape(kb, has_values, vb) end
   local a = {n = n, dev = dev, stream = stream, passes = passes, kb = kb, vb = vb, keys = keys, values = values,
@@ -435,9 +437,10 @@ end
 --         min_blocks (blocks a multiprocessor the registers are bounded for), window (look-back
 --         words loaded at once), fused (false: no one-launch path for sorts of up to a
 --         tile a multiprocessor), portion (keys a launch of onesweep; also turns off the
---         one-block and one-launch paths). Without items and threads: 512 x 12 for
---         32-bit keys with 4-byte values, 512 x 10 for 64-bit keys, else 256 x 18
---         (32-bit keys); with either, the other is 256 or 18 (16 for 64-bit keys)
+--         one-block and one-launch paths). Without items and threads: 384 x 20 for
+--         32-bit keys alone, 512 x 13 for 32-bit keys with 4-byte values, 512 x 10 for
+--         64-bit keys, else 256 x 18 (32-bit keys); with either, the other is 256 or 18
+--         (16 for 64-bit keys)
 function M.sort(keys, values, opts)
   local fname = "sort"
   if opts == nil and type(values) == "table" then values, opts = nil, values end
