@@ -290,7 +290,7 @@ __device__ void panel_fused (int n, int j0, int jb, T *A, int ld, int coff, int 
     }
     if (gw == (j - j0) % W) {   /* row j's warp: the lanes read what they wrote */
       const T *src;
-      if constexpr (KEEP) src = K0 + (size_t)((j - j0) / W) * jb;
+      if constexpr (KEEP) src = kept(j);
       else src = A + (size_t)j * ld + (j0 + coff);
       for (int c = lane; c < jb; c += 32) half[(size_t)G * PANEL_SLOT + 2 + c] = (double)src[c];
     }

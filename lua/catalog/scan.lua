@@ -159,6 +159,7 @@ local function lookback(x, y, n, exclusive, initb, dt, op, stream, out, dev)
   local cfg = lookback_cfg
   cfg.grid, cfg.block, cfg.stream = ntiles, threads, stream
   kern:launch(cfg, x, y or 0, n, exclusive and 1 or 0, initb, w, values, base, epoch, ntiles, out or 0)
+  cfg.stream = nil   -- the table outlives the call: it must not keep the stream alive
 end
 
 -- seed 003's scans: naive and blelloch in one block; global as block scans, a
@@ -300,12 +301,13 @@ local function select_common(fname, x, y, pred, opts, split)
   if n < 1 then fail(fname, "x is empty") end
   if yn < n then fail(fname, "y has %d elements, fewer than x's %d", yn, n) end
   if ydev ~= dev then core.same_device(fname, SELECT_NAMES, x, y) end   -- raises, naming both
-  local flags
+  local flags, fdt
   if type(pred) ~= "string" then
     if cuda.type(pred) ~= "cuda.array" then
       fail(fname, "pred must be a flags cuda.array or an expression string, got %s", cuda.type(pred) or type(pred))
     end
-    local _, pn, pdev = open_dtype(fname, "pred", pred, flag_dtypes)
+    local pn, pdev
+    fdt, pn, pdev = open_dtype(fname, "pred", pred, flag_dtypes)
     if pn ~= n then fail(fname, "pred has %d elements but x has %d", pn, n) end
     flags = pred
     if pdev ~= dev then core.same_device(fname, SELECT_NAMES, x, y, flags) end
@@ -338,7 +340,7 @@ local function select_common(fname, x, y, pred, opts, split)
   local c32 = n < (1 << 32)
   local kern, threads, tile
   if flags then
-    kern = core.kernel("scan", ("culua_scan_select_%s_%s%s"):format(short[dt], flags.dtype == "uint8" and "u8" or "i32",
+    kern = core.kernel("scan", ("culua_scan_select_%s_%s%s"):format(short[dt], fdt == "uint8" and "u8" or "i32",
                                                                     c32 and "_c32" or ""), nil, dev)
     threads, tile = SELECT_THREADS, SELECT_TILE[es]
   else
