@@ -238,7 +238,7 @@ __device__ __forceinline__ void tile_offsets (u32 (*whist)[SORT_RADIX], u32 loca
 ** PTX so that the bit's predicate comes straight from the digit (ptxas then
 ** sets seven of them with one R2P) and the complement is a predicated not:
 ** three instructions a bit, where the C form (bit ? m : ~m) compiled to six,
-** the most of a pass's instructions (bench/RESULTS.md, session 15).
+** a large share of a pass's instructions (bench/RESULTS.md, session 15).
 */
 __device__ __forceinline__ u32 warp_match (u32 d) {
   u32 peers = SORT_FULL;
@@ -386,7 +386,7 @@ __device__ __forceinline__ u32 rank_tile (TileShared<K, V, ITEMS, THREADS> &s, c
 ** __syncthreads, write_keys has thread t write sorted keys t, t + THREADS,
 ** ..., so that a warp writes runs of consecutive places, each key to
 ** s.dst.key[its digit] + its place in the tile, and leaves their digits in
-** dig[]. write_values then does the same with the values (its own syncs;
+** dig (packed). write_values then does the same with the values (its own syncs;
 ** g: digit tid's place, as at_place took it). An address a digit, rather
 ** than a place, makes a key's address one multiply-add.
 */
