@@ -309,7 +309,7 @@ check("uint64", 1024 * sms, "random", nil, "uint64", " fused small tiles, a tile
 check("int32", 1024 * sms + 1, "random", nil, nil, " one past: fused with the default tiles")
 check("uint32", 4608 + 1, "random", {items = 18}, "uint32", " fused, two tiles, the second of one key")
 check("uint32", 4608 * sms, "random", nil, "uint64", " fused, a tile a multiprocessor")
-check("uint32", 4608 * sms + 1, "random", nil, nil, " one tile past fused")
+check("uint32", 4608 * sms + 1, "random", nil, "uint64", " one tile (256 x 18, 8-byte values) past fused")
 check("uint32", 6656 * sms, "random", nil, "int32", " fused, a wide tile (512 x 13 pairs) a multiprocessor")
 check("uint32", 6656 * sms + 1, "random", nil, "uint32", " one wide tile past fused")
 check("uint32", 7680 * sms, "random", nil, nil, " fused, a wide tile (384 x 20 keys alone) a multiprocessor")
