@@ -104,7 +104,7 @@ for _, dt in ipairs(DTYPES) do
       tune.fused_rows = math.tointeger(tonumber(panel:match("%+rows(%d+)") or FROWS0))
       tune.fused_keep = not panel:match("%+inA")
       -- "+narrowK" / "+narrowM": the look-ahead's narrow update by its kernel / by matmul
-      tune.narrow = ({K = "kernel", M = "matmul"})[panel:match("%+narrow(%u)") or ""]
+      tune.narrow = ({K = "kernel", M = "matmul", S = "step"})[panel:match("%+narrow(%u)") or ""]
       -- "+trsmK" / "+trsmP": the full-width triangular solve by its kernel / as a product
       tune.trsm = ({K = "kernel", P = "product"})[panel:match("%+trsm(%u)") or ""]
       pname = pname or panel:match("^(%a+)")

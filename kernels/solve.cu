@@ -936,6 +936,213 @@ __device__ void update_narrow (int m, int nc, int kb, const T *L, long long loff
   }
 }
 
+/*
+** The look-ahead's step between two panels in one launch: the swaps of pivots
+** i0..i0+kb-1 on the columns [c0, c0 + nc), their block row of U (the top kb
+** rows: inv(L11) times the swapped rows, L11 the unit lower triangle at rows
+** i0.. and columns lc.. of A) and the update of the rows below, C -= L21 * U.
+** As three launches (laswp, trsm, update_narrow), each a few blocks of
+** dependent loads, they took about 60 us a step on an H100, which every
+** panel waited for (bench/RESULTS.md, session 16).
+**
+** A block takes NSTEP_ROWS rows below the top and 64 of the columns
+** (blockIdx.y), and works out the swaps and its columns' U itself, from the
+** rows as they were at launch. The swaps, from pivots p[t] (0-based, p[t] >=
+** i0 + t): once swap t is done, row i0 + t never moves again, so top row t
+** ends with what row p[t] held before swap t: row p[t] itself, unless an
+** earlier swap s had the same pivot (the last such s), in which case what row
+** i0 + s held before swap s, g(s). And g(s) is row i0 + s itself, unless an
+** earlier swap s' had pivot i0 + s (the last such s'): then g(s'). A row below
+** the top takes g(t) of the last swap t with it as pivot. Every thread of a
+** pivot finds its last earlier matches by a scan of the others: no chain of
+** swaps replayed one by one.
+**
+** So no block may write what another still reads: a top row, or a row below
+** whose values go up (held: its block leaves its update in `held`, at the
+** slot of the top row it goes to). The last block of a column group to finish
+** (a ticket) writes both: U into the top rows, the held rows into their
+** places; it leaves its ticket at zero for the next launch.
+*/
+#define NSTEP_ROWS 64
+#define NSTEP_US 72   /* U's row stride: a warp's 4 rows x 8 columns on distinct banks */
+
+template <typename T>
+__device__ void narrow_step (int n, int i0, int kb, int lc, int c0, int nc, T *A, int ld, const int *ipiv, T *held,
+                             unsigned *ticket) {
+  __shared__ int piv[MAXBLOCK], same[MAXBLOCK], onto[MAXBLOCK], g[MAXBLOCK];
+  __shared__ int top[MAXBLOCK];       /* top[t]: the row whose values top row i0 + t takes */
+  __shared__ int mine[NSTEP_ROWS];    /* the same for this block's rows (a row itself when untouched) */
+  __shared__ int slot[NSTEP_ROWS];    /* a held row's slot in `held` (the top row it goes to), else -1 */
+  __shared__ T ls[UPD_K][NSTEP_ROWS + 1];
+  __shared__ bool last;
+  extern __shared__ __align__(16) unsigned char nstep_smem[];
+  const int ts = kb + 1;              /* tri's column stride: odd, so its transposed stores spread over the banks */
+  T *const tri = (T *)nstep_smem;     /* tri[k * ts + i] = L11(i, k), zero on and above the diagonal */
+  T *const U = tri + kb * ts;         /* U[i * NSTEP_US + c]: the swapped rows, then U */
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int r1 = i0 + kb, r0 = r1 + blockIdx.x * NSTEP_ROWS;
+  const int cb = c0 + blockIdx.y * 64, w = min(64, c0 + nc - cb);
+  const int tx = tid % 16, ty = tid / 16;   /* the update's 4 x 4 of the tile: rows ty + 16 i, columns tx + 16 j */
+
+  /* the loads that need no swaps first, in flight while the swaps are worked out */
+  for (int t = tid; t < kb; t += 256) piv[t] = ipiv[i0 + t] - 1;
+#pragma unroll 8
+  for (int e = tid; e < kb * kb; e += 256) {
+    const int i = e / kb, k = e % kb;
+    tri[k * ts + i] = k < i ? A[(size_t)(i0 + i) * ld + lc + k] : T(0);
+  }
+  /* chunk k0 of this block's rows of L21: UPD_K columns, a thread NSTEP_ROWS * UPD_K / 256 values */
+  auto lchunk = [&](int k0, T (&v)[NSTEP_ROWS * UPD_K / 256]) {
+#pragma unroll
+    for (int u = 0; u < NSTEP_ROWS * UPD_K / 256; u++) {
+      const int e = tid + 256 * u, r = e / UPD_K, k = e % UPD_K;
+      v[u] = r0 + r < n && k0 + k < kb ? A[(size_t)(r0 + r) * ld + lc + k0 + k] : T(0);
+    }
+  };
+  T lpre[NSTEP_ROWS * UPD_K / 256];
+  lchunk(0, lpre);
+  for (int q = tid; q < NSTEP_ROWS; q += 256) { mine[q] = r0 + q; slot[q] = -1; }
+  __syncthreads();
+  for (int t = tid; t < kb; t += 256) {   /* the last earlier swaps with t's pivot, and onto row i0 + t */
+    const int p = piv[t];
+    int sm = -1, on = -1;
+    for (int s = t - 1; s >= 0 && (sm < 0 || on < 0); s--) {
+      const int q = piv[s];
+      if (sm < 0 && q == p) sm = s;
+      if (on < 0 && q == i0 + t) on = s;
+    }
+    same[t] = sm;
+    onto[t] = on;
+  }
+  __syncthreads();
+  for (int t = tid; t < kb; t += 256) {   /* g(t): down the chain of onto (each step a smaller t) */
+    int v = t;
+    while (onto[v] >= 0) v = onto[v];
+    g[t] = i0 + v;
+  }
+  __syncthreads();
+  for (int t = tid; t < kb; t += 256) {
+    const int p = piv[t];
+    const int src = same[t] >= 0 ? g[same[t]] : p;
+    top[t] = src;
+    if (src >= r0 && src < r0 + NSTEP_ROWS) slot[src - r0] = t;
+    if (p >= r0 && p < r0 + NSTEP_ROWS) {   /* p gets g(t) if t is its last swap */
+      bool final = true;
+      for (int s = t + 1; s < kb; s++) if (piv[s] == p) { final = false; break; }
+      if (final) mine[p - r0] = g[t];
+    }
+  }
+  __syncthreads();
+#pragma unroll 8
+  for (int e = tid; e < kb * 64; e += 256) {
+    const int i = e / 64, c = e % 64;
+    U[i * NSTEP_US + c] = c < w ? A[(size_t)top[i] * ld + cb + c] : T(0);
+  }
+  T base[4][4];   /* this thread's values of the tile after the swaps, loaded during the solve */
+#pragma unroll
+  for (int i = 0; i < 4; i++)
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+      const int q = ty + 16 * i, c = tx + 16 * j;
+      base[i][j] = r0 + q < n && c < w ? A[(size_t)mine[q] * ld + cb + c] : T(0);
+    }
+  __syncthreads();
+  /* U = inv(L11) * U by blocks of 16 rows: the diagonal block's rows solved in registers
+     (a warp 8 columns, 4 lanes a column, lane l rows 4 j + l of the block; row k's value
+     comes from its lane by a shuffle), then the rows below take the block's product */
+  for (int d0 = 0; d0 < kb; d0 += 16) {
+    {
+      const int c = warp * 8 + (lane >> 2), l = lane & 3;
+      T x[4];
+#pragma unroll
+      for (int j = 0; j < 4; j++) x[j] = d0 + 4 * j + l < kb ? U[(d0 + 4 * j + l) * NSTEP_US + c] : T(0);
+#pragma unroll
+      for (int k = 0; k < 15; k++) {
+        const T xk = __shfl_sync(0xffffffffu, x[k / 4], (lane & ~3) | (k % 4));
+        const T *const tk = tri + (d0 + k) * ts + d0 + l;   /* column d0 + k of L11, from row d0 + l */
+#pragma unroll
+        for (int j = k / 4; j < 4; j++)
+          if (4 * j + l > k && d0 + 4 * j + l < kb) x[j] -= tk[4 * j] * xk;
+      }
+#pragma unroll
+      for (int j = 0; j < 4; j++)
+        if (d0 + 4 * j + l < kb) U[(d0 + 4 * j + l) * NSTEP_US + c] = x[j];
+    }
+    __syncthreads();
+    const int d1 = d0 + 16;
+    if (d1 >= kb) break;
+    {
+      const int c = tid % 64, g4 = tid / 64, kn = min(16, kb - d0);
+      T ub[16];
+#pragma unroll
+      for (int k = 0; k < 16; k++) ub[k] = k < kn ? U[(d0 + k) * NSTEP_US + c] : T(0);
+      for (int i0r = d1 + g4; i0r < kb; i0r += 16) {   /* four rows at once: four chains of FMAs */
+        T v[4];
+#pragma unroll
+        for (int m = 0; m < 4; m++) v[m] = i0r + 4 * m < kb ? U[(i0r + 4 * m) * NSTEP_US + c] : T(0);
+#pragma unroll
+        for (int k = 0; k < 16; k++)
+          if (k < kn)
+#pragma unroll
+            for (int m = 0; m < 4; m++) v[m] -= tri[(d0 + k) * ts + i0r + 4 * m] * ub[k];
+#pragma unroll
+        for (int m = 0; m < 4; m++)
+          if (i0r + 4 * m < kb) U[(i0r + 4 * m) * NSTEP_US + c] = v[m];
+      }
+    }
+    __syncthreads();
+  }
+
+  /* C -= L21 * U on this block's 64 x 64 tile, a thread 4 x 4 of it (update_narrow's);
+     each chunk of L21's columns is loaded during the last one's products (the first
+     during the solve above: lpre, loaded before it) */
+  T acc[4][4] = {};
+  for (int k0 = 0; k0 < kb; k0 += UPD_K) {
+    __syncthreads();   /* the last chunk's products are done with ls */
+#pragma unroll
+    for (int u = 0; u < NSTEP_ROWS * UPD_K / 256; u++) {
+      const int e = tid + 256 * u, r = e / UPD_K, k = e % UPD_K;
+      ls[k][r] = lpre[u];
+    }
+    __syncthreads();
+    if (k0 + UPD_K < kb) lchunk(k0 + UPD_K, lpre);
+    const int kn = min(UPD_K, kb - k0);
+    for (int k = 0; k < kn; k++) {
+      T a[4], bv[4];
+      for (int i = 0; i < 4; i++) { a[i] = ls[k][ty + 16 * i]; bv[i] = U[(k0 + k) * NSTEP_US + tx + 16 * i]; }
+      for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++) acc[i][j] += a[i] * bv[j];
+    }
+  }
+  for (int i = 0; i < 4; i++) {
+    const int q = ty + 16 * i, r = r0 + q;
+    if (r >= n) continue;
+    for (int j = 0; j < 4; j++) {
+      const int c = tx + 16 * j;
+      if (c >= w) continue;
+      const T v = base[i][j] - acc[i][j];
+      if (slot[q] >= 0) held[(size_t)slot[q] * nc + (cb - c0) + c] = v;
+      else A[(size_t)r * ld + cb + c] = v;
+    }
+  }
+
+  __syncthreads();
+  if (tid == 0) {
+    __threadfence();   /* the held rows before the ticket */
+    last = atomicAdd(&ticket[blockIdx.y], 1u) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  for (int e = tid; e < kb * 64; e += 256) {
+    const int i = e / 64, c = e % 64;
+    if (c >= w) continue;
+    A[(size_t)(i0 + i) * ld + cb + c] = U[i * NSTEP_US + c];
+    if (top[i] >= r1) A[(size_t)top[i] * ld + cb + c] = __ldcg(&held[(size_t)i * nc + (cb - c0) + c]);
+  }
+  if (tid == 0) ticket[blockIdx.y] = 0;
+}
+
 /* }====================================================== */
 
 
@@ -1349,6 +1556,9 @@ __device__ void seed_divide (int n, int k, const T *ABT, T *X) {
   extern "C" __global__ void __launch_bounds__(256) culua_solve_update_narrow_##t (int m, int nc, int kb, \
       const T *L, long long loff, int ldl, const T *U, long long uoff, int ldu, T *C, long long coff, int ldc) \
   { update_narrow<T>(m, nc, kb, L, loff, ldl, U, uoff, ldu, C, coff, ldc); } \
+  extern "C" __global__ void __launch_bounds__(256) culua_solve_narrow_step_##t (int n, int i0, int kb, int lc, \
+      int c0, int nc, T *A, int ld, const int *ipiv, T *held, unsigned *ticket) \
+  { narrow_step<T>(n, i0, kb, lc, c0, nc, A, ld, ipiv, held, ticket); } \
   extern "C" __global__ void __launch_bounds__(TRSV_THREADS, 2) culua_solve_trsv_lower_##t (int n, int k, const T *LU, \
       T *X, unsigned *sync) \
   { trsv<T, false, TRSV_COLS>(n, k, LU, X, sync); } \

@@ -30,6 +30,8 @@ local TRSV_ROWS = 64            -- kernels/solve.cu's TRSV_ROWS (rows a block of
 local TRSV_THREADS = 256        -- kernels/solve.cu's TRSV_THREADS
 local TRSV_COLS = 4             -- kernels/solve.cu's TRSV_COLS (right-hand sides a column group)
 local TRSV_SYNC = 32            -- kernels/solve.cu's TRSV_SYNC (words of sync a column group)
+local NSTEP_ROWS = 64           -- kernels/solve.cu's NSTEP_ROWS (rows a block of narrow_step)
+local NSTEP_US = 72             -- and NSTEP_US (its U's row stride)
 
 -- scratch (core.scratch): the status word (first bad pivot, or bad input), zero
 -- between calls; the column panel kernel's ticket counter, zero between launches;
@@ -48,6 +50,9 @@ core.scratch_kind("solve_inv_float32", "float32")     -- trsm_product's inverse 
 core.scratch_kind("solve_inv_float64", "float64")
 core.scratch_kind("solve_aside_float32", "float32")   -- and its copy of X
 core.scratch_kind("solve_aside_float64", "float64")
+core.scratch_kind("solve_held_float32", "float32")    -- narrow_step's rows that go up
+core.scratch_kind("solve_held_float64", "float64")
+core.scratch_kind("solve_ticket", "uint32", true)      -- and its tickets, a column group
 
 
 -- {====================================================== checks
@@ -261,6 +266,20 @@ local function update_narrow(K, stream, m, nc, kb, L, loff, ldl, U, uoff, ldu, C
   end
   K("update_narrow"):launch({grid = {ceil_div(m, 64), ceil_div(nc, 64)}, block = 256, stream = stream},
                             m, nc, kb, L, loff, ldl, U, uoff, ldu, Cm, coff, ldc)
+end
+
+-- the swaps of pivots i0..i0+kb-1 on A's columns [c0, c0 + nc) (nc <= MAXBLOCK), their
+-- block row of U (the triangle at rows i0.., columns lc..) and the update of the rows
+-- below, in one launch (kernels/solve.cu says how its blocks keep out of each other's way)
+local function narrow_step(K, dev, stream, n, ld, i0, kb, lc, c0, nc, A, ipiv)
+  if nc <= 0 or kb <= 0 or n - i0 - kb <= 0 then return end
+  local k, size = K("narrow_step"), esize(A.dtype)
+  local bytes = (kb * (kb + 1) + kb * NSTEP_US) * size
+  core.allow_shared(k, bytes)
+  local held = core.scratch("solve_held_" .. A.dtype, dev, stream, kb * nc)
+  local ticket = core.scratch("solve_ticket", dev, stream, ceil_div(MAXBLOCK, 64))
+  k:launch({grid = {ceil_div(n - i0 - kb, NSTEP_ROWS), ceil_div(nc, 64)}, block = 256, shared = bytes, stream = stream},
+           n, i0, kb, lc, c0, nc, A, ld, ipiv, held, ticket)
 end
 
 -- the swaps of pivots i0..i1-1 on the columns [0, ncols) of X (leading dimension ld) outside
@@ -503,10 +522,14 @@ local function split_panel(K, dev, stream, n, A, ipiv, factor, base, ld)
     local h = jb // 2
     local mid, jend = j0 + h, j0 + jb
     split(j0, h, coff)
-    column_swaps(K, dev, stream, n, ld, mid + coff, jend + coff, j0, mid, ipiv, A)
-    trsm(K, "lower", stream, h, jend - mid, A, j0 * ld + j0 + coff, ld, A, j0 * ld + mid + coff, ld)
-    gemm_sub(K, A.dtype, stream, n - mid, jend - mid, h, A, mid * ld + j0 + coff, ld, A, j0 * ld + mid + coff, ld,
-             A, mid * ld + mid + coff, ld)
+    if M.tune.narrow == nil or M.tune.narrow == "step" then
+      narrow_step(K, dev, stream, n, ld, j0, h, j0 + coff, mid + coff, jend - mid, A, ipiv)
+    else
+      column_swaps(K, dev, stream, n, ld, mid + coff, jend + coff, j0, mid, ipiv, A)
+      trsm(K, "lower", stream, h, jend - mid, A, j0 * ld + j0 + coff, ld, A, j0 * ld + mid + coff, ld)
+      gemm_sub(K, A.dtype, stream, n - mid, jend - mid, h, A, mid * ld + j0 + coff, ld, A, j0 * ld + mid + coff, ld,
+               A, mid * ld + mid + coff, ld)
+    end
     split(mid, jend - mid, coff)
     column_swaps(K, dev, stream, n, ld, j0 + coff, mid + coff, mid, jend, ipiv, A)
   end
@@ -553,9 +576,13 @@ local function lu_lookahead(K, dev, stream, n, nb, A, ipiv, status, make)
       local rest = n - jend
       local nxt = math.min(nb, rest)
       local c1 = jend + nxt
-      column_swaps(K, dev, S, n, n, jend, c1, j0, jend, ipiv, A)
-      trsm(K, "lower", S, jb, nxt, A, j0 * n + j0, n, A, j0 * n + jend, n)
-      update_narrow(K, S, rest, nxt, jb, A, jend * n + j0, n, A, j0 * n + jend, n, A, jend * n + jend, n)
+      if M.tune.narrow == nil or M.tune.narrow == "step" then
+        narrow_step(K, dev, S, n, n, j0, jb, j0, jend, nxt, A, ipiv)
+      else
+        column_swaps(K, dev, S, n, n, jend, c1, j0, jend, ipiv, A)
+        trsm(K, "lower", S, jb, nxt, A, j0 * n + j0, n, A, j0 * n + jend, n)
+        update_narrow(K, S, rest, nxt, jb, A, jend * n + j0, n, A, j0 * n + jend, n, A, jend * n + jend, n)
+      end
       st.u:record(S)
       Q:wait(st.u)
       factor(jend, nxt)
