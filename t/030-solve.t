@@ -344,10 +344,11 @@ local function gpu_tests()
     variants[8] = {panel = "cluster", split = 64, label = "cluster, split past 64 columns"}
     variants[9] = {panel = "cluster", bytes = 8192, label = "cluster, 8 KiB of rows a block, fused past a quarter in A"}
     variants[10] = {panel = "cluster", split = 128, label = "cluster, no split (a launch a block)"}
-    -- the look-ahead's update of the next panel's columns and the full-width triangular
-    -- solve by the other way than the dtype's default (solve.tune.narrow and trsm: float64
-    -- takes matmul's tensor cores, float32 the kernels)
-    variants[11] = {panel = "cluster", narrow = "other", label = "cluster, narrow update and trsm the other way"}
+    -- the look-ahead's step between panels as three launches (swaps, trsm, update: by the
+    -- kernel in float32, by matmul's tensor cores in float64) rather than narrow_step's one,
+    -- and the full-width triangular solve by the other way than the dtype's default
+    -- (solve.tune.narrow and trsm)
+    variants[11] = {panel = "cluster", narrow = "other", label = "cluster, narrow step in three launches, trsm the other way"}
   else
     T.error_like(function () cat.lu(cuda.array("float32", {4, 4}):fill(1), {panel = "cluster"}) end,
                  "cuda%.catalog%.lu: panel = 'cluster' needs thread%-block clusters %(compute capability 9%.0",
@@ -373,7 +374,7 @@ local function gpu_tests()
         tune.split_at, tune.cluster_spill = v.split or tune.split_at, v.spill or tune.cluster_spill
         tune.fused_keep, tune.fused_rows = v.keep ~= false, v.frows or tune.fused_rows
         if v.narrow then
-          tune.narrow, tune.trsm = dt == "float64" and "kernel" or "matmul", dt == "float64" and "kernel" or "product"
+          tune.narrow, tune.trsm = dt == "float64" and "matmul" or "kernel", dt == "float64" and "kernel" or "product"
         end
         local ok, piv = pcall(cat.lu, dA, {block = nb, panel = v.panel})
         for key in pairs(tune) do tune[key] = saved[key] end
@@ -384,7 +385,8 @@ local function gpu_tests()
         -- rounds otherwise than the panel's rank-1 updates, and a near tie may go to another
         -- row (session 11: ipiv[1852] 1991 against 1968): then every multiplier is at most 1
         -- in magnitude, as partial pivoting makes them, and the residuals below check the rest
-        -- (likewise when float32's narrow update goes through matmul, which sums otherwise)
+        -- (likewise when float32's triangular solve is a product through matmul, which sums
+        -- otherwise)
         local split = v.panel == "cluster" and (nb > (v.split or tune.split_at or (dt == "float32" and 64 or 48))
                                                 or v.narrow and dt == "float32")
         local want = rpiv or not split and to_host(cat.lu(device_of(hA), {block = nb, panel = "columns"}))

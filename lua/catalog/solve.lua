@@ -252,12 +252,13 @@ local function trsm_how(dev, dt, ncols)
   return trsm_lower
 end
 
--- C (m x nc) -= L (m x kb) * U (kb x nc) for nc, kb <= MAXBLOCK: the look-ahead's update of
--- the next panel's columns, which that panel waits for. By the kernel of its own
--- (kernels/solve.cu says why not matmul's float32 tiles), except in float64 where matmul
--- takes tensor cores (dmma, compute capability 8.0 on; M.tune.narrow: "kernel" or "matmul"
--- forces one): on an H100 (session 13) float64 LU took 49.74 ms at n = 8192 so, 50.33 by
--- the kernel; at 16384, 198.57 against 200.12.
+-- C (m x nc) -= L (m x kb) * U (kb x nc) for nc, kb <= MAXBLOCK: the update of the next
+-- panel's columns when the look-ahead's step takes three launches (M.tune.narrow "kernel"
+-- or "matmul"; the several-GPU LU's always does). By the kernel of its own (kernels/solve.cu
+-- says why not matmul's float32 tiles), except in float64 where matmul takes tensor cores
+-- (dmma, compute capability 8.0 on): on an H100 (session 13) float64 LU took 49.74 ms at
+-- n = 8192 so, 50.33 by the kernel; at 16384, 198.57 against 200.12. (narrow_step, one
+-- launch, took 43.9 and 173.4 in session 16.)
 local function update_narrow(K, stream, m, nc, kb, L, loff, ldl, U, uoff, ldu, Cm, coff, ldc)
   if m <= 0 or nc <= 0 or kb <= 0 then return end
   local how = M.tune.narrow
@@ -408,10 +409,12 @@ end
 -- H100's resident ones (two a multiprocessor), so that the groups' chains of block rows
 -- mostly overlap. Past that the re-reads and the waves grow with k while the blocked
 -- path's cost (about 4 n / nb launches, latency-bound) hardly does; where the two cross
--- has not been measured (bench/lu_solve.lua sweeps k both ways). narrow and trsm: the
--- look-ahead's update of the next panel's columns and the full-width triangular solve by
--- their own kernels ("kernel") or through matmul ("matmul", "product"); nil picks by dtype
--- (update_narrow, trsm_how).
+-- has not been measured (bench/lu_solve.lua sweeps k both ways). narrow: the look-ahead's
+-- step between panels (the next panel's columns' swaps, block row of U and update), and the
+-- halves' step in a split panel, in one launch (nil or "step": narrow_step) or three, the
+-- update by its kernel ("kernel") or through matmul ("matmul"): update_narrow. trsm: the
+-- full-width triangular solve by its kernel ("kernel") or as a product ("product"); nil
+-- picks by dtype (trsm_how).
 M.tune = {cluster_rows = 256, cluster_bytes = nil, cluster_spill = 0.25, lookahead = true, split_at = nil,
           trsv_max = 16, fused_keep = true, fused_rows = 16, narrow = nil, trsm = nil}
 
