@@ -271,16 +271,28 @@ end
 
 -- the swaps of pivots i0..i0+kb-1 on A's columns [c0, c0 + nc) (nc <= MAXBLOCK), their
 -- block row of U (the triangle at rows i0.., columns lc..) and the update of the rows
--- below, in one launch (kernels/solve.cu says how its blocks keep out of each other's way)
+-- below, in one launch (kernels/solve.cu says how its blocks keep out of each other's way).
+-- Its shared memory holds the triangle and U: false when that is more than the device
+-- gives a block (kb = 128 in float64 takes 201 KiB; an H100 gives 227), and the caller
+-- takes the three launches; true when done (or nothing to do)
+local nstep_room = setmetatable({}, {__mode = "k"})
+
 local function narrow_step(K, dev, stream, n, ld, i0, kb, lc, c0, nc, A, ipiv)
-  if nc <= 0 or kb <= 0 or n - i0 - kb <= 0 then return end
+  if nc <= 0 or kb <= 0 or n - i0 - kb <= 0 then return true end
   local k, size = K("narrow_step"), esize(A.dtype)
   local bytes = (kb * (kb + 1) + kb * NSTEP_US) * size
+  local room = nstep_room[k]
+  if not room then
+    room = dev:attribute("max_shared_memory_per_block_optin") - k:attributes().shared_size_bytes
+    nstep_room[k] = room
+  end
+  if bytes > room then return false end
   core.allow_shared(k, bytes)
   local held = core.scratch("solve_held_" .. A.dtype, dev, stream, kb * nc)
   local ticket = core.scratch("solve_ticket", dev, stream, ceil_div(MAXBLOCK, 64))
   k:launch({grid = {ceil_div(n - i0 - kb, NSTEP_ROWS), ceil_div(nc, 64)}, block = 256, shared = bytes, stream = stream},
            n, i0, kb, lc, c0, nc, A, ld, ipiv, held, ticket)
+  return true
 end
 
 -- the swaps of pivots i0..i1-1 on the columns [0, ncols) of X (leading dimension ld) outside
@@ -525,9 +537,8 @@ local function split_panel(K, dev, stream, n, A, ipiv, factor, base, ld)
     local h = jb // 2
     local mid, jend = j0 + h, j0 + jb
     split(j0, h, coff)
-    if M.tune.narrow == nil or M.tune.narrow == "step" then
-      narrow_step(K, dev, stream, n, ld, j0, h, j0 + coff, mid + coff, jend - mid, A, ipiv)
-    else
+    if not ((M.tune.narrow == nil or M.tune.narrow == "step")
+            and narrow_step(K, dev, stream, n, ld, j0, h, j0 + coff, mid + coff, jend - mid, A, ipiv)) then
       column_swaps(K, dev, stream, n, ld, mid + coff, jend + coff, j0, mid, ipiv, A)
       trsm(K, "lower", stream, h, jend - mid, A, j0 * ld + j0 + coff, ld, A, j0 * ld + mid + coff, ld)
       gemm_sub(K, A.dtype, stream, n - mid, jend - mid, h, A, mid * ld + j0 + coff, ld, A, j0 * ld + mid + coff, ld,
@@ -579,9 +590,8 @@ local function lu_lookahead(K, dev, stream, n, nb, A, ipiv, status, make)
       local rest = n - jend
       local nxt = math.min(nb, rest)
       local c1 = jend + nxt
-      if M.tune.narrow == nil or M.tune.narrow == "step" then
-        narrow_step(K, dev, S, n, n, j0, jb, j0, jend, nxt, A, ipiv)
-      else
+      if not ((M.tune.narrow == nil or M.tune.narrow == "step")
+              and narrow_step(K, dev, S, n, n, j0, jb, j0, jend, nxt, A, ipiv)) then
         column_swaps(K, dev, S, n, n, jend, c1, j0, jend, ipiv, A)
         trsm(K, "lower", S, jb, nxt, A, j0 * n + j0, n, A, j0 * n + jend, n)
         update_narrow(K, S, rest, nxt, jb, A, jend * n + j0, n, A, j0 * n + jend, n, A, jend * n + jend, n)
