@@ -269,24 +269,29 @@ local function update_narrow(K, stream, m, nc, kb, L, loff, ldl, U, uoff, ldu, C
                             m, nc, kb, L, loff, ldl, U, uoff, ldu, Cm, coff, ldc)
 end
 
+-- the dynamic shared memory kernel k (of device dev) may ask for: the device's opt-in
+-- limit a block less k's static shared memory, asked of the driver once a kernel
+local room_of = setmetatable({}, {__mode = "k"})
+local function shared_room(k, dev)
+  local room = room_of[k]
+  if not room then
+    room = dev:attribute("max_shared_memory_per_block_optin") - k:attributes().shared_size_bytes
+    room_of[k] = room
+  end
+  return room
+end
+
 -- the swaps of pivots i0..i0+kb-1 on A's columns [c0, c0 + nc) (nc <= MAXBLOCK), their
 -- block row of U (the triangle at rows i0.., columns lc..) and the update of the rows
 -- below, in one launch (kernels/solve.cu says how its blocks keep out of each other's way).
 -- Its shared memory holds the triangle and U: false when that is more than the device
 -- gives a block (kb = 128 in float64 takes 201 KiB; an H100 gives 227), and the caller
 -- takes the three launches; true when done (or nothing to do)
-local nstep_room = setmetatable({}, {__mode = "k"})
-
 local function narrow_step(K, dev, stream, n, ld, i0, kb, lc, c0, nc, A, ipiv)
   if nc <= 0 or kb <= 0 or n - i0 - kb <= 0 then return true end
   local k, size = K("narrow_step"), esize(A.dtype)
   local bytes = (kb * (kb + 1) + kb * NSTEP_US) * size
-  local room = nstep_room[k]
-  if not room then
-    room = dev:attribute("max_shared_memory_per_block_optin") - k:attributes().shared_size_bytes
-    nstep_room[k] = room
-  end
-  if bytes > room then return false end
+  if bytes > shared_room(k, dev) then return false end
   core.allow_shared(k, bytes)
   local held = core.scratch("solve_held_" .. A.dtype, dev, stream, kb * nc)
   local ticket = core.scratch("solve_ticket", dev, stream, ceil_div(MAXBLOCK, 64))
@@ -343,7 +348,7 @@ local kept_fit = setmetatable({}, {__mode = "k"})
 local function kept_limits(kk, dev)
   local fit = kept_fit[kk]
   if not fit then
-    local room = dev:attribute("max_shared_memory_per_block_optin") - kk:attributes().shared_size_bytes
+    local room = shared_room(kk, dev)
     kk:set_max_dynamic_shared(room)
     fit = {room = room, cap = kk:max_cooperative_grid(PANEL_THREADS, room)}
     kept_fit[kk] = fit
@@ -396,7 +401,7 @@ local function cluster_fit(K, dev)
   local lim = cluster_limits[k]
   if lim ~= nil then return lim end
   lim = false
-  local bytes = dev:attribute("max_shared_memory_per_block_optin") - k:attributes().shared_size_bytes
+  local bytes = shared_room(k, dev)
   k:set_max_dynamic_shared(bytes)
   for _, c in ipairs{CLUSTER_MAX, 8} do
     local ok, most = pcall(k.max_active_clusters, k, {block = CPANEL_THREADS, cluster = c, shared = bytes})
