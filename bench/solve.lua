@@ -10,11 +10,13 @@
 -- "+nola" turns the look-ahead off, "+split" splits blocks over 64 columns in halves
 -- ("+split32": over 32, "+split128": no split; by default solve.tune's: 64 in float32,
 -- 48 in float64), "+spillP" hands a panel to the fused kernel only past P% of its rows
--- in A (solve.tune.cluster_spill; "+spill100": never), "+rowsN" has the fused panel take
--- about N rows a block (solve.tune.fused_rows), "+inA" leaves its rows in A (fused_keep),
--- "+narrowK" / "+narrowM" has the look-ahead update the next panel's columns by its own
--- kernel / by matmul (solve.tune.narrow), "+trsmK" / "+trsmP" its full-width triangular
--- solve by its kernel / as a product with the triangle's inverse (solve.tune.trsm).
+-- in A (solve.tune.cluster_spill; "+spill100": never), "+tallN" splits a panel whose rows
+-- the cluster panel cannot keep down to N columns (solve.tune.tall_split; "+tall0": not),
+-- "+rowsN" has the fused panel take about N rows a block (solve.tune.fused_rows), "+inA"
+-- leaves its rows in A (fused_keep), "+narrowK" / "+narrowM" has the look-ahead update the
+-- next panel's columns by its own kernel / by matmul (solve.tune.narrow), "+trsmK" / "+trsmP"
+-- its full-width triangular solve by its kernel / as a product with the triangle's inverse
+-- (solve.tune.trsm).
 -- DEVICES: "0,1" (or "all") also times float32 lu + lu_solve with devices =
 -- that list (peer copies where the pair allows; "0,1:host" forces pinned-host
 -- staging), beside the one-GPU time. DTYPES: "float32", "float64" or both (the
@@ -36,6 +38,7 @@ local PANELS = {}
 for p in (arg[4] or "auto"):gmatch("[%a:%d+]+") do PANELS[#PANELS + 1] = p end
 local tune = require("culua.catalog.solve").tune
 local ROWS0, SPLIT0, SPILL0, FROWS0 = tune.cluster_rows, tune.split_at, tune.cluster_spill, tune.fused_rows   -- the defaults
+local TALL0 = tune.tall_split
 local DEVICES, PEER
 if arg[5] and arg[5] ~= "" then
   DEVICES = {}
@@ -103,6 +106,9 @@ for _, dt in ipairs(DTYPES) do
       tune.cluster_spill = panel:match("%+spill(%d+)") and tonumber(panel:match("%+spill(%d+)")) / 100 or SPILL0
       tune.fused_rows = math.tointeger(tonumber(panel:match("%+rows(%d+)") or FROWS0))
       tune.fused_keep = not panel:match("%+inA")
+      -- "+tallN": tall panels split down to N columns (solve.tune.tall_split; "+tall0": not split)
+      local tall = panel:match("%+tall(%d+)")
+      if tall then tune.tall_split = tall ~= "0" and math.tointeger(tonumber(tall)) or false else tune.tall_split = TALL0 end
       -- "+narrowK" / "+narrowM": the look-ahead's narrow update by its kernel / by matmul
       tune.narrow = ({K = "kernel", M = "matmul", S = "step"})[panel:match("%+narrow(%u)") or ""]
       -- "+trsmK" / "+trsmP": the full-width triangular solve by its kernel / as a product

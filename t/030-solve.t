@@ -342,13 +342,21 @@ local function gpu_tests()
     variants[6] = {panel = "cluster", bytes = 8192, spill = 1, label = "cluster, 8 KiB of rows a block"}
     variants[7] = {panel = "cluster", nola = true, label = "cluster, no look-ahead"}
     variants[8] = {panel = "cluster", split = 64, label = "cluster, split past 64 columns"}
-    variants[9] = {panel = "cluster", bytes = 8192, label = "cluster, 8 KiB of rows a block, fused past a quarter in A"}
+    variants[9] = {panel = "cluster", bytes = 8192, tall = true,
+                   label = "cluster, 8 KiB of rows a block, split to 16 columns, fused past a quarter in A"}
     variants[10] = {panel = "cluster", split = 128, label = "cluster, no split (a launch a block)"}
     -- the look-ahead's step between panels as three launches (swaps, trsm, update: by the
     -- kernel in float32, by matmul's tensor cores in float64) rather than narrow_step's one,
     -- and the full-width triangular solve by the other way than the dtype's default
     -- (solve.tune.narrow and trsm)
     variants[11] = {panel = "cluster", narrow = "other", label = "cluster, narrow step in three launches, trsm the other way"}
+    -- a panel whose rows the cluster cannot keep split in halves (solve.tune.tall_split, 16)
+    -- until they fit: with 20000 bytes a block, 250 rows a block (3000 rows, 12 blocks) keep
+    -- 73 at 64 columns and 138 at 32 (under three quarters: fused), 250 at 16 in float32
+    -- (float64 takes 16 columns and the fused panel); and not split (tall_split = false):
+    -- the panels of 32 and 64 columns to the fused kernel
+    variants[12] = {panel = "cluster", bytes = 20000, tall = true, label = "cluster, 20000 bytes of rows a block, tall panels split"}
+    variants[13] = {panel = "cluster", bytes = 8192, notall = true, label = "cluster, 8 KiB of rows a block, fused without a split"}
   else
     T.error_like(function () cat.lu(cuda.array("float32", {4, 4}):fill(1), {panel = "cluster"}) end,
                  "cuda%.catalog%.lu: panel = 'cluster' needs thread%-block clusters %(compute capability 9%.0",
@@ -373,6 +381,7 @@ local function gpu_tests()
         tune.cluster_rows, tune.cluster_bytes, tune.lookahead = v.rows or saved.cluster_rows, v.bytes, not v.nola
         tune.split_at, tune.cluster_spill = v.split or tune.split_at, v.spill or tune.cluster_spill
         tune.fused_keep, tune.fused_rows = v.keep ~= false, v.frows or tune.fused_rows
+        if v.notall then tune.tall_split = false end
         if v.narrow then
           tune.narrow, tune.trsm = dt == "float64" and "matmul" or "kernel", dt == "float64" and "kernel" or "product"
         end
@@ -386,9 +395,9 @@ local function gpu_tests()
         -- row (session 11: ipiv[1852] 1991 against 1968): then every multiplier is at most 1
         -- in magnitude, as partial pivoting makes them, and the residuals below check the rest
         -- (likewise when float32's triangular solve is a product through matmul, which sums
-        -- otherwise)
+        -- otherwise, and when tall panels are split)
         local split = v.panel == "cluster" and (nb > (v.split or tune.split_at or (dt == "float32" and 64 or 48))
-                                                or v.narrow and dt == "float32")
+                                                or v.narrow and dt == "float32" or v.tall)
         local want = rpiv or not split and to_host(cat.lu(device_of(hA), {block = nb, panel = "columns"}))
         if not want then
           local hLU, worst = to_host(dA), 0

@@ -431,34 +431,42 @@ end
 -- halves' step in a split panel, in one launch (nil or "step": narrow_step) or three, the
 -- update by its kernel ("kernel") or through matmul ("matmul"): update_narrow. trsm: the
 -- full-width triangular solve by its kernel ("kernel") or as a product ("product"); nil
--- picks by dtype (trsm_how).
+-- picks by dtype (trsm_how). tall_split: the narrowest panel split_panel splits a panel down
+-- to while the cluster panel could not keep its rows (false: split past split_width alone).
 M.tune = {cluster_rows = 256, cluster_bytes = nil, cluster_spill = 0.25, lookahead = true, split_at = nil,
-          trsv_max = 16, fused_keep = true, fused_rows = 16, narrow = nil, trsm = nil}
+          trsv_max = 16, fused_keep = true, fused_rows = 16, narrow = nil, trsm = nil, tall_split = 16}
 
 -- panel = "cluster": the whole panel in one thread-block cluster, its rows in the blocks'
 -- shared memory (those that do not fit stay in A), a cluster barrier a column
+-- (a second result: spills(j0, jb), true when the panel of columns [j0, j0 + jb) goes to the
+-- fused kernel, for split_panel)
 local function panel_cluster(K, dev, stream, n, A, ipiv, status, ld)
   local k = K("panel_cluster")
   local lim = cluster_fit(K, dev)
   local size = esize(A.dtype)
   local fused
   ld = ld or n
-  return function (j0, jb, coff)
-    local m = n - j0
+  -- the cluster's blocks for the panel's m rows, the rows a block keeps in shared memory
+  -- (ks of each block's rows), their bytes a row, and whether the panel goes to the fused
+  -- kernel: a panel whose rows are over a quarter in A (L2's speed) does, which is as fast
+  -- there (measured: float64 16384 x 64, 58% of the rows in A: 38 us a column, fused 14.5;
+  -- float32, 18%: 13.7 and 13.9)
+  local function shape(m, jb)
     local c = math.max(1, math.min(lim.cluster, ceil_div(m, M.tune.cluster_rows)))
     local rowbytes = ((jb + 3) // 4 * 4) * size + 16   -- kernels/solve.cu's jst values
     local rows = ceil_div(m, c)
     local ks = math.min(rows, math.min(lim.bytes, M.tune.cluster_bytes or lim.bytes) // rowbytes)
-    -- a panel whose rows are over a quarter in A (L2's speed) goes to the fused panel, which
-    -- is as fast there (measured: float64 16384 x 64, 58% of the rows in A: 38 us a column,
-    -- fused 14.5; float32, 18%: 13.7 and 13.9)
-    if ks < (1 - M.tune.cluster_spill) * rows then
+    return c, ks, rowbytes, ks < (1 - M.tune.cluster_spill) * rows
+  end
+  return function (j0, jb, coff)
+    local c, ks, rowbytes, spill = shape(n - j0, jb)
+    if spill then
       fused = fused or panel_fused(K, dev, stream, n, A, ipiv, status, ld)
       return fused(j0, jb, coff)
     end
     k:launch({grid = c, block = CPANEL_THREADS, cluster = c, shared = ks * rowbytes, stream = stream},
              n, j0, jb, A, ld, coff or 0, ipiv, status, ks)
-  end
+  end, function (j0, jb) return (select(4, shape(n - j0, jb))) end
 end
 
 -- the panel factorization a kind names, for a device: "auto" is the cluster panel where
@@ -533,12 +541,21 @@ end
 ** k = the whole block (matmul's speed grows with k), each panel launch at a half's width.
 ** A has leading dimension ld (n by default); column c of the panel is at c + coff in its
 ** rows, as for the panel kernels (a share's columns, in the several-GPU LU).
+** A panel no wider than `base` is split as well, down to M.tune.tall_split columns, while
+** spills(j0, jb) says that the cluster panel could not keep enough of its rows and would
+** hand it to the fused kernel: a narrower panel's rows take less shared memory, and the
+** cluster panel leaves the update beside it most multiprocessors, where the fused kernel
+** takes them all (float32 at n = 32768 on an H200, block 128: 64-column leaves 951.8 ms
+** and 596.7 on two GPUs; split down to 32 columns where the rows do not fit, 895.9 and 525.8)
 ]]
-local function split_panel(K, dev, stream, n, A, ipiv, factor, base, ld)
+local function split_panel(K, dev, stream, n, A, ipiv, factor, base, ld, spills)
   ld, base = ld or n, math.max(base, 1)
+  local tall = M.tune.tall_split
   local function split(j0, jb, coff)
     coff = coff or 0
-    if jb <= base then return factor(j0, jb, coff) end
+    if jb <= base and not (tall and spills and jb >= 2 * tall and spills(j0, jb)) then
+      return factor(j0, jb, coff)
+    end
     local h = jb // 2
     local mid, jend = j0 + h, j0 + jb
     split(j0, h, coff)
@@ -563,9 +580,9 @@ local function split_width(dt)
 end
 
 local function panel_factory(make, K, dev, stream, n, A, ipiv, status, ld)
-  local factor = make(K, dev, stream, n, A, ipiv, status, ld)
+  local factor, spills = make(K, dev, stream, n, A, ipiv, status, ld)
   if make ~= panel_cluster then return factor end
-  return split_panel(K, dev, stream, n, A, ipiv, factor, split_width(A.dtype), ld)
+  return split_panel(K, dev, stream, n, A, ipiv, factor, split_width(A.dtype), ld, spills)
 end
 
 --[[
