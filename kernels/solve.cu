@@ -939,8 +939,10 @@ __device__ void update_narrow (int m, int nc, int kb, const T *L, long long loff
 /*
 ** The look-ahead's step between two panels in one launch: the swaps of pivots
 ** i0..i0+kb-1 on the columns [c0, c0 + nc), their block row of U (the top kb
-** rows: inv(L11) times the swapped rows, L11 the unit lower triangle at rows
-** i0.. and columns lc.. of A) and the update of the rows below, C -= L21 * U.
+** rows: inv(L11) times the swapped rows, L11 the unit lower triangle of the
+** panel's kb columns) and the update of the rows below, C -= L21 * U. The
+** panel's rows i0.. are at L + loff, a row every ldl: columns of A itself on
+** one GPU, the packed panel another GPU sent in the several-GPU LU.
 ** As three launches (laswp, trsm, update_narrow), each a few blocks of
 ** dependent loads, they took about 60 us a step on an H100, which every
 ** panel waited for (bench/RESULTS.md, session 16).
@@ -967,8 +969,8 @@ __device__ void update_narrow (int m, int nc, int kb, const T *L, long long loff
 #define NSTEP_US 72   /* U's row stride: a warp's 4 rows x 8 columns on distinct banks */
 
 template <typename T>
-__device__ void narrow_step (int n, int i0, int kb, int lc, int c0, int nc, T *A, int ld, const int *ipiv, T *held,
-                             unsigned *ticket) {
+__device__ void narrow_step (int n, int i0, int kb, const T *L, long long loff, int ldl, int c0, int nc, T *A, int ld,
+                             const int *ipiv, T *held, unsigned *ticket) {
   __shared__ int piv[MAXBLOCK], same[MAXBLOCK], onto[MAXBLOCK], g[MAXBLOCK];
   __shared__ int top[MAXBLOCK];       /* top[t]: the row whose values top row i0 + t takes */
   __shared__ int mine[NSTEP_ROWS];    /* the same for this block's rows (a row itself when untouched) */
@@ -989,14 +991,14 @@ __device__ void narrow_step (int n, int i0, int kb, int lc, int c0, int nc, T *A
 #pragma unroll 8
   for (int e = tid; e < kb * kb; e += 256) {
     const int i = e / kb, k = e % kb;
-    tri[k * ts + i] = k < i ? A[(size_t)(i0 + i) * ld + lc + k] : T(0);
+    tri[k * ts + i] = k < i ? L[loff + (size_t)i * ldl + k] : T(0);
   }
   /* chunk k0 of this block's rows of L21: UPD_K columns, a thread NSTEP_ROWS * UPD_K / 256 values */
   auto lchunk = [&](int k0, T (&v)[NSTEP_ROWS * UPD_K / 256]) {
 #pragma unroll
     for (int u = 0; u < NSTEP_ROWS * UPD_K / 256; u++) {
       const int e = tid + 256 * u, r = e / UPD_K, k = e % UPD_K;
-      v[u] = r0 + r < n && k0 + k < kb ? A[(size_t)(r0 + r) * ld + lc + k0 + k] : T(0);
+      v[u] = r0 + r < n && k0 + k < kb ? L[loff + (size_t)(r0 + r - i0) * ldl + k0 + k] : T(0);
     }
   };
   T lpre[NSTEP_ROWS * UPD_K / 256];
@@ -1556,9 +1558,9 @@ __device__ void seed_divide (int n, int k, const T *ABT, T *X) {
   extern "C" __global__ void __launch_bounds__(256) culua_solve_update_narrow_##t (int m, int nc, int kb, \
       const T *L, long long loff, int ldl, const T *U, long long uoff, int ldu, T *C, long long coff, int ldc) \
   { update_narrow<T>(m, nc, kb, L, loff, ldl, U, uoff, ldu, C, coff, ldc); } \
-  extern "C" __global__ void __launch_bounds__(256) culua_solve_narrow_step_##t (int n, int i0, int kb, int lc, \
-      int c0, int nc, T *A, int ld, const int *ipiv, T *held, unsigned *ticket) \
-  { narrow_step<T>(n, i0, kb, lc, c0, nc, A, ld, ipiv, held, ticket); } \
+  extern "C" __global__ void __launch_bounds__(256, 2) culua_solve_narrow_step_##t (int n, int i0, int kb, const T *L, \
+      long long loff, int ldl, int c0, int nc, T *A, int ld, const int *ipiv, T *held, unsigned *ticket) \
+  { narrow_step<T>(n, i0, kb, L, loff, ldl, c0, nc, A, ld, ipiv, held, ticket); } \
   extern "C" __global__ void __launch_bounds__(TRSV_THREADS, 2) culua_solve_trsv_lower_##t (int n, int k, const T *LU, \
       T *X, unsigned *sync) \
   { trsv<T, false, TRSV_COLS>(n, k, LU, X, sync); } \

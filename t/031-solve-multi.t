@@ -153,6 +153,32 @@ K.gemm = function (m, nn, k, A, aoff, lda, B, boff, ldb, C, coff, ldc)
   end end
 end
 K.update_narrow = K.gemm   -- the same product: C (m x nc) -= L (m x kb) * U (kb x nc)
+-- the look-ahead's step in one launch: pivots i0..i0+kb-1's swaps on A's columns [c0, c0 + nc),
+-- their block row of U (the unit triangle of the panel's rows at L + loff, a row every ldl)
+-- and the rows below less L21 * U; its tickets come zero and are left so
+K.narrow_step = function (n, i0, kb, L, loff, ldl, c0, nc, A, ld, ipiv, held, ticket)
+  for i = 0, #ticket - 1 do assert(E(ticket, i) == 0, "narrow_step's tickets are zero at launch") end
+  assert(#held >= kb * nc, "narrow_step's held rows fit")
+  for i = i0, i0 + kb - 1 do
+    local p = E(ipiv, i) - 1
+    if p ~= i then
+      for c = c0, c0 + nc - 1 do local a = E(A, i * ld + c); S(A, i * ld + c, E(A, p * ld + c)); S(A, p * ld + c, a) end
+    end
+  end
+  local function l(r, k) return E(L, loff + (r - i0) * ldl + k) end
+  for c = c0, c0 + nc - 1 do
+    for i = i0 + 1, i0 + kb - 1 do
+      local s = E(A, i * ld + c)
+      for k = 0, i - i0 - 1 do s = s - l(i, k) * E(A, (i0 + k) * ld + c) end
+      S(A, i * ld + c, s)
+    end
+    for r = i0 + kb, n - 1 do
+      local s = E(A, r * ld + c)
+      for k = 0, kb - 1 do s = s - l(r, k) * E(A, (i0 + k) * ld + c) end
+      S(A, r * ld + c, s)
+    end
+  end
+end
 K.cyclic = function (n, nb, G, g, nloc, A, X, back)
   for r = 0, n - 1 do for lc = 0, nloc - 1 do
     local gc = ((lc // nb) * G + g) * nb + lc % nb
@@ -304,6 +330,22 @@ for _, m in ipairs{"lu", "seed"} do
   check(6, 1, {0, 1, 2, 0, 1, 2, 0, 1}, m)
 end
 end
+-- the next panel's owner's step (its columns' swaps, block row of U and update) in three
+-- launches (solve.tune.narrow = "kernel") rather than narrow_step's one; and narrow_step's
+-- launches counted: one a panel but the last, less the three launches' two more each
+T.diag("the look-ahead's step in three launches")
+PEER = true
+M.tune.narrow = "kernel"
+check(20, 3, {0, 1, 2}, "lu")
+check(25, 2, {0, 1, 0, 2, 1}, "lu")
+local function count(narrow)
+  M.tune.narrow = narrow
+  launches = 0
+  M.lu(mkA(20, rand_matrix(20, 5)), {block = 4, devices = {0, 1}})
+  return launches
+end
+local three, one = count("kernel"), count(nil)
+T.is(three - one, 2 * (20 // 4 - 1), "narrow_step: one launch a step for the three's, for each of the 4 steps before the last panel")
 -- an allocation that fails halfway through: what the call had made is closed, but for the
 -- pivots it was to return (the first), and the next call works
 for _, m in ipairs{"lu", "seed"} do

@@ -282,12 +282,14 @@ local function shared_room(k, dev)
 end
 
 -- the swaps of pivots i0..i0+kb-1 on A's columns [c0, c0 + nc) (nc <= MAXBLOCK), their
--- block row of U (the triangle at rows i0.., columns lc..) and the update of the rows
--- below, in one launch (kernels/solve.cu says how its blocks keep out of each other's way).
--- Its shared memory holds the triangle and U: false when that is more than the device
--- gives a block (kb = 128 in float64 takes 201 KiB; an H100 gives 227), and the caller
--- takes the three launches; true when done (or nothing to do)
-local function narrow_step(K, dev, stream, n, ld, i0, kb, lc, c0, nc, A, ipiv)
+-- block row of U and the update of the rows below, in one launch (kernels/solve.cu says how
+-- its blocks keep out of each other's way). The panel's rows i0.. (the triangle, then L21)
+-- are at L's element loff, a row every ldl. Its shared memory holds the triangle and U:
+-- false when that is more than the device gives a block (kb = 128 in float64 takes 201 KiB;
+-- an H100 gives 227), or when M.tune.narrow asks for three launches, and the caller takes
+-- the three launches; true when done (or nothing to do)
+local function narrow_step(K, dev, stream, n, ld, i0, kb, c0, nc, A, ipiv, L, loff, ldl)
+  if M.tune.narrow ~= nil and M.tune.narrow ~= "step" then return false end
   if nc <= 0 or kb <= 0 or n - i0 - kb <= 0 then return true end
   local k, size = K("narrow_step"), esize(A.dtype)
   local bytes = (kb * (kb + 1) + kb * NSTEP_US) * size
@@ -296,7 +298,7 @@ local function narrow_step(K, dev, stream, n, ld, i0, kb, lc, c0, nc, A, ipiv)
   local held = core.scratch("solve_held_" .. A.dtype, dev, stream, kb * nc)
   local ticket = core.scratch("solve_ticket", dev, stream, ceil_div(MAXBLOCK, 64))
   k:launch({grid = {ceil_div(n - i0 - kb, NSTEP_ROWS), ceil_div(nc, 64)}, block = 256, shared = bytes, stream = stream},
-           n, i0, kb, lc, c0, nc, A, ld, ipiv, held, ticket)
+           n, i0, kb, L, loff, ldl, c0, nc, A, ld, ipiv, held, ticket)
   return true
 end
 
@@ -559,8 +561,7 @@ local function split_panel(K, dev, stream, n, A, ipiv, factor, base, ld, spills)
     local h = jb // 2
     local mid, jend = j0 + h, j0 + jb
     split(j0, h, coff)
-    if not ((M.tune.narrow == nil or M.tune.narrow == "step")
-            and narrow_step(K, dev, stream, n, ld, j0, h, j0 + coff, mid + coff, jend - mid, A, ipiv)) then
+    if not narrow_step(K, dev, stream, n, ld, j0, h, mid + coff, jend - mid, A, ipiv, A, j0 * ld + j0 + coff, ld) then
       column_swaps(K, dev, stream, n, ld, mid + coff, jend + coff, j0, mid, ipiv, A)
       trsm(K, "lower", stream, h, jend - mid, A, j0 * ld + j0 + coff, ld, A, j0 * ld + mid + coff, ld)
       gemm_sub(K, A.dtype, stream, n - mid, jend - mid, h, A, mid * ld + j0 + coff, ld, A, j0 * ld + mid + coff, ld,
@@ -612,8 +613,7 @@ local function lu_lookahead(K, dev, stream, n, nb, A, ipiv, status, make)
       local rest = n - jend
       local nxt = math.min(nb, rest)
       local c1 = jend + nxt
-      if not ((M.tune.narrow == nil or M.tune.narrow == "step")
-              and narrow_step(K, dev, S, n, n, j0, jb, j0, jend, nxt, A, ipiv)) then
+      if not narrow_step(K, dev, S, n, n, j0, jb, jend, nxt, A, ipiv, A, j0 * n + j0, n) then
         column_swaps(K, dev, S, n, n, jend, c1, j0, jend, ipiv, A)
         trsm(K, "lower", S, jb, nxt, A, j0 * n + j0, n, A, j0 * n + jend, n)
         update_narrow(K, S, rest, nxt, jb, A, jend * n + j0, n, A, j0 * n + jend, n, A, jend * n + jend, n)
@@ -932,16 +932,19 @@ local lu_multi = closing(function (owned, fname, dev0, ustream, n, nb, dt, A, ip
       local lt = lstart(s, k + 1)
       if s == nxt then
         -- the next panel's owner: as lu_lookahead, panel k + 1's columns [lt, lt1) first
-        -- (their swaps, U block and update, at their own width) so that Q can factor it,
+        -- (their swaps, U block and update, at their own width: narrow_step, its L the
+        -- panel as it came, in buf) so that Q can factor it,
         -- then the rest of the row swaps and the update (every transfer of a panel waits
         -- for this chain: on two GPUs it is the critical path's every other step). The
         -- rest skips [lt, lt1), and panel k's columns [lo, hi) too when this share owns
         -- it as well (one share owns every panel): they lie just left, hi == lt
         local lt1 = lstart(s, k + 2)
-        column_swaps(K, s.dev, S, n, ld, lt, lt1, j0, jend, s.ipiv, s.L)
-        trsm(K, "lower", S, jb, lt1 - lt, buf, jb, jb, s.L, j0 * ld + lt, ld)
-        update_narrow(K, S, n - jend, lt1 - lt, jb, buf, jb + jb * jb, jb, s.L, j0 * ld + lt, ld,
-                      s.L, jend * ld + lt, ld)
+        if not narrow_step(K, s.dev, S, n, ld, j0, jb, lt, lt1 - lt, s.L, s.ipiv, buf, jb, jb) then
+          column_swaps(K, s.dev, S, n, ld, lt, lt1, j0, jend, s.ipiv, s.L)
+          trsm(K, "lower", S, jb, lt1 - lt, buf, jb, jb, s.L, j0 * ld + lt, ld)
+          update_narrow(K, S, n - jend, lt1 - lt, jb, buf, jb + jb * jb, jb, s.L, j0 * ld + lt, ld,
+                        s.L, jend * ld + lt, ld)
+        end
         s.u:record(S)
         s.Q:wait(s.u)
         factor_and_send(k + 1)
