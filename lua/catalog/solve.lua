@@ -418,7 +418,7 @@ end
 -- a block (nil: all there is; a small cap leaves most rows in A), the share of a panel's
 -- rows in A past which the fused panel takes it, the look-ahead (false: one stream), and the widest
 -- panel the cluster panel factors in one launch (a wider block is split in halves; nil: 64
--- in float32, 48 in float64, the fastest on an H100: split_width); and the
+-- in float32 (32 on several GPUs), 48 in float64, the fastest on an H100: split_width); and the
 -- most right-hand sides lu_solve substitutes in one launch a triangle (substitute; more go
 -- by blocks, trsm and matmul); whether the fused panel keeps its rows in shared memory
 -- where they fit (fused_keep; false: in A, as before session 12), and about how many rows a
@@ -575,15 +575,18 @@ end
 
 -- the panel factorization that `make` (panel_maker's) builds on a stream, split in halves
 -- past M.tune.split_at columns when it is the cluster panel (whose launches are cheapest narrow)
--- (float64: 48, so that a block of 96 goes in two panels of 48 and one of 128 in four of 32)
-local function split_width(dt)
-  return M.tune.split_at or (dt == "float32" and 64 or 48)
+-- (float64: 48, so that a block of 96 goes in two panels of 48 and one of 128 in four of 32).
+-- In float32, 64 on one GPU and 32 on several, where each GPU's share of the update is
+-- smaller and the chain of panels counts for more (two H200s, block 128, 16384: 133.97 ms in
+-- 32s, 137.70 in 64s; 32768: 525.81 and 539.20; one H200 at 16384: 156.37 and 154.83)
+local function split_width(dt, several)
+  return M.tune.split_at or (dt == "float32" and (several and 32 or 64) or 48)
 end
 
-local function panel_factory(make, K, dev, stream, n, A, ipiv, status, ld)
+local function panel_factory(make, K, dev, stream, n, A, ipiv, status, ld, several)
   local factor, spills = make(K, dev, stream, n, A, ipiv, status, ld)
   if make ~= panel_cluster then return factor end
-  return split_panel(K, dev, stream, n, A, ipiv, factor, split_width(A.dtype), ld, spills)
+  return split_panel(K, dev, stream, n, A, ipiv, factor, split_width(A.dtype, several), ld, spills)
 end
 
 --[[
@@ -853,7 +856,7 @@ local lu_multi = closing(function (owned, fname, dev0, ustream, n, nb, dt, A, ip
     s.ipiv = keep(owned, cuda.array("int32", n, o))
     s.SB = {keep(owned, cuda.array(dt, buf_size, o)), keep(owned, cuda.array(dt, buf_size, o))}
     s.RB = keep(owned, cuda.array(dt, buf_size, o))
-    s.factor = panel_factory(panel_maker(fname, pk, s.K, s.dev), s.K, s.dev, s.Q, n, s.L, s.ipiv, s.status, nloc)
+    s.factor = panel_factory(panel_maker(fname, pk, s.K, s.dev), s.K, s.dev, s.Q, n, s.L, s.ipiv, s.status, nloc, true)
     for h = 1, G do
       if transport(info, peer, s.dev.ordinal, sh[h].dev.ordinal) == "host" then
         s.HB = s.HB or keep(owned, pinned(dt, buf_size))
