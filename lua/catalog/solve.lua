@@ -552,7 +552,7 @@ end
 ]]
 local function split_panel(K, dev, stream, n, A, ipiv, factor, base, ld, spills)
   ld, base = ld or n, math.max(base, 1)
-  local tall = M.tune.tall_split
+  local tall = M.tune.tall_split and math.max(M.tune.tall_split, 1)   -- halves of one column at least
   local function split(j0, jb, coff)
     coff = coff or 0
     if jb <= base and not (tall and spills and jb >= 2 * tall and spills(j0, jb)) then
