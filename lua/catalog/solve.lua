@@ -254,7 +254,7 @@ end
 
 -- C (m x nc) -= L (m x kb) * U (kb x nc) for nc, kb <= MAXBLOCK: the update of the next
 -- panel's columns when the look-ahead's step takes three launches (M.tune.narrow "kernel"
--- or "matmul"; the several-GPU LU's always does). By the kernel of its own (kernels/solve.cu
+-- or "matmul", or where narrow_step's shared memory does not fit). By the kernel of its own (kernels/solve.cu
 -- says why not matmul's float32 tiles), except in float64 where matmul takes tensor cores
 -- (dmma, compute capability 8.0 on): on an H100 (session 13) float64 LU took 49.74 ms at
 -- n = 8192 so, 50.33 by the kernel; at 16384, 198.57 against 200.12. (narrow_step, one
@@ -286,11 +286,13 @@ end
 -- its blocks keep out of each other's way). The panel's rows i0.. (the triangle, then L21)
 -- are at L's element loff, a row every ldl. Its shared memory holds the triangle and U:
 -- false when that is more than the device gives a block (kb = 128 in float64 takes 201 KiB;
--- an H100 gives 227), or when M.tune.narrow asks for three launches, and the caller takes
--- the three launches; true when done (or nothing to do)
+-- an H100 gives 227), when M.tune.narrow asks for three launches, or when no rows lie below
+-- the panel (its grid would be empty, the swaps and U still owed), and the caller takes the
+-- three launches; true when done (or nothing to do)
 local function narrow_step(K, dev, stream, n, ld, i0, kb, c0, nc, A, ipiv, L, loff, ldl)
   if M.tune.narrow ~= nil and M.tune.narrow ~= "step" then return false end
-  if nc <= 0 or kb <= 0 or n - i0 - kb <= 0 then return true end
+  if nc <= 0 or kb <= 0 then return true end
+  if n - i0 - kb <= 0 then return false end
   local k, size = K("narrow_step"), esize(A.dtype)
   local bytes = (kb * (kb + 1) + kb * NSTEP_US) * size
   if bytes > shared_room(k, dev) then return false end
