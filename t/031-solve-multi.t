@@ -4,8 +4,9 @@
 -- order the work is queued (a valid order, since every wait is on an event recorded before
 -- it). The pivots, factors and solutions must equal the one-device run's, over shares of one
 -- device, three devices with and without peer access, peer = false, more shares than panels,
--- and odd sizes. This checks the indexing and the data each share gets; the GPU runs in
--- t/030-solve.t check the streams and events. Also lu_solve's two ways (by substitution up to
+-- and odd sizes, and on a device with clusters (the cluster panel, the look-ahead, blocks
+-- split in halves, tall panels split further). This checks the indexing and the data each
+-- share gets; the GPU runs in t/030-solve.t check the streams and events. Also lu_solve's two ways (by substitution up to
 -- solve.tune.trsv_max right-hand sides, by blocks past it) against each other, with their
 -- launches counted.
 local T = require "culua.tap"
@@ -67,7 +68,7 @@ cuda.array = function (dt, shape, opts)
 end
 cuda.host_array = function (dt, n, opts) local a = newarr(dt, n, nil); a.kind = "cuda.hostarray"; return allocated(a) end
 cuda.stream = function (o) return {kind = "cuda.stream", device = device(o and o.device), wait = function () end, synchronize = function () end} end
-cuda.event = function () return {record = function () end} end
+cuda.event = function () return {record = function () end, synchronize = function () end} end
 cuda.type = function (x) return type(x) == "table" and x.kind or nil end
 cuda._catalog = {}
 
@@ -245,6 +246,7 @@ local function kernel(file, name, defines, dev)
           end,
           max_cooperative_grid = function () return 4 end,
           attributes = function () return {shared_size_bytes = 2048} end,
+          max_active_clusters = function () return 1 end,
           set_max_dynamic_shared = function () end}
 end
 
@@ -403,6 +405,48 @@ do
   T.ok(M.tune.trsv_max == 16 and l16 == FIXED + 2 and l17 == FIXED + 2 * 5,
        ("by default 16 right-hand sides go by substitution (%d launches), 17 by blocks (%d)"):format(l16, l17))
 end
+-- a device with thread-block clusters (compute capability 9.0): the cluster panel (mocked
+-- with the fused one's arithmetic), so on one device the look-ahead, and blocks split in
+-- halves (split_panel: narrow_step between them, at a share's column offset on several
+-- devices); with solve.tune.cluster_bytes small, panels whose rows the cluster cannot keep
+-- split further, down to solve.tune.tall_split (16) columns, then handed to the fused panel.
+-- The widths each panel kernel took are recorded: "c32" a cluster panel of 32 columns, "f16"
+-- a fused one of 16
+T.diag("a device with clusters: the cluster panel, split blocks, tall panels")
+local widths
+local fused_mock = K.panel_fused
+K.panel_fused = function (n, j0, jb, ...)
+  if widths then widths["f" .. jb] = true end
+  return fused_mock(n, j0, jb, ...)
+end
+K.panel_cluster = function (n, j0, jb, A, ld, coff, ipiv, status, ks)
+  assert(math.type(ks) == "integer" and ks >= 1 and ks <= n - j0, "rows a block keeps")
+  widths["c" .. jb] = true
+  return fused_mock(n, j0, jb, A, ld, coff, ipiv, status)
+end
+for o = 0, 2 do device(o).major = 9 end
+local function took(w)
+  local t = {}
+  for k in pairs(w) do t[#t + 1] = k end
+  table.sort(t)
+  return table.concat(t, " ")
+end
+-- float64 splits past 48 columns (a block of 64 in two panels of 32; the last block, 6
+-- columns of 6 rows, always fits), and a row of 32 columns takes 272 bytes, of 16 columns
+-- 144: 7700 bytes keep 28 rows at 32 columns (under three quarters of the first half's 70
+-- rows and the second's 38) and 53 at 16 (enough); 2000 bytes keep 7 and 13 (too few)
+for _, c in ipairs{{nil, 16, "c32 c6"}, {7700, 16, "c16 c6"}, {2000, 16, "c6 f16"}, {2000, false, "c6 f32"}} do
+  local bytes, tall, want = c[1], c[2], c[3]
+  M.tune.cluster_bytes, M.tune.tall_split = bytes, tall
+  widths = {}
+  check(70, 64, {0, 1}, "lu")
+  check(70, 64, {0, 0, 1}, "lu", false)
+  local got = took(widths)
+  T.is(got, want, ("cluster bytes %s, tall_split %s: the panel kernels and widths"):format(tostring(bytes), tostring(tall)))
+end
+M.tune.cluster_bytes, M.tune.tall_split = nil, 16
+widths = nil
+for o = 0, 2 do device(o).major = 8 end
 -- the checks come before any array
 T.error_like(function () M.lu(nil, {devices = {}}) end, "cuda%.catalog%.lu: devices is an empty list", "an empty devices list")
 T.done_testing()
