@@ -445,6 +445,11 @@ for _, c in ipairs{{nil, 16, "c32 c6"}, {7700, 16, "c16 c6"}, {2000, 16, "c6 f16
   T.is(got, want, ("cluster bytes %s, tall_split %s: the panel kernels and widths"):format(tostring(bytes), tostring(tall)))
 end
 M.tune.cluster_bytes, M.tune.tall_split = nil, 16
+-- and the look-ahead's step in three launches there too (one device's look-ahead and the
+-- several-GPU one, both through lookahead_step's fallback)
+M.tune.narrow = "kernel"
+check(70, 64, {0, 1}, "lu")
+M.tune.narrow = nil
 widths = nil
 for o = 0, 2 do device(o).major = 8 end
 -- the checks come before any array

@@ -318,6 +318,17 @@ local function column_swaps(K, dev, stream, n, ld, c0, c1, i0, i1, ipiv, A)
   swaps(K, dev, stream, c1 - c0, ld, 0, 0, i0, i1, ipiv, view(A, c0, (n - 1) * ld + (c1 - c0)))
 end
 
+-- the look-ahead's step between panels (one GPU's and the several-GPU LU's): narrow_step,
+-- or where it says false the three launches, the swaps, the block row of U and the update
+-- of the rows below by update_narrow (L21 follows the triangle in L: row i0 + kb at loff + kb ldl)
+local function lookahead_step(K, dev, stream, n, ld, i0, kb, c0, nc, A, ipiv, L, loff, ldl)
+  if narrow_step(K, dev, stream, n, ld, i0, kb, c0, nc, A, ipiv, L, loff, ldl) then return end
+  local i1 = i0 + kb
+  column_swaps(K, dev, stream, n, ld, c0, c0 + nc, i0, i1, ipiv, A)
+  trsm(K, "lower", stream, kb, nc, L, loff, ldl, A, i0 * ld + c0, ld)
+  update_narrow(K, stream, n - i1, nc, kb, L, loff + kb * ldl, ldl, A, i0 * ld + c0, ld, A, i1 * ld + c0, ld)
+end
+
 -- panel = "columns": a launch a column of the panel (and one for the first search),
 -- the blocks' pivot candidates combined by the last block to finish
 -- (A's leading dimension is ld, n by default; column c of the panel is at c + coff in its rows)
@@ -618,11 +629,7 @@ local function lu_lookahead(K, dev, stream, n, nb, A, ipiv, status, make)
       local rest = n - jend
       local nxt = math.min(nb, rest)
       local c1 = jend + nxt
-      if not narrow_step(K, dev, S, n, n, j0, jb, jend, nxt, A, ipiv, A, j0 * n + j0, n) then
-        column_swaps(K, dev, S, n, n, jend, c1, j0, jend, ipiv, A)
-        trsm(K, "lower", S, jb, nxt, A, j0 * n + j0, n, A, j0 * n + jend, n)
-        update_narrow(K, S, rest, nxt, jb, A, jend * n + j0, n, A, j0 * n + jend, n, A, jend * n + jend, n)
-      end
+      lookahead_step(K, dev, S, n, n, j0, jb, jend, nxt, A, ipiv, A, j0 * n + j0, n)
       st.u:record(S)
       Q:wait(st.u)
       factor(jend, nxt)
@@ -944,12 +951,7 @@ local lu_multi = closing(function (owned, fname, dev0, ustream, n, nb, dt, A, ip
         -- rest skips [lt, lt1), and panel k's columns [lo, hi) too when this share owns
         -- it as well (one share owns every panel): they lie just left, hi == lt
         local lt1 = lstart(s, k + 2)
-        if not narrow_step(K, s.dev, S, n, ld, j0, jb, lt, lt1 - lt, s.L, s.ipiv, buf, jb, jb) then
-          column_swaps(K, s.dev, S, n, ld, lt, lt1, j0, jend, s.ipiv, s.L)
-          trsm(K, "lower", S, jb, lt1 - lt, buf, jb, jb, s.L, j0 * ld + lt, ld)
-          update_narrow(K, S, n - jend, lt1 - lt, jb, buf, jb + jb * jb, jb, s.L, j0 * ld + lt, ld,
-                        s.L, jend * ld + lt, ld)
-        end
+        lookahead_step(K, s.dev, S, n, ld, j0, jb, lt, lt1 - lt, s.L, s.ipiv, buf, jb, jb)
         s.u:record(S)
         s.Q:wait(s.u)
         factor_and_send(k + 1)
