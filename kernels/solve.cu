@@ -96,6 +96,37 @@ __device__ void check_finite (long long count, const T *x, int *status) {
   if (__syncthreads_or(bad) && threadIdx.x == 0) *status = 1;
 }
 
+/*
+** The largest magnitude among an n x n matrix's elements (upper: only those on
+** and above the diagonal, U's) into *out as a double's bits, by atomicMax: a
+** magnitude (>= 0) orders as its bits do, so the word starts at 0 (0.0) and
+** grows. A block a row at a time, its threads across the row (coalesced, no
+** division an element); each block's warps meet in shared memory, then one
+** atomic a block. For the growth factor max|U| / max|A| (lu's growth option).
+*/
+template <typename T>
+__device__ void absmax (int n, const T *X, int upper, unsigned long long *out) {
+  __shared__ unsigned long long warps[32];
+  double m = 0.0;
+  for (int i = blockIdx.x; i < n; i += gridDim.x) {
+    const T *row = X + (size_t)i * n;
+    for (int j = (upper ? i : 0) + threadIdx.x; j < n; j += blockDim.x)
+      m = fmax(m, fabs((double)row[j]));
+  }
+  unsigned long long bits = (unsigned long long)__double_as_longlong(m);
+  for (int d = 16; d > 0; d >>= 1) {
+    const unsigned long long o = __shfl_xor_sync(0xffffffffu, bits, d);
+    bits = o > bits ? o : bits;
+  }
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if (lane == 0) warps[warp] = bits;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int w = 1; w < (int)(blockDim.x + 31) / 32; w++) bits = warps[w] > bits ? warps[w] : bits;
+    atomicMax(out, bits);
+  }
+}
+
 /* }====================================================== */
 
 
@@ -1517,6 +1548,8 @@ __device__ void seed_divide (int n, int k, const T *ABT, T *X) {
 #define CULUA_SOLVE(t, T) \
   extern "C" __global__ void culua_solve_check_##t (long long count, const T *x, int *status) \
   { check_finite<T>(count, x, status); } \
+  extern "C" __global__ void culua_solve_absmax_##t (int n, const T *X, int upper, unsigned long long *out) \
+  { absmax<T>(n, X, upper, out); } \
   extern "C" __global__ void __launch_bounds__(256) culua_solve_panel_##t (int n, int j0, int jb, int ju, int search, \
       T *A, int ld, int coff, int *ipiv, int *status, double *part, unsigned *counter) \
   { panel<T>(n, j0, jb, ju, search, A, ld, coff, ipiv, status, part, counter); } \

@@ -165,7 +165,7 @@ T.ok(info.knobs.panel:find("fused", 1, true) and info.knobs.panel:find("cluster"
 
 T.error_like(function () cat.lu(1) end, "cuda%.catalog%.lu: A must be a cuda%.array, got number", "lu: A not an array")
 T.error_like(function () cat.lu(cuda.host_array("float32", {2, 2})) end, "A must be a cuda%.array, got cuda%.hostarray", "lu: a host array")
-T.error_like(function () cat.lu(nil, {blok = 64}) end, "cuda%.catalog%.lu: unknown option 'blok' %(known: stream, method, block, panel, devices, peer%)", "lu: unknown option")
+T.error_like(function () cat.lu(nil, {blok = 64}) end, "cuda%.catalog%.lu: unknown option 'blok' %(known: stream, method, block, panel, devices, peer, growth%)", "lu: unknown option")
 T.error_like(function () cat.solve(nil, nil, {overwrite = true, x = 1}) end, "cuda%.catalog%.solve: unknown option 'x'", "solve: unknown option")
 T.error_like(function () cat.lu_solve(nil, nil, nil, {method = "seed"}) end, "cuda%.catalog%.lu_solve: unknown option 'method'", "lu_solve: no method")
 T.error_like(function () cat.lu_solve(1, 2, 3, "x") end, "lu_solve: opts must be a table, got string", "lu_solve: opts not a table")
@@ -182,6 +182,8 @@ for _, c in ipairs{
   {function () cat.lu(nil, {devices = {"0"}}) end, "lu: devices%[1%] must be an integer device ordinal, got string"},
   {function () cat.lu(nil, {peer = 1}) end, "lu: peer must be a boolean, got number"},
   {function () cat.solve(nil, nil, {peer = "no", devices = {0}}) end, "solve: peer must be a boolean, got string"},
+  {function () cat.lu(nil, {growth = 1}) end, "lu: growth must be a boolean, got number"},
+  {function () cat.solve(nil, nil, {growth = "yes"}) end, "solve: growth must be a boolean, got string"},
 } do
   T.error_like(c[1], "cuda%.catalog%." .. c[2], c[2]:gsub("%%", ""))
 end
@@ -657,6 +659,72 @@ local function gpu_tests()
       multi(dt, 200, {block = 16}, {1}, nil, want)                 -- the work on device 1 alone
     end
   end
+
+  -- growth = true: info.growth = max|U| / max|A|. Wilkinson's matrix (1 on the diagonal, -1
+  -- below it, 1 in the last column) grows by exactly 2^(n-1) under partial pivoting (every
+  -- pivot a tie that the diagonal wins, as LAPACK's first-row rule has it; U's last column
+  -- doubles a row); a permuted identity by 1; random matrices as the reference's factors
+  -- do, within n eps. Every method and panel, several panels (block 8), shares of one
+  -- GPU, and solve; the factors and pivots unchanged by the option.
+  local function ref_growth(hA)
+    local n = hA.shape[1]
+    local LU, p = copy_of(hA), cuda.host_array("int32", n)
+    ref.lu(LU, p)
+    local a, u = 0, 0
+    for i = 1, n do
+      for j = 1, n do
+        a = math.max(a, math.abs(hA[(i - 1) * n + j]))
+        if j >= i then u = math.max(u, math.abs(LU[(i - 1) * n + j])) end
+      end
+    end
+    return u / a
+  end
+  local function wilkinson(dt, n)
+    local h = cuda.host_array(dt, {n, n}):fill(0)
+    for i = 1, n do
+      for j = 1, i - 1 do h[(i - 1) * n + j] = -1 end
+      h[(i - 1) * n + i] = 1
+      h[(i - 1) * n + n] = 1
+    end
+    return h
+  end
+  for _, dt in ipairs{"float32", "float64"} do
+    for _, o in ipairs{{}, {block = 8}, {block = 8, panel = "columns"}, {block = 8, panel = "fused"},
+                       {method = "seed"}, {block = 8, devices = {0, 0}}} do
+      local what = ("%s growth, %s"):format(dt, o.method or ("block " .. (o.block or "default") ..
+        (o.panel and (", panel " .. o.panel) or "") .. (o.devices and ", devices {0, 0}" or "")))
+      local opts = {growth = true, method = o.method, block = o.block, panel = o.panel, devices = o.devices}
+      local _, info = cat.lu(device_of(wilkinson(dt, 24)), opts)
+      T.is(info.growth, 2.0 ^ 23, what .. ": Wilkinson's 24 x 24 grows by 2^23")
+      _, info = cat.lu(device_of(matrix(dt, 40, "identity", 21)), opts)
+      T.is(info.growth, 1.0, what .. ": a permuted identity by 1")
+      local hA = matrix(dt, 150, "random", 22)
+      local dA, dB = device_of(hA), device_of(hA)
+      local p1 = cat.lu(dA, {method = o.method, block = o.block, panel = o.panel, devices = o.devices})
+      local p2
+      p2, info = cat.lu(dB, opts)
+      local want = ref_growth(hA)
+      if not T.ok(math.abs(info.growth - want) <= 150 * EPS[dt] * want, what .. ": random 150 x 150 as the reference's") then
+        T.diag(("  growth %.17g, reference %.17g"):format(info.growth, want))
+      end
+      local d, m = max_diff(to_host(dA), to_host(dB))
+      T.ok(to_host(p1):bytes() == to_host(p2):bytes() and d <= 64 * EPS[dt] * math.max(m, 1),
+           what .. ": the factors and pivots as without it")
+    end
+    local hA, hB = matrix(dt, 150, "random", 22), cuda.host_array(dt, {150, 2}):random(23, -1, 1)
+    local want = ref_growth(hA)
+    for _, ow in ipairs{false, true} do
+      local X, _, info = cat.solve(device_of(hA), device_of(hB), {growth = true, overwrite = ow})
+      T.ok(math.abs(info.growth - want) <= 150 * EPS[dt] * want and ratio(hA, to_host(X), hB) <= 10,
+           ("%s solve, growth%s: as lu's, and solved"):format(dt, ow and ", overwrite" or ""))
+    end
+    local _, info = cat.lu(device_of(matrix(dt, 150, "random", 22)))
+    T.is(info.growth, nil, dt .. ": no growth unless asked")
+  end
+  T.error_like(function () cat.solve(device_of(matrix("float32", 4, "random", 1)), cuda.array("float32", 4):fill(1),
+                                     {method = "seed", growth = true}) end,
+               "cuda%.catalog%.solve: growth needs method lu: the seed's Gauss%-Jordan keeps no U to measure",
+               "solve: growth with method seed refused")
 
   -- bad arguments
   local A = cuda.array("float32", {4, 4}):fill(1)

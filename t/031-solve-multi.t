@@ -76,6 +76,11 @@ local function E(a, i) return a.data[a.off + i] end
 local function S(a, i, v) assert(i >= 0 and i < a.n, "index " .. i .. " out of " .. a.n); a.data[a.off + i] = v end
 local K = {}
 K.check = function (count, x, st) end
+K.absmax = function (n, X, upper, out)     -- out's word a double here, not its bits
+  local m = E(out, 0)
+  for i = 0, n - 1 do for j = upper == 1 and i or 0, n - 1 do m = math.max(m, math.abs(E(X, i * n + j))) end end
+  S(out, 0, m)
+end
 K.panel_fused = function (n, j0, jb, A, ld, coff, ipiv, status, part, bar)
   local function at(r, c) return r * ld + c + coff end
   for j = j0, j0 + jb - 1 do
@@ -256,6 +261,7 @@ function core.ceil_div(a, b) return (a + b - 1) // b end
 function core.check_array(f, w, x) return x end
 function core.dtype_of(f, w, x) return x.dtype end
 function core.one_of(f, w, v) return v end
+function core.flag(f, o, name) return o[name] end
 function core.options(f, o) return o or {} end
 function core.same_device(f, names, a) return a.device end
 function core.check_stream(f, s) return s end
@@ -300,12 +306,19 @@ local function check(n, nb, devices, method, peer)
   local A1 = mkA(n, t)
   local p1 = M.lu(A1, {block = nb, method = method})
   local A2 = mkA(n, t)
-  local p2, info = M.lu(A2, {block = nb, devices = devices, method = method, peer = peer})
+  local p2, info = M.lu(A2, {block = nb, devices = devices, method = method, peer = peer, growth = true})
   local bad = false
   for i = 0, n - 1 do if p1.data[i] ~= p2.data[i] then bad = ("ipiv[%d] %s vs %s"):format(i, p1.data[i], p2.data[i]); break end end
   local d = 0
   for i = 0, n * n - 1 do d = math.max(d, math.abs(A1.data[i] - A2.data[i])) end
   if d > 1e-9 then bad = (bad or "") .. " factors differ by " .. d end
+  -- growth = true: max|U| / max|A|, measured on A's device after the shares sent the factors back
+  local u, a = 0, 0
+  for i = 0, n - 1 do for j = 0, n - 1 do
+    a = math.max(a, math.abs(t[i * n + j]))
+    if j >= i then u = math.max(u, math.abs(A1.data[i * n + j])) end
+  end end
+  if math.abs(info.growth - u / a) > 1e-12 * u / a then bad = (bad or "") .. (" growth %.17g, want %.17g"):format(info.growth, u / a) end
   -- solve
   local B = cuda.array("float64", {n, 2}, {device = 0})
   for i = 0, 2 * n - 1 do B.data[i] = (i % 7) / 7 - 0.3 end

@@ -282,6 +282,13 @@ function core.one_of(fname, what, v, allowed)
   fail(fname, "%s must be one of %s, got %s", what, table.concat(s, ", "), tostring(v))
 end
 
+-- opts[name], refused unless it is nil (the option's default) or a boolean
+function core.flag(fname, opts, name)
+  local v = opts[name]
+  if v ~= nil and type(v) ~= "boolean" then fail(fname, "%s must be a boolean, got %s", name, type(v)) end
+  return v
+end
+
 -- the options table (or an empty one, shared and read-only: small calls are
 -- bound by work like a table a call), refusing keys not in `known` (a list):
 -- a misspelt option must not be ignored in silence

@@ -106,9 +106,7 @@ function M.histogram(x, counts, opts)
   local dev = core.same_device(fname, {"x", "counts"}, x, counts)
   local stream = core.check_stream(fname, opts.stream, dev)
   local variant = one_of(fname, "variant", opts.variant or "default", variants)
-  if opts.accumulate ~= nil and type(opts.accumulate) ~= "boolean" then
-    fail(fname, "accumulate must be a boolean, got %s", type(opts.accumulate))
-  end
+  core.flag(fname, opts, "accumulate")
   local bins, lo, hi = range(fname, dt, #counts, opts)
   if variant == "seed" and bins > SHARED_BINS then
     fail(fname, "variant 'seed' keeps the bins in shared memory: at most %d bins, got %d", SHARED_BINS, bins)

@@ -267,7 +267,7 @@ function M.matmul(A, B, Cm, opts)
     if t ~= "f64" then fail(fname, "variant 'dmma' is float64 only") end
     if dev.major < 8 then fail(fname, "variant 'dmma' needs compute capability 8.0 or later, %s has %d.%d", dev.name, dev.major, dev.minor) end
   end
-  if opts.tma ~= nil and type(opts.tma) ~= "boolean" then fail(fname, "tma must be a boolean, got %s", type(opts.tma)) end
+  core.flag(fname, opts, "tma")
   if opts.splits ~= nil and (math.type(opts.splits) ~= "integer" or opts.splits < 1 or opts.splits > 64) then
     fail(fname, "splits must be an integer 1..64, got %s", tostring(opts.splits))
   end

@@ -214,9 +214,7 @@ function M.scan(x, y, opts)
   local stream = core.check_stream(fname, opts.stream, dev)
   local op = opts.op == nil and "add" or one_of(fname, "op", opts.op, ops)
   local variant = opts.variant == nil and "lookback" or one_of(fname, "variant", opts.variant, variants)
-  if opts.exclusive ~= nil and type(opts.exclusive) ~= "boolean" then
-    fail(fname, "exclusive must be a boolean, got %s", type(opts.exclusive))
-  end
+  core.flag(fname, opts, "exclusive")
   local init = check_init(fname, dt, opts.init)
   local initb = init ~= nil and to_bits(dt, init) or identity_bits(dt, op)
   if n < 1 then fail(fname, "x is empty") end

@@ -53,6 +53,7 @@ core.scratch_kind("solve_aside_float64", "float64")
 core.scratch_kind("solve_held_float32", "float32")    -- narrow_step's rows that go up
 core.scratch_kind("solve_held_float64", "float64")
 core.scratch_kind("solve_ticket", "uint32", true)      -- and its tickets, a column group
+core.scratch_kind("solve_absmax", "float64", true)     -- absmax's word (a double's bits)
 
 
 -- {====================================================== checks
@@ -112,9 +113,7 @@ end
 -- is a share of the work, so {0, 0} runs the several-GPU path as two shares of device 0.
 -- The arrays' device need not be listed: it holds A and the results, the listed ones work.
 local function check_devices(fname, opts)
-  if opts.peer ~= nil and type(opts.peer) ~= "boolean" then
-    fail(fname, "peer must be a boolean, got %s", type(opts.peer))
-  end
+  core.flag(fname, opts, "peer")
   local d = opts.devices
   if d == nil then return nil end
   if type(d) ~= "table" then fail(fname, "devices must be a list of device ordinals, got %s", type(d)) end
@@ -183,6 +182,16 @@ end
 
 local function check_pivots(fname, stream, status)
   pivot_verdict(fname, take_status(status, stream))
+end
+
+-- the largest magnitude of X's n x n elements (upper: of those on and above the diagonal,
+-- U's), read back and its word cleared: for the growth factor max|U| / max|A|
+local function absmax(K, dev, stream, n, X, upper)
+  local w = core.scratch("solve_absmax", dev, stream, 1)
+  K("absmax"):launch({grid = math.min(n, core.sm_count(dev) * 8), block = 256, stream = stream}, n, X, upper and 1 or 0, w)
+  local m = core.read_word(w, stream)
+  w:fill(0, stream)
+  return m
 end
 
 -- the view of X's elements off + 1 .. off + count, kept while X lives (the table's keys
@@ -1066,7 +1075,7 @@ end)
 
 -- {====================================================== lu, lu_solve, solve
 
-local lu_options = {"stream", "method", "block", "panel", "devices", "peer"}
+local lu_options = {"stream", "method", "block", "panel", "devices", "peer", "growth"}
 
 -- the seed's elimination of ABT (ncols x n, lu as seed_eliminate's) on the arrays'
 -- device or spread over the listed ones: returns the first bad pivot (0: none), the
@@ -1108,11 +1117,14 @@ end
 --         "cluster" where the device has clusters, else "fused" | "cluster": a panel in one
 --         thread-block cluster | "fused": one cooperative launch a panel | "columns": a
 --         launch a column), stream,
---         devices (a list of ordinals: several GPUs), peer (false: stage through the host)
---   info: devices (the list), shares, transfer ("local" | "peer" | "host"), pairs, why
+--         devices (a list of ordinals: several GPUs), peer (false: stage through the host),
+--         growth (true: measure the growth factor; two more passes, each read back)
+--   info: devices (the list), shares, transfer ("local" | "peer" | "host"), pairs, why;
+--         growth = max|U| / max|A| when asked
 function M.lu(A, opts)
   local fname = "lu"
   opts = core.options(fname, opts, lu_options)
+  local growth = core.flag(fname, opts, "growth")
   local list = check_devices(fname, opts)
   local n = square(fname, "A", A)
   local dev = A.device
@@ -1123,9 +1135,13 @@ function M.lu(A, opts)
   local dt = A.dtype
   local K = kernels(dev, dt)
   local ipiv = cuda.array("int32", math.max(n, 1), {device = dev.ordinal})
-  if n == 0 then return ipiv, info end
+  if n == 0 then
+    info.growth = growth and 1.0 or nil
+    return ipiv, info
+  end
   local status = core.scratch("solve_status", dev, stream, 1)
   check_finite(fname, K, dev, stream, status, "A", A, n * n)
+  local amax = growth and absmax(K, dev, stream, n, A, false)
   if method == "seed" then
     local ABT = cuda.array(dt, n * n, {device = dev.ordinal})
     transpose(K, stream, n, n, A, 0, n, ABT, 0, n)
@@ -1133,9 +1149,11 @@ function M.lu(A, opts)
     transpose(K, stream, n, n, ABT, 0, n, A, 0, n)
     ABT:close()
     pivot_verdict(fname, bad)
-    return ipiv, info
+  else
+    factor(fname, K, dev, stream, n, nb, A, ipiv, status, pk, multi, list, opts.peer, info)
   end
-  factor(fname, K, dev, stream, n, nb, A, ipiv, status, pk, multi, list, opts.peer, info)
+  -- (a matrix that factors has a nonzero element: amax > 0)
+  if growth then info.growth = absmax(K, dev, stream, n, A, true) / amax end
   return ipiv, info
 end
 
@@ -1213,16 +1231,18 @@ function M.lu_solve(LU, ipiv, B, opts)
   return B
 end
 
-local solve_options = {"stream", "method", "block", "panel", "overwrite", "devices", "peer"}
+local solve_options = {"stream", "method", "block", "panel", "overwrite", "devices", "peer", "growth"}
 
 -- cuda.catalog.solve(A, B [, opts]) -> X, ipiv, info: A X = B. A and B are left as they were
 -- (X is a new array shaped as B) unless overwrite = true: then A holds the factors and X is B.
 --   opts: method ("lu" | "seed": the seed's Gauss-Jordan on [A | B], no ipiv), block, panel
 --         (as lu's), stream, overwrite, devices and peer (as lu's: the factorization, or the
---         seed's elimination, spread over them; lu_solve's substitutions on the arrays' device)
+--         seed's elimination, spread over them; lu_solve's substitutions on the arrays' device),
+--         growth (as lu's; method lu only: the seed's Gauss-Jordan keeps no U)
 function M.solve(A, B, opts)
   local fname = "solve"
   opts = core.options(fname, opts, solve_options)
+  local growth = core.flag(fname, opts, "growth")
   local list = check_devices(fname, opts)
   local n = square(fname, "A", A)
   local k = rhs(fname, B, n, A.dtype)
@@ -1230,8 +1250,9 @@ function M.solve(A, B, opts)
   local stream = core.check_stream(fname, opts.stream, dev)
   local method, pk = check_method(fname, opts), check_panel(fname, opts)
   local nb = lu_block(fname, opts, n, A.dtype, dev, pk)
-  if opts.overwrite ~= nil and type(opts.overwrite) ~= "boolean" then
-    fail(fname, "overwrite must be a boolean, got %s", type(opts.overwrite))
+  core.flag(fname, opts, "overwrite")
+  if growth and method == "seed" then
+    fail(fname, "growth needs method lu: the seed's Gauss-Jordan keeps no U to measure")
   end
   local multi, info = devices_plan(list, dev)
   local dt = A.dtype
@@ -1239,10 +1260,14 @@ function M.solve(A, B, opts)
   local X = B
   if not opts.overwrite then X = cuda.array(dt, #B.shape == 2 and B.shape or #B, {device = dev.ordinal}) end
   local ipiv = cuda.array("int32", math.max(n, 1), {device = dev.ordinal})
-  if n == 0 then return X, ipiv, info end
+  if n == 0 then
+    info.growth = growth and 1.0 or nil
+    return X, ipiv, info
+  end
   local status = core.scratch("solve_status", dev, stream, 1)
   check_finite(fname, K, dev, stream, status, "A", A, n * n)
   check_finite(fname, K, dev, stream, status, "B", B, n * k)
+  local amax = growth and absmax(K, dev, stream, n, A, false)
   if method == "seed" then
     local ncols = n + k
     local ABT = cuda.array(dt, ncols * n, {device = dev.ordinal})
@@ -1261,6 +1286,7 @@ function M.solve(A, B, opts)
     copy(K, dev, stream, n * k, B, X)
   end
   factor(fname, K, dev, stream, n, nb, LU, ipiv, status, pk, multi, list, opts.peer, info)
+  if growth then info.growth = absmax(K, dev, stream, n, LU, true) / amax end
   solve_factored(K, dev, stream, n, k, nb, LU, ipiv, X)
   return X, ipiv, info
 end
