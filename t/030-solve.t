@@ -564,8 +564,8 @@ local function gpu_tests()
   -- several GPUs (devices = {...}): each entry a share of the columns, so {0, 0} runs the
   -- whole distribution on one GPU; peer = false stages every transfer through pinned host
   -- memory. Against the one-device run: the same pivots, the factors within a few eps of
-  -- its (the same arithmetic, whatever gemm_sub does), the residual ratio below 10, and the
-  -- info result saying how the data travelled.
+  -- its (the same arithmetic, whatever gemm_sub does), the residual ratio below 10, the
+  -- info result saying how the data travelled, and its growth (growth = true) as one device's.
   local function max_diff(h1, h2)
     local a, b = h1:totable(), h2:totable()
     local d, m = 0, 0
@@ -583,15 +583,15 @@ local function gpu_tests()
       opts.panel and (", panel " .. opts.panel) or "", table.concat(devices, ", "), peer == false and ", peer = false" or "")
     local hA = matrix(dt, n, "random", 40 + n)
     local hB = cuda.host_array(dt, {n, 2}):random(41, -1, 1)
-    local one = {method = opts.method, block = opts.block, panel = opts.panel}
-    local many = {method = opts.method, block = opts.block, panel = opts.panel, devices = devices, peer = peer}
+    local one = {method = opts.method, block = opts.block, panel = opts.panel, growth = true}
+    local many = {method = opts.method, block = opts.block, panel = opts.panel, devices = devices, peer = peer, growth = true}
     local A1, A2 = device_of(hA), device_of(hA)
     -- the one-device run splits its cluster panels as the several-GPU run does (in float32
     -- 32 columns, where one GPU takes 64: solve.lua's split_width), for the same arithmetic
     local tune = require("culua.catalog.solve").tune
     local split = tune.split_at
     tune.split_at = split or (dt == "float32" and 32 or nil)
-    local ok1, p1 = pcall(cat.lu, A1, one)
+    local ok1, p1, info1 = pcall(cat.lu, A1, one)
     tune.split_at = split
     if not ok1 then error(p1, 0) end
     local ok, p2, info = pcall(cat.lu, A2, many)
@@ -609,6 +609,9 @@ local function gpu_tests()
     if not T.ok(r <= 10, what .. ": the factors solve") then T.diag("  ratio " .. r) end
     T.is_deeply(info.devices, devices, what .. ": info.devices")
     T.is(info.transfer, want_transfer, what .. ": info.transfer")
+    if not T.ok(math.abs(info.growth - info1.growth) <= 64 * EPS[dt] * info1.growth, what .. ": info.growth as one device's") then
+      T.diag(("  growth %.9g, one device %.9g"):format(info.growth, info1.growth))
+    end
     -- solve, spread the same way
     local dA, dB = device_of(hA), device_of(hB)
     local X, sp, sinfo = cat.solve(dA, dB, many)
