@@ -16,7 +16,8 @@
 -- leaves its rows in A (fused_keep), "+narrowK" / "+narrowM" has the look-ahead update the
 -- next panel's columns by its own kernel / by matmul (solve.tune.narrow), "+trsmK" / "+trsmP"
 -- its full-width triangular solve by its kernel / as a product with the triangle's inverse
--- (solve.tune.trsm).
+-- (solve.tune.trsm), "+whole1" / "+whole0" its blocks with a whole multiprocessor's shared memory or
+-- their rows' (solve.tune.cluster_whole).
 -- DEVICES: "0,1" (or "all") also times float32 lu + lu_solve with devices =
 -- that list (peer copies where the pair allows; "0,1:host" forces pinned-host
 -- staging), beside the one-GPU time. DTYPES: "float32", "float64" or both (the
@@ -111,6 +112,10 @@ for _, dt in ipairs(DTYPES) do
       if tall then tune.tall_split = tall ~= "0" and math.tointeger(tonumber(tall)) or false else tune.tall_split = TALL0 end
       -- "+narrowK" / "+narrowM": the look-ahead's narrow update by its kernel / by matmul
       tune.narrow = ({K = "kernel", M = "matmul", S = "step"})[panel:match("%+narrow(%u)") or ""]
+      -- "+whole1" / "+whole0": the cluster panel's blocks ask for all the shared memory there is
+      -- (no other block beside them) / only their rows' (solve.tune.cluster_whole, false by default)
+      local whole = panel:match("%+whole(%d)")
+      tune.cluster_whole = whole == "1"
       -- "+trsmK" / "+trsmP": the full-width triangular solve by its kernel / as a product
       tune.trsm = ({K = "kernel", P = "product"})[panel:match("%+trsm(%u)") or ""]
       pname = pname or panel:match("^(%a+)")

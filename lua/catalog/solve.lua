@@ -457,8 +457,15 @@ end
 -- full-width triangular solve by its kernel ("kernel") or as a product ("product"); nil
 -- picks by dtype (trsm_how). tall_split: the narrowest panel split_panel splits a panel down
 -- to while the cluster panel could not keep its rows (false: split past split_width alone).
+-- cluster_whole: the cluster panel's blocks ask for all the shared memory a block may have,
+-- so that no block of the update runs beside them on their multiprocessors (nil or false:
+-- only their rows'). Measured on an H100 (session 19, bench/solve.lua's "+whole1"): float32
+-- 16384 152.2 ms against 155.3, float64 8192 43.6 against 44.1, 16384 171.5 against 172.3;
+-- float32 8192 (block 64, unsplit) 41.4 against 41.1. Not the default yet: the suite has not
+-- run with it (a default would take it where the block is split, on one GPU).
 M.tune = {cluster_rows = 256, cluster_bytes = nil, cluster_spill = 0.25, lookahead = true, split_at = nil,
-          trsv_max = 16, fused_keep = true, fused_rows = 16, narrow = nil, trsm = nil, tall_split = 16}
+          trsv_max = 16, fused_keep = true, fused_rows = 16, narrow = nil, trsm = nil, tall_split = 16,
+          cluster_whole = false}
 
 -- panel = "cluster": the whole panel in one thread-block cluster, its rows in the blocks'
 -- shared memory (those that do not fit stay in A), a cluster barrier a column
@@ -488,7 +495,8 @@ local function panel_cluster(K, dev, stream, n, A, ipiv, status, ld)
       fused = fused or panel_fused(K, dev, stream, n, A, ipiv, status, ld)
       return fused(j0, jb, coff)
     end
-    k:launch({grid = c, block = CPANEL_THREADS, cluster = c, shared = ks * rowbytes, stream = stream},
+    local bytes = M.tune.cluster_whole and lim.bytes or ks * rowbytes
+    k:launch({grid = c, block = CPANEL_THREADS, cluster = c, shared = bytes, stream = stream},
              n, j0, jb, A, ld, coff or 0, ipiv, status, ks)
   end, function (j0, jb) return (select(4, shape(n - j0, jb))) end
 end
