@@ -241,18 +241,20 @@ K.seed_divide = function (n, k, ABT, X)
 end
 
 local launches = 0
+local cluster_cfgs, cluster_room = {}, nil   -- the cluster panel's launches, and the room it was given
 local function kernel(file, name, defines, dev)
   local base = name:gsub("^culua_solve_", ""):gsub("_f32$", ""):gsub("_f64$", "")
   local f = assert(K[base], "no mock kernel " .. base)
   return {launch = function (self, cfg, ...)
             launches = launches + 1
+            if base == "panel_cluster" then cluster_cfgs[#cluster_cfgs + 1] = {shared = cfg.shared, args = {...}} end
             for i, a in ipairs{...} do if type(a) == "table" and a.closed then error("closed array passed to " .. base) end end
             return f(...)
           end,
           max_cooperative_grid = function () return 4 end,
           attributes = function () return {shared_size_bytes = 2048} end,
           max_active_clusters = function () return 1 end,
-          set_max_dynamic_shared = function () end}
+          set_max_dynamic_shared = function (self, bytes) if base == "panel_cluster" then cluster_room = bytes end end}
 end
 
 local core = {}
@@ -458,6 +460,22 @@ for _, c in ipairs{{nil, 16, "c32 c6"}, {7700, 16, "c16 c6"}, {2000, 16, "c6 f16
   T.is(got, want, ("cluster bytes %s, tall_split %s: the panel kernels and widths"):format(tostring(bytes), tostring(tall)))
 end
 M.tune.cluster_bytes, M.tune.tall_split = nil, 16
+-- solve.tune.cluster_whole: the cluster panel's blocks ask for all the room there is (false:
+-- their rows', ks rows of jbs values and 16 bytes)
+for _, whole in ipairs{false, true} do
+  M.tune.cluster_whole = whole
+  cluster_cfgs, widths = {}, {}
+  check(70, 64, {0, 1}, "lu")
+  local ok = #cluster_cfgs > 0 and cluster_room ~= nil
+  for _, c in ipairs(cluster_cfgs) do
+    local jb, ks = c.args[3], c.args[9]
+    local rows = ((jb + 3) // 4 * 4) * 8 + 16
+    ok = ok and c.shared == (whole and cluster_room or ks * rows) and ks * rows <= cluster_room
+  end
+  T.ok(ok, ("cluster_whole %s: %d cluster launches, each asking for %s"):format(tostring(whole), #cluster_cfgs,
+       whole and ("all the room, " .. tostring(cluster_room) .. " bytes") or "its rows' bytes"))
+end
+M.tune.cluster_whole = false
 -- and the look-ahead's step in three launches there too (one device's look-ahead and the
 -- several-GPU one, both through lookahead_step's fallback)
 M.tune.narrow = "kernel"
