@@ -188,7 +188,7 @@ end
 -- U's), read back and its word cleared: for the growth factor max|U| / max|A|
 local function absmax(K, dev, stream, n, X, upper)
   local w = core.scratch("solve_absmax", dev, stream, 1)
-  K("absmax"):launch({grid = math.min(n, core.sm_count(dev) * 8), block = 256, stream = stream}, n, X, upper and 1 or 0, w)
+  K("absmax"):launch({grid = grid_for(n, 1, dev), block = 256, stream = stream}, n, X, upper and 1 or 0, w)   -- a block a row
   local m = core.read_word(w, stream)
   w:fill(0, stream)
   return m
