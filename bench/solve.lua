@@ -113,9 +113,10 @@ for _, dt in ipairs(DTYPES) do
       -- "+narrowK" / "+narrowM": the look-ahead's narrow update by its kernel / by matmul
       tune.narrow = ({K = "kernel", M = "matmul", S = "step"})[panel:match("%+narrow(%u)") or ""]
       -- "+whole1" / "+whole0": the cluster panel's blocks ask for all the shared memory there is
-      -- (no other block beside them) / only their rows' (solve.tune.cluster_whole, false by default)
+      -- (no other block beside them) / only their rows' (solve.tune.cluster_whole; neither: its
+      -- default, all of it where one GPU splits its block)
       local whole = panel:match("%+whole(%d)")
-      tune.cluster_whole = whole == "1"
+      if whole then tune.cluster_whole = whole == "1" else tune.cluster_whole = nil end
       -- "+trsmK" / "+trsmP": the full-width triangular solve by its kernel / as a product
       tune.trsm = ({K = "kernel", P = "product"})[panel:match("%+trsm(%u)") or ""]
       pname = pname or panel:match("^(%a+)")

@@ -461,21 +461,28 @@ for _, c in ipairs{{nil, 16, "c32 c6"}, {7700, 16, "c16 c6"}, {2000, 16, "c6 f16
 end
 M.tune.cluster_bytes, M.tune.tall_split = nil, 16
 -- solve.tune.cluster_whole: the cluster panel's blocks ask for all the room there is (false:
--- their rows', ks rows of jbs values and 16 bytes)
-for _, whole in ipairs{false, true} do
+-- their rows', ks rows of jbs values and 16 bytes; nil, the default: all of it where one
+-- GPU splits its block (float64: 64 columns in 32s), the rows' on several GPUs, where a
+-- launch's leading dimension is its share's columns, not n)
+for _, w in ipairs{"false", "true", "default"} do
+  local whole = ({["false"] = false, ["true"] = true})[w]
   M.tune.cluster_whole = whole
   cluster_cfgs, widths = {}, {}
   check(70, 64, {0, 1}, "lu")
-  local ok = #cluster_cfgs > 0 and cluster_room ~= nil
+  local ok, alls = #cluster_cfgs > 0 and cluster_room ~= nil, 0
   for _, c in ipairs(cluster_cfgs) do
-    local jb, ks = c.args[3], c.args[9]
+    local n, jb, ld, ks = c.args[1], c.args[3], c.args[5], c.args[9]
     local rows = ((jb + 3) // 4 * 4) * 8 + 16
-    ok = ok and c.shared == (whole and cluster_room or ks * rows) and ks * rows <= cluster_room
+    local all = whole
+    if whole == nil then all = ld == n end
+    if all then alls = alls + 1 end
+    ok = ok and c.shared == (all and cluster_room or ks * rows) and ks * rows <= cluster_room
   end
-  T.ok(ok, ("cluster_whole %s: %d cluster launches, each asking for %s"):format(tostring(whole), #cluster_cfgs,
-       whole and ("all the room, " .. tostring(cluster_room) .. " bytes") or "its rows' bytes"))
+  if whole == nil then ok = ok and alls > 0 and alls < #cluster_cfgs end
+  T.ok(ok, ("cluster_whole %s: %d cluster launches, %d asking for all the room (%s bytes), the rest for their rows'"):format(
+       w, #cluster_cfgs, alls, tostring(cluster_room)))
 end
-M.tune.cluster_whole = false
+M.tune.cluster_whole = nil
 -- and the look-ahead's step in three launches there too (one device's look-ahead and the
 -- several-GPU one, both through lookahead_step's fallback)
 M.tune.narrow = "kernel"

@@ -458,20 +458,21 @@ end
 -- picks by dtype (trsm_how). tall_split: the narrowest panel split_panel splits a panel down
 -- to while the cluster panel could not keep its rows (false: split past split_width alone).
 -- cluster_whole: the cluster panel's blocks ask for all the shared memory a block may have,
--- so that no block of the update runs beside them on their multiprocessors (nil or false:
--- only their rows'). Measured on an H100 (session 19, bench/solve.lua's "+whole1"): float32
--- 16384 152.2 ms against 155.3, float64 8192 43.6 against 44.1, 16384 171.5 against 172.3;
--- float32 8192 (block 64, unsplit) 41.4 against 41.1. Not the default yet: the suite has not
--- run with it (a default would take it where the block is split, on one GPU).
+-- so that no block of the update runs beside them on their multiprocessors (false: only
+-- their rows'; nil, the default: all of it where one GPU's block is split in panels, only
+-- the rows' elsewhere). Measured on an H100 (session 19, bench/solve.lua's "+whole1"):
+-- float32 16384 (block 128 in 64s) 152.2 ms against 155.3, float64 8192 (96 in 48s) 43.6
+-- against 44.1, 16384 171.5 against 172.3; but float32 8192 (block 64, unsplit) 41.4
+-- against 41.1.
 M.tune = {cluster_rows = 256, cluster_bytes = nil, cluster_spill = 0.25, lookahead = true, split_at = nil,
           trsv_max = 16, fused_keep = true, fused_rows = 16, narrow = nil, trsm = nil, tall_split = 16,
-          cluster_whole = false}
+          cluster_whole = nil}
 
 -- panel = "cluster": the whole panel in one thread-block cluster, its rows in the blocks'
 -- shared memory (those that do not fit stay in A), a cluster barrier a column
 -- (a second result: spills(j0, jb), true when the panel of columns [j0, j0 + jb) goes to the
 -- fused kernel, for split_panel)
-local function panel_cluster(K, dev, stream, n, A, ipiv, status, ld)
+local function panel_cluster(K, dev, stream, n, A, ipiv, status, ld, whole)
   local k = K("panel_cluster")
   local lim = cluster_fit(K, dev)
   local size = esize(A.dtype)
@@ -495,7 +496,7 @@ local function panel_cluster(K, dev, stream, n, A, ipiv, status, ld)
       fused = fused or panel_fused(K, dev, stream, n, A, ipiv, status, ld)
       return fused(j0, jb, coff)
     end
-    local bytes = M.tune.cluster_whole and lim.bytes or ks * rowbytes
+    local bytes = whole and lim.bytes or ks * rowbytes
     k:launch({grid = c, block = CPANEL_THREADS, cluster = c, shared = bytes, stream = stream},
              n, j0, jb, A, ld, coff or 0, ipiv, status, ks)
   end, function (j0, jb) return (select(4, shape(n - j0, jb))) end
@@ -533,7 +534,7 @@ end
 -- (rows j0..n-1 of A, leading dimension ld, n by default)
 function M.panel_factor(kind, dev, stream, n, A, ipiv, status, ld)
   local K = kernels(dev, A.dtype)
-  return panel_maker("lu", kind, K, dev)(K, dev, stream, n, A, ipiv, status, ld)
+  return panel_maker("lu", kind, K, dev)(K, dev, stream, n, A, ipiv, status, ld, M.tune.cluster_whole)
 end
 
 -- an event of device dev (cuda.event makes them on the current device, which stays as it was)
@@ -613,10 +614,14 @@ local function split_width(dt, several)
   return M.tune.split_at or (dt == "float32" and (several and 32 or 64) or 48)
 end
 
-local function panel_factory(make, K, dev, stream, n, A, ipiv, status, ld, several)
-  local factor, spills = make(K, dev, stream, n, A, ipiv, status, ld)
+-- (nb: the block's width, which the panels' shared memory follows: cluster_whole)
+local function panel_factory(make, K, dev, stream, n, A, ipiv, status, ld, several, nb)
+  local width = split_width(A.dtype, several)
+  local whole = M.tune.cluster_whole
+  if whole == nil then whole = not several and nb > width end
+  local factor, spills = make(K, dev, stream, n, A, ipiv, status, ld, whole)
   if make ~= panel_cluster then return factor end
-  return split_panel(K, dev, stream, n, A, ipiv, factor, split_width(A.dtype, several), ld, spills)
+  return split_panel(K, dev, stream, n, A, ipiv, factor, width, ld, spills)
 end
 
 --[[
@@ -635,7 +640,7 @@ local function lu_lookahead(K, dev, stream, n, nb, A, ipiv, status, make)
   st.start:record(stream)
   S:wait(st.start)
   Q:wait(st.start)
-  local factor = panel_factory(make, K, dev, Q, n, A, ipiv, status)
+  local factor = panel_factory(make, K, dev, Q, n, A, ipiv, status, nil, false, nb)
   factor(0, math.min(nb, n))
   st.ready:record(Q)
   for j0 = 0, n - 1, nb do
@@ -668,7 +673,7 @@ local function lu_blocked(fname, K, dev, stream, n, nb, A, ipiv, status, panel_k
   if make == panel_cluster and n > nb and M.tune.lookahead ~= false then
     return lu_lookahead(K, dev, stream, n, nb, A, ipiv, status, make)
   end
-  local factor = panel_factory(make, K, dev, stream, n, A, ipiv, status)
+  local factor = panel_factory(make, K, dev, stream, n, A, ipiv, status, nil, false, nb)
   for j0 = 0, n - 1, nb do
     local jb = math.min(nb, n - j0)
     local jend = j0 + jb
@@ -882,7 +887,7 @@ local lu_multi = closing(function (owned, fname, dev0, ustream, n, nb, dt, A, ip
     s.ipiv = keep(owned, cuda.array("int32", n, o))
     s.SB = {keep(owned, cuda.array(dt, buf_size, o)), keep(owned, cuda.array(dt, buf_size, o))}
     s.RB = keep(owned, cuda.array(dt, buf_size, o))
-    s.factor = panel_factory(panel_maker(fname, pk, s.K, s.dev), s.K, s.dev, s.Q, n, s.L, s.ipiv, s.status, nloc, true)
+    s.factor = panel_factory(panel_maker(fname, pk, s.K, s.dev), s.K, s.dev, s.Q, n, s.L, s.ipiv, s.status, nloc, true, nb)
     for h = 1, G do
       if transport(info, peer, s.dev.ordinal, sh[h].dev.ordinal) == "host" then
         s.HB = s.HB or keep(owned, pinned(dt, buf_size))
