@@ -117,6 +117,8 @@ for _, dt in ipairs(DTYPES) do
       -- default, all of it where one GPU splits its block)
       local whole = panel:match("%+whole(%d)")
       if whole then tune.cluster_whole = whole == "1" else tune.cluster_whole = nil end
+      -- "+stepQ": the look-ahead's step between panels on the panels' stream (solve.tune.step_on)
+      tune.step_on = panel:match("%+stepQ") and "Q" or nil
       -- "+trsmK" / "+trsmP": the full-width triangular solve by its kernel / as a product
       tune.trsm = ({K = "kernel", P = "product"})[panel:match("%+trsm(%u)") or ""]
       pname = pname or panel:match("^(%a+)")

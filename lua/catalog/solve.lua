@@ -643,6 +643,7 @@ local function lu_lookahead(K, dev, stream, n, nb, A, ipiv, status, make)
   local factor = panel_factory(make, K, dev, Q, n, A, ipiv, status, nil, false, nb)
   factor(0, math.min(nb, n))
   st.ready:record(Q)
+  local onQ = M.tune.step_on == "Q"
   for j0 = 0, n - 1, nb do
     local jb = math.min(nb, n - j0)
     local jend = j0 + jb
@@ -651,14 +652,22 @@ local function lu_lookahead(K, dev, stream, n, nb, A, ipiv, status, make)
       local rest = n - jend
       local nxt = math.min(nb, rest)
       local c1 = jend + nxt
-      lookahead_step(K, dev, S, n, n, j0, jb, jend, nxt, A, ipiv, A, j0 * n + j0, n)
-      st.u:record(S)
-      Q:wait(st.u)
+      if onQ then
+        -- the step on Q after the panel, once S's last full-width update (of these columns
+        -- too) is done: no hop between the streams on the chain when S is ahead
+        if j0 > 0 then Q:wait(st.u) end
+        lookahead_step(K, dev, Q, n, n, j0, jb, jend, nxt, A, ipiv, A, j0 * n + j0, n)
+      else
+        lookahead_step(K, dev, S, n, n, j0, jb, jend, nxt, A, ipiv, A, j0 * n + j0, n)
+        st.u:record(S)
+        Q:wait(st.u)
+      end
       factor(jend, nxt)
       st.ready:record(Q)
       swaps(K, dev, S, n, n, j0, c1, j0, jend, ipiv, A)
       trsm_how(dev, A.dtype, n - c1)(K, dev, S, jb, n - c1, A, j0 * n + j0, n, A, j0 * n + c1, n)
       gemm_sub(K, A.dtype, S, rest, n - c1, jb, A, jend * n + j0, n, A, j0 * n + c1, n, A, jend * n + c1, n)
+      if onQ then st.u:record(S) end
     else
       swaps(K, dev, S, n, n, j0, jend, j0, jend, ipiv, A)
     end
