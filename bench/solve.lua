@@ -16,7 +16,8 @@
 -- leaves its rows in A (fused_keep), "+narrowK" / "+narrowM" has the look-ahead update the
 -- next panel's columns by its own kernel / by matmul (solve.tune.narrow), "+trsmK" / "+trsmP"
 -- its full-width triangular solve by its kernel / as a product with the triangle's inverse
--- (solve.tune.trsm), "+whole1" / "+whole0" its blocks with a whole multiprocessor's shared memory or
+-- (solve.tune.trsm), "+stepS" its step between panels on the update's stream (solve.tune.step_on),
+-- "+whole1" / "+whole0" its blocks with a whole multiprocessor's shared memory or
 -- their rows' (solve.tune.cluster_whole).
 -- DEVICES: "0,1" (or "all") also times float32 lu + lu_solve with devices =
 -- that list (peer copies where the pair allows; "0,1:host" forces pinned-host
@@ -117,8 +118,9 @@ for _, dt in ipairs(DTYPES) do
       -- default, all of it where one GPU splits its block)
       local whole = panel:match("%+whole(%d)")
       if whole then tune.cluster_whole = whole == "1" else tune.cluster_whole = nil end
-      -- "+stepQ": the look-ahead's step between panels on the panels' stream (solve.tune.step_on)
-      tune.step_on = panel:match("%+stepQ") and "Q" or nil
+      -- "+stepS": the look-ahead's step between panels on the update's stream (solve.tune.step_on;
+      -- "+stepQ" or neither: on the panels', the default)
+      tune.step_on = panel:match("%+stepS") and "S" or "Q"
       -- "+trsmK" / "+trsmP": the full-width triangular solve by its kernel / as a product
       tune.trsm = ({K = "kernel", P = "product"})[panel:match("%+trsm(%u)") or ""]
       pname = pname or panel:match("^(%a+)")

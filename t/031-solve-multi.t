@@ -483,6 +483,11 @@ for _, w in ipairs{"false", "true", "default"} do
        w, #cluster_cfgs, alls, tostring(cluster_room)))
 end
 M.tune.cluster_whole = nil
+-- one device's look-ahead with its step between panels on the update's stream (step_on = "S",
+-- as before session 20; the default puts it on the panels')
+M.tune.step_on = "S"
+check(70, 64, {0, 1}, "lu")
+M.tune.step_on = "Q"
 -- and the look-ahead's step in three launches there too (one device's look-ahead and the
 -- several-GPU one, both through lookahead_step's fallback)
 M.tune.narrow = "kernel"

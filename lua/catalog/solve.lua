@@ -463,10 +463,14 @@ end
 -- the rows' elsewhere). Measured on an H100 (session 19, bench/solve.lua's "+whole1"):
 -- float32 16384 (block 128 in 64s) 152.2 ms against 155.3, float64 8192 (96 in 48s) 43.6
 -- against 44.1, 16384 171.5 against 172.3; but float32 8192 (block 64, unsplit) 41.4
--- against 41.1.
+-- against 41.1. step_on: where the one-GPU look-ahead puts its step between panels: "Q" (the
+-- default), on the panels' stream after the panel, once S's last full-width update is done
+-- (when S is ahead, no hop between the streams on the panels' chain); "S", on the update's
+-- stream, which Q then waits for (before session 20: float32 8192 block 64 41.03 ms against
+-- 40.30 on Q; 16384 152.3 against 148.5; float64 8192 43.5 against 41.9, 16384 171.7 and 166.8).
 M.tune = {cluster_rows = 256, cluster_bytes = nil, cluster_spill = 0.25, lookahead = true, split_at = nil,
           trsv_max = 16, fused_keep = true, fused_rows = 16, narrow = nil, trsm = nil, tall_split = 16,
-          cluster_whole = nil}
+          cluster_whole = nil, step_on = "Q"}
 
 -- panel = "cluster": the whole panel in one thread-block cluster, its rows in the blocks'
 -- shared memory (those that do not fit stay in A), a cluster barrier a column
@@ -516,16 +520,18 @@ local function panel_maker(fname, kind, K, dev)
 end
 
 -- lu's and solve's panel width: opts.block, else what measured fastest on an H100
--- (bench/solve.lua, bench/RESULTS.md's sessions 11 and 13): with the cluster panel (the one
--- panel_maker takes), float32 128 from n = 12288 (split in 64s: split_width), float64 96
--- below n = 12288 (split in 48s) and 128 from there (split in 32s); otherwise DEFAULT_BLOCK.
--- (float64 at n = 8192 with matmul on tensor cores: 96 in 48s 47.02 ms, 128 in 32s 49.15,
--- 128 in 64s 53.95, 96 in 24s 51.93; at 16384, 128 in 32s 198.64 and 96 in 48s 216.48.)
+-- (bench/solve.lua, bench/RESULTS.md's sessions 11, 13 and 20): with the cluster panel (the
+-- one panel_maker takes), 128 from n = 8192 in float32 (split in 64s: split_width) and from
+-- n = 12288 in float64 (split in 32s); otherwise DEFAULT_BLOCK (float64 splits it in 32s).
+-- (Session 20, the look-ahead's step on Q, lu + lu_solve: float32 6144 64: 26.56 ms, 128:
+-- 27.13; 8192 64: 39.90, 96: 39.55, 128: 38.28; 16384 96: 158.2, 128: 148.7. float64 lu
+-- 4096 64: 15.40, 96: 16.92, 128: 17.65; 8192 64: 40.60, 96: 42.06, 128: 42.28; 16384 64:
+-- 204.7, 96: 185.0, 128: 167.7.)
 local function lu_block(fname, opts, n, dt, dev, pk)
   local dflt
-  if opts.block == nil and pk ~= "fused" and pk ~= "columns" and (dt == "float64" or n >= 12288)
+  if opts.block == nil and pk ~= "fused" and pk ~= "columns" and n >= (dt == "float64" and 12288 or 8192)
      and cluster_fit(kernels(dev, dt), dev) then
-    dflt = (dt == "float64" and n < 12288) and 96 or 128
+    dflt = 128
   end
   return check_block(fname, opts, dflt)
 end
@@ -629,10 +635,12 @@ end
 ** free; a panel it hands to the fused kernel does not, and then waits its turn): panel
 ** k + 1 is factored on Q as soon as its columns have step k's swaps and update, while S
 ** goes on with the rest of step k. The chain from one panel to the next is then: panel
-** k + 1's columns' swaps, their block of U (trsm), their update (update_narrow), all
-** 64 columns wide; step k's full-width launches come after it on S. Q and S touch
-** disjoint columns between the events; the caller's stream waits for the end (with no
-** stream given, the host does: lu reads its status then).
+** k + 1's columns' swaps, their block of U, their update (lookahead_step, at the panel's
+** width), on Q right after panel k (step_on = "Q"), once S has finished step k - 1's
+** full-width launches, which updated those columns too; S waits for panel k and then runs
+** step k's full-width launches. So the chain crosses between the streams only where S is
+** behind. Q and S touch disjoint columns between the events; the caller's stream waits
+** for the end (with no stream given, the host does: lu reads its status then).
 ]]
 local function lu_lookahead(K, dev, stream, n, nb, A, ipiv, status, make)
   local st = lookahead_state(dev)
@@ -643,7 +651,7 @@ local function lu_lookahead(K, dev, stream, n, nb, A, ipiv, status, make)
   local factor = panel_factory(make, K, dev, Q, n, A, ipiv, status, nil, false, nb)
   factor(0, math.min(nb, n))
   st.ready:record(Q)
-  local onQ = M.tune.step_on == "Q"
+  local onQ = M.tune.step_on ~= "S"
   for j0 = 0, n - 1, nb do
     local jb = math.min(nb, n - j0)
     local jend = j0 + jb
@@ -1329,7 +1337,7 @@ M.reference = {
 M.info = {
   methods = methods,
   dtypes = {"float32", "float64"},
-  knobs = {block = "panel width 1.." .. MAXBLOCK .. " (default: 64; with the cluster panel, in float64 96 below n = 12288 and 128 from there, in float32 128 from n = 12288)",
+  knobs = {block = "panel width 1.." .. MAXBLOCK .. " (default: 64; with the cluster panel 128 from n = 8192 in float32, from n = 12288 in float64)",
            panel = "auto (cluster where the device has thread-block clusters, else fused; the default) | cluster (a panel in one cluster, its rows in shared memory) | fused (one cooperative launch a panel) | columns (a launch a column)",
            devices = "a list of device ordinals (repeats: shares of one GPU); peer = false stages through the host"},
   default = "lu",
