@@ -461,26 +461,21 @@ for _, c in ipairs{{nil, 16, "c32 c6"}, {7700, 16, "c16 c6"}, {2000, 16, "c6 f16
 end
 M.tune.cluster_bytes, M.tune.tall_split = nil, 16
 -- solve.tune.cluster_whole: the cluster panel's blocks ask for all the room there is (false:
--- their rows', ks rows of jbs values and 16 bytes; nil, the default: all of it where one
--- GPU splits its block (float64: 64 columns in 32s), the rows' on several GPUs, where a
--- launch's leading dimension is its share's columns, not n)
-for _, w in ipairs{"false", "true", "default"} do
-  local whole = ({["false"] = false, ["true"] = true})[w]
-  M.tune.cluster_whole = whole
+-- their rows', ks rows of jbs values and 16 bytes; nil, the default: all of it where the
+-- block is split in panels (float64: past 48 columns), on one GPU and on several)
+for _, c in ipairs{{"false", 64, false}, {"true", 64, true}, {"default", 64, true}, {"default", 32, false}} do
+  local w, nb, all = c[1], c[2], c[3]
+  M.tune.cluster_whole = ({["false"] = false, ["true"] = true})[w]
   cluster_cfgs, widths = {}, {}
-  check(70, 64, {0, 1}, "lu")
-  local ok, alls = #cluster_cfgs > 0 and cluster_room ~= nil, 0
-  for _, c in ipairs(cluster_cfgs) do
-    local n, jb, ld, ks = c.args[1], c.args[3], c.args[5], c.args[9]
+  check(70, nb, {0, 1}, "lu")
+  local ok = #cluster_cfgs > 0 and cluster_room ~= nil
+  for _, cfg in ipairs(cluster_cfgs) do
+    local jb, ks = cfg.args[3], cfg.args[9]
     local rows = ((jb + 3) // 4 * 4) * 8 + 16
-    local all = whole
-    if whole == nil then all = ld == n end
-    if all then alls = alls + 1 end
-    ok = ok and c.shared == (all and cluster_room or ks * rows) and ks * rows <= cluster_room
+    ok = ok and cfg.shared == (all and cluster_room or ks * rows) and ks * rows <= cluster_room
   end
-  if whole == nil then ok = ok and alls > 0 and alls < #cluster_cfgs end
-  T.ok(ok, ("cluster_whole %s: %d cluster launches, %d asking for all the room (%s bytes), the rest for their rows'"):format(
-       w, #cluster_cfgs, alls, tostring(cluster_room)))
+  T.ok(ok, ("cluster_whole %s, block %d: %d cluster launches, each asking for %s"):format(w, nb, #cluster_cfgs,
+       all and ("all the room, " .. tostring(cluster_room) .. " bytes") or "its rows' bytes"))
 end
 M.tune.cluster_whole = nil
 -- one device's look-ahead with its step between panels on the update's stream (step_on = "S",

@@ -459,11 +459,11 @@ end
 -- to while the cluster panel could not keep its rows (false: split past split_width alone).
 -- cluster_whole: the cluster panel's blocks ask for all the shared memory a block may have,
 -- so that no block of the update runs beside them on their multiprocessors (false: only
--- their rows'; nil, the default: all of it where one GPU's block is split in panels, only
--- the rows' elsewhere). Measured on an H100 (session 19, bench/solve.lua's "+whole1"):
--- float32 16384 (block 128 in 64s) 152.2 ms against 155.3, float64 8192 (96 in 48s) 43.6
--- against 44.1, 16384 171.5 against 172.3; but float32 8192 (block 64, unsplit) 41.4
--- against 41.1. step_on: where the one-GPU look-ahead puts its step between panels: "Q" (the
+-- their rows'; nil, the default: all of it where the block is split in panels, only the
+-- rows' elsewhere). Measured on an H100 (session 19, bench/solve.lua's "+whole1"): float32
+-- 16384 (block 128 in 64s) 152.2 ms against 155.3, float64 8192 (96 in 48s) 43.6 against
+-- 44.1, 16384 171.5 against 172.3; but float32 8192 (block 64, unsplit) 41.4 against 41.1.
+-- Two H200s (session 20), float32 32768, block 128 in 32s: 515.7 ms against 528.7. step_on: where the one-GPU look-ahead puts its step between panels: "Q" (the
 -- default), on the panels' stream after the panel, once S's last full-width update is done
 -- (when S is ahead, no hop between the streams on the panels' chain); "S", on the update's
 -- stream, which Q then waits for (before session 20: float32 8192 block 64 41.03 ms against
@@ -624,7 +624,7 @@ end
 local function panel_factory(make, K, dev, stream, n, A, ipiv, status, ld, several, nb)
   local width = split_width(A.dtype, several)
   local whole = M.tune.cluster_whole
-  if whole == nil then whole = not several and nb > width end
+  if whole == nil then whole = nb > width end
   local factor, spills = make(K, dev, stream, n, A, ipiv, status, ld, whole)
   if make ~= panel_cluster then return factor end
   return split_panel(K, dev, stream, n, A, ipiv, factor, width, ld, spills)
