@@ -827,11 +827,11 @@ local function shares_on(list, G, dev0, dt, info, peer)
     local k = slots[used[d.ordinal]]
     if not k then
       k = {S = stream_on(d), Q = stream_on(d, -1), ready = event_on(d), u = event_on(d), done = event_on(d),
-           recv = event_on(d)}
+           recv = event_on(d), w = event_on(d)}
       slots[used[d.ordinal]] = k
     end
     local s = {g = g, dev = d, K = kernels(d, dt), S = k.S, Q = k.Q, ready = k.ready, u = k.u, done = k.done,
-               recv = k.recv}
+               recv = k.recv, w = k.w}
     s.home = transport(info, peer, dev0.ordinal, d.ordinal)
     sh[g] = s
   end
@@ -952,6 +952,7 @@ local lu_multi = closing(function (owned, fname, dev0, ustream, n, nb, dt, A, ip
   end
 
   factor_and_send(0)
+  local onQ = M.tune.step_on ~= "S"
   for k = 0, P - 1 do
     local o = sh[k % G + 1]
     local j0 = k * nb
@@ -961,16 +962,21 @@ local lu_multi = closing(function (owned, fname, dev0, ustream, n, nb, dt, A, ip
     local nxt = k + 1 < P and sh[(k + 1) % G + 1] or nil
     for _, s in ipairs(sh) do
       local S, K, ld = s.S, s.K, s.nloc
-      S:wait(o.ready)
+      -- the next panel's owner receives panel k on Q (step_on = "Q", as lu_lookahead): after
+      -- its S finished step k - 1 (which updated the next panel's columns and read RB last)
+      local R = s == nxt and onQ and s.Q or S
+      if R ~= S and k > 0 then R:wait(s.w) end
+      R:wait(o.ready)
       local buf
       if s == o then buf = o.SB[(k // G) % 2 + 1]
       else
         local t = transport(info, peer, o.dev.ordinal, s.dev.ordinal)
-        if t == "host" then s.RB:copy_from(o.HB, S)
-        else s.RB:view(1, cnt):copy_from(o.SB[(k // G) % 2 + 1]:view(1, cnt), S) end
-        K("panel_pivots"):launch({grid = 1, block = 128, stream = S}, j0, jb, s.RB, s.ipiv)
+        if t == "host" then s.RB:copy_from(o.HB, R)
+        else s.RB:view(1, cnt):copy_from(o.SB[(k // G) % 2 + 1]:view(1, cnt), R) end
+        K("panel_pivots"):launch({grid = 1, block = 128, stream = R}, j0, jb, s.RB, s.ipiv)
         buf = s.RB
       end
+      if R ~= S then s.u:record(R); S:wait(s.u) end
       local lo, hi = 0, 0
       if s == o then lo = lstart(o, k); hi = lo + jb end
       -- local columns [c0, c1): U's block row, then the trailing update
@@ -990,9 +996,11 @@ local lu_multi = closing(function (owned, fname, dev0, ustream, n, nb, dt, A, ip
         -- rest skips [lt, lt1), and panel k's columns [lo, hi) too when this share owns
         -- it as well (one share owns every panel): they lie just left, hi == lt
         local lt1 = lstart(s, k + 2)
-        lookahead_step(K, s.dev, S, n, ld, j0, jb, lt, lt1 - lt, s.L, s.ipiv, buf, jb, jb)
-        s.u:record(S)
-        s.Q:wait(s.u)
+        lookahead_step(K, s.dev, R, n, ld, j0, jb, lt, lt1 - lt, s.L, s.ipiv, buf, jb, jb)
+        if R == S then
+          s.u:record(S)
+          s.Q:wait(s.u)
+        end
         factor_and_send(k + 1)
         swaps(K, s.dev, S, ld, ld, s == o and lo or lt, lt1, j0, jend, s.ipiv, s.L)
         update(lt1, ld)
@@ -1000,6 +1008,7 @@ local lu_multi = closing(function (owned, fname, dev0, ustream, n, nb, dt, A, ip
         swaps(K, s.dev, S, ld, ld, lo, hi, j0, jend, s.ipiv, s.L)
         update(lt, ld)
       end
+      if onQ then s.w:record(S) end
     end
   end
 
