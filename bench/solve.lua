@@ -40,7 +40,7 @@ local PANELS = {}
 for p in (arg[4] or "auto"):gmatch("[%a:%d+]+") do PANELS[#PANELS + 1] = p end
 local tune = require("culua.catalog.solve").tune
 local ROWS0, SPLIT0, SPILL0, FROWS0 = tune.cluster_rows, tune.split_at, tune.cluster_spill, tune.fused_rows   -- the defaults
-local TALL0 = tune.tall_split
+local TALL0, TSPILL0 = tune.tall_split, tune.tall_spill
 local DEVICES, PEER
 if arg[5] and arg[5] ~= "" then
   DEVICES = {}
@@ -109,6 +109,8 @@ for _, dt in ipairs(DTYPES) do
       tune.fused_rows = math.tointeger(tonumber(panel:match("%+rows(%d+)") or FROWS0))
       tune.fused_keep = not panel:match("%+inA")
       -- "+tallN": tall panels split down to N columns (solve.tune.tall_split; "+tall0": not split)
+      -- "+tspillP": split while more than P% of the rows would stay in A (solve.tune.tall_spill)
+      tune.tall_spill = panel:match("%+tspill(%d+)") and tonumber(panel:match("%+tspill(%d+)")) / 100 or TSPILL0
       local tall = panel:match("%+tall(%d+)")
       if tall then tune.tall_split = tall ~= "0" and math.tointeger(tonumber(tall)) or false else tune.tall_split = TALL0 end
       -- "+narrowK" / "+narrowM": the look-ahead's narrow update by its kernel / by matmul

@@ -449,17 +449,22 @@ end
 -- float64 splits past 48 columns (a block of 64 in two panels of 32; the last block, 6
 -- columns of 6 rows, always fits), and a row of 32 columns takes 272 bytes, of 16 columns
 -- 144: 7700 bytes keep 28 rows at 32 columns (under three quarters of the first half's 70
--- rows and the second's 38) and 53 at 16 (enough); 2000 bytes keep 7 and 13 (too few)
-for _, c in ipairs{{nil, 16, "c32 c6"}, {7700, 16, "c16 c6"}, {2000, 16, "c6 f16"}, {2000, false, "c6 f32"}} do
+-- rows and the second's 38) and 53 at 16 (enough); 2000 bytes keep 7 and 13 (too few).
+-- 16320 bytes keep 60 rows at 32 columns: over three quarters of the first half's 70, so
+-- that a panel split only past tall_spill = 0.25 stays at 32 columns; by default (0) the
+-- first half splits down to 16 (113 rows: all), the second keeps its 38 at 32
+for _, c in ipairs{{nil, 16, "c32 c6"}, {7700, 16, "c16 c6"}, {2000, 16, "c6 f16"}, {2000, false, "c6 f32"},
+                   {16320, 16, "c16 c32 c6"}, {16320, 16, "c32 c6", 0.25}} do
   local bytes, tall, want = c[1], c[2], c[3]
-  M.tune.cluster_bytes, M.tune.tall_split = bytes, tall
+  M.tune.cluster_bytes, M.tune.tall_split, M.tune.tall_spill = bytes, tall, c[4] or 0
   widths = {}
   check(70, 64, {0, 1}, "lu")
   check(70, 64, {0, 0, 1}, "lu", false)
   local got = took(widths)
-  T.is(got, want, ("cluster bytes %s, tall_split %s: the panel kernels and widths"):format(tostring(bytes), tostring(tall)))
+  T.is(got, want, ("cluster bytes %s, tall_split %s, tall_spill %s: the panel kernels and widths"):format(
+       tostring(bytes), tostring(tall), tostring(c[4] or 0)))
 end
-M.tune.cluster_bytes, M.tune.tall_split = nil, 16
+M.tune.cluster_bytes, M.tune.tall_split, M.tune.tall_spill = nil, 16, 0
 -- solve.tune.cluster_whole: the cluster panel's blocks ask for all the room there is (false:
 -- their rows', ks rows of jbs values and 16 bytes; nil, the default: all of it where the
 -- block is split in panels (float64: past 48 columns), on one GPU and on several)

@@ -456,7 +456,10 @@ end
 -- update by its kernel ("kernel") or through matmul ("matmul"): update_narrow. trsm: the
 -- full-width triangular solve by its kernel ("kernel") or as a product ("product"); nil
 -- picks by dtype (trsm_how). tall_split: the narrowest panel split_panel splits a panel down
--- to while the cluster panel could not keep its rows (false: split past split_width alone).
+-- to while the cluster panel could not keep more than 1 - tall_spill of its rows (false:
+-- split past split_width alone). tall_spill 0, the default: split while any row would stay
+-- in A (float32 16384 on an H100, session 20: 145.76 ms against 148.42 with 0.25, the share
+-- past which a panel goes to the fused kernel, cluster_spill, which it was until then).
 -- cluster_whole: the cluster panel's blocks ask for all the shared memory a block may have,
 -- so that no block of the update runs beside them on their multiprocessors (false: only
 -- their rows'; nil, the default: all of it where the block is split in panels, only the
@@ -469,13 +472,13 @@ end
 -- stream, which Q then waits for (before session 20: float32 8192 block 64 41.03 ms against
 -- 40.30 on Q; 16384 152.3 against 148.5; float64 8192 43.5 against 41.9, 16384 171.7 and 166.8).
 M.tune = {cluster_rows = 256, cluster_bytes = nil, cluster_spill = 0.25, lookahead = true, split_at = nil,
-          trsv_max = 16, fused_keep = true, fused_rows = 16, narrow = nil, trsm = nil, tall_split = 16,
+          trsv_max = 16, fused_keep = true, fused_rows = 16, narrow = nil, trsm = nil, tall_split = 16, tall_spill = 0,
           cluster_whole = nil, step_on = "Q"}
 
 -- panel = "cluster": the whole panel in one thread-block cluster, its rows in the blocks'
 -- shared memory (those that do not fit stay in A), a cluster barrier a column
--- (a second result: spills(j0, jb), true when the panel of columns [j0, j0 + jb) goes to the
--- fused kernel, for split_panel)
+-- (a second result: spills(j0, jb), true when the cluster panel would leave more than
+-- M.tune.tall_spill of the rows of the panel of columns [j0, j0 + jb) in A, for split_panel)
 local function panel_cluster(K, dev, stream, n, A, ipiv, status, ld, whole)
   local k = K("panel_cluster")
   local lim = cluster_fit(K, dev)
@@ -492,7 +495,7 @@ local function panel_cluster(K, dev, stream, n, A, ipiv, status, ld, whole)
     local rowbytes = ((jb + 3) // 4 * 4) * size + 16   -- kernels/solve.cu's jst values
     local rows = ceil_div(m, c)
     local ks = math.min(rows, math.min(lim.bytes, M.tune.cluster_bytes or lim.bytes) // rowbytes)
-    return c, ks, rowbytes, ks < (1 - M.tune.cluster_spill) * rows
+    return c, ks, rowbytes, ks < (1 - M.tune.cluster_spill) * rows, rows
   end
   return function (j0, jb, coff)
     local c, ks, rowbytes, spill = shape(n - j0, jb)
@@ -503,7 +506,10 @@ local function panel_cluster(K, dev, stream, n, A, ipiv, status, ld, whole)
     local bytes = whole and lim.bytes or ks * rowbytes
     k:launch({grid = c, block = CPANEL_THREADS, cluster = c, shared = bytes, stream = stream},
              n, j0, jb, A, ld, coff or 0, ipiv, status, ks)
-  end, function (j0, jb) return (select(4, shape(n - j0, jb))) end
+  end, function (j0, jb)   -- split_panel's question: more than tall_spill of the rows in A
+    local _, ks, _, _, rows = shape(n - j0, jb)
+    return ks < (1 - M.tune.tall_spill) * rows
+  end
 end
 
 -- the panel factorization a kind names, for a device: "auto" is the cluster panel where
@@ -581,11 +587,13 @@ end
 ** A has leading dimension ld (n by default); column c of the panel is at c + coff in its
 ** rows, as for the panel kernels (a share's columns, in the several-GPU LU).
 ** A panel no wider than `base` is split as well, down to M.tune.tall_split columns, while
-** spills(j0, jb) says that the cluster panel could not keep enough of its rows and would
-** hand it to the fused kernel: a narrower panel's rows take less shared memory, and the
-** cluster panel leaves the update beside it most multiprocessors, where the fused kernel
-** takes them all (float32 at n = 32768 on an H200, block 128: 64-column leaves 951.8 ms
-** and 596.7 on two GPUs; split down to 32 columns where the rows do not fit, 895.9 and 525.8)
+** spills(j0, jb) says that the cluster panel could not keep its rows (all of them, by
+** default: M.tune.tall_spill): a narrower panel's rows take less shared memory (rows in A
+** run at L2's speed), and the cluster panel leaves the update beside it most
+** multiprocessors, where the fused kernel, which takes a panel with over a quarter of its
+** rows in A, takes them all (float32 at n = 32768 on an H200, block 128: 64-column leaves
+** 951.8 ms and 596.7 on two GPUs; split down to 32 columns where over a quarter of the rows
+** do not fit, 895.9 and 525.8)
 ]]
 local function split_panel(K, dev, stream, n, A, ipiv, factor, base, ld, spills)
   ld, base = ld or n, math.max(base, 1)
