@@ -458,19 +458,22 @@ end
 -- picks by dtype (trsm_how). tall_split: the narrowest panel split_panel splits a panel down
 -- to while the cluster panel could not keep more than 1 - tall_spill of its rows (false:
 -- split past split_width alone). tall_spill 0, the default: split while any row would stay
--- in A (float32 16384 on an H100, session 20: 145.76 ms against 148.42 with 0.25, the share
--- past which a panel goes to the fused kernel, cluster_spill, which it was until then).
+-- in A (session 20, float32 16384 on an H100: 146.81 ms against 149.05 with 0.25, which it
+-- was until then, cluster_spill's share past which a panel goes to the fused kernel; 32768
+-- on an H200: 867.4 against 883.7).
 -- cluster_whole: the cluster panel's blocks ask for all the shared memory a block may have,
 -- so that no block of the update runs beside them on their multiprocessors (false: only
 -- their rows'; nil, the default: all of it where the block is split in panels, only the
 -- rows' elsewhere). Measured on an H100 (session 19, bench/solve.lua's "+whole1"): float32
 -- 16384 (block 128 in 64s) 152.2 ms against 155.3, float64 8192 (96 in 48s) 43.6 against
 -- 44.1, 16384 171.5 against 172.3; but float32 8192 (block 64, unsplit) 41.4 against 41.1.
--- Two H200s (session 20), float32 32768, block 128 in 32s: 515.7 ms against 528.7. step_on: where the one-GPU look-ahead puts its step between panels: "Q" (the
--- default), on the panels' stream after the panel, once S's last full-width update is done
--- (when S is ahead, no hop between the streams on the panels' chain); "S", on the update's
--- stream, which Q then waits for (before session 20: float32 8192 block 64 41.03 ms against
--- 40.30 on Q; 16384 152.3 against 148.5; float64 8192 43.5 against 41.9, 16384 171.7 and 166.8).
+-- Two H200s (session 20), float32 32768, block 128 in 32s: 515.7 ms against 528.7.
+-- step_on: where the look-ahead (one GPU's and the several-GPU one) puts its step between
+-- panels: "Q" (the default), on the panels' stream after the panel, once S's last
+-- full-width update is done (when S is ahead, no hop between the streams on the panels'
+-- chain); "S", on the update's stream, which Q then waits for (as before session 20, on an
+-- H100: float32 8192 block 64 41.03 ms against 40.30 on Q, 16384 152.3 against 148.5;
+-- float64 8192 43.5 against 41.9, 16384 171.7 against 166.8).
 M.tune = {cluster_rows = 256, cluster_bytes = nil, cluster_spill = 0.25, lookahead = true, split_at = nil,
           trsv_max = 16, fused_keep = true, fused_rows = 16, narrow = nil, trsm = nil, tall_split = 16, tall_spill = 0,
           cluster_whole = nil, step_on = "Q"}
