@@ -117,7 +117,7 @@ for _, dt in ipairs(DTYPES) do
       tune.narrow = ({K = "kernel", M = "matmul", S = "step"})[panel:match("%+narrow(%u)") or ""]
       -- "+whole1" / "+whole0": the cluster panel's blocks ask for all the shared memory there is
       -- (no other block beside them) / only their rows' (solve.tune.cluster_whole; neither: its
-      -- default, all of it where one GPU splits its block)
+      -- default, all of it where the block is split in panels, on one GPU or several)
       local whole = panel:match("%+whole(%d)")
       if whole then tune.cluster_whole = whole == "1" else tune.cluster_whole = nil end
       -- "+stepS": the look-ahead's step between panels on the update's stream (solve.tune.step_on;

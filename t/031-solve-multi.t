@@ -483,8 +483,8 @@ for _, c in ipairs{{"false", 64, false}, {"true", 64, true}, {"default", 64, tru
        all and ("all the room, " .. tostring(cluster_room) .. " bytes") or "its rows' bytes"))
 end
 M.tune.cluster_whole = nil
--- one device's look-ahead with its step between panels on the update's stream (step_on = "S",
--- as before session 20; the default puts it on the panels')
+-- both look-aheads (one device's and the several-GPU one) with their step between panels on
+-- the update's stream (step_on = "S", as before session 20; the default puts it on the panels')
 M.tune.step_on = "S"
 check(70, 64, {0, 1}, "lu")
 M.tune.step_on = "Q"
