@@ -440,7 +440,7 @@ end
 -- a block (nil: all there is; a small cap leaves most rows in A), the share of a panel's
 -- rows in A past which the fused panel takes it, the look-ahead (false: one stream), and the widest
 -- panel the cluster panel factors in one launch (a wider block is split in halves; nil: 64
--- in float32 (32 on several GPUs), 48 in float64, the fastest on an H100: split_width); and the
+-- in float32, 48 in float64, the fastest on an H100 and on two H200s: split_width); and the
 -- most right-hand sides lu_solve substitutes in one launch a triangle (substitute; more go
 -- by blocks, trsm and matmul); whether the fused panel keeps its rows in shared memory
 -- where they fit (fused_keep; false: in A, as before session 12), and about how many rows a
@@ -467,7 +467,7 @@ end
 -- rows' elsewhere). Measured on an H100 (session 19, bench/solve.lua's "+whole1"): float32
 -- 16384 (block 128 in 64s) 152.2 ms against 155.3, float64 8192 (96 in 48s) 43.6 against
 -- 44.1, 16384 171.5 against 172.3; but float32 8192 (block 64, unsplit) 41.4 against 41.1.
--- Two H200s (session 20), float32 32768, block 128 in 32s: 515.7 ms against 528.7.
+-- Two H200s (session 20), float32 32768, block 128 then in 32s: 515.7 ms against 528.7.
 -- step_on: where the look-ahead (one GPU's and the several-GPU one) puts its step between
 -- panels: "Q" (the default), on the panels' stream after the panel, once S's last
 -- full-width update is done (when S is ahead, no hop between the streams on the panels'
@@ -624,16 +624,17 @@ end
 -- the panel factorization that `make` (panel_maker's) builds on a stream, split in halves
 -- past M.tune.split_at columns when it is the cluster panel (whose launches are cheapest narrow)
 -- (float64: 48, so that a block of 96 goes in two panels of 48 and one of 128 in four of 32).
--- In float32, 64 on one GPU and 32 on several, where each GPU's share of the update is
--- smaller and the chain of panels counts for more (two H200s, block 128, 16384: 133.97 ms in
--- 32s, 137.70 in 64s; 32768: 525.81 and 539.20; one H200 at 16384: 156.37 and 154.83)
-local function split_width(dt, several)
-  return M.tune.split_at or (dt == "float32" and (several and 32 or 64) or 48)
+-- In float32 64, on one GPU and on several (two H200s, block 128, session 21: 32768 504.3 ms
+-- against 508.5 in 32s, 16384 117.2 against 122.3; session 18 had measured 32s the faster
+-- there, 525.8 against 539.2, before tall panels split to fit and the cluster's blocks took
+-- whole multiprocessors)
+local function split_width(dt)
+  return M.tune.split_at or (dt == "float32" and 64 or 48)
 end
 
 -- (nb: the block's width, which the panels' shared memory follows: cluster_whole)
-local function panel_factory(make, K, dev, stream, n, A, ipiv, status, ld, several, nb)
-  local width = split_width(A.dtype, several)
+local function panel_factory(make, K, dev, stream, n, A, ipiv, status, ld, nb)
+  local width = split_width(A.dtype)
   local whole = M.tune.cluster_whole
   if whole == nil then whole = nb > width end
   local factor, spills = make(K, dev, stream, n, A, ipiv, status, ld, whole)
@@ -659,7 +660,7 @@ local function lu_lookahead(K, dev, stream, n, nb, A, ipiv, status, make)
   st.start:record(stream)
   S:wait(st.start)
   Q:wait(st.start)
-  local factor = panel_factory(make, K, dev, Q, n, A, ipiv, status, nil, false, nb)
+  local factor = panel_factory(make, K, dev, Q, n, A, ipiv, status, nil, nb)
   factor(0, math.min(nb, n))
   st.ready:record(Q)
   local onQ = M.tune.step_on ~= "S"
@@ -701,7 +702,7 @@ local function lu_blocked(fname, K, dev, stream, n, nb, A, ipiv, status, panel_k
   if make == panel_cluster and n > nb and M.tune.lookahead ~= false then
     return lu_lookahead(K, dev, stream, n, nb, A, ipiv, status, make)
   end
-  local factor = panel_factory(make, K, dev, stream, n, A, ipiv, status, nil, false, nb)
+  local factor = panel_factory(make, K, dev, stream, n, A, ipiv, status, nil, nb)
   for j0 = 0, n - 1, nb do
     local jb = math.min(nb, n - j0)
     local jend = j0 + jb
@@ -915,7 +916,7 @@ local lu_multi = closing(function (owned, fname, dev0, ustream, n, nb, dt, A, ip
     s.ipiv = keep(owned, cuda.array("int32", n, o))
     s.SB = {keep(owned, cuda.array(dt, buf_size, o)), keep(owned, cuda.array(dt, buf_size, o))}
     s.RB = keep(owned, cuda.array(dt, buf_size, o))
-    s.factor = panel_factory(panel_maker(fname, pk, s.K, s.dev), s.K, s.dev, s.Q, n, s.L, s.ipiv, s.status, nloc, true, nb)
+    s.factor = panel_factory(panel_maker(fname, pk, s.K, s.dev), s.K, s.dev, s.Q, n, s.L, s.ipiv, s.status, nloc, nb)
     for h = 1, G do
       if transport(info, peer, s.dev.ordinal, sh[h].dev.ordinal) == "host" then
         s.HB = s.HB or keep(owned, pinned(dt, buf_size))
@@ -929,18 +930,27 @@ local lu_multi = closing(function (owned, fname, dev0, ustream, n, nb, dt, A, ip
     return c <= 0 and 0 or ceil_div(c, G) * nb
   end
 
-  -- distribute: each share's columns packed on the arrays' device (into its L when it is there)
+  -- distribute: each share's columns packed out of A into its L. A share on the arrays'
+  -- device packs its own on its S; the arrays' device writes a peer's straight into the
+  -- peer's L over peer access (one pass, writes over the link); a share reached through
+  -- the host gets them packed on the arrays' device (W), staged and copied
   local cyclic = kernels(dev0, dt)("cyclic")
+  hev:record(HS)   -- the start, after the caller's stream
   for _, s in ipairs(sh) do
     local count = n * s.nloc
+    local grid = {grid = grid_for(count, 256, dev0), block = 256, stream = HS}
     if s.home == "local" then
-      cyclic:launch({grid = grid_for(count, 256, dev0), block = 256, stream = HS}, n, nb, G, s.g - 1, s.nloc, A, s.L, 0)
-      s.u:record(HS)   -- an event of device dev0 == s.dev
-      s.S:wait(s.u)
+      s.S:wait(hev)
+      grid.stream = s.S
+      cyclic:launch(grid, n, nb, G, s.g - 1, s.nloc, A, s.L, 0)
+    elseif s.home == "peer" then
+      cyclic:launch(grid, n, nb, G, s.g - 1, s.nloc, A, s.L, 0)
+      hev:record(HS)
+      s.S:wait(hev)
     else
       s.W = keep(owned, cuda.array(dt, count, {device = dev0.ordinal}))
-      if s.home == "host" then s.HW = keep(owned, pinned(dt, count)) end
-      cyclic:launch({grid = grid_for(count, 256, dev0), block = 256, stream = HS}, n, nb, G, s.g - 1, s.nloc, A, s.W, 0)
+      s.HW = keep(owned, pinned(dt, count))
+      cyclic:launch(grid, n, nb, G, s.g - 1, s.nloc, A, s.W, 0)
       move(s.home, s.W, HS, hev, s.L, s.S, s.HW)
     end
     s.u:record(s.S)
@@ -1023,16 +1033,20 @@ local lu_multi = closing(function (owned, fname, dev0, ustream, n, nb, dt, A, ip
     end
   end
 
-  -- gather the columns back into A, and share 1's pivots (every share has them all)
+  -- gather the columns back into A, and share 1's pivots (every share has them all): each
+  -- share on its own S, a peer writing into A over peer access, all at once; a share
+  -- reached through the host staged into W and unpacked on the arrays' device
   local ipiv_hbuf = sh[1].home == "host" and keep(owned, pinned("int32", n)) or nil
   for _, s in ipairs(sh) do
-    if s.home == "local" then
+    local grid = {grid = grid_for(n * s.nloc, 256, s.dev), block = 256, stream = s.S}
+    if s.home == "host" then
+      move(s.home, s.L, s.S, s.done, s.W, HS, s.HW)
+      grid.grid, grid.stream = grid_for(n * s.nloc, 256, dev0), HS
+      cyclic:launch(grid, n, nb, G, s.g - 1, s.nloc, A, s.W, 1)
+    else
+      s.K("cyclic"):launch(grid, n, nb, G, s.g - 1, s.nloc, A, s.L, 1)
       s.done:record(s.S)
       HS:wait(s.done)
-      cyclic:launch({grid = grid_for(n * s.nloc, 256, dev0), block = 256, stream = HS}, n, nb, G, s.g - 1, s.nloc, A, s.L, 1)
-    else
-      move(s.home, s.L, s.S, s.done, s.W, HS, s.HW)
-      cyclic:launch({grid = grid_for(n * s.nloc, 256, dev0), block = 256, stream = HS}, n, nb, G, s.g - 1, s.nloc, A, s.W, 1)
     end
   end
   return finish(sh, n, ipiv, ipiv_hbuf, HS, hev, ustream, owned, "Q")
