@@ -3,12 +3,13 @@
 ** The cuBLAS anchor for bench/matmul.lua: row-major C = A * B of n x n
 ** float32 random matrices, SGEMM in plain fp32 and with TF32 tensor ops,
 ** and DGEMM (float64, on tensor cores where the device has them); with K,
-** DGEMM alone as LU's trailing update: C (n x n) -= A (n x K) * B (K x n).
+** LU's trailing update alone: C (n x n) -= A (n x K) * B (K x n), SGEMM in
+** plain fp32 and DGEMM.
 ** Timed with events after a warm-up, median of reps. Built on the GPU
 ** machine by bench/run.sh (nvcc anchor_cublas.cu -lcublas).
 **
 **   anchor_cublas N REPS     ->   "sgemm_ms X", "tf32_ms Y" and "dgemm_ms Z"
-**   anchor_cublas N REPS K   ->   "dgemm_ms Z"
+**   anchor_cublas N REPS K   ->   "sgemm_ms X" and "dgemm_ms Z"
 */
 
 #include <cublas_v2.h>
@@ -71,6 +72,12 @@ int main (int argc, char **argv) {
     printf("sgemm_ms %.4f\n", time_gemm(handle, n, n, n, 1.0f, A, B, 0.0f, C, reps));
     CHECK(cublasSetMathMode(handle, CUBLAS_TF32_TENSOR_OP_MATH));
     printf("tf32_ms %.4f\n", time_gemm(handle, n, n, n, 1.0f, A, B, 0.0f, C, reps));
+    cudaFree(A); cudaFree(B); cudaFree(C);
+  } else {
+    float *A, *B, *C;
+    matrices(count, &A, &B, &C);
+    CHECK(cublasSetMathMode(handle, CUBLAS_PEDANTIC_MATH));
+    printf("sgemm_ms %.4f\n", time_gemm(handle, n, n, k, -1.0f, A, B, 1.0f, C, reps));
     cudaFree(A); cudaFree(B); cudaFree(C);
   }
   CHECK(cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH));

@@ -146,6 +146,30 @@ __device__ void tiled (int M, int N, int K, T alpha, const T *A, const T *B, T b
 
 /* {====================================================== fast: register-blocked, double-buffered */
 
+/* cp.async of 8 or 16 bytes, of which the first `bytes` come from src and the rest are
+** zeros (bytes 0: src is not read, but must still be a valid address); copy_all: all of them */
+template <int SIZE>
+__device__ __forceinline__ void copy_async (void *dst, const void *src, int bytes) {
+  unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+  if (SIZE == 16)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(d), "l"(src), "r"(bytes) : "memory");
+  else
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;" :: "r"(d), "l"(src), "r"(bytes) : "memory");
+}
+
+template <int SIZE>
+__device__ __forceinline__ void copy_all (void *dst, const void *src) {
+  unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+  if (SIZE == 16) asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(d), "l"(src) : "memory");
+  else asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(d), "l"(src) : "memory");
+}
+
+__device__ __forceinline__ void copy_commit () { asm volatile("cp.async.commit_group;" ::: "memory"); }
+
+template <int N>
+__device__ __forceinline__ void copy_wait () { asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory"); }
+
+
 /*
 ** This thread's L elements of a tile W wide whose corner is (r0, c0) in a
 ** rows x cols row-major matrix with rows ld apart, into registers: element
@@ -178,17 +202,45 @@ __device__ __forceinline__ void fetch_tiles (T *ra, T *rb, int tid, int bm, int 
 }
 
 
-template <typename T, int BM, int BN, int BK, int TM, int TN, bool VEC>
+/*
+** CS, C staged (float32 with VEC, C's rows 16 bytes apart, and beta != 0: the
+** dispatcher takes it only so; N is then a multiple of 4): where C is read (LU's
+** update, C -= A*B at k = 64 or 128), each thread's part of it comes into the
+** launch's shared memory by cp.async before the first product, a chunk of 4 values
+** (TN / 2) at fast_cstage[q * NT + tid] for q = 2 * (its row i) + (its half h), so
+** that the end of the tile reads it there rather than waiting on 64 loads from
+** memory then, and writes 16-byte vectors. A thread reads only what it copied: its
+** own cp.async.wait_group is all the ordering needed. 64 KiB a block (2 blocks a
+** multiprocessor still fit on an H100). The copies' addresses are worked out in a
+** loop and again at the end (the thread index read afresh), so that none lives
+** across the products: 40 bytes of spill against 0 without the staging (ptxas;
+** unrolled, 44-104). LU's update on an H100 (bench/RESULTS.md, session 21): k = 64
+** 1.33x the kernel without it, k = 128 1.05x.
+*/
+template <typename T, int BM, int BN, int BK, int TM, int TN, bool VEC, bool CS = false>
 __device__ void fast (int M, int N, int K, T alpha, const T *A, const T *B, T beta, T *C,
                       int lda, int ldb, int ldc) {
   constexpr int NT = (BM / TM) * (BN / TN);
   constexpr int LA = BM * BK / NT, LB = BK * BN / NT;   /* elements each thread loads */
+  static_assert(!CS || (VEC && sizeof(T) == 4 && TN == 8), "C staged: float32, 16-byte chunks of 4");
   __shared__ __align__(16) T as[2][BK][BM];
   __shared__ __align__(16) T bs[2][BK][BN];
+  extern __shared__ float4 fast_cstage[];
   const int tid = threadIdx.x;
   const int bm = blockIdx.y * BM, bn = blockIdx.x * BN;
   const int tx = tid % (BN / TN), ty = tid / (BN / TN);
   T ra[LA], rb[LB], acc[TM][TN];
+  /* this thread's row i and first column of half h of its TM x TN part of C */
+  auto crow = [&] (int i) { return bm + (i < TM / 2 ? ty * (TM / 2) + i : BM / 2 + ty * (TM / 2) + i - TM / 2); };
+  auto ccol = [&] (int h) { return bn + h * (BN / 2) + tx * (TN / 2); };
+  if (CS) {
+#pragma unroll 1
+    for (int q = 0; q < 2 * TM; q++) {   /* (a loop, not unrolled: its addresses do not outlive it) */
+      const int r = crow(q >> 1), c = ccol(q & 1);
+      if (r < M && c < N) copy_all<16>(&fast_cstage[q * NT + tid], C + (size_t)r * ldc + c);
+    }
+    copy_commit();
+  }
 
 #pragma unroll
   for (int i = 0; i < TM; i++)
@@ -242,9 +294,33 @@ __device__ void fast (int M, int N, int K, T alpha, const T *A, const T *B, T be
       s ^= 1;
     }
   }
+  if constexpr (CS) {
+    copy_wait<0>();
+    /* the thread's place again, read afresh: nothing of the start lives across the products */
+    unsigned t2;
+    asm volatile("mov.u32 %0, %%tid.x;" : "=r"(t2));
+    const int ex = t2 % (BN / TN), ey = t2 / (BN / TN);
+    const int eb = blockIdx.y * BM, ec = blockIdx.x * BN;
+#pragma unroll
+    for (int i = 0; i < TM; i++) {
+      const int r = eb + (i < TM / 2 ? ey * (TM / 2) + i : BM / 2 + ey * (TM / 2) + i - TM / 2);
+      if (r >= M) continue;
+#pragma unroll
+      for (int h = 0; h < 2; h++) {
+        const int c = ec + h * (BN / 2) + ex * (TN / 2);
+        const T *a = &acc[i][h * (TN / 2)];
+        if (c < N) {   /* (N is a multiple of 4: the chunk is whole) */
+          const float4 o = fast_cstage[(2 * i + h) * NT + t2];
+          *(float4 *)(C + (size_t)r * ldc + c) = make_float4(alpha * a[0] + beta * o.x, alpha * a[1] + beta * o.y,
+                                                              alpha * a[2] + beta * o.z, alpha * a[3] + beta * o.w);
+        }
+      }
+    }
+    return;
+  }
 #pragma unroll
   for (int i = 0; i < TM; i++) {
-    int r = bm + (i < TM / 2 ? ty * (TM / 2) + i : BM / 2 + ty * (TM / 2) + i - TM / 2);
+    int r = crow(i);
     if (r >= M) continue;
 #pragma unroll
     for (int j = 0; j < TN; j++) {
@@ -385,30 +461,6 @@ __device__ __forceinline__ void mma_f64 (double *d, const double *a, const doubl
 #undef CULUA_M8N8K4
 #endif
 }
-
-
-/* cp.async of 8 or 16 bytes, of which the first `bytes` come from src and the rest are
-** zeros (bytes 0: src is not read, but must still be a valid address); copy_all: all of them */
-template <int SIZE>
-__device__ __forceinline__ void copy_async (void *dst, const void *src, int bytes) {
-  unsigned d = (unsigned)__cvta_generic_to_shared(dst);
-  if (SIZE == 16)
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(d), "l"(src), "r"(bytes) : "memory");
-  else
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;" :: "r"(d), "l"(src), "r"(bytes) : "memory");
-}
-
-template <int SIZE>
-__device__ __forceinline__ void copy_all (void *dst, const void *src) {
-  unsigned d = (unsigned)__cvta_generic_to_shared(dst);
-  if (SIZE == 16) asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(d), "l"(src) : "memory");
-  else asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(d), "l"(src) : "memory");
-}
-
-__device__ __forceinline__ void copy_commit () { asm volatile("cp.async.commit_group;" ::: "memory"); }
-
-template <int N>
-__device__ __forceinline__ void copy_wait () { asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory"); }
 
 
 /* the shared memory of dmma<BM, BN, STAGES>: STAGES copies of A's BM x 16 tile (rows padded
@@ -605,6 +657,9 @@ extern "C" __global__ void __launch_bounds__(256, 2) culua_matmul_fast_f32_vec (
 { fast<float, 128, 128, 8, 8, 8, true>(CULUA_ARGS); }
 extern "C" __global__ void __launch_bounds__(256, 2) culua_matmul_fast_f32 (CULUA_PARAMS(float))
 { fast<float, 128, 128, 8, 8, 8, false>(CULUA_ARGS); }
+/* with C staged in 64 KiB of the launch's shared memory (fast's CS) */
+extern "C" __global__ void __launch_bounds__(256, 2) culua_matmul_fast_f32_vec_cs (CULUA_PARAMS(float))
+{ fast<float, 128, 128, 8, 8, 8, true, true>(CULUA_ARGS); }
 extern "C" __global__ void __launch_bounds__(256) culua_matmul_fast_f64 (CULUA_PARAMS(double))
 { fast<double, 64, 64, 8, 4, 4, false>(CULUA_ARGS); }
 

@@ -383,6 +383,22 @@ do
     run64({variant = "fast"}, 1e-13, "C -= A*B")
     if dev.major >= 8 then run64({variant = "dmma"}, 1e-13, "C -= A*B") end
   end
+  -- float32 fast without TMA stages C in shared memory where it is read (compute capability
+  -- 9.0: matmul.tune.stage_c), and not with stage_c = false: both against the reference, in
+  -- LU's shape and over partial tiles at the bottom (rows 301) and right (columns 260)
+  do
+    local mtune = require("culua.catalog.matmul").tune
+    local run = ld_case("float32", 301, 260, 128, {one = {700, 700}}, {300, 0}, {0, 300}, {300, 300}, -1, 1)
+    local runb = ld_case("float32", 301, 260, 64, {one = {700, 700}}, {300, 0}, {0, 300}, {300, 300}, 0.5, -2)
+    for _, stage in ipairs{false, true} do
+      mtune.stage_c = stage or false
+      if stage then mtune.stage_c = nil end
+      local what = stage and "C staged (by default on cc 9.0)" or "stage_c = false"
+      run({variant = "fast", tma = false}, f32, "C -= A*B, " .. what)
+      runb({variant = "fast", tma = false}, f32, "alpha 0.5 beta -2, " .. what)
+    end
+    mtune.stage_c = nil
+  end
   -- ld equal to the row length is the packed case, given explicitly
   do
     local A, B, Cd, R = problem("float32", 33, 47, 29, 41)

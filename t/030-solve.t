@@ -586,14 +586,9 @@ local function gpu_tests()
     local one = {method = opts.method, block = opts.block, panel = opts.panel, growth = true}
     local many = {method = opts.method, block = opts.block, panel = opts.panel, devices = devices, peer = peer, growth = true}
     local A1, A2 = device_of(hA), device_of(hA)
-    -- the one-device run splits its cluster panels as the several-GPU run does (in float32
-    -- 32 columns, where one GPU takes 64: solve.lua's split_width), for the same arithmetic
-    local tune = require("culua.catalog.solve").tune
-    local split = tune.split_at
-    tune.split_at = split or (dt == "float32" and 32 or nil)
-    local ok1, p1, info1 = pcall(cat.lu, A1, one)
-    tune.split_at = split
-    if not ok1 then error(p1, 0) end
+    -- (the one-device run splits its cluster panels as the several-GPU run does: solve.lua's
+    -- split_width, the same on one GPU and several since session 21)
+    local p1, info1 = cat.lu(A1, one)
     local ok, p2, info = pcall(cat.lu, A2, many)
     if not T.ok(ok, what .. ": lu") then T.diag(p2); return end
     local hp1, hp2 = to_host(p1), to_host(p2)

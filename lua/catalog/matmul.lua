@@ -16,7 +16,10 @@ local M = {}
 local matmul_variants = {"naive", "row", "column", "tiled", "fast", "tf32", "dmma"}
 local unrolls = {1, 2, 4, 8}
 
--- kernel name, -D values, grid and block for one variant
+-- float32's fast kernel with C staged: 16 chunks of 16 bytes a thread, 256 threads
+local STAGE_C_BYTES = 16 * 16 * 256
+
+-- kernel name, -D values, grid and block for one variant (and the launch's shared memory)
 local function matmul_plan(fname, variant, t, m, n, A, B, opts)
   local unroll = one_of(fname, "unroll", opts.unroll or 1, unrolls)
   if variant == "naive" then
@@ -45,6 +48,9 @@ local function matmul_plan(fname, variant, t, m, n, A, B, opts)
   end
   if t == "f64" then
     return "culua_matmul_fast_f64", nil, {ceil_div(n, 64), ceil_div(m, 64)}, {256}
+  end
+  if vec and opts.stage_c then   -- C staged in shared memory (kernels/matmul.cu's fast, CS)
+    return "culua_matmul_fast_f32_vec_cs", nil, {ceil_div(n, 128), ceil_div(m, 128)}, {256}, STAGE_C_BYTES
   end
   return vec and "culua_matmul_fast_f32_vec" or "culua_matmul_fast_f32", nil, {ceil_div(n, 128), ceil_div(m, 128)}, {256}
 end
@@ -172,7 +178,7 @@ local dmma_tiles = {["128x128"] = {128, 128, 256, dmma_shared(128, 128, 4)},
                     ["128x64"] = {128, 64, 128, dmma_shared(128, 64, 3)},
                     ["64x128"] = {64, 128, 128, dmma_shared(64, 128, 3)},
                     ["128x64w8"] = {128, 64, 256, dmma_shared(128, 64, 3)}}
-M.tune = {dmma_tile = nil}
+M.tune = {dmma_tile = nil, stage_c = nil}
 
 -- 128 x 64 in 8 warps for k under 1024 (LU's update), in 4 warps past it, unless
 -- M.tune.dmma_tile says otherwise. On an H100 (bench/matmul.lua, session 13), TFLOP/s,
@@ -195,6 +201,16 @@ local function matmul_dmma(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, o
   kern:launch({grid = {ceil_div(n, tile[2]), ceil_div(m, tile[1])}, block = tile[3], shared = tile[4], stream = opts.stream},
               m, n, k, alpha, A, B, beta, Cm, lda, ldb, ldc)
   return Cm
+end
+
+-- whether float32's fast kernel stages C in shared memory (read at the start by cp.async,
+-- not at the end): where C is read (beta ~= 0) with its rows 16 bytes apart, on compute
+-- capability 9.0, where it was measured (two 80 KiB blocks a multiprocessor fit);
+-- M.tune.stage_c = false turns it off. LU's trailing update on an H100, C -= A * B with
+-- k = 128: see bench/RESULTS.md, session 21.
+local function stage_c(dev, beta, ldc)
+  if M.tune.stage_c == false then return false end
+  return beta ~= 0 and ldc % 4 == 0 and dev.major == 9
 end
 
 local matmul_options = {"variant", "alpha", "beta", "unroll", "tile", "block", "threads", "m", "n", "k",
@@ -290,10 +306,12 @@ function M.matmul(A, B, Cm, opts)
   if variant == "dmma" then
     return matmul_dmma(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, opts)
   end
-  local name, defines, grid, block = matmul_plan(fname, variant, t, m, n, A, B,
-    {unroll = opts.unroll, tile = opts.tile, block = opts.block, threads = opts.threads, k = k, cptr = Cm.ptr, lda = lda, ldb = ldb})
+  local name, defines, grid, block, shared = matmul_plan(fname, variant, t, m, n, A, B,
+    {unroll = opts.unroll, tile = opts.tile, block = opts.block, threads = opts.threads, k = k, cptr = Cm.ptr, lda = lda, ldb = ldb,
+     stage_c = stage_c(dev, beta, ldc)})
   local kern = core.kernel("matmul", name, defines, dev)
-  kern:launch({grid = grid, block = block, stream = opts.stream}, m, n, k, alpha, A, B, beta, Cm, lda, ldb, ldc)
+  if shared then core.allow_shared(kern, shared) end
+  kern:launch({grid = grid, block = block, shared = shared, stream = opts.stream}, m, n, k, alpha, A, B, beta, Cm, lda, ldb, ldc)
   return Cm
 end
 
