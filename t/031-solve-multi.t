@@ -185,8 +185,8 @@ K.narrow_step = function (n, i0, kb, L, loff, ldl, c0, nc, A, ld, ipiv, held, ti
     end
   end
 end
-K.cyclic = function (n, nb, G, g, nloc, A, X, back)
-  for r = 0, n - 1 do for lc = 0, nloc - 1 do
+K.cyclic = function (n, rows, nb, G, g, nloc, A, X, back)
+  for r = 0, rows - 1 do for lc = 0, nloc - 1 do
     local gc = ((lc // nb) * G + g) * nb + lc % nb
     assert(gc < n)
     if back == 1 then S(A, r * n + gc, E(X, r * nloc + lc)) else S(X, r * nloc + lc, E(A, r * n + gc)) end
