@@ -839,11 +839,11 @@ local function shares_on(list, G, dev0, dt, info, peer)
     local k = slots[used[d.ordinal]]
     if not k then
       k = {S = stream_on(d), Q = stream_on(d, -1), G = stream_on(d), ready = event_on(d), u = event_on(d),
-           done = event_on(d), recv = event_on(d), w = event_on(d)}
+           done = event_on(d), recv = event_on(d), w = event_on(d), freed = {event_on(d), event_on(d)}}
       slots[used[d.ordinal]] = k
     end
     local s = {g = g, dev = d, K = kernels(d, dt), S = k.S, Q = k.Q, G = k.G, ready = k.ready, u = k.u,
-               done = k.done, recv = k.recv, w = k.w}
+               done = k.done, recv = k.recv, w = k.w, freed = k.freed}
     s.home = transport(info, peer, dev0.ordinal, d.ordinal)
     sh[g] = s
   end
@@ -915,7 +915,8 @@ local lu_multi = closing(function (owned, fname, dev0, ustream, n, nb, dt, A, ip
     s.L = keep(owned, cuda.array(dt, n * nloc, o))
     s.ipiv = keep(owned, cuda.array("int32", n, o))
     s.SB = {keep(owned, cuda.array(dt, buf_size, o)), keep(owned, cuda.array(dt, buf_size, o))}
-    s.RB = keep(owned, cuda.array(dt, buf_size, o))
+    s.RB = {keep(owned, cuda.array(dt, buf_size, o)), keep(owned, cuda.array(dt, buf_size, o))}
+    s.recvd = 0   -- panels received: the receive buffers alternate
     s.factor = panel_factory(panel_maker(fname, pk, s.K, s.dev), s.K, s.dev, s.Q, n, s.L, s.ipiv, s.status, nloc, nb)
     for h = 1, G do
       if transport(info, peer, s.dev.ordinal, sh[h].dev.ordinal) == "host" then
@@ -990,21 +991,29 @@ local lu_multi = closing(function (owned, fname, dev0, ustream, n, nb, dt, A, ip
     local nxt = k + 1 < P and sh[(k + 1) % G + 1] or nil
     for _, s in ipairs(sh) do
       local S, K, ld = s.S, s.K, s.nloc
-      -- the next panel's owner receives panel k on Q (step_on = "Q", as lu_lookahead): after
-      -- its S finished step k - 1 (which updated the next panel's columns and read RB last)
+      -- the next panel's owner receives panel k on Q (step_on = "Q", as lu_lookahead), into
+      -- the receive buffer S read two receives ago (freed: that step's end), not waiting for
+      -- S's step k - 1, which reads the other (else S idles for each copy and its pivots)
       local R = s == nxt and onQ and s.Q or S
-      if R ~= S and k > 0 then R:wait(s.w) end
       R:wait(o.ready)
-      local buf
+      local buf, bi
       if s == o then buf = o.SB[(k // G) % 2 + 1]
       else
         local t = transport(info, peer, o.dev.ordinal, s.dev.ordinal)
-        if t == "host" then s.RB:copy_from(o.HB, R)
-        else s.RB:view(1, cnt):copy_from(o.SB[(k // G) % 2 + 1]:view(1, cnt), R) end
-        K("panel_pivots"):launch({grid = 1, block = 128, stream = R}, j0, jb, s.RB, s.ipiv)
-        buf = s.RB
+        s.recvd = s.recvd + 1
+        bi = s.recvd % 2 + 1
+        buf = s.RB[bi]
+        if R ~= S then R:wait(s.freed[bi]) end
+        if t == "host" then buf:copy_from(o.HB, R)
+        else buf:view(1, cnt):copy_from(o.SB[(k // G) % 2 + 1]:view(1, cnt), R) end
+        K("panel_pivots"):launch({grid = 1, block = 128, stream = R}, j0, jb, buf, s.ipiv)
       end
-      if R ~= S then s.u:record(R); S:wait(s.u) end
+      if R ~= S then
+        s.u:record(R)
+        S:wait(s.u)
+        -- and the step on Q after S's step k - 1, which updated the next panel's columns too
+        if k > 0 then R:wait(s.w) end
+      end
       local lo, hi = 0, 0
       if s == o then lo = lstart(o, k); hi = lo + jb end
       -- local columns [c0, c1): U's block row, then the trailing update
@@ -1037,6 +1046,7 @@ local lu_multi = closing(function (owned, fname, dev0, ustream, n, nb, dt, A, ip
         update(lt, ld)
       end
       s.w:record(S)
+      if bi then s.freed[bi]:record(S) end
       -- rows [j0, jend) of this share's columns are final now (every later step works on the
       -- rows below): into A on G, beside the steps that follow, rather than all at the end
       -- (two H200s, float32 32768: 5.5 ms of NVLink for a share's 2.1 GB). The next panel's
