@@ -341,7 +341,9 @@ local function gpu_tests()
   if clusters then
     variants[4] = {panel = "cluster"}
     variants[5] = {panel = "cluster", rows = few, label = ("cluster, %d rows a block"):format(few)}
-    variants[6] = {panel = "cluster", bytes = 8192, spill = 1, label = "cluster, 8 KiB of rows a block"}
+    -- (tall = true where the rows do not fit and tall panels split, by default since session
+    -- 20 whenever a row would stay in A: a matmul between the halves, as below)
+    variants[6] = {panel = "cluster", bytes = 8192, spill = 1, tall = true, label = "cluster, 8 KiB of rows a block"}
     variants[7] = {panel = "cluster", nola = true, label = "cluster, no look-ahead"}
     variants[8] = {panel = "cluster", split = 64, label = "cluster, split past 64 columns"}
     variants[9] = {panel = "cluster", bytes = 8192, tall = true,
