@@ -440,7 +440,7 @@ end
 -- a block (nil: all there is; a small cap leaves most rows in A), the share of a panel's
 -- rows in A past which the fused panel takes it, the look-ahead (false: one stream), and the widest
 -- panel the cluster panel factors in one launch (a wider block is split in halves; nil: 64
--- in float32, 48 in float64, the fastest on an H100 and on two H200s: split_width); and the
+-- in float32 (32 for a block of 64 from n = 8192), 48 in float64: split_width); and the
 -- most right-hand sides lu_solve substitutes in one launch a triangle (substitute; more go
 -- by blocks, trsm and matmul); whether the fused panel keeps its rows in shared memory
 -- where they fit (fused_keep; false: in A, as before session 12), and about how many rows a
@@ -529,16 +529,19 @@ local function panel_maker(fname, kind, K, dev)
 end
 
 -- lu's and solve's panel width: opts.block, else what measured fastest on an H100
--- (bench/solve.lua, bench/RESULTS.md's sessions 11, 13 and 20): with the cluster panel (the
--- one panel_maker takes), 128 from n = 8192 in float32 (split in 64s: split_width) and from
--- n = 12288 in float64 (split in 32s); otherwise DEFAULT_BLOCK (float64 splits it in 32s).
+-- (bench/solve.lua, bench/RESULTS.md's sessions 11, 13, 20 and 21): with the cluster panel
+-- (the one panel_maker takes), 128 from n = 10240 in float32 (split in 64s: split_width) and
+-- from n = 12288 in float64 (split in 32s); otherwise DEFAULT_BLOCK (float64 splits it in
+-- 32s, float32 from n = 8192). (Session 21, float32's update with C staged, lu + lu_solve:
+-- 8192 64 in 32s 37.64-37.84 ms, 128 in 64s 38.24-38.46; 10240 64 in 32s 54.72, 128 53.66;
+-- 12288 64 in 32s 77.80, 128 74.34; 16384 64 in 32s 150.0, 128 137.2-138.5.)
 -- (Session 20, the look-ahead's step on Q, lu + lu_solve: float32 6144 64: 26.56 ms, 128:
 -- 27.13; 8192 64: 39.90, 96: 39.55, 128: 38.28; 16384 96: 158.2, 128: 148.7. float64 lu
 -- 4096 64: 15.40, 96: 16.92, 128: 17.65; 8192 64: 40.60, 96: 42.06, 128: 42.28; 16384 64:
 -- 204.7, 96: 185.0, 128: 167.7.)
 local function lu_block(fname, opts, n, dt, dev, pk)
   local dflt
-  if opts.block == nil and pk ~= "fused" and pk ~= "columns" and n >= (dt == "float64" and 12288 or 8192)
+  if opts.block == nil and pk ~= "fused" and pk ~= "columns" and n >= (dt == "float64" and 12288 or 10240)
      and cluster_fit(kernels(dev, dt), dev) then
     dflt = 128
   end
@@ -627,14 +630,15 @@ end
 -- In float32 64, on one GPU and on several (two H200s, block 128, session 21: 32768 504.3 ms
 -- against 508.5 in 32s, 16384 117.2 against 122.3; session 18 had measured 32s the faster
 -- there, 525.8 against 539.2, before tall panels split to fit and the cluster's blocks took
--- whole multiprocessors)
-local function split_width(dt)
-  return M.tune.split_at or (dt == "float32" and 64 or 48)
+-- whole multiprocessors); but a block of 64 in 32s from n = 8192 (lu_block's figures: at
+-- 8192 it beats 128 in 64s; 4096: 16.27 ms unsplit, 16.67 in 32s; 6144: 26.52, 26.32)
+local function split_width(dt, n, nb)
+  return M.tune.split_at or (dt == "float32" and (nb == 64 and n >= 8192 and 32 or 64) or 48)
 end
 
 -- (nb: the block's width, which the panels' shared memory follows: cluster_whole)
 local function panel_factory(make, K, dev, stream, n, A, ipiv, status, ld, nb)
-  local width = split_width(A.dtype)
+  local width = split_width(A.dtype, n, nb)
   local whole = M.tune.cluster_whole
   if whole == nil then whole = nb > width end
   local factor, spills = make(K, dev, stream, n, A, ipiv, status, ld, whole)
