@@ -8,8 +8,8 @@
 -- factorizations to time, "auto" (the default) or "cluster,fused,columns";
 -- "cluster:128" sets the cluster panel's most rows a block (solve.tune); a suffix
 -- "+nola" turns the look-ahead off, "+split" splits blocks over 64 columns in halves
--- ("+split32": over 32, "+split128": no split; by default solve.tune's: 64 in float32,
--- 48 in float64), "+spillP" hands a panel to the fused kernel only past P% of its rows
+-- ("+split32": over 32, "+split128": no split; by default solve.lua's split_width: 64 in
+-- float32, 32 for a block of 64 from n = 8192, 48 in float64), "+spillP" hands a panel to the fused kernel only past P% of its rows
 -- in A (solve.tune.cluster_spill; "+spill100": never), "+tallN" splits a panel whose rows
 -- the cluster panel cannot keep down to N columns (solve.tune.tall_split; "+tall0": not),
 -- "+rowsN" has the fused panel take about N rows a block (solve.tune.fused_rows), "+inA"
