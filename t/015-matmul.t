@@ -398,6 +398,9 @@ do
       runb({variant = "fast", tma = false}, f32, "alpha 0.5 beta -2, " .. what)
     end
     mtune.stage_c = nil
+    -- a beta that is 0 as a float32 (1e-50): C is not read, staged or not (its NaN stays out)
+    local A, B, Cd, R = problem("float32", 300, 260, 64, 43)
+    check(mm(A, B, Cd:fill(0 / 0), {alpha = 1, beta = 1e-50, tma = false}), R, f32, "beta 1e-50 (0 as a float32): C not read")
   end
   -- ld equal to the row length is the packed case, given explicitly
   do
