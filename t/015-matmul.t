@@ -391,8 +391,7 @@ do
     local run = ld_case("float32", 301, 260, 128, {one = {700, 700}}, {300, 0}, {0, 300}, {300, 300}, -1, 1)
     local runb = ld_case("float32", 301, 260, 64, {one = {700, 700}}, {300, 0}, {0, 300}, {300, 300}, 0.5, -2)
     for _, stage in ipairs{false, true} do
-      mtune.stage_c = stage or false
-      if stage then mtune.stage_c = nil end
+      if stage then mtune.stage_c = nil else mtune.stage_c = false end
       local what = stage and "C staged (by default on cc 9.0)" or "stage_c = false"
       run({variant = "fast", tma = false}, f32, "C -= A*B, " .. what)
       runb({variant = "fast", tma = false}, f32, "alpha 0.5 beta -2, " .. what)

@@ -310,7 +310,7 @@ function M.matmul(A, B, Cm, opts)
   end
   local name, defines, grid, block, shared = matmul_plan(fname, variant, t, m, n, A, B,
     {unroll = opts.unroll, tile = opts.tile, block = opts.block, threads = opts.threads, k = k, cptr = Cm.ptr, lda = lda, ldb = ldb,
-     stage_c = stage_c(dev, beta, ldc)})
+     stage_c = variant == "fast" and t == "f32" and stage_c(dev, beta, ldc)})
   local kern = core.kernel("matmul", name, defines, dev)
   if shared then core.allow_shared(kern, shared) end
   kern:launch({grid = grid, block = block, shared = shared, stream = opts.stream}, m, n, k, alpha, A, B, beta, Cm, lda, ldb, ldc)
