@@ -18,7 +18,9 @@
 -- its full-width triangular solve by its kernel / as a product with the triangle's inverse
 -- (solve.tune.trsm), "+stepS" its step between panels on the update's stream (solve.tune.step_on),
 -- "+whole1" / "+whole0" its blocks with a whole multiprocessor's shared memory or
--- their rows' (solve.tune.cluster_whole).
+-- their rows' (solve.tune.cluster_whole), "+taperC" narrows the default block of 128 to 64
+-- once at most C columns are left (solve.tune.taper; "+taper0": never), "+wideN" starts
+-- the default at 128 from n = N (solve.tune.wide_from; an explicit block does neither).
 -- DEVICES: "0,1" (or "all") also times float32 lu + lu_solve with devices =
 -- that list (peer copies where the pair allows; "0,1:host" forces pinned-host
 -- staging), beside the one-GPU time. DTYPES: "float32", "float64" or both (the
@@ -41,6 +43,9 @@ for p in (arg[4] or "auto"):gmatch("[%a:%d+]+") do PANELS[#PANELS + 1] = p end
 local tune = require("culua.catalog.solve").tune
 local ROWS0, SPLIT0, SPILL0, FROWS0 = tune.cluster_rows, tune.split_at, tune.cluster_spill, tune.fused_rows   -- the defaults
 local TALL0, TSPILL0 = tune.tall_split, tune.tall_spill
+local TAPER0, WIDE0 = {}, {}
+for k, v in pairs(tune.taper) do TAPER0[k] = v end
+for k, v in pairs(tune.wide_from) do WIDE0[k] = v end
 local DEVICES, PEER
 if arg[5] and arg[5] ~= "" then
   DEVICES = {}
@@ -125,6 +130,11 @@ for _, dt in ipairs(DTYPES) do
       tune.step_on = panel:match("%+stepS") and "S" or "Q"
       -- "+trsmK" / "+trsmP": the full-width triangular solve by its kernel / as a product
       tune.trsm = ({K = "kernel", P = "product"})[panel:match("%+trsm(%u)") or ""]
+      -- "+taperC": the default block of 128 narrowed to 64 for the last C columns
+      -- (solve.tune.taper; "+taper0": never); "+wideN": that block from n = N (solve.tune.wide_from)
+      local taper, wide = panel:match("%+taper(%d+)"), panel:match("%+wide(%d+)")
+      tune.taper[dt] = taper and math.tointeger(tonumber(taper)) or TAPER0[dt]
+      tune.wide_from[dt] = wide and math.tointeger(tonumber(wide)) or WIDE0[dt]
       pname = pname or panel:match("^(%a+)")
       local lopts = {block = nb or nil, panel = pname or panel}
       local what = ("%s n = %d block %s %s"):format(dt, n, nb or "default", panel)

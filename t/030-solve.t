@@ -425,6 +425,47 @@ local function gpu_tests()
      end
     end
   end
+  -- the default block tapered (solve.tune.wide_from, taper): 128 at first, 64 once half the
+  -- columns are left (here from column 1536 of 3000, the last block 56 wide), through lu and
+  -- through solve; float64's pivots against the reference's, float32's multipliers at most 1
+  -- (its blocks are split in halves, as above)
+  if clusters then
+    for _, dt in ipairs{"float32", "float64"} do
+      local n = T.sanitizer and (T.sanitizer == "memcheck" and 1500 or T.sanitizer == "racecheck" and 300 or 700) or 3000
+      if T.share() then
+        local what = ("%s lu random %d, the default block 128 tapered to 64"):format(dt, n)
+        local hA = matrix(dt, n, "random", 22)
+        local hB = cuda.host_array(dt, {n, 2}):random(23, -1, 1)
+        local saved_wide, saved_taper = tune.wide_from, tune.taper
+        tune.wide_from, tune.taper = {float32 = 1, float64 = 1}, {float32 = n // 2, float64 = n // 2}
+        local dA = device_of(hA)
+        local ok, piv = pcall(cat.lu, dA)
+        local ok2, X = pcall(cat.solve, device_of(hA), device_of(hB))
+        tune.wide_from, tune.taper = saved_wide, saved_taper
+        if not ok then error(piv, 0) end
+        if not ok2 then error(X, 0) end
+        local hpiv = to_host(piv)
+        if dt == "float64" then
+          local rpiv = cuda.host_array("int32", n)
+          ref.lu(copy_of(hA), rpiv)
+          T.ok(hpiv:bytes() == rpiv:bytes(), what .. ": pivots as the reference's")
+        else
+          local hLU, worst = to_host(dA), 0
+          for i = 1, n - 1 do
+            for j = 0, i - 1 do local a = math.abs(hLU[i * n + j + 1]); if a > worst then worst = a end end
+          end
+          if not T.ok(worst <= 1, what .. ": every multiplier at most 1 (partial pivoting)") then T.diag("  largest " .. worst) end
+        end
+        local hX = copy_of(hB)
+        ref.lu_solve(to_host(dA), hpiv, hX)
+        local r = ratio(hA, hX, hB)
+        if not T.ok(r <= 10, what .. ": the factors solve (reference substitution)") then T.diag("  ratio " .. r) end
+        r = ratio(hA, to_host(X), hB)
+        if not T.ok(r <= 10, what .. ": solve") then T.diag("  ratio " .. r) end
+      end
+    end
+  end
+
   -- 4096 in float64: the ratio only (the C reference's LU would take a while); not under
   -- compute-sanitizer, where it takes minutes (the kernels are those of the 3000 cases)
   if T.sanitizer then

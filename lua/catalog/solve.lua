@@ -474,9 +474,12 @@ end
 -- chain); "S", on the update's stream, which Q then waits for (as before session 20, on an
 -- H100: float32 8192 block 64 41.03 ms against 40.30 on Q, 16384 152.3 against 148.5;
 -- float64 8192 43.5 against 41.9, 16384 171.7 against 166.8).
+-- wide_from, taper: lu_block's default block, per dtype: 128 from n = wide_from, narrowed to
+-- 64 by the look-ahead once at most taper columns are left (false: never; lu_block says why).
 M.tune = {cluster_rows = 256, cluster_bytes = nil, cluster_spill = 0.25, lookahead = true, split_at = nil,
           trsv_max = 16, fused_keep = true, fused_rows = 16, narrow = nil, trsm = nil, tall_split = 16, tall_spill = 0,
-          cluster_whole = nil, step_on = "Q"}
+          cluster_whole = nil, step_on = "Q", wide_from = {float32 = 8192, float64 = 8192},
+          taper = {float32 = 6656, float64 = 6656}}
 
 -- panel = "cluster": the whole panel in one thread-block cluster, its rows in the blocks'
 -- shared memory (those that do not fit stay in A), a cluster barrier a column
@@ -529,10 +532,18 @@ local function panel_maker(fname, kind, K, dev)
 end
 
 -- lu's and solve's panel width: opts.block, else what measured fastest on an H100
--- (bench/solve.lua, bench/RESULTS.md's sessions 11, 13, 20 and 21): with the cluster panel
--- (the one panel_maker takes), 128 from n = 10240 in float32 (split in 64s: split_width) and
--- from n = 12288 in float64 (split in 32s); otherwise DEFAULT_BLOCK (float64 splits it in
--- 32s, float32 from n = 8192). (Session 21, float32's update with C staged, lu + lu_solve:
+-- (bench/solve.lua, bench/RESULTS.md's sessions 11, 13, 20, 21 and 22): with the cluster
+-- panel (the one panel_maker takes), 128 from n = 8192 (M.tune.wide_from; float32 splits it
+-- in 64s, float64 in 32s: split_width), otherwise DEFAULT_BLOCK (float64 splits it in 32s,
+-- float32 from n = 8192). The second result: where the default is 128, the columns left
+-- (M.tune.taper, 6656) at or below which the look-ahead narrows it to DEFAULT_BLOCK. A step's
+-- update runs faster at k = 128 (matmul: 30.8 TFLOP/s against 23.7 at n = 8064), and early on
+-- the update bounds the time; later the chain of panels does, which is shorter at 64. The
+-- crossover depends on the columns left, not on n. (Session 22, against 128 throughout and 64
+-- throughout: float64 lu 8192 38.80-38.83 ms, 41.76-41.94, 40.24-40.29; 16384 164.84-164.89,
+-- 167.71-167.88, 204.8; float32 lu + lu_solve 8192 37.98-38.05, 38.39-38.47, 37.96-37.99;
+-- 10240 53.18, 53.94; 12288 73.50, 73.92; 16384 135.88-136.34, 136.27-136.52, 149.8-150.2.)
+-- (Session 21, float32's update with C staged, lu + lu_solve:
 -- 8192 64 in 32s 37.64-37.84 ms, 128 in 64s 38.24-38.46; 10240 64 in 32s 54.72, 128 53.66;
 -- 12288 64 in 32s 77.80, 128 74.34; 16384 64 in 32s 150.0, 128 137.2-138.5.)
 -- (Session 20, the look-ahead's step on Q, lu + lu_solve: float32 6144 64: 26.56 ms, 128:
@@ -541,11 +552,13 @@ end
 -- 204.7, 96: 185.0, 128: 167.7.)
 local function lu_block(fname, opts, n, dt, dev, pk)
   local dflt
-  if opts.block == nil and pk ~= "fused" and pk ~= "columns" and n >= (dt == "float64" and 12288 or 10240)
+  if opts.block == nil and pk ~= "fused" and pk ~= "columns" and n >= M.tune.wide_from[dt]
      and cluster_fit(kernels(dev, dt), dev) then
     dflt = 128
   end
-  return check_block(fname, opts, dflt)
+  local nb = check_block(fname, opts, dflt)
+  local taper = dflt and M.tune.taper[dt]
+  return nb, taper and taper > 0 and taper or nil
 end
 
 -- for bench/solve_profile.lua: the panel factorization of a kind, factor(j0, jb [, coff])
@@ -658,23 +671,29 @@ end
 ** behind. Q and S touch disjoint columns between the events; the caller's stream waits
 ** for the end (with no stream given, the host does: lu reads its status then).
 ]]
-local function lu_lookahead(K, dev, stream, n, nb, A, ipiv, status, make)
+local function lu_lookahead(K, dev, stream, n, nb, A, ipiv, status, make, taper)
   local st = lookahead_state(dev)
   local S, Q = st.S, st.Q
   st.start:record(stream)
   S:wait(st.start)
   Q:wait(st.start)
-  local factor = panel_factory(make, K, dev, Q, n, A, ipiv, status, nil, nb)
-  factor(0, math.min(nb, n))
+  -- the block at column j0: nb, then DEFAULT_BLOCK once at most taper columns are left
+  local small = taper and nb > DEFAULT_BLOCK and DEFAULT_BLOCK
+  local wide = panel_factory(make, K, dev, Q, n, A, ipiv, status, nil, nb)
+  local narrow = small and panel_factory(make, K, dev, Q, n, A, ipiv, status, nil, small)
+  local function tapered(j0) return small and n - j0 <= taper end
+  local function width(j0) return math.min(tapered(j0) and small or nb, n - j0) end
+  local function factor(j0, jb) return (tapered(j0) and narrow or wide)(j0, jb) end
+  local j0, jb = 0, width(0)
+  factor(0, jb)
   st.ready:record(Q)
   local onQ = M.tune.step_on ~= "S"
-  for j0 = 0, n - 1, nb do
-    local jb = math.min(nb, n - j0)
+  while j0 < n do
     local jend = j0 + jb
+    local nxt = jend < n and width(jend)
     S:wait(st.ready)
-    if jend < n then
+    if nxt then
       local rest = n - jend
-      local nxt = math.min(nb, rest)
       local c1 = jend + nxt
       if onQ then
         -- the step on Q after the panel, once S's last full-width update (of these columns
@@ -695,16 +714,17 @@ local function lu_lookahead(K, dev, stream, n, nb, A, ipiv, status, make)
     else
       swaps(K, dev, S, n, n, j0, jend, j0, jend, ipiv, A)
     end
+    j0, jb = jend, nxt
   end
   st.done:record(S)
   if stream then stream:wait(st.done) else st.done:synchronize() end
 end
 
 -- blocked right-looking LU of the n x n A in place, pivots into ipiv (0-based rows, 1-based values)
-local function lu_blocked(fname, K, dev, stream, n, nb, A, ipiv, status, panel_kind)
+local function lu_blocked(fname, K, dev, stream, n, nb, A, ipiv, status, panel_kind, taper)
   local make = panel_maker(fname, panel_kind, K, dev)
   if make == panel_cluster and n > nb and M.tune.lookahead ~= false then
-    return lu_lookahead(K, dev, stream, n, nb, A, ipiv, status, make)
+    return lu_lookahead(K, dev, stream, n, nb, A, ipiv, status, make, taper)
   end
   local factor = panel_factory(make, K, dev, stream, n, A, ipiv, status, nil, nb)
   for j0 = 0, n - 1, nb do
@@ -1188,11 +1208,11 @@ end
 
 -- blocked LU of A in place, on its device or spread over the listed ones; raises on a
 -- bad pivot
-local function factor(fname, K, dev, stream, n, nb, A, ipiv, status, pk, multi, list, peer, info)
+local function factor(fname, K, dev, stream, n, nb, A, ipiv, status, pk, multi, list, peer, info, taper)
   if multi then
     pivot_verdict(fname, lu_multi(fname, dev, stream, n, nb, A.dtype, A, ipiv, pk, list, peer, info))
   else
-    lu_blocked(fname, K, dev, stream, n, nb, A, ipiv, status, pk)
+    lu_blocked(fname, K, dev, stream, n, nb, A, ipiv, status, pk, taper)
     check_pivots(fname, stream, status)
   end
 end
@@ -1222,7 +1242,7 @@ function M.lu(A, opts)
   local dev = A.device
   local stream = core.check_stream(fname, opts.stream, dev)
   local method, pk = check_method(fname, opts), check_panel(fname, opts)
-  local nb = lu_block(fname, opts, n, A.dtype, dev, pk)
+  local nb, taper = lu_block(fname, opts, n, A.dtype, dev, pk)
   local multi, info = devices_plan(list, dev)
   local dt = A.dtype
   local K = kernels(dev, dt)
@@ -1242,7 +1262,7 @@ function M.lu(A, opts)
     ABT:close()
     pivot_verdict(fname, bad)
   else
-    factor(fname, K, dev, stream, n, nb, A, ipiv, status, pk, multi, list, opts.peer, info)
+    factor(fname, K, dev, stream, n, nb, A, ipiv, status, pk, multi, list, opts.peer, info, taper)
   end
   -- (a matrix that factors has a nonzero element: amax > 0)
   if growth then info.growth = absmax(K, dev, stream, n, A, true) / amax end
@@ -1341,7 +1361,7 @@ function M.solve(A, B, opts)
   local dev = core.same_device(fname, {"A", "B"}, A, B)
   local stream = core.check_stream(fname, opts.stream, dev)
   local method, pk = check_method(fname, opts), check_panel(fname, opts)
-  local nb = lu_block(fname, opts, n, A.dtype, dev, pk)
+  local nb, taper = lu_block(fname, opts, n, A.dtype, dev, pk)
   core.flag(fname, opts, "overwrite")
   if growth and method == "seed" then
     fail(fname, "growth needs method lu: the seed's Gauss-Jordan keeps no U to measure")
@@ -1377,7 +1397,7 @@ function M.solve(A, B, opts)
     copy(K, dev, stream, n * n, A, LU)
     copy(K, dev, stream, n * k, B, X)
   end
-  factor(fname, K, dev, stream, n, nb, LU, ipiv, status, pk, multi, list, opts.peer, info)
+  factor(fname, K, dev, stream, n, nb, LU, ipiv, status, pk, multi, list, opts.peer, info, taper)
   if growth then info.growth = absmax(K, dev, stream, n, LU, true) / amax end
   solve_factored(K, dev, stream, n, k, nb, LU, ipiv, X)
   return X, ipiv, info
