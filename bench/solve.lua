@@ -20,7 +20,8 @@
 -- "+whole1" / "+whole0" its blocks with a whole multiprocessor's shared memory or
 -- their rows' (solve.tune.cluster_whole), "+taperC" narrows the default block of 128 to 64
 -- once at most C columns are left (solve.tune.taper; "+taper0": never), "+wideN" starts
--- the default at 128 from n = N (solve.tune.wide_from; an explicit block does neither).
+-- the default at 128 from n = N (solve.tune.wide_from; an explicit block does neither),
+-- "+pdl0" launches the chain's kernels without the programmatic attribute (solve.tune.programmatic).
 -- DEVICES: "0,1" (or "all") also times float32 lu + lu_solve with devices =
 -- that list (peer copies where the pair allows; "0,1:host" forces pinned-host
 -- staging), beside the one-GPU time. DTYPES: "float32", "float64" or both (the
@@ -135,6 +136,7 @@ for _, dt in ipairs(DTYPES) do
       local taper, wide = panel:match("%+taper(%d+)"), panel:match("%+wide(%d+)")
       tune.taper[dt] = taper and math.tointeger(tonumber(taper)) or TAPER0[dt]
       tune.wide_from[dt] = wide and math.tointeger(tonumber(wide)) or WIDE0[dt]
+      tune.programmatic = not panel:match("%+pdl0") and nil
       pname = pname or panel:match("^(%a+)")
       local lopts = {block = nb or nil, panel = pname or panel}
       local what = ("%s n = %d block %s %s"):format(dt, n, nb or "default", panel)

@@ -33,6 +33,7 @@ typedef struct Kernel {
   int fromptx;             /* signature read from PTX (else sizes only) */
   int maxblock[3], maxgrid[3], maxthreads, smcount;
   int clusters;            /* the device and driver launch thread-block clusters */
+  int dependents;          /* ... and programmatic dependent launches (compute capability 9.0) */
   int nonportable;         /* clusters of more than 8 allowed (set on first use) */
   char name[256];
   Param p[MAXPARAMS];
@@ -51,7 +52,9 @@ typedef struct Kernel {
 #define UP_STREAM    lua_upvalueindex(5)
 #define UP_COOP      lua_upvalueindex(6)
 #define UP_CLUSTER   lua_upvalueindex(7)
-static const char *const launch_keys[] = {"grid", "block", "shared", "stream", "cooperative", "cluster"};
+#define UP_PROG      lua_upvalueindex(8)
+static const char *const launch_keys[] = {"grid", "block", "shared", "stream", "cooperative", "cluster",
+                                          "programmatic"};
 #define NLAUNCH_KEYS ((int)(sizeof(launch_keys) / sizeof(launch_keys[0])))
 
 
@@ -213,6 +216,12 @@ void culua_newkernel (lua_State *L, int modidx, culua_Ctx *mod, CUfunction f, co
   if (cu->cuLaunchKernelEx == NULL || cu->cuOccupancyMaxActiveClusters == NULL ||
       cu->cuDeviceGetAttribute(&k->clusters, CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH, mod->dev) != CUDA_SUCCESS)
     k->clusters = 0;
+  {
+    int major = 0;
+    k->dependents = cu->cuLaunchKernelEx != NULL &&
+                    cu->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, mod->dev) ==
+                    CUDA_SUCCESS && major >= 9;
+  }
 }
 
 /* }====================================================== */
@@ -226,6 +235,7 @@ typedef struct Config {
   unsigned shared;
   CUstream stream;
   int cooperative;
+  int programmatic;         /* may start before the stream's last kernel ends (griddepcontrol) */
 } Config;
 
 
@@ -272,7 +282,7 @@ static void getconfig (lua_State *L, int i, Config *c, const char *fname) {
   luaL_checktype(L, i, LUA_TTABLE);
   c->shared = 0;
   c->stream = NULL;
-  c->cooperative = 0;
+  c->cooperative = c->programmatic = 0;
   c->cluster[0] = c->cluster[1] = c->cluster[2] = 0;
   lua_pushnil(L);
   while (lua_next(L, i)) {                        /* key, value */
@@ -287,8 +297,10 @@ static void getconfig (lua_State *L, int i, Config *c, const char *fname) {
     else if (lua_rawequal(L, -2, UP_STREAM)) c->stream = culua_optstream(L, lua_gettop(L), fname);
     else if (lua_rawequal(L, -2, UP_COOP)) c->cooperative = lua_toboolean(L, -1);
     else if (lua_rawequal(L, -2, UP_CLUSTER)) todims(L, fname, "cluster", c->cluster);
+    else if (lua_rawequal(L, -2, UP_PROG)) c->programmatic = lua_toboolean(L, -1);
     else
-      luaL_error(L, "%s: unknown config key %s (grid, block, shared, stream, cooperative, cluster)", fname,
+      luaL_error(L, "%s: unknown config key %s (grid, block, shared, stream, cooperative, cluster, programmatic)",
+                 fname,
                  lua_type(L, -2) == LUA_TSTRING ? lua_pushfstring(L, "'%s'", lua_tostring(L, -2))
                                                : luaL_typename(L, -2));
     lua_pop(L, 1);                                /* key */
@@ -338,6 +350,9 @@ static void checkconfig (lua_State *L, Kernel *k, const Config *c, const char *f
     luaL_error(L, "%s: a block of %d threads exceeds the %d that '%s' allows", fname, (int)threads,
                k->maxthreads, k->name);
   if (c->cluster[0] != 0) checkcluster(L, k, c, fname);
+  if (c->programmatic && !k->dependents)
+    luaL_error(L, "%s: device %d cannot launch programmatic dependents (compute capability 9.0 or later, "
+               "and a driver with cuLaunchKernelEx)", fname, k->mod->ordinal);
 }
 
 
@@ -446,25 +461,41 @@ void culua_journal (lua_State *L, culua_State *S, CUstream s, const char *kernel
 }
 
 
-/* the driver's launch configuration for c: its cluster and, when asked, cooperative */
-static void exconfig (const Config *c, CUlaunchConfig *x, CUlaunchAttribute attrs[2]) {
+/*
+** The driver's launch configuration for c: its cluster, cooperative and
+** programmatic, those asked for. A programmatic launch may begin once every
+** block of the stream's kernel before it has run griddepcontrol.launch_dependents
+** (or ended); the kernel itself waits in griddepcontrol.wait before touching
+** what that kernel wrote, so only kernels written so are launched so.
+*/
+#define NATTRS 3
+static void exconfig (const Config *c, CUlaunchConfig *x, CUlaunchAttribute attrs[NATTRS]) {
+  unsigned n = 0;
   memset(x, 0, sizeof(*x));
-  memset(attrs, 0, 2 * sizeof(attrs[0]));
+  memset(attrs, 0, NATTRS * sizeof(attrs[0]));
   x->gridDimX = c->grid[0]; x->gridDimY = c->grid[1]; x->gridDimZ = c->grid[2];
   x->blockDimX = c->block[0]; x->blockDimY = c->block[1]; x->blockDimZ = c->block[2];
   x->sharedMemBytes = c->shared;
   x->hStream = c->stream;
   x->attrs = attrs;
-  attrs[0].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-  attrs[0].value.clusterDim.x = c->cluster[0];
-  attrs[0].value.clusterDim.y = c->cluster[1];
-  attrs[0].value.clusterDim.z = c->cluster[2];
-  x->numAttrs = 1;
-  if (c->cooperative) {
-    attrs[1].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
-    attrs[1].value.cooperative = 1;
-    x->numAttrs = 2;
+  if (c->cluster[0] != 0) {
+    attrs[n].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attrs[n].value.clusterDim.x = c->cluster[0];
+    attrs[n].value.clusterDim.y = c->cluster[1];
+    attrs[n].value.clusterDim.z = c->cluster[2];
+    n++;
   }
+  if (c->cooperative) {
+    attrs[n].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+    attrs[n].value.cooperative = 1;
+    n++;
+  }
+  if (c->programmatic) {
+    attrs[n].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attrs[n].value.programmaticStreamSerializationAllowed = 1;
+    n++;
+  }
+  x->numAttrs = n;
 }
 
 
@@ -472,10 +503,10 @@ static void exconfig (const Config *c, CUlaunchConfig *x, CUlaunchAttribute attr
 static int active_clusters (lua_State *L, const culua_Driver *cu, const Kernel *k, const Config *c,
                             const char *fname) {
   CUlaunchConfig x;
-  CUlaunchAttribute attrs[2];
+  CUlaunchAttribute attrs[NATTRS];
   Config one = *c;
   int n = 0;
-  one.cooperative = 0;
+  one.cooperative = one.programmatic = 0;
   exconfig(&one, &x, attrs);
   culua_check(L, cu->cuOccupancyMaxActiveClusters(&n, k->f, &x), fname,
               "computing how many clusters of {%d, %d, %d} blocks of '%s' fit", (int)c->cluster[0],
@@ -484,17 +515,31 @@ static int active_clusters (lua_State *L, const culua_Driver *cu, const Kernel *
 }
 
 
-/* a launch in clusters (cuLaunchKernelEx); cooperative ones all co-resident */
-static CUresult launch_cluster (lua_State *L, const culua_Driver *cu, Kernel *k, const Config *c, void **args) {
-  CUlaunchConfig x;
-  CUlaunchAttribute attrs[2];
-  if (c->cooperative) {
+/* raise unless a cooperative grid of c's can be co-resident (in clusters or blocks) */
+static void check_coresident (lua_State *L, const culua_Driver *cu, Kernel *k, const Config *c) {
+  if (c->cluster[0] != 0) {
     long clusters = (long)c->grid[0] / c->cluster[0] * (c->grid[1] / c->cluster[1]) * (c->grid[2] / c->cluster[2]);
     int most = active_clusters(L, cu, k, c, "launch");
     if (clusters > most)
       luaL_error(L, "launch: a cooperative grid of %I clusters cannot be co-resident (at most %d)",
                  (lua_Integer)clusters, most);
   }
+  else {
+    int per = 0;
+    long blocks = (long)c->grid[0] * c->grid[1] * c->grid[2];
+    culua_check(L, cu->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per, k->f,
+                (int)(c->block[0] * c->block[1] * c->block[2]), c->shared), "launch", "computing occupancy");
+    if (blocks > (long)per * k->smcount)
+      luaL_error(L, "launch: a cooperative grid of %d blocks cannot be co-resident "
+                 "(at most %d: %d per multiprocessor x %d)", (int)blocks, per * k->smcount, per, k->smcount);
+  }
+}
+
+
+/* a launch with attributes (cuLaunchKernelEx): in clusters, or programmatic */
+static CUresult launch_ex (const culua_Driver *cu, Kernel *k, const Config *c, void **args) {
+  CUlaunchConfig x;
+  CUlaunchAttribute attrs[NATTRS];
   exconfig(c, &x, attrs);
   return cu->cuLaunchKernelEx(&x, k->f, args, NULL);
 }
@@ -521,19 +566,12 @@ static void do_launch (lua_State *L, Kernel *k, const Config *c, int argbase, in
     off += (size_t)k->p[j].bytes;
   }
   culua_ctx_enter(L, k->mod, "cuda.kernel (its module)");
-  if (c->cluster[0] != 0)
-    r = launch_cluster(L, cu, k, c, args);
-  else if (c->cooperative) {
-    int per = 0;
-    long blocks = (long)c->grid[0] * c->grid[1] * c->grid[2];
-    culua_check(L, cu->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per, k->f,
-                (int)(c->block[0] * c->block[1] * c->block[2]), c->shared), "launch", "computing occupancy");
-    if (blocks > (long)per * k->smcount)
-      luaL_error(L, "launch: a cooperative grid of %d blocks cannot be co-resident "
-                 "(at most %d: %d per multiprocessor x %d)", (int)blocks, per * k->smcount, per, k->smcount);
+  if (c->cooperative) check_coresident(L, cu, k, c);
+  if (c->cluster[0] != 0 || c->programmatic)
+    r = launch_ex(cu, k, c, args);
+  else if (c->cooperative)
     r = cu->cuLaunchCooperativeKernel(k->f, c->grid[0], c->grid[1], c->grid[2], c->block[0], c->block[1],
                                       c->block[2], c->shared, c->stream, args);
-  }
   else
     r = cu->cuLaunchKernel(k->f, c->grid[0], c->grid[1], c->grid[2], c->block[0], c->block[1], c->block[2],
                            c->shared, c->stream, args, NULL);

@@ -190,7 +190,7 @@ local bad = {
   {function () saxpy:launch({grid = 0, block = 32}, 1, 2.0, d, d) end, "grid must be a positive integer", "zero grid"},
   {function () saxpy:launch({block = 32}, 1, 2.0, d, d) end, "config%.grid is required", "missing grid"},
   {function () saxpy:launch({grid = 1}, 1, 2.0, d, d) end, "config%.block is required", "missing block"},
-  {function () saxpy:launch({grid = 1, block = 32, gird = 2}, 1, 2.0, d, d) end, "unknown config key 'gird' %(grid, block, shared, stream, cooperative, cluster%)", "a misspelt key is refused"},
+  {function () saxpy:launch({grid = 1, block = 32, gird = 2}, 1, 2.0, d, d) end, "unknown config key 'gird' %(grid, block, shared, stream, cooperative, cluster, programmatic%)", "a misspelt key is refused"},
   {function () saxpy:launch({grid = "1", block = 32}, 1, 2.0, d, d) end, "grid must be a positive integer or {x, y, z}, got string", "a string grid"},
   {function () saxpy:launch({grid = 1, block = {1, 2, 3, 4}}, 1, 2.0, d, d) end, "block must have 1 to 3 dimensions, got 4", "4-D block"},
   {function () saxpy:launch({grid = 1, block = 32, shared = -1}, 1, 2.0, d, d) end, "shared must be a byte count", "negative shared"},
@@ -281,6 +281,57 @@ if dev.major >= 9 then
                "prepare checks the cluster once, too")
 else
   T.skip(("device %d is compute capability %d.%d: clusters need 9.0"):format(dev.ordinal, dev.major, dev.minor), 20)
+end
+
+-- programmatic dependent launches (compute capability 9.0): `produce` lets its dependents
+-- be scheduled at once, then spins before it writes; `consume`, launched programmatic,
+-- waits for it (griddepcontrol.wait) before reading, so it sees every write of the
+-- produce before it, and the next produce sees consume's reads done
+local pdl = cuda.compile([[
+extern "C" __global__ void produce(int n, int *x, long long spin) {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  long long t0 = clock64();
+  while (clock64() - t0 < spin) { }
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] += 1;
+}
+extern "C" __global__ void consume(int n, const int *x, int *y) {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] += x[i];
+}
+]], {options = {"-arch=compute_90"}})
+T.like(pdl.ptx, "griddepcontrol%.wait", "griddepcontrol compiles for compute_90")
+if dev.major >= 9 then
+  local m = pdl:module()
+  local produce, consume = m:kernel("produce"), m:kernel("consume")
+  local n, rounds = 3000, 40
+  local x, y = cuda.array("int32", n):fill(0), cuda.array("int32", n):fill(0)
+  local s = cuda.stream()
+  local cfg = {grid = (n + 255) // 256, block = 256, stream = s, programmatic = true}
+  local go = consume:prepare(cfg)
+  for _ = 1, rounds do
+    produce:launch(cfg, n, x, 20000)
+    go(n, x, y)
+  end
+  s:synchronize()
+  -- after round r x holds r and y 1 + 2 + ... + r
+  local hx, hy, bad = x:totable(), y:totable(), 0
+  for i = 1, n do if hx[i] ~= rounds or hy[i] ~= rounds * (rounds + 1) // 2 then bad = bad + 1 end end
+  T.is(bad, 0, ("%d rounds of programmatic launches (launch and prepare) see each other's writes"):format(rounds))
+  -- in clusters too (the attributes together)
+  x:fill(0); y:fill(0)
+  produce:launch({grid = 12, block = 256, cluster = 4, stream = s, programmatic = true}, n, x, 20000)
+  consume:launch({grid = 12, block = 256, cluster = 2, stream = s, programmatic = true}, n, x, y)
+  hy = y:totable()
+  T.ok(hy[1] == 1 and hy[n] == 1, "programmatic launches in clusters")
+else
+  T.error_like(function () cuda.compile("extern \"C\" __global__ void k() {}"):module():kernel("k"):launch(
+                 {grid = 1, block = 1, programmatic = true}) end,
+               "launch: device %d+ cannot launch programmatic dependents %(compute capability 9%.0",
+               "programmatic launches refused before compute capability 9.0")
+  T.skip(("device %d is compute capability %d.%d: programmatic launches need 9.0"):format(dev.ordinal, dev.major, dev.minor), 1)
 end
 
 -- cooperative launches: refused when the grid cannot be co-resident

@@ -278,6 +278,17 @@ local function update_narrow(K, stream, m, nc, kb, L, loff, ldl, U, uoff, ldu, C
                             m, nc, kb, L, loff, ldl, U, uoff, ldu, Cm, coff, ldc)
 end
 
+-- whether lu's chain kernels (the cluster panel, narrow_step, laswp) are launched as
+-- programmatic dependents on dev (compute capability 9.0; kernels/solve.cu's dep_wait and
+-- dep_release): each may be scheduled while the kernel before it on its stream finishes
+-- (M.tune.programmatic = false: not)
+local hopper = setmetatable({}, {__mode = "k"})
+local function dependent(dev)
+  local h = hopper[dev]
+  if h == nil then h = dev.major >= 9; hopper[dev] = h end
+  return h and M.tune.programmatic ~= false
+end
+
 -- the dynamic shared memory kernel k (of device dev) may ask for: the device's opt-in
 -- limit a block less k's static shared memory, asked of the driver once a kernel
 local room_of = setmetatable({}, {__mode = "k"})
@@ -308,7 +319,8 @@ local function narrow_step(K, dev, stream, n, ld, i0, kb, c0, nc, A, ipiv, L, lo
   core.allow_shared(k, bytes)
   local held = core.scratch("solve_held_" .. A.dtype, dev, stream, kb * nc)
   local ticket = core.scratch("solve_ticket", dev, stream, ceil_div(MAXBLOCK, 64))
-  k:launch({grid = {ceil_div(n - i0 - kb, NSTEP_ROWS), ceil_div(nc, 64)}, block = 256, shared = bytes, stream = stream},
+  k:launch({grid = {ceil_div(n - i0 - kb, NSTEP_ROWS), ceil_div(nc, 64)}, block = 256, shared = bytes, stream = stream,
+            programmatic = dependent(dev)},
            n, i0, kb, L, loff, ldl, c0, nc, A, ld, ipiv, held, ticket)
   return true
 end
@@ -318,7 +330,8 @@ end
 local function swaps(K, dev, stream, ncols, ld, lo, hi, i0, i1, ipiv, X)
   local width = ncols - (hi - lo)
   if width <= 0 or i1 <= i0 then return end
-  K("laswp"):launch({grid = grid_for(width, 128 // esize(X.dtype), dev), block = 256, stream = stream},
+  K("laswp"):launch({grid = grid_for(width, 128 // esize(X.dtype), dev), block = 256, stream = stream,
+                     programmatic = dependent(dev)},
                     ncols, ld, lo, hi, i0, i1, ipiv, X)
 end
 
@@ -474,12 +487,13 @@ end
 -- chain); "S", on the update's stream, which Q then waits for (as before session 20, on an
 -- H100: float32 8192 block 64 41.03 ms against 40.30 on Q, 16384 152.3 against 148.5;
 -- float64 8192 43.5 against 41.9, 16384 171.7 against 166.8).
+-- programmatic: false launches lu's chain kernels as plain launches (dependent says how).
 -- wide_from, taper: lu_block's default block, per dtype: 128 from n = wide_from, narrowed to
 -- 64 by the look-ahead once at most taper columns are left (false: never; lu_block says why).
 M.tune = {cluster_rows = 256, cluster_bytes = nil, cluster_spill = 0.25, lookahead = true, split_at = nil,
           trsv_max = 16, fused_keep = true, fused_rows = 16, narrow = nil, trsm = nil, tall_split = 16, tall_spill = 0,
           cluster_whole = nil, step_on = "Q", wide_from = {float32 = 8192, float64 = 8192},
-          taper = {float32 = 6656, float64 = 6656}}
+          taper = {float32 = 6656, float64 = 6656}, programmatic = nil}
 
 -- panel = "cluster": the whole panel in one thread-block cluster, its rows in the blocks'
 -- shared memory (those that do not fit stay in A), a cluster barrier a column
@@ -510,7 +524,7 @@ local function panel_cluster(K, dev, stream, n, A, ipiv, status, ld, whole)
       return fused(j0, jb, coff)
     end
     local bytes = whole and lim.bytes or ks * rowbytes
-    k:launch({grid = c, block = CPANEL_THREADS, cluster = c, shared = bytes, stream = stream},
+    k:launch({grid = c, block = CPANEL_THREADS, cluster = c, shared = bytes, stream = stream, programmatic = dependent(dev)},
              n, j0, jb, A, ld, coff or 0, ipiv, status, ks)
   end, function (j0, jb)   -- split_panel's question: more than tall_spill of the rows in A
     local _, ks, _, _, rows = shape(n - j0, jb)
