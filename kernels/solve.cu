@@ -852,18 +852,21 @@ __device__ void eye (int n, T *out) {
 ** Block-cyclic columns: the shares (GPUs, or several shares of one) take
 ** the panels of nb columns in turn, panel q to share q % shares. A share
 ** keeps its columns in an n x nloc array X, in order; `back` = 0 packs them
-** out of A (n x n), 1 puts them back: `rows` rows of them, A and X pointing
-** at the first (all n, or a block row as it becomes final).
+** out of A (n x n), 1 puts them back: `rows` rows of its columns [c0, c0 +
+** w), A and X pointing at the first row (all n, or a block row as it becomes
+** final; all its columns, or a chunk of them as the first step takes them).
 */
 template <typename T>
-__device__ void cyclic (int n, int rows, int nb, int shares, int share, int nloc, T *A, T *X, int back) {
-  long long total = (long long)rows * nloc;
+__device__ void cyclic (int n, int rows, int nb, int shares, int share, int nloc, int c0, int w, T *A, T *X,
+                        int back) {
+  long long total = (long long)rows * w;
   for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < total;
        e += (long long)gridDim.x * blockDim.x) {
-    int r = (int)(e / nloc), lc = (int)(e % nloc);
+    int r = (int)(e / w), lc = c0 + (int)(e % w);
     int gc = ((lc / nb) * shares + share) * nb + lc % nb;
-    if (back) A[(size_t)r * n + gc] = X[e];
-    else X[e] = A[(size_t)r * n + gc];
+    size_t x = (size_t)r * nloc + lc, a = (size_t)r * n + gc;
+    if (back) A[a] = X[x];
+    else X[x] = A[a];
   }
 }
 
@@ -1591,9 +1594,9 @@ __device__ void seed_divide (int n, int k, const T *ABT, T *X) {
   extern "C" __global__ void __launch_bounds__(CPANEL_THREADS) culua_solve_panel_cluster_##t (int n, int j0, int jb, \
       T *A, int ld, int coff, int *ipiv, int *status, int ks) \
   { panel_cluster<T>(n, j0, jb, A, ld, coff, ipiv, status, ks); } \
-  extern "C" __global__ void culua_solve_cyclic_##t (int n, int rows, int nb, int shares, int share, int nloc, T *A, T *X, \
-      int back) \
-  { cyclic<T>(n, rows, nb, shares, share, nloc, A, X, back); } \
+  extern "C" __global__ void culua_solve_cyclic_##t (int n, int rows, int nb, int shares, int share, int nloc, int c0, \
+      int w, T *A, T *X, int back) \
+  { cyclic<T>(n, rows, nb, shares, share, nloc, c0, w, A, X, back); } \
   extern "C" __global__ void culua_solve_panel_pack_##t (int n, int j0, int jb, const T *A, long long aoff, int ld, \
       const int *ipiv, T *buf) \
   { panel_pack<T>(n, j0, jb, A, aoff, ld, ipiv, buf); } \

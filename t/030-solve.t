@@ -130,7 +130,7 @@ if prog then
   T.ok(fits("culua_solve_permutation", 100, 1, 2, 1), "permutation arguments")
   T.ok(fits("culua_solve_seed_pivot_f64", 100, 50, 63, 1, 1, 2, 3, 4), "seed pivot arguments (first column)")
   T.ok(fits("culua_solve_seed_eliminate_f32", 100, 51, 50, 3, 0, 1, 2, 3), "seed elimination arguments (first column)")
-  T.ok(fits("culua_solve_cyclic_f32", 1000, 64, 64, 3, 1, 320, 1, 2, 0), "block-cyclic packing arguments (a block row)")
+  T.ok(fits("culua_solve_cyclic_f32", 1000, 64, 64, 3, 1, 320, 128, 64, 1, 2, 0), "block-cyclic packing arguments (a block row, a chunk)")
   T.ok(fits("culua_solve_panel_pack_f64", 1000, 64, 64, 1, big, 320, 2, 3), "panel packing arguments")
   T.ok(fits("culua_solve_panel_pivots_f32", 64, 64, 1, 2), "panel pivots arguments")
   T.ok(fits("culua_solve_transpose_f64", 10, 20, 1, 0, 20, 2, big, 10), "transpose arguments")

@@ -185,8 +185,9 @@ K.narrow_step = function (n, i0, kb, L, loff, ldl, c0, nc, A, ld, ipiv, held, ti
     end
   end
 end
-K.cyclic = function (n, rows, nb, G, g, nloc, A, X, back)
-  for r = 0, rows - 1 do for lc = 0, nloc - 1 do
+K.cyclic = function (n, rows, nb, G, g, nloc, c0, w, A, X, back)
+  assert(c0 >= 0 and w >= 1 and c0 + w <= nloc, "cyclic's columns")
+  for r = 0, rows - 1 do for lc = c0, c0 + w - 1 do
     local gc = ((lc // nb) * G + g) * nb + lc % nb
     assert(gc < n)
     if back == 1 then S(A, r * n + gc, E(X, r * nloc + lc)) else S(X, r * nloc + lc, E(A, r * n + gc)) end
@@ -347,6 +348,18 @@ for _, m in ipairs{"lu", "seed"} do
   check(6, 1, {0, 1, 2, 0, 1, 2, 0, 1}, m)
 end
 end
+-- the first distribution to a peer in one chunk (start_chunks = 1) and in two, against the
+-- default's (as many chunks as the share has panels here): the first step takes each chunk's
+-- swaps and update in turn, and the first chunk holds the columns Q works on
+T.diag("the first distribution to a peer in one chunk and in two")
+PEER = true
+for _, c in ipairs{1, 2} do
+  M.tune.start_chunks = c
+  check(20, 3, {0, 1, 2}, "lu")
+  check(23, 2, {1, 2}, "lu")
+  check(17, 5, {2}, "lu")
+end
+M.tune.start_chunks = 8
 -- the next panel's owner's step (its columns' swaps, block row of U and update) in three
 -- launches (solve.tune.narrow = "kernel") rather than narrow_step's one; and narrow_step's
 -- launches counted: one a panel but the last, less the three launches' two more each

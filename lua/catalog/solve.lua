@@ -493,7 +493,7 @@ end
 M.tune = {cluster_rows = 256, cluster_bytes = nil, cluster_spill = 0.25, lookahead = true, split_at = nil,
           trsv_max = 16, fused_keep = true, fused_rows = 16, narrow = nil, trsm = nil, tall_split = 16, tall_spill = 0,
           cluster_whole = nil, step_on = "Q", wide_from = {float32 = 8192, float64 = 8192},
-          taper = {float32 = 6656, float64 = 6656}, programmatic = nil}
+          taper = {float32 = 6656, float64 = 6656}, programmatic = nil, start_chunks = 8}
 
 -- panel = "cluster": the whole panel in one thread-block cluster, its rows in the blocks'
 -- shared memory (those that do not fit stay in A), a cluster barrier a column
@@ -900,6 +900,15 @@ local function home_stream(dev0, ustream)
   return HS, ev
 end
 
+-- the i-th event of the arrays' device for the chunks of the first distribution (kept with
+-- the home stream; a call waits for its last before it returns, so the next may record them)
+local function chunk_event(dev0, i)
+  local home = core.device_state("solve_home", dev0)
+  home.chunks = home.chunks or {}
+  home.chunks[i] = home.chunks[i] or event_on(dev0)
+  return home.chunks[i]
+end
+
 -- the end: the caller's stream after the home stream, which is waited for
 local function home_done(HS, ev, ustream)
   ev:record(HS)
@@ -973,30 +982,45 @@ local lu_multi = closing(function (owned, fname, dev0, ustream, n, nb, dt, A, ip
   -- into A over peer access)
   local function gather(s, j0, rows)
     s.K("cyclic"):launch({grid = grid_for(rows * s.nloc, 256, s.dev), block = 256, stream = s.G}, n, rows, nb, G,
-                         s.g - 1, s.nloc, view(A, j0 * n, rows * n), view(s.L, j0 * s.nloc, rows * s.nloc), 1)
+                         s.g - 1, s.nloc, 0, s.nloc, view(A, j0 * n, rows * n), view(s.L, j0 * s.nloc, rows * s.nloc), 1)
   end
 
   -- distribute: each share's columns packed out of A into its L. A share on the arrays'
   -- device packs its own on its S; the arrays' device writes a peer's straight into the
-  -- peer's L over peer access (one pass, writes over the link); a share reached through
-  -- the host gets them packed on the arrays' device (W), staged and copied
+  -- peer's L over peer access (writes over the link), in M.tune.start_chunks chunks of whole
+  -- panels, each with an event (s.chunks), so that the peer's first step takes each as it
+  -- comes rather than idle until all of its columns are there (two H200s at 32768: 2.1 GB,
+  -- 5.5 ms of NVLink); the first chunk holds the columns its Q works on in that step. A share
+  -- reached through the host gets them packed on the arrays' device (W), staged and copied
   local cyclic = kernels(dev0, dt)("cyclic")
   hev:record(HS)   -- the start, after the caller's stream
+  local nev = 0
   for _, s in ipairs(sh) do
     local count = n * s.nloc
     local grid = {grid = grid_for(count, 256, dev0), block = 256, stream = HS}
     if s.home == "local" then
       s.S:wait(hev)
       grid.stream = s.S
-      cyclic:launch(grid, n, n, nb, G, s.g - 1, s.nloc, A, s.L, 0)
+      cyclic:launch(grid, n, n, nb, G, s.g - 1, s.nloc, 0, s.nloc, A, s.L, 0)
     elseif s.home == "peer" then
-      cyclic:launch(grid, n, n, nb, G, s.g - 1, s.nloc, A, s.L, 0)
-      hev:record(HS)
-      s.S:wait(hev)
+      s.chunks = {}
+      local per = ceil_div(ceil_div(s.nloc, math.max(M.tune.start_chunks or 1, 1)), nb) * nb
+      local c0 = 0
+      while c0 < s.nloc do
+        local c1 = math.min(s.nloc, c0 == 0 and math.max(per, lstart(s, 2)) or c0 + per)
+        grid.grid = grid_for(n * (c1 - c0), 256, dev0)
+        cyclic:launch(grid, n, n, nb, G, s.g - 1, s.nloc, c0, c1 - c0, A, s.L, 0)
+        nev = nev + 1
+        local ev = chunk_event(dev0, nev)
+        ev:record(HS)
+        s.chunks[#s.chunks + 1] = {c0 = c0, c1 = c1, ev = ev}
+        c0 = c1
+      end
+      s.S:wait(s.chunks[1].ev)
     else
       s.W = keep(owned, cuda.array(dt, count, {device = dev0.ordinal}))
       s.HW = keep(owned, pinned(dt, count))
-      cyclic:launch(grid, n, n, nb, G, s.g - 1, s.nloc, A, s.W, 0)
+      cyclic:launch(grid, n, n, nb, G, s.g - 1, s.nloc, 0, s.nloc, A, s.W, 0)
       move(s.home, s.W, HS, hev, s.L, s.S, s.HW)
     end
     s.u:record(s.S)
@@ -1061,6 +1085,21 @@ local lu_multi = closing(function (owned, fname, dev0, ustream, n, nb, dt, A, ip
         gemm_sub(K, dt, S, n - jend, c1 - c0, jb, buf, jb + jb * jb, jb, s.L, j0 * ld + c0, ld,
                  s.L, jend * ld + c0, ld)
       end
+      -- the row swaps on the local columns but [skip_lo, skip_hi), and the update of those
+      -- from `from` on; in the first step, a chunk of the distribution at a time as it comes
+      local function swaps_update(skip_lo, skip_hi, from)
+        if not (k == 0 and s.chunks) then
+          swaps(K, s.dev, S, ld, ld, skip_lo, skip_hi, j0, jend, s.ipiv, s.L)
+          return update(from, ld)
+        end
+        for _, ch in ipairs(s.chunks) do
+          local a, b = ch.c0, ch.c1
+          S:wait(ch.ev)
+          if skip_lo > a then column_swaps(K, s.dev, S, n, ld, a, math.min(b, skip_lo), j0, jend, s.ipiv, s.L) end
+          if skip_hi < b then column_swaps(K, s.dev, S, n, ld, math.max(a, skip_hi), b, j0, jend, s.ipiv, s.L) end
+          update(math.max(a, from), b)
+        end
+      end
       local lt = lstart(s, k + 1)
       if s == nxt then
         -- the next panel's owner: as lu_lookahead, panel k + 1's columns [lt, lt1) first
@@ -1077,11 +1116,9 @@ local lu_multi = closing(function (owned, fname, dev0, ustream, n, nb, dt, A, ip
           s.Q:wait(s.u)
         end
         factor_and_send(k + 1)
-        swaps(K, s.dev, S, ld, ld, s == o and lo or lt, lt1, j0, jend, s.ipiv, s.L)
-        update(lt1, ld)
+        swaps_update(s == o and lo or lt, lt1, lt1)
       else
-        swaps(K, s.dev, S, ld, ld, lo, hi, j0, jend, s.ipiv, s.L)
-        update(lt, ld)
+        swaps_update(lo, hi, lt)
       end
       s.w:record(S)
       if bi then s.freed[bi]:record(S) end
@@ -1105,7 +1142,7 @@ local lu_multi = closing(function (owned, fname, dev0, ustream, n, nb, dt, A, ip
     if s.home == "host" then
       move(s.home, s.L, s.S, s.done, s.W, HS, s.HW)
       cyclic:launch({grid = grid_for(n * s.nloc, 256, dev0), block = 256, stream = HS}, n, n, nb, G, s.g - 1, s.nloc,
-                    A, s.W, 1)
+                    0, s.nloc, A, s.W, 1)
     else
       s.done:record(s.G)
       HS:wait(s.done)
