@@ -21,7 +21,9 @@
 -- their rows' (solve.tune.cluster_whole), "+taperC" narrows the default block of 128 to 64
 -- once at most C columns are left (solve.tune.taper; "+taper0": never), "+wideN" starts
 -- the default at 128 from n = N (solve.tune.wide_from; an explicit block does neither),
--- "+pdl0" launches the chain's kernels without the programmatic attribute (solve.tune.programmatic).
+-- "+pdl0" launches the chain's kernels without the programmatic attribute (solve.tune.programmatic),
+-- "+chunksN" the several-GPU LU's first distribution to a peer in N chunks
+-- (solve.tune.start_chunks, 8; "+chunks1": one piece).
 -- DEVICES: "0,1" (or "all") also times float32 lu + lu_solve with devices =
 -- that list (peer copies where the pair allows; "0,1:host" forces pinned-host
 -- staging), beside the one-GPU time. DTYPES: "float32", "float64" or both (the
@@ -129,6 +131,8 @@ for _, dt in ipairs(DTYPES) do
       -- "+stepS": the look-ahead's step between panels on the update's stream (solve.tune.step_on;
       -- "+stepQ" or neither: on the panels', the default)
       tune.step_on = panel:match("%+stepS") and "S" or "Q"
+      -- "+chunksN": the first distribution to a peer in N chunks (solve.tune.start_chunks; 8)
+      tune.start_chunks = math.tointeger(tonumber(panel:match("%+chunks(%d+)") or 8))
       -- "+trsmK" / "+trsmP": the full-width triangular solve by its kernel / as a product
       tune.trsm = ({K = "kernel", P = "product"})[panel:match("%+trsm(%u)") or ""]
       -- "+taperC": the default block of 128 narrowed to 64 for the last C columns
