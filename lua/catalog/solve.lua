@@ -990,7 +990,8 @@ local lu_multi = closing(function (owned, fname, dev0, ustream, n, nb, dt, A, ip
   -- peer's L over peer access (writes over the link), in M.tune.start_chunks chunks of whole
   -- panels, each with an event (s.chunks), so that the peer's first step takes each as it
   -- comes rather than idle until all of its columns are there (two H200s at 32768: 2.1 GB,
-  -- 5.5 ms of NVLink); the first chunk holds the columns its Q works on in that step. A share
+  -- 5.5 ms of NVLink; session 22: 455.25 and 451.89 ms against 456.21 and 454.91 in one
+  -- piece); the first chunk holds the columns its Q works on in that step. A share
   -- reached through the host gets them packed on the arrays' device (W), staged and copied
   local cyclic = kernels(dev0, dt)("cyclic")
   hev:record(HS)   -- the start, after the caller's stream
