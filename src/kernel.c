@@ -577,11 +577,12 @@ static void do_launch (lua_State *L, Kernel *k, const Config *c, int argbase, in
                            c->shared, c->stream, args, NULL);
   culua_journal(L, k->S, c->stream, k->name);
   if (r != CUDA_SUCCESS)
-    culua_cufail(L, r, "launch", "launching '%s' with grid {%d, %d, %d}, block {%d, %d, %d}, %d bytes shared%s",
+    culua_cufail(L, r, "launch", "launching '%s' with grid {%d, %d, %d}, block {%d, %d, %d}, %d bytes shared%s%s%s",
                  k->name, (int)c->grid[0], (int)c->grid[1], (int)c->grid[2], (int)c->block[0],
                  (int)c->block[1], (int)c->block[2], (int)c->shared,
                  c->cluster[0] ? lua_pushfstring(L, ", clusters of {%d, %d, %d}", (int)c->cluster[0],
-                                                 (int)c->cluster[1], (int)c->cluster[2]) : "");
+                                                 (int)c->cluster[1], (int)c->cluster[2]) : "",
+                 c->cooperative ? ", cooperative" : "", c->programmatic ? ", programmatic" : "");
   if (k->S->debug) {
     r = cu->cuStreamSynchronize(c->stream);
     if (r != CUDA_SUCCESS) culua_cufail(L, r, "launch", "running '%s' (cuda.debug is on)", k->name);
@@ -751,6 +752,7 @@ static int kernel_index (lua_State *L) {
   const char *key = lua_tostring(L, 2);
   int j;
   if (key != NULL && strcmp(key, "name") == 0) lua_pushstring(L, k->name);
+  else if (key != NULL && strcmp(key, "programmatic") == 0) lua_pushboolean(L, k->dependents);
   else if (key != NULL && strcmp(key, "signature") == 0) {
     lua_createtable(L, k->nparams, 0);
     for (j = 0; j < k->nparams; j++) {

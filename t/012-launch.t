@@ -286,17 +286,26 @@ end
 -- programmatic dependent launches (compute capability 9.0): `produce` lets its dependents
 -- be scheduled at once, then spins before it writes; `consume`, launched programmatic,
 -- waits for it (griddepcontrol.wait) before reading, so it sees every write of the
--- produce before it, and the next produce sees consume's reads done
+-- produce before it, and the next produce sees consume's reads done. Each round r also
+-- notes when produce ended (tend[r]) and when consume began, before its wait (tstart[r]):
+-- consume beginning first shows that the attribute reached the driver
 local pdl = cuda.compile([[
-extern "C" __global__ void produce(int n, int *x, long long spin) {
+__device__ unsigned long long now() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+extern "C" __global__ void produce(int n, int *x, long long spin, unsigned long long *tend, int r) {
   asm volatile("griddepcontrol.wait;" ::: "memory");
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   long long t0 = clock64();
   while (clock64() - t0 < spin) { }
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) x[i] += 1;
+  if (threadIdx.x == 0) atomicMax(tend + r, now());
 }
-extern "C" __global__ void consume(int n, const int *x, int *y) {
+extern "C" __global__ void consume(int n, const int *x, int *y, unsigned long long *tstart, int r) {
+  if (threadIdx.x == 0) atomicMin(tstart + r, now());   /* (no other kernel touches tstart) */
   asm volatile("griddepcontrol.wait;" ::: "memory");
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) y[i] += x[i];
@@ -308,24 +317,30 @@ if dev.major >= 9 then
   local produce, consume = m:kernel("produce"), m:kernel("consume")
   local n, rounds = 3000, 40
   local x, y = cuda.array("int32", n):fill(0), cuda.array("int32", n):fill(0)
+  local tend, tstart = cuda.array("uint64", rounds + 1):fill(0), cuda.array("uint64", rounds + 1):fill(math.maxinteger)
   local s = cuda.stream()
   local cfg = {grid = (n + 255) // 256, block = 256, stream = s, programmatic = true}
   local go = consume:prepare(cfg)
-  for _ = 1, rounds do
-    produce:launch(cfg, n, x, 20000)
-    go(n, x, y)
+  for r = 0, rounds - 1 do
+    produce:launch(cfg, n, x, 20000, tend, r)
+    go(n, x, y, tstart, r)
   end
   s:synchronize()
   -- after round r x holds r and y 1 + 2 + ... + r
   local hx, hy, bad = x:totable(), y:totable(), 0
   for i = 1, n do if hx[i] ~= rounds or hy[i] ~= rounds * (rounds + 1) // 2 then bad = bad + 1 end end
   T.is(bad, 0, ("%d rounds of programmatic launches (launch and prepare) see each other's writes"):format(rounds))
+  local te, ts, early = tend:totable(), tstart:totable(), 0
+  for r = 1, rounds do if ts[r] < te[r] then early = early + 1 end end
+  T.ok(early >= 1, ("consume began before produce ended (the launch was programmatic) in %d of %d rounds"):format(early, rounds))
   -- in clusters too (the attributes together)
   x:fill(0); y:fill(0)
-  produce:launch({grid = 12, block = 256, cluster = 4, stream = s, programmatic = true}, n, x, 20000)
-  consume:launch({grid = 12, block = 256, cluster = 2, stream = s, programmatic = true}, n, x, y)
+  produce:launch({grid = 12, block = 256, cluster = 4, stream = s, programmatic = true}, n, x, 20000, tend, rounds)
+  consume:launch({grid = 12, block = 256, cluster = 2, stream = s, programmatic = true}, n, x, y, tstart, rounds)
   hy = y:totable()
-  T.ok(hy[1] == 1 and hy[n] == 1, "programmatic launches in clusters")
+  bad = 0
+  for i = 1, n do if hy[i] ~= 1 then bad = bad + 1 end end
+  T.is(bad, 0, "programmatic launches in clusters")
 else
   T.error_like(function () cuda.compile("extern \"C\" __global__ void k() {}"):module():kernel("k"):launch(
                  {grid = 1, block = 1, programmatic = true}) end,

@@ -439,11 +439,20 @@ local function gpu_tests()
         local saved_wide, saved_taper = tune.wide_from, tune.taper
         tune.wide_from, tune.taper = {float32 = 1, float64 = 1}, {float32 = n // 2, float64 = n // 2}
         local dA = device_of(hA)
-        local ok, piv = pcall(cat.lu, dA)
-        local ok2, X = pcall(cat.solve, device_of(hA), device_of(hB))
+        local ok, piv, info = pcall(cat.lu, dA)
+        local ok2, X, _, sinfo = pcall(cat.solve, device_of(hA), device_of(hB))
+        local ok3, _, einfo = pcall(cat.lu, device_of(hA), {block = 128})
         tune.wide_from, tune.taper = saved_wide, saved_taper
+        if not ok3 then error(_, 0) end
+        T.ok(einfo.block == 128 and einfo.narrow_columns == nil, what .. ": an explicit block 128 holds throughout")
         if not ok then error(piv, 0) end
         if not ok2 then error(X, 0) end
+        -- blocks of 128 while more than n // 2 columns are left: the first of 64 at the first
+        -- multiple of 128 past n - n // 2
+        local narrow = n - (n - n // 2 + 127) // 128 * 128
+        T.ok(info.block == 128 and info.narrow_columns == narrow and sinfo.block == 128 and sinfo.narrow_columns == narrow,
+             ("%s: info says block 128, the last %d columns in 64s (lu: %s, %s; solve: %s, %s)"):format(what, narrow,
+             info.block, info.narrow_columns, sinfo.block, sinfo.narrow_columns))
         local hpiv = to_host(piv)
         if dt == "float64" then
           local rpiv = cuda.host_array("int32", n)

@@ -243,18 +243,23 @@ end
 
 local launches = 0
 local cluster_cfgs, cluster_room = {}, nil   -- the cluster panel's launches, and the room it was given
+local chain_cfgs   -- when a table: the launches of lu's chain kernels, their config's programmatic and arguments
 local function kernel(file, name, defines, dev)
   local base = name:gsub("^culua_solve_", ""):gsub("_f32$", ""):gsub("_f64$", "")
   local f = assert(K[base], "no mock kernel " .. base)
   return {launch = function (self, cfg, ...)
             launches = launches + 1
             if base == "panel_cluster" then cluster_cfgs[#cluster_cfgs + 1] = {shared = cfg.shared, args = {...}} end
+            if chain_cfgs and (base == "panel_cluster" or base == "narrow_step" or base == "laswp") then
+              chain_cfgs[#chain_cfgs + 1] = {base = base, programmatic = cfg.programmatic, args = {...}}
+            end
             for i, a in ipairs{...} do if type(a) == "table" and a.closed then error("closed array passed to " .. base) end end
             return f(...)
           end,
           max_cooperative_grid = function () return 4 end,
           attributes = function () return {shared_size_bytes = 2048} end,
           max_active_clusters = function () return 1 end,
+          programmatic = (dev or device()).major >= 9,
           set_max_dynamic_shared = function (self, bytes) if base == "panel_cluster" then cluster_room = bytes end end}
 end
 
@@ -506,6 +511,51 @@ M.tune.step_on = "Q"
 M.tune.narrow = "kernel"
 check(70, 64, {0, 1}, "lu")
 M.tune.narrow = nil
+-- the default block tapered (solve.tune.wide_from, taper): 128 while more than 100 columns
+-- are left, then 64 (from column 128 of 200: the look-ahead's step at 128 columns, then at
+-- 64, the last block 8 wide); the factors as with blocks of 64 throughout, info saying
+-- which; the chain's kernels launched programmatic (solve.tune.programmatic = false: not);
+-- several GPUs keep one block (64 at this size: no taper there)
+do
+  local saved_wide, saved_taper = M.tune.wide_from, M.tune.taper
+  M.tune.wide_from, M.tune.taper = {float32 = 1, float64 = 1}, {float32 = 100, float64 = 100}
+  local n = 200
+  local t = rand_matrix(n, 31)
+  local A1, A2 = mkA(n, t), mkA(n, t)
+  widths, chain_cfgs = {}, {}
+  local p1, info = M.lu(A1)
+  local steps, all = {}, true
+  for _, c in ipairs(chain_cfgs) do
+    all = all and c.programmatic == true
+    if c.base == "narrow_step" then steps[#steps + 1] = c.args[2] .. ":" .. c.args[3] end
+  end
+  local p2 = M.lu(A2, {block = 64})
+  local bad
+  for i = 0, n - 1 do if p1.data[i] ~= p2.data[i] then bad = ("ipiv[%d] %s vs %s"):format(i, p1.data[i], p2.data[i]); break end end
+  local d = 0
+  for i = 0, n * n - 1 do d = math.max(d, math.abs(A1.data[i] - A2.data[i])) end
+  if d > 1e-9 then bad = (bad or "") .. " factors differ by " .. d end
+  if not T.ok(not bad, "a tapered default block (128, then 64): the factors of blocks of 64") then T.diag(bad) end
+  T.ok(info.block == 128 and info.narrow_columns == 72, ("info: block %s, narrow_columns %s (want 128, 72)"):format(
+       info.block, info.narrow_columns))
+  -- the look-ahead's steps (narrow_step's i0 and kb, i0 + kb = the next panel's first column):
+  -- after the panel at 0 (128 columns), at 128 (64), and between the halves of 64 too
+  local seen = " " .. table.concat(steps, " ") .. " "
+  T.ok(seen:find(" 0:128 ", 1, true) and seen:find(" 128:64 ", 1, true) and not seen:find(" 128:128 ", 1, true),
+       "the look-ahead's steps: 128 columns at column 0, then 64 from column 128")
+  T.ok(#chain_cfgs > 0 and all, ("%d launches of the chain's kernels, all programmatic"):format(#chain_cfgs))
+  M.tune.programmatic = false
+  chain_cfgs = {}
+  M.lu(mkA(n, t))
+  local none = true
+  for _, c in ipairs(chain_cfgs) do none = none and not c.programmatic end
+  T.ok(#chain_cfgs > 0 and none, "solve.tune.programmatic = false: none programmatic")
+  M.tune.programmatic = nil
+  chain_cfgs = nil
+  local _, minfo = M.lu(mkA(n, t), {devices = {0, 1}})
+  T.ok(minfo.block == 64 and minfo.narrow_columns == nil, ("several GPUs: one block, 64 at n = %d (got %s)"):format(n, minfo.block))
+  M.tune.wide_from, M.tune.taper = saved_wide, saved_taper
+end
 widths = nil
 for o = 0, 2 do device(o).major = 8 end
 -- the checks come before any array

@@ -278,15 +278,16 @@ local function update_narrow(K, stream, m, nc, kb, L, loff, ldl, U, uoff, ldu, C
                             m, nc, kb, L, loff, ldl, U, uoff, ldu, Cm, coff, ldc)
 end
 
--- whether lu's chain kernels (the cluster panel, narrow_step, laswp) are launched as
--- programmatic dependents on dev (compute capability 9.0; kernels/solve.cu's dep_wait and
--- dep_release): each may be scheduled while the kernel before it on its stream finishes
--- (M.tune.programmatic = false: not)
-local hopper = setmetatable({}, {__mode = "k"})
-local function dependent(dev)
-  local h = hopper[dev]
-  if h == nil then h = dev.major >= 9; hopper[dev] = h end
-  return h and M.tune.programmatic ~= false
+-- whether lu's chain kernel k (the cluster panel, narrow_step, laswp) is launched as a
+-- programmatic dependent (kernels/solve.cu's dep_wait and dep_release): each may be
+-- scheduled while the kernel before it on its stream finishes, where k.programmatic says
+-- its device and driver can (compute capability 9.0, cuLaunchKernelEx); M.tune.programmatic
+-- = false: not
+local can_depend = setmetatable({}, {__mode = "k"})
+local function dependent(k)
+  local c = can_depend[k]
+  if c == nil then c = k.programmatic; can_depend[k] = c end
+  return c and M.tune.programmatic ~= false
 end
 
 -- the dynamic shared memory kernel k (of device dev) may ask for: the device's opt-in
@@ -320,7 +321,7 @@ local function narrow_step(K, dev, stream, n, ld, i0, kb, c0, nc, A, ipiv, L, lo
   local held = core.scratch("solve_held_" .. A.dtype, dev, stream, kb * nc)
   local ticket = core.scratch("solve_ticket", dev, stream, ceil_div(MAXBLOCK, 64))
   k:launch({grid = {ceil_div(n - i0 - kb, NSTEP_ROWS), ceil_div(nc, 64)}, block = 256, shared = bytes, stream = stream,
-            programmatic = dependent(dev)},
+            programmatic = dependent(k)},
            n, i0, kb, L, loff, ldl, c0, nc, A, ld, ipiv, held, ticket)
   return true
 end
@@ -330,8 +331,9 @@ end
 local function swaps(K, dev, stream, ncols, ld, lo, hi, i0, i1, ipiv, X)
   local width = ncols - (hi - lo)
   if width <= 0 or i1 <= i0 then return end
-  K("laswp"):launch({grid = grid_for(width, 128 // esize(X.dtype), dev), block = 256, stream = stream,
-                     programmatic = dependent(dev)},
+  local k = K("laswp")
+  k:launch({grid = grid_for(width, 128 // esize(X.dtype), dev), block = 256, stream = stream,
+            programmatic = dependent(k)},
                     ncols, ld, lo, hi, i0, i1, ipiv, X)
 end
 
@@ -488,8 +490,9 @@ end
 -- H100: float32 8192 block 64 41.03 ms against 40.30 on Q, 16384 152.3 against 148.5;
 -- float64 8192 43.5 against 41.9, 16384 171.7 against 166.8).
 -- programmatic: false launches lu's chain kernels as plain launches (dependent says how).
--- wide_from, taper: lu_block's default block, per dtype: 128 from n = wide_from, narrowed to
--- 64 by the look-ahead once at most taper columns are left (false: never; lu_block says why).
+-- wide_from, taper: lu_block's default block on one GPU, per dtype: 128 from n = wide_from,
+-- narrowed to 64 by the look-ahead once at most taper columns are left (taper false or 0:
+-- never; lu_block says why).
 M.tune = {cluster_rows = 256, cluster_bytes = nil, cluster_spill = 0.25, lookahead = true, split_at = nil,
           trsv_max = 16, fused_keep = true, fused_rows = 16, narrow = nil, trsm = nil, tall_split = 16, tall_spill = 0,
           cluster_whole = nil, step_on = "Q", wide_from = {float32 = 8192, float64 = 8192},
@@ -524,7 +527,7 @@ local function panel_cluster(K, dev, stream, n, A, ipiv, status, ld, whole)
       return fused(j0, jb, coff)
     end
     local bytes = whole and lim.bytes or ks * rowbytes
-    k:launch({grid = c, block = CPANEL_THREADS, cluster = c, shared = bytes, stream = stream, programmatic = dependent(dev)},
+    k:launch({grid = c, block = CPANEL_THREADS, cluster = c, shared = bytes, stream = stream, programmatic = dependent(k)},
              n, j0, jb, A, ld, coff or 0, ipiv, status, ks)
   end, function (j0, jb)   -- split_panel's question: more than tall_spill of the rows in A
     local _, ks, _, _, rows = shape(n - j0, jb)
@@ -553,7 +556,9 @@ end
 -- (M.tune.taper, 6656) at or below which the look-ahead narrows it to DEFAULT_BLOCK. A step's
 -- update runs faster at k = 128 (matmul: 30.8 TFLOP/s against 23.7 at n = 8064), and early on
 -- the update bounds the time; later the chain of panels does, which is shorter at 64. The
--- crossover depends on the columns left, not on n. (Session 22, against 128 throughout and 64
+-- crossover depends on the columns left, not on n. The several-GPU LU deals out blocks of
+-- one width and keeps the thresholds measured before the taper (`several`: 128 from n =
+-- SEVERAL_WIDE_FROM, no taper). (Session 22, against 128 throughout and 64
 -- throughout: float64 lu 8192 38.80-38.83 ms, 41.76-41.94, 40.24-40.29; 16384 164.84-164.89,
 -- 167.71-167.88, 204.8; float32 lu + lu_solve 8192 37.98-38.05, 38.39-38.47, 37.96-37.99;
 -- 10240 53.18, 53.94; 12288 73.50, 73.92; 16384 135.88-136.34, 136.27-136.52, 149.8-150.2.)
@@ -564,14 +569,15 @@ end
 -- 27.13; 8192 64: 39.90, 96: 39.55, 128: 38.28; 16384 96: 158.2, 128: 148.7. float64 lu
 -- 4096 64: 15.40, 96: 16.92, 128: 17.65; 8192 64: 40.60, 96: 42.06, 128: 42.28; 16384 64:
 -- 204.7, 96: 185.0, 128: 167.7.)
-local function lu_block(fname, opts, n, dt, dev, pk)
+local SEVERAL_WIDE_FROM = {float32 = 10240, float64 = 12288}
+local function lu_block(fname, opts, n, dt, dev, pk, several)
   local dflt
-  if opts.block == nil and pk ~= "fused" and pk ~= "columns" and n >= M.tune.wide_from[dt]
+  if opts.block == nil and pk ~= "fused" and pk ~= "columns" and n >= (several and SEVERAL_WIDE_FROM or M.tune.wide_from)[dt]
      and cluster_fit(kernels(dev, dt), dev) then
     dflt = 128
   end
   local nb = check_block(fname, opts, dflt)
-  local taper = dflt and M.tune.taper[dt]
+  local taper = dflt and not several and M.tune.taper[dt]
   return nb, taper and taper > 0 and taper or nil
 end
 
@@ -685,7 +691,7 @@ end
 ** behind. Q and S touch disjoint columns between the events; the caller's stream waits
 ** for the end (with no stream given, the host does: lu reads its status then).
 ]]
-local function lu_lookahead(K, dev, stream, n, nb, A, ipiv, status, make, taper)
+local function lu_lookahead(K, dev, stream, n, nb, A, ipiv, status, make, taper, info)
   local st = lookahead_state(dev)
   local S, Q = st.S, st.Q
   st.start:record(stream)
@@ -697,7 +703,13 @@ local function lu_lookahead(K, dev, stream, n, nb, A, ipiv, status, make, taper)
   local narrow = small and panel_factory(make, K, dev, Q, n, A, ipiv, status, nil, small)
   local function tapered(j0) return small and n - j0 <= taper end
   local function width(j0) return math.min(tapered(j0) and small or nb, n - j0) end
-  local function factor(j0, jb) return (tapered(j0) and narrow or wide)(j0, jb) end
+  local function factor(j0, jb)
+    if tapered(j0) then
+      info.narrow_columns = info.narrow_columns or n - j0   -- the first narrow block: what the user sees
+      return narrow(j0, jb)
+    end
+    return wide(j0, jb)
+  end
   local j0, jb = 0, width(0)
   factor(0, jb)
   st.ready:record(Q)
@@ -735,10 +747,10 @@ local function lu_lookahead(K, dev, stream, n, nb, A, ipiv, status, make, taper)
 end
 
 -- blocked right-looking LU of the n x n A in place, pivots into ipiv (0-based rows, 1-based values)
-local function lu_blocked(fname, K, dev, stream, n, nb, A, ipiv, status, panel_kind, taper)
+local function lu_blocked(fname, K, dev, stream, n, nb, A, ipiv, status, panel_kind, taper, info)
   local make = panel_maker(fname, panel_kind, K, dev)
   if make == panel_cluster and n > nb and M.tune.lookahead ~= false then
-    return lu_lookahead(K, dev, stream, n, nb, A, ipiv, status, make, taper)
+    return lu_lookahead(K, dev, stream, n, nb, A, ipiv, status, make, taper, info)
   end
   local factor = panel_factory(make, K, dev, stream, n, A, ipiv, status, nil, nb)
   for j0 = 0, n - 1, nb do
@@ -1264,7 +1276,7 @@ local function factor(fname, K, dev, stream, n, nb, A, ipiv, status, pk, multi, 
   if multi then
     pivot_verdict(fname, lu_multi(fname, dev, stream, n, nb, A.dtype, A, ipiv, pk, list, peer, info))
   else
-    lu_blocked(fname, K, dev, stream, n, nb, A, ipiv, status, pk, taper)
+    lu_blocked(fname, K, dev, stream, n, nb, A, ipiv, status, pk, taper, info)
     check_pivots(fname, stream, status)
   end
 end
@@ -1284,7 +1296,8 @@ end
 --         devices (a list of ordinals: several GPUs), peer (false: stage through the host),
 --         growth (true: measure the growth factor; two more passes, each read back)
 --   info: devices (the list), shares, transfer ("local" | "peer" | "host"), pairs, why;
---         growth = max|U| / max|A| when asked
+--         growth = max|U| / max|A| when asked; block (method lu: the panel width), and
+--         narrow_columns when the default block narrowed to 64 for that many last columns
 function M.lu(A, opts)
   local fname = "lu"
   opts = core.options(fname, opts, lu_options)
@@ -1294,8 +1307,8 @@ function M.lu(A, opts)
   local dev = A.device
   local stream = core.check_stream(fname, opts.stream, dev)
   local method, pk = check_method(fname, opts), check_panel(fname, opts)
-  local nb, taper = lu_block(fname, opts, n, A.dtype, dev, pk)
   local multi, info = devices_plan(list, dev)
+  local nb, taper = lu_block(fname, opts, n, A.dtype, dev, pk, multi)
   local dt = A.dtype
   local K = kernels(dev, dt)
   local ipiv = cuda.array("int32", math.max(n, 1), {device = dev.ordinal})
@@ -1314,6 +1327,7 @@ function M.lu(A, opts)
     ABT:close()
     pivot_verdict(fname, bad)
   else
+    info.block = nb
     factor(fname, K, dev, stream, n, nb, A, ipiv, status, pk, multi, list, opts.peer, info, taper)
   end
   -- (a matrix that factors has a nonzero element: amax > 0)
@@ -1413,12 +1427,12 @@ function M.solve(A, B, opts)
   local dev = core.same_device(fname, {"A", "B"}, A, B)
   local stream = core.check_stream(fname, opts.stream, dev)
   local method, pk = check_method(fname, opts), check_panel(fname, opts)
-  local nb, taper = lu_block(fname, opts, n, A.dtype, dev, pk)
+  local multi, info = devices_plan(list, dev)
+  local nb, taper = lu_block(fname, opts, n, A.dtype, dev, pk, multi)
   core.flag(fname, opts, "overwrite")
   if growth and method == "seed" then
     fail(fname, "growth needs method lu: the seed's Gauss-Jordan keeps no U to measure")
   end
-  local multi, info = devices_plan(list, dev)
   local dt = A.dtype
   local K = kernels(dev, dt)
   local X = B
@@ -1449,6 +1463,7 @@ function M.solve(A, B, opts)
     copy(K, dev, stream, n * n, A, LU)
     copy(K, dev, stream, n * k, B, X)
   end
+  info.block = nb
   factor(fname, K, dev, stream, n, nb, LU, ipiv, status, pk, multi, list, opts.peer, info, taper)
   if growth then info.growth = absmax(K, dev, stream, n, LU, true) / amax end
   solve_factored(K, dev, stream, n, k, nb, LU, ipiv, X)
