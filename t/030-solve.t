@@ -200,6 +200,21 @@ local N1000 = (T.sanitizer == "racecheck" or T.sanitizer == "initcheck") and 400
 local function gpu_tests()
   local function device_of(h) return cuda.array(h.dtype, #h.shape == 2 and h.shape or #h):copy_from(h) end
   local function to_host(d) local h = cuda.host_array(d.dtype, #d.shape == 2 and d.shape or #d); d:copy_to(h); return h end
+  -- every multiplier (below hLU's diagonal) at most 1 in magnitude, as partial pivoting makes them
+  local function multipliers(hLU, n, what)
+    local worst = 0
+    for i = 1, n - 1 do
+      for j = 0, i - 1 do local a = math.abs(hLU[i * n + j + 1]); if a > worst then worst = a end end
+    end
+    if not T.ok(worst <= 1, what .. ": every multiplier at most 1 (partial pivoting)") then T.diag("  largest " .. worst) end
+  end
+  -- the factors hLU and pivots hpiv solve A X = B through the reference's substitution
+  local function factors_solve(hA, hLU, hpiv, hB, what)
+    local hX = copy_of(hB)
+    ref.lu_solve(hLU, hpiv, hX)
+    local r = ratio(hA, hX, hB)
+    if not T.ok(r <= 10, what .. ": the factors solve (reference substitution)") then T.diag("  ratio " .. r) end
+  end
 
   -- lu on the GPU: its pivots against the reference's (when `pivots`), its factors through the
   -- reference's solve, lu_solve's, and solve's (both methods), each by the residual ratio
@@ -222,13 +237,10 @@ local function gpu_tests()
         for i = 1, n do if g[i] ~= w[i] then T.diag(("  ipiv[%d] = %d, reference %d"):format(i, g[i], w[i])); break end end
       end
     end
-    local hX = copy_of(hB)
-    ref.lu_solve(hLU, hpiv, hX)
-    local r = ratio(hA, hX, hB)
-    if not T.ok(r <= 10, what .. ": the factors solve (reference substitution)") then T.diag("  ratio " .. r) end
+    factors_solve(hA, hLU, hpiv, hB, what)
     local dB = device_of(hB)
     cat.lu_solve(dA, piv, dB, {block = opts.block})
-    r = ratio(hA, to_host(dB), hB)
+    local r = ratio(hA, to_host(dB), hB)
     if not T.ok(r <= 10, what .. ": lu_solve") then T.diag("  ratio " .. r) end
     if opts.solve ~= false then
       local dA2, dB2 = device_of(hA), device_of(hB)
@@ -404,22 +416,15 @@ local function gpu_tests()
                                                 or v.narrow and dt == "float32" or v.tall)
         local want = rpiv or not split and to_host(cat.lu(device_of(hA), {block = nb, panel = "columns"}))
         if not want then
-          local hLU, worst = to_host(dA), 0
-          for i = 1, n - 1 do
-            for j = 0, i - 1 do local a = math.abs(hLU[i * n + j + 1]); if a > worst then worst = a end end
-          end
-          if not T.ok(worst <= 1, what .. ": every multiplier at most 1 (partial pivoting)") then T.diag("  largest " .. worst) end
+          multipliers(to_host(dA), n, what)
         elseif not T.ok(hpiv:bytes() == want:bytes(), what .. ": pivots as the " .. (rpiv and "reference's" or "column kernels'")) then
           local g, w = hpiv:totable(), want:totable()
           for i = 1, n do if g[i] ~= w[i] then T.diag(("  ipiv[%d] = %d, want %d"):format(i, g[i], w[i])); break end end
         end
-        local hX = copy_of(hB)
-        ref.lu_solve(to_host(dA), hpiv, hX)
-        local r = ratio(hA, hX, hB)
-        if not T.ok(r <= 10, what .. ": the factors solve (reference substitution)") then T.diag("  ratio " .. r) end
+        factors_solve(hA, to_host(dA), hpiv, hB, what)
         local dB = device_of(hB)
         cat.lu_solve(dA, piv, dB, {block = nb})
-        r = ratio(hA, to_host(dB), hB)
+        local r = ratio(hA, to_host(dB), hB)
         if not T.ok(r <= 10, what .. ": lu_solve") then T.diag("  ratio " .. r) end
       end
      end
@@ -459,17 +464,10 @@ local function gpu_tests()
           ref.lu(copy_of(hA), rpiv)
           T.ok(hpiv:bytes() == rpiv:bytes(), what .. ": pivots as the reference's")
         else
-          local hLU, worst = to_host(dA), 0
-          for i = 1, n - 1 do
-            for j = 0, i - 1 do local a = math.abs(hLU[i * n + j + 1]); if a > worst then worst = a end end
-          end
-          if not T.ok(worst <= 1, what .. ": every multiplier at most 1 (partial pivoting)") then T.diag("  largest " .. worst) end
+          multipliers(to_host(dA), n, what)
         end
-        local hX = copy_of(hB)
-        ref.lu_solve(to_host(dA), hpiv, hX)
-        local r = ratio(hA, hX, hB)
-        if not T.ok(r <= 10, what .. ": the factors solve (reference substitution)") then T.diag("  ratio " .. r) end
-        r = ratio(hA, to_host(X), hB)
+        factors_solve(hA, to_host(dA), hpiv, hB, what)
+        local r = ratio(hA, to_host(X), hB)
         if not T.ok(r <= 10, what .. ": solve") then T.diag("  ratio " .. r) end
       end
     end

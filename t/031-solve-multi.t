@@ -309,17 +309,22 @@ local function mkA(n, t)
   for i = 0, n * n - 1 do A.data[i] = t[i] end
   return A
 end
+-- how two factorizations of one n x n matrix differ (pivots p, factors A), or false
+local function differ(n, p1, A1, p2, A2)
+  local bad = false
+  for i = 0, n - 1 do if p1.data[i] ~= p2.data[i] then bad = ("ipiv[%d] %s vs %s"):format(i, p1.data[i], p2.data[i]); break end end
+  local d = 0
+  for i = 0, n * n - 1 do d = math.max(d, math.abs(A1.data[i] - A2.data[i])) end
+  if d > 1e-9 then bad = (bad or "") .. " factors differ by " .. d end
+  return bad
+end
 local function check(n, nb, devices, method, peer)
   local t = rand_matrix(n, n * 7 + nb)
   local A1 = mkA(n, t)
   local p1 = M.lu(A1, {block = nb, method = method})
   local A2 = mkA(n, t)
   local p2, info = M.lu(A2, {block = nb, devices = devices, method = method, peer = peer, growth = true})
-  local bad = false
-  for i = 0, n - 1 do if p1.data[i] ~= p2.data[i] then bad = ("ipiv[%d] %s vs %s"):format(i, p1.data[i], p2.data[i]); break end end
-  local d = 0
-  for i = 0, n * n - 1 do d = math.max(d, math.abs(A1.data[i] - A2.data[i])) end
-  if d > 1e-9 then bad = (bad or "") .. " factors differ by " .. d end
+  local bad = differ(n, p1, A1, p2, A2)
   -- growth = true: max|U| / max|A|, measured on A's device after the shares sent the factors back
   local u, a = 0, 0
   for i = 0, n - 1 do for j = 0, n - 1 do
@@ -530,11 +535,7 @@ do
     if c.base == "narrow_step" then steps[#steps + 1] = c.args[2] .. ":" .. c.args[3] end
   end
   local p2 = M.lu(A2, {block = 64})
-  local bad
-  for i = 0, n - 1 do if p1.data[i] ~= p2.data[i] then bad = ("ipiv[%d] %s vs %s"):format(i, p1.data[i], p2.data[i]); break end end
-  local d = 0
-  for i = 0, n * n - 1 do d = math.max(d, math.abs(A1.data[i] - A2.data[i])) end
-  if d > 1e-9 then bad = (bad or "") .. " factors differ by " .. d end
+  local bad = differ(n, p1, A1, p2, A2)
   if not T.ok(not bad, "a tapered default block (128, then 64): the factors of blocks of 64") then T.diag(bad) end
   T.ok(info.block == 128 and info.narrow_columns == 72, ("info: block %s, narrow_columns %s (want 128, 72)"):format(
        info.block, info.narrow_columns))

@@ -283,11 +283,8 @@ end
 -- scheduled while the kernel before it on its stream finishes, where k.programmatic says
 -- its device and driver can (compute capability 9.0, cuLaunchKernelEx); M.tune.programmatic
 -- = false: not
-local can_depend = setmetatable({}, {__mode = "k"})
 local function dependent(k)
-  local c = can_depend[k]
-  if c == nil then c = k.programmatic; can_depend[k] = c end
-  return c and M.tune.programmatic ~= false
+  return k.programmatic and M.tune.programmatic ~= false
 end
 
 -- the dynamic shared memory kernel k (of device dev) may ask for: the device's opt-in
