@@ -332,7 +332,12 @@ if dev.major >= 9 then
   T.is(bad, 0, ("%d rounds of programmatic launches (launch and prepare) see each other's writes"):format(rounds))
   local te, ts, early = tend:totable(), tstart:totable(), 0
   for r = 1, rounds do if ts[r] < te[r] then early = early + 1 end end
-  T.ok(early >= 1, ("consume began before produce ended (the launch was programmatic) in %d of %d rounds"):format(early, rounds))
+  if T.sanitizer then
+    -- compute-sanitizer runs kernels one after another, so none can begin early
+    T.skip("the overlap of programmatic launches: kernels are serialized under " .. T.sanitizer)
+  else
+    T.ok(early >= 1, ("consume began before produce ended (the launch was programmatic) in %d of %d rounds"):format(early, rounds))
+  end
   -- in clusters too (the attributes together)
   x:fill(0); y:fill(0)
   produce:launch({grid = 12, block = 256, cluster = 4, stream = s, programmatic = true}, n, x, 20000, tend, rounds)
