@@ -552,6 +552,22 @@ __device__ __forceinline__ void load_striped (const E *p, int wfirst, int valid,
   }
 }
 
+/*
+** A warp writes src[j0 .. j1-1] to dst[j0 .. j1-1] (dst anywhere): a round
+** of the loop covers 32 consecutive places that start at a multiple of 32
+** (of dst's alignment), so that a run's stores cover whole 32-byte sectors
+** but at its two ends. Rounds from j0 itself cross a sector boundary in
+** every round wherever the run begins unaligned: compact of 2^28 float32
+** wrote 23.4 million sectors so (CUB's DeviceSelect: 19.1) and took 3-5%
+** longer (bench/RESULTS.md, session 23).
+*/
+template <class T>
+__device__ __forceinline__ void write_run (T *dst, const T *src, int j0, int j1, int lane) {
+  const int skew = (int)(((u64)(dst + j0) / sizeof(T)) & 31);
+  for (int j = j0 - skew + lane; j < j1; j += 32)
+    if (j >= j0) dst[j] = src[j];
+}
+
 template <class T, class F, class P, class C>
 __device__ void select_lookback (const T *x, const F *flags, T *y, u64 n, int mode, const u64 *total,
                                  u64 *count, u64 *scratch, u64 *values, u64 base, u64 epoch, u64 ntiles) {
@@ -633,11 +649,11 @@ __device__ void select_lookback (const T *x, const F *flags, T *y, u64 n, int mo
   if (mode == 2) return;
   const u64 prefix = s_prefix;
   const u64 at = prefix + wbefore;
-  for (int j = lane; j < wtot; j += 32) y[at + j] = buf[wfirst + j];
+  write_run(y + at, buf + wfirst, 0, wtot, lane);
   if (mode == 1) {
     int wvalid = min(max(valid - wfirst, 0), WTILE), vbefore = min(wfirst, valid);
     u64 rest = *total + (first - prefix) + (u64)(vbefore - wbefore) - wtot;   /* where this warp's element `wtot` goes */
-    for (int j = wtot + lane; j < wvalid; j += 32) y[rest + j] = buf[wfirst + j];
+    write_run(y + rest, buf + wfirst, wtot, wvalid, lane);
   }
 }
 

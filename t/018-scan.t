@@ -312,6 +312,37 @@ local function gpu_tests()
       T.ok(prefix_equal(y, hx:totable(), 1), "  and the rest in order")
     end
   end
+  -- into views at every offset from a 128-byte line (the warps' runs are written from
+  -- aligned places, kernels/scan.cu's write_run): nothing before the view is touched
+  for _, dt in ipairs{"float32", "float64"} do
+    local n = 70001
+    local hx = cuda.host_array(dt, n):random(11, 0, 1)
+    local kept, rest = select_ref(hx, function (_, v) return v > 0.3 end)
+    local hf = cuda.host_array("uint8", n):random(12, 0, 2)
+    local kf, rf = select_ref(hx, function (i) return hf[i] ~= 0 end)
+    local f = cuda.array("uint8", n):copy_from(hf)
+    local parent = cuda.array(dt, n + 40)
+    local x = cuda.array(dt, n + 3)
+    local bad = {}
+    for off = 0, 128 // (dt == "float32" and 4 or 8) - 1, 3 do
+      local xv, yv = x:view(1 + off % 4, n):copy_from(hx), parent:view(1 + off, n)
+      poison(parent)
+      local c = cat.compact(xv, yv, "x > 0.3")
+      local got = parent:totable()
+      local whole = c == #kept and prefix_equal(yv, kept, 1)
+      for i = 1, off do whole = whole and got[i] ~= got[i] end   -- still NaN
+      for i = off + #kept + 1, n + 40 do whole = whole and got[i] ~= got[i] end
+      poison(parent)
+      c = cat.split(xv, yv, f)
+      got = parent:totable()
+      whole = whole and c == #kf and prefix_equal(yv, kf, 1) and prefix_equal(yv, rf, #kf + 1)
+      for i = 1, off do whole = whole and got[i] ~= got[i] end
+      for i = off + n + 1, n + 40 do whole = whole and got[i] ~= got[i] end
+      if not whole then bad[#bad + 1] = off end
+    end
+    T.ok(#bad == 0, ("compact and split %s into views at offsets 0..%d: right, nothing outside written"):format(dt, 128 // (dt == "float32" and 4 or 8) - 1),
+         #bad > 0 and ("wrong at offsets " .. table.concat(bad, ", ")) or nil)
+  end
   do   -- compact in place, on a stream, into a longer y
     local n = 100001
     local hx = cuda.host_array("float32", n):random(3, 0, 1)
