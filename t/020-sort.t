@@ -348,7 +348,8 @@ if T.sanitizer then o9.fused = false end
 check("float64", T.sanitizer and 200003 or 2000003, "few", o9, "int32", " threads 512 items 9, not fused")
 check("int32", 4000, "random", {threads = 512, items = 9}, "uint32", " threads 512 items 9, one block")
 check("int64", 100003, "few", {threads = 288, items = 7, variant = "lsd"}, "uint32", " lsd threads 288 items 7")
-check("uint32", 100003, "random", {window = 1}, "uint32", " look-back window 1")
+check("uint32", 100003, "random", {window = 1}, nil, " keys alone, look-back window 1")
+check("uint32", 100003, "random", {window = 4}, "uint32", " pairs, look-back window 4")
 check("uint64", 100003, "random", {window = 8, portion = 5120 * 7}, "uint64", " look-back window 8, in portions")
 
 -- the warp variant: seed 003's sort of at most 32 uint32 keys

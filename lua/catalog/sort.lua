@@ -41,7 +41,11 @@ local wide = {u32_keys = {384, 20}, u32_u32 = {512, 13}, u64_keys = {512, 10}, u
 local FUSED_ITEMS, FUSED_WINDOW = 4, 8      -- SORT_FUSED_ITEMS: small sorts' fused tiles
 local MAX_ITEMS = 32
 local SHARED = 48 * 1024                    -- a tile's static shared memory, at most
-local WINDOW, MAX_WINDOW = 4, 8             -- look-back words loaded at once (SORT_MAX_WINDOW)
+-- look-back words loaded at once (SORT_MAX_WINDOW at most): four for keys alone, one
+-- when values come along. A pass of pairs took 5% longer with four (2^28 uint32 pairs
+-- 9.56 against 9.08 ms on an H100; every key and value width alike, bench/RESULTS.md,
+-- session 23), keys alone 16% longer with one (5.44 against 6.23)
+local WINDOW_KEYS, WINDOW_VALUES, MAX_WINDOW = 4, 1, 8
 local MAX_COUNT = (1 << 30) - 1             -- the look-back words' 30-bit counts
 local WARP_MAX = 32
 
@@ -391,7 +395,7 @@ local function run(fname, keys, values, out, n, kdt, vb, o, dev)
   local a = {n = n, dev = dev, stream = stream, passes = passes, kb = kb, vb = vb, keys = keys, values = values,
              has_values = has_values, out = out, desc = o.desc, kind = key_kind[kdt],
              begin_bit = o.begin_bit, end_bit = o.end_bit, items = items or default_items[kb],
-             threads = threads or THREADS, min_blocks = o.min_blocks, window = o.window or WINDOW,
+             threads = threads or THREADS, min_blocks = o.min_blocks, window = o.window or (has_values and WINDOW_VALUES or WINDOW_KEYS),
              portion = o.portion}
   -- kernels/sort.cu's TileShared: the warps' counters or the tile's keys or values, then
   -- the digits' places (8 bytes each), the warps' sums and the tile's ticket
@@ -435,7 +439,7 @@ end
 --   opts: descending (false), begin_bit (0), end_bit (the key's width), variant ("onesweep",
 --         "lsd", "warp"), stream; tuning: items (keys a thread), threads (a tile's block),
 --         min_blocks (blocks a multiprocessor the registers are bounded for), window (look-back
---         words loaded at once), fused (false: no one-launch path for sorts of up to a
+--         words loaded at once: 4 for keys alone, 1 with values), fused (false: no one-launch path for sorts of up to a
 --         tile a multiprocessor), portion (keys a launch of onesweep; also turns off the
 --         one-block and one-launch paths). Without items and threads: 384 x 20 for
 --         32-bit keys alone, 512 x 13 for 32-bit keys with 4-byte values, 512 x 10 for
