@@ -38,25 +38,13 @@
 
 
 /*
-** Programmatic dependent launches (compute capability 9.0): lu's chain of
-** launches on the panels' stream (the cluster panel, narrow_step, laswp) may be
-** launched with `programmatic = true`, so that a kernel's blocks are scheduled
-** while the one before it finishes, not after. Each such kernel first waits
-** for the kernel before it (its writes visible), before touching anything, and
-** lets its own dependents be scheduled near its end (dep_release): each
-** launch boundary on the chain then costs less than a launch's latency.
-** Both are no-ops for a kernel launched without the attribute.
+** Programmatic dependent launches: lu's chain of launches on the panels'
+** stream (the cluster panel, narrow_step, laswp) may be launched with
+** `programmatic = true` (culua_dep_wait and culua_dep_release in
+** culua/common.cuh), so that a kernel's blocks are scheduled while the one
+** before it finishes, not after: each launch boundary on the chain then
+** costs less than a launch's latency.
 */
-__device__ __forceinline__ void dep_wait () {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void dep_release () {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
-}
 
 
 /* a candidate's magnitude: NaN counts as infinite, so that it is chosen and reported */
@@ -523,7 +511,7 @@ __device__ void panel_cluster (int n, int j0, int jb, T *A, int ld, int coff, in
   /* column c of local row k, wherever it is (c < jbs; 0 in the padding) */
   auto value = [&](int k, int c) { return k < ks ? srow(k)[c] : c < jb ? grow(k)[c] : T(0); };
 
-  dep_wait();
+  culua_dep_wait();
   /* the rows into shared memory, a warp a row (coalesced) */
   for (int k = warp; k < min(R, ks); k += CPANEL_WARPS)
     for (int c = lane; c < jbs; c += 32) srow(k)[c] = c < jb ? grow(k)[c] : T(0);
@@ -541,7 +529,7 @@ __device__ void panel_cluster (int n, int j0, int jb, T *A, int ld, int coff, in
   for (int j = j0; j < j0 + jb; j++) {
     const int jj = j - j0;
     cpost<T> &P = post[j & 1];
-    if (j == j0 + jb - 1) dep_release();   /* the last column: the next launch may be scheduled */
+    if (j == j0 + jb - 1) culua_dep_release();   /* the last column: the next launch may be scheduled */
     /* the block's best candidate: a warp's, then warp 0 takes the best of those and posts it */
     warp_best(best, bi);
     if (lane == 0) { wv[warp] = best; wi[warp] = bi; }
@@ -762,8 +750,8 @@ __device__ void laswp (int ncols, int ld, int skip_lo, int skip_hi, int i0, int 
   const int cols = SWAP_COLS(T), rows = SWAP_THREADS / cols;
   const int tx = threadIdx.x % cols, ty = threadIdx.x / cols;
   const int width = ncols - (skip_hi - skip_lo);
-  dep_wait();
-  dep_release();   /* a short kernel: its dependents may be scheduled now */
+  culua_dep_wait();
+  culua_dep_release();   /* a short kernel: its dependents may be scheduled now */
   for (int s0 = i0; s0 < i1; s0 += SWAP_MAX) {
     swap_compose(s0, min(i1, s0 + SWAP_MAX), ipiv, sp);
     const int count = sp.count;
@@ -1047,7 +1035,7 @@ __device__ void narrow_step (int n, int i0, int kb, const T *L, long long loff, 
   const int cb = c0 + blockIdx.y * 64, w = min(64, c0 + nc - cb);
   const int tx = tid % 16, ty = tid / 16;   /* the update's 4 x 4 of the tile: rows ty + 16 i, columns tx + 16 j */
 
-  dep_wait();
+  culua_dep_wait();
   /* the loads that need no swaps first, in flight while the swaps are worked out */
   for (int t = tid; t < kb; t += 256) piv[t] = ipiv[i0 + t] - 1;
 #pragma unroll 8
@@ -1178,7 +1166,7 @@ __device__ void narrow_step (int n, int i0, int kb, const T *L, long long loff, 
         for (int j = 0; j < 4; j++) acc[i][j] += a[i] * bv[j];
     }
   }
-  dep_release();   /* the products are done: the next launch may be scheduled */
+  culua_dep_release();   /* the products are done: the next launch may be scheduled */
   for (int i = 0; i < 4; i++) {
     const int q = ty + 16 * i, r = r0 + q;
     if (r >= n) continue;

@@ -459,6 +459,8 @@ __device__ __forceinline__ void upfront (const K *kin, u64 n, u64 *hist, u32 *do
   __shared__ int last;
   const int tid = threadIdx.x;
   const u64 stride = (u64)gridDim.x * SORT_RADIX;
+  culua_dep_wait();
+  culua_dep_release();   /* the first pass's blocks wait for this grid's end, in place */
   for (u64 i = (u64)blockIdx.x * SORT_RADIX + tid; i < zero_words; i += stride) zero[i] = 0;
   for (int p = 0; p < 8; p++) count[p][tid] = 0;
   /* each pass's shift and mask, held in registers: the loop over passes is
@@ -653,8 +655,10 @@ __device__ __forceinline__ void onesweep (const K *kin, K *kout, const V *vin, V
   __shared__ TileShared<K, V, ITEMS, THREADS> s;
   const int tid = threadIdx.x;
   const u32 mask = (1u << bits) - 1;
+  culua_dep_wait();   /* the pass before (or the upfront kernel) is done */
   if (tid == 0) s.tile = atomicAdd(ctr, 1u);
   __syncthreads();
+  culua_dep_release();   /* every block has started: the next pass's may be scheduled */
   const u32 tile = s.tile, tiles = (count + TILE - 1) / TILE;
   if (tid < SORT_RADIX)
     for (u32 t = tile; t < lb_next_tiles; t += tiles) lb_next[(u64)t * SORT_RADIX + tid] = 0;

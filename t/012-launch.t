@@ -312,6 +312,13 @@ extern "C" __global__ void consume(int n, const int *x, int *y, unsigned long lo
 }
 ]], {options = {"-arch=compute_90"}})
 T.like(pdl.ptx, "griddepcontrol%.wait", "griddepcontrol compiles for compute_90")
+do   -- the same through culua/common.cuh; below 9.0 they are no-ops
+  local src = '#include <culua/common.cuh>\nextern "C" __global__ void k(int *x) { culua_dep_wait(); x[0] = 1; culua_dep_release(); }'
+  local p90 = cuda.compile(src, {options = {"-arch=compute_90"}}).ptx
+  local p80 = cuda.compile(src, {options = {"-arch=compute_80"}}).ptx
+  T.ok(p90:find("griddepcontrol.wait", 1, true) and p90:find("griddepcontrol.launch_dependents", 1, true)
+       and not p80:find("griddepcontrol", 1, true), "culua_dep_wait and culua_dep_release (culua/common.cuh): 9.0 only")
+end
 if dev.major >= 9 then
   local m = pdl:module()
   local produce, consume = m:kernel("produce"), m:kernel("consume")

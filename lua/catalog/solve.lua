@@ -279,7 +279,7 @@ local function update_narrow(K, stream, m, nc, kb, L, loff, ldl, U, uoff, ldu, C
 end
 
 -- whether lu's chain kernel k (the cluster panel, narrow_step, laswp) is launched as a
--- programmatic dependent (kernels/solve.cu's dep_wait and dep_release): each may be
+-- programmatic dependent (culua_dep_wait and culua_dep_release, kernels/culua/common.cuh): each may be
 -- scheduled while the kernel before it on its stream finishes, where k.programmatic says
 -- its device and driver can (compute capability 9.0, cuLaunchKernelEx); M.tune.programmatic
 -- = false: not
