@@ -227,7 +227,9 @@ local function run_onesweep(a)
   local state = core.scratch("sort_state", dev, stream, lb1 + 256 * max_tiles)
   local base = state.ptr
   local function at(word) return base + 4 * word end
-  local up = kernel(a.kb == 4 and "culua_sort_upfront_u32" or "culua_sort_upfront_u64", dev)
+  -- unsigned keys ascending over all their bits take the upfront kernel's plain copy
+  local plain = a.kind == 0 and not a.desc and a.begin_bit == 0 and a.end_bit == 8 * a.kb
+  local up = kernel("culua_sort_upfront" .. (plain and "_plain" or "") .. (a.kb == 4 and "_u32" or "_u64"), dev)
   -- eight blocks a multiprocessor of eight loads in flight a thread: 64 KiB of 32-bit keys
   -- on the way to each multiprocessor, which the read of every key at full bandwidth needs
   local grid = math.max(1, math.min(ceil_div(n, RADIX * 8), 8 * core.sm_count(dev)))
