@@ -323,8 +323,8 @@ local function gpu_tests()
     local f = cuda.array("uint8", n):copy_from(hf)
     local parent = cuda.array(dt, n + 40)
     local x = cuda.array(dt, n + 3)
-    local bad = {}
-    for off = 0, 128 // (dt == "float32" and 4 or 8) - 1, 3 do
+    local bad, line = {}, 128 // (dt == "float32" and 4 or 8)   -- elements a 128-byte line
+    for off = 0, line - 1, 3 do
       local xv, yv = x:view(1 + off % 4, n):copy_from(hx), parent:view(1 + off, n)
       poison(parent)
       local c = cat.compact(xv, yv, "x > 0.3")
@@ -340,7 +340,7 @@ local function gpu_tests()
       for i = off + n + 1, n + 40 do whole = whole and got[i] ~= got[i] end
       if not whole then bad[#bad + 1] = off end
     end
-    T.ok(#bad == 0, ("compact and split %s into views at offsets 0..%d: right, nothing outside written"):format(dt, 128 // (dt == "float32" and 4 or 8) - 1),
+    T.ok(#bad == 0, ("compact and split %s into views at offsets 0..%d: right, nothing outside written"):format(dt, line - 1),
          #bad > 0 and ("wrong at offsets " .. table.concat(bad, ", ")) or nil)
   end
   do   -- compact in place, on a stream, into a longer y

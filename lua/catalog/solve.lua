@@ -331,7 +331,7 @@ local function swaps(K, dev, stream, ncols, ld, lo, hi, i0, i1, ipiv, X)
   local k = K("laswp")
   k:launch({grid = grid_for(width, 128 // esize(X.dtype), dev), block = 256, stream = stream,
             programmatic = dependent(k)},
-                    ncols, ld, lo, hi, i0, i1, ipiv, X)
+           ncols, ld, lo, hi, i0, i1, ipiv, X)
 end
 
 -- the same on the columns [c0, c1) alone of the n rows of A (leading dimension ld)
