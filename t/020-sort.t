@@ -352,6 +352,18 @@ check("uint32", 100003, "random", {window = 1}, nil, " keys alone, look-back win
 check("uint32", 100003, "random", {window = 4}, "uint32", " pairs, look-back window 4")
 check("uint64", 100003, "random", {window = 8, portion = 5120 * 7}, "uint64", " look-back window 8, in portions")
 
+-- the upfront histogram's counters: a column a lane (the default where a block may have
+-- 128 KiB of shared memory) and a row a block, every key dtype, bit ranges, skipped passes
+for _, dt in ipairs{"uint32", "int32", "float32", "uint64", "int64", "float64"} do
+  check(dt, 300007, "few", {fused = false, upfront = "rows"}, "uint32", " upfront rows")
+  check(dt, 300007, "random", {fused = false, upfront = "lanes", descending = true}, nil, " upfront lanes, descending")
+end
+check("uint32", 300007, "random", {fused = false, upfront = "rows", begin_bit = 5, end_bit = 29}, "uint32",
+      " upfront rows, bits 5..29")
+check("uint64", 300007, "random", {fused = false, upfront = "lanes", begin_bit = 3, end_bit = 45}, nil,
+      " upfront lanes, bits 3..45")
+check("uint32", 300007, "equal", {fused = false, upfront = "lanes"}, "uint32", " upfront lanes, equal (every pass a copy)")
+
 -- the warp variant: seed 003's sort of at most 32 uint32 keys
 for _, n in ipairs{1, 2, 7, 31, 32} do
   check("uint32", n, "random", {variant = "warp"}, nil, " warp")
@@ -465,6 +477,8 @@ do
     {function () sort(k, {min_blocks = 0}) end, "min_blocks must be an integer 1%.%.8, got 0", "min_blocks zero"},
     {function () sort(k, {window = 9}) end, "window must be an integer 1%.%.8, got 9", "window too wide"},
     {function () sort(k, {fused = 1}) end, "fused must be a boolean, got number", "fused a number"},
+    {function () sort(k, {upfront = "cols"}) end, "upfront must be one of lanes, rows, got cols", "unknown upfront"},
+    {function () sort(k, {upfront = false}) end, "upfront must be one of lanes, rows, got false", "upfront false"},
     {function () sort(cuda.array("uint64", 10), cuda.array("uint32", 10), {items = 24}) end,
      "items x threads %(24 x 256%) need 51240 bytes of shared memory for 8%-byte keys or values; at most 49152", "a tile too big"},
     {function () sort(k, {portion = 0}) end, "portion must be an integer", "empty portion"},

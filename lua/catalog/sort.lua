@@ -27,7 +27,7 @@ local key_bits = {uint32 = 32, int32 = 32, float32 = 32, uint64 = 64, int64 = 64
 local elem_bytes = {int8 = 1, uint8 = 1, int16 = 2, uint16 = 2, int32 = 4, uint32 = 4, float32 = 4,
                     int64 = 8, uint64 = 8, float64 = 8}
 local options = {"descending", "begin_bit", "end_bit", "variant", "stream", "items", "threads", "min_blocks",
-                 "window", "fused", "portion"}
+                 "window", "fused", "portion", "upfront"}
 
 -- kernels/sort.cu's flags
 local FIRST, LAST, IOTA, NOKEYS, DESC = 1, 2, 4, 8, 16
@@ -206,6 +206,23 @@ local function fused_tiles(k, a)
   return cap
 end
 
+-- the upfront histogram with a column of counters a lane (kernels/sort.cu,
+-- upfront_lanes): one block of 1024 threads a multiprocessor and 128 KiB of shared
+-- memory; false where the device cannot give a block that much (the rows of
+-- upfront then, as `upfront = "rows"` asks). 2^28 uint32 keys sorted in 5.27-5.28
+-- ms so against 5.35-5.41, pairs 9.08-9.13 against 9.20-9.23, 2^27 uint64 keys
+-- 8.02-8.04 against 8.18 (H100, bench/RESULTS.md, session 24).
+local LANES_THREADS, LANES_SHARED = 1024, 128 * 1024
+local lanes_ok = setmetatable({}, {__mode = "k"})
+local function lanes_upfront(dev, plain, kb)
+  local k = kernel("culua_sort_upfront_lanes" .. (plain and "_plain" or "") .. (kb == 4 and "_u32" or "_u64"), dev)
+  if lanes_ok[k] == nil then
+    lanes_ok[k] = dev:attribute("max_shared_memory_per_block_optin") - k:attributes().shared_size_bytes >= LANES_SHARED
+    if lanes_ok[k] then k:set_max_dynamic_shared(LANES_SHARED) end
+  end
+  return lanes_ok[k] and k
+end
+
 -- onesweep: the histogram of every pass at once, then a kernel a pass and
 -- portion (a portion: at most 2^30 - 1 keys, a whole number of tiles). Each is
 -- launched as a programmatic dependent where its device and driver can
@@ -229,13 +246,22 @@ local function run_onesweep(a)
   local function at(word) return base + 4 * word end
   -- unsigned keys ascending over all their bits take the upfront kernel's plain copy
   local plain = a.kind == 0 and not a.desc and a.begin_bit == 0 and a.end_bit == 8 * a.kb
-  local up = kernel("culua_sort_upfront" .. (plain and "_plain" or "") .. (a.kb == 4 and "_u32" or "_u64"), dev)
-  -- eight blocks a multiprocessor of eight loads in flight a thread: 64 KiB of 32-bit keys
-  -- on the way to each multiprocessor, which the read of every key at full bandwidth needs
-  local grid = math.max(1, math.min(ceil_div(n, RADIX * 8), 8 * core.sm_count(dev)))
-  up:launch({grid = grid, block = RADIX, stream = stream, programmatic = up.programmatic},
-            a.keys, n, at(HIST), at(DONE), at(FREE), 256 * portions, at(SKIP), at(ctr), lb1 - ctr,
-            passes, a.begin_bit, a.end_bit, a.kind, a.desc and DESC or 0)
+  local lanes = a.upfront ~= "rows" and lanes_upfront(dev, plain, a.kb)
+  if lanes then
+    local grid = math.max(1, math.min(ceil_div(n, LANES_THREADS * 16), core.sm_count(dev)))
+    lanes:launch({grid = grid, block = LANES_THREADS, shared = LANES_SHARED, stream = stream,
+                  programmatic = lanes.programmatic},
+                 a.keys, n, at(HIST), at(DONE), at(FREE), 256 * portions, at(SKIP), at(ctr), lb1 - ctr,
+                 passes, a.begin_bit, a.end_bit, a.kind, a.desc and DESC or 0)
+  else
+    local up = kernel("culua_sort_upfront" .. (plain and "_plain" or "") .. (a.kb == 4 and "_u32" or "_u64"), dev)
+    -- eight blocks a multiprocessor of eight loads in flight a thread: 64 KiB of 32-bit keys
+    -- on the way to each multiprocessor, which the read of every key at full bandwidth needs
+    local grid = math.max(1, math.min(ceil_div(n, RADIX * 8), 8 * core.sm_count(dev)))
+    up:launch({grid = grid, block = RADIX, stream = stream, programmatic = up.programmatic},
+              a.keys, n, at(HIST), at(DONE), at(FREE), 256 * portions, at(SKIP), at(ctr), lb1 - ctr,
+              passes, a.begin_bit, a.end_bit, a.kind, a.desc and DESC or 0)
+  end
   local k = tile_kernel("onesweep", a)
   local L = 0
   for p = 0, passes - 1 do
@@ -369,6 +395,7 @@ local function check_opts(fname, opts, width)
     fail(fname, "portion must be an integer 1..%d, got %s", MAX_COUNT, tostring(portion))
   end
   o.portion = portion
+  if opts.upfront ~= nil then o.upfront = one_of(fname, "upfront", opts.upfront, {"lanes", "rows"}) end
   o.stream = opts.stream
   return o
 end
@@ -403,7 +430,7 @@ local function run(fname, keys, values, out, n, kdt, vb, o, dev)
              has_values = has_values, out = out, desc = o.desc, kind = key_kind[kdt],
              begin_bit = o.begin_bit, end_bit = o.end_bit, items = items or default_items[kb],
              threads = threads or THREADS, min_blocks = o.min_blocks, window = o.window or (has_values and WINDOW_VALUES or WINDOW_KEYS),
-             portion = o.portion}
+             portion = o.portion, upfront = o.upfront}
   -- kernels/sort.cu's TileShared: the warps' counters or the tile's keys or values, then
   -- the digits' places (8 bytes each), the warps' sums and the tile's ticket
   local tile = a.threads * a.items
@@ -448,7 +475,8 @@ end
 --         min_blocks (blocks a multiprocessor the registers are bounded for), window (look-back
 --         words loaded at once: 4 for keys alone, 1 with values), fused (false: no one-launch path for sorts of up to a
 --         tile a multiprocessor), portion (keys a launch of onesweep; also turns off the
---         one-block and one-launch paths). Without items and threads: 384 x 20 for
+--         one-block and one-launch paths), upfront ("lanes" or "rows": the upfront
+--         histogram's counters). Without items and threads: 384 x 20 for
 --         32-bit keys alone, 512 x 13 for 32-bit keys with 4-byte values, 512 x 10 for
 --         64-bit keys, else 256 x 18 (32-bit keys); with either, the other is 256 or 18
 --         (16 for 64-bit keys)
@@ -515,6 +543,8 @@ M.info = {
            window = "onesweep: look-back words loaded at once (1.." .. MAX_WINDOW .. ")",
            fused = "onesweep: false turns off the one-launch path (a tile a multiprocessor at most)",
            portion = "onesweep: keys a launch of a pass (at most 2^30 - 1)",
+           upfront = "onesweep: the upfront histogram's counters, \"lanes\" (a column a lane: 128 KiB of shared "
+                     .. "memory, the default where a block may have it) or \"rows\" (a row a block)",
            warp = "at most " .. WARP_MAX .. " uint32 keys"},
 }
 
