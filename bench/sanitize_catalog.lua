@@ -70,8 +70,9 @@ function run.sort()
       end
       cat.argsort(k)
       if n > 4096 then   -- a launch a pass (programmatic dependents), not the one-launch path
-        k:copy_from(h); cat.sort(k, nil, {fused = false})
+        k:copy_from(h); cat.sort(k, nil, {fused = false})   -- the upfront histogram's lanes
         k:copy_from(h); cat.sort(k, v, {fused = false})
+        k:copy_from(h); cat.sort(k, v, {fused = false, upfront = "rows", descending = true})
       end
     end
   end
