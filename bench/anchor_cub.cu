@@ -14,6 +14,10 @@
 **   anchor_cub histogram f32 N BINS REPS uniform       -> histogram_ms X
 **   anchor_cub sort u32 N REPS keys|pairs              -> sort_ms X
 **   anchor_cub sort u64 N REPS keys                    -> sort_ms X
+** With ANCHOR_SYNC=1 in the environment, the device is synchronized before
+** each first event, so that a figure also holds the host's way to the first
+** launch (bench/RESULTS.md, session 24); without, the calls are queued while
+** the work before them runs, and a figure is the GPU's time alone.
 */
 
 #include <cub/cub.cuh>
@@ -65,9 +69,11 @@ template <typename F, typename B> static float median_ms (int reps, F fn, B befo
   std::vector<float> t(reps);
   CHECK(cudaEventCreate(&e0));
   CHECK(cudaEventCreate(&e1));
+  const char *sync = getenv("ANCHOR_SYNC");
   for (int i = 0; i < 2; i++) { before(); fn(); }
   for (int r = 0; r < reps; r++) {
     before();
+    if (sync && strcmp(sync, "1") == 0) CHECK(cudaDeviceSynchronize());
     CHECK(cudaEventRecord(e0));
     fn();
     CHECK(cudaEventRecord(e1));

@@ -1,12 +1,17 @@
 -- bench/sort.lua: cuda.catalog.sort against CUB's DeviceRadixSort, in the same run.
---   culua bench/sort.lua [ANCHOR] [sweep]
+--   culua bench/sort.lua [ANCHOR] [sweep] [sync]
 -- ANCHOR (bench/anchor_cub) sorts uniform random keys and prints the median of its
 -- event-timed calls:
 --   ANCHOR sort u32 N REPS keys|pairs   -> "sort_ms X"   (uint32 keys, uint32 values)
 --   ANCHOR sort u64 N REPS keys         -> "sort_ms X"
 -- Without it, ours alone. A sort works in place, so each timed call sorts fresh keys:
--- they (and the values) are restored from pristine device copies before the call, the
--- stream is synchronized, and only the call lies between the two events. Figures:
+-- they (and the values) are restored from pristine device copies before the call, on
+-- the same stream and not waited for, and only the call lies between the two events:
+-- the first event is reached once the copy is done, by when the call's launches are
+-- queued, so both sides are timed on the GPU alone (the anchor restores its keys the
+-- same way; a stream synchronized before the first event also timed the host's way to
+-- the first launch, ours from Lua, and not CUB's: bench/RESULTS.md, session 24; "sync"
+-- times both sides that way, the anchor with ANCHOR_SYNC=1). Figures:
 -- uint32 keys and pairs at 2^28 and uint64 keys at 2^27 in Gkeys/s (targets >= 1.0x
 -- CUB), and a sort of 2^16 uint32 keys a call (target <= 30 us), every variant. With
 -- "sweep": where the time of a 2^28 sort goes (a pass, the rest), then the 2^28 and 2^27
@@ -15,8 +20,10 @@
 -- choose the prebuilt ones.
 local cuda = require "cuda"
 local cat = cuda.catalog
-local ANCHOR = arg[1] ~= "sweep" and arg[1] or nil
-local SWEEP = arg[1] == "sweep" or arg[2] == "sweep"
+local words = {}
+for _, a in ipairs(arg) do words[a] = true end
+local ANCHOR = arg[1] ~= "sweep" and arg[1] ~= "sync" and arg[1] or nil
+local SWEEP, SYNC = words.sweep, words.sync
 local REPS = 15
 
 if cuda.device_count() == 0 then
@@ -27,15 +34,18 @@ local dev = cuda.device()
 local s = cuda.stream()
 local e0, e1 = cuda.event(), cuda.event()
 
-print(("cuda.catalog.sort on %s, uniform random keys, median of %d%s"):format(dev.name, REPS,
-      ANCHOR and (", anchor " .. ANCHOR) or " (no anchor given: ours alone)"))
+print(("cuda.catalog.sort on %s, uniform random keys, median of %d%s%s"):format(dev.name, REPS,
+      ANCHOR and (", anchor " .. ANCHOR) or " (no anchor given: ours alone)",
+      SYNC and ", synchronized before each first event (the host's way to the first launch timed)" or ""))
 if ANCHOR then
   local f = io.open(ANCHOR)
   if not f then print(("anchor %s is missing: ours alone"):format(ANCHOR)); ANCHOR = nil else f:close() end
 end
 
 local run_anchor = require "culua.anchor"
-local function anchor(args) return run_anchor(ANCHOR, "sort " .. args, "sort_ms") end
+local function anchor(args)
+  return run_anchor(ANCHOR and (SYNC and "ANCHOR_SYNC=1 " or "") .. ANCHOR, "sort " .. args, "sort_ms")
+end
 
 local function median(t)
   table.sort(t)
@@ -61,7 +71,7 @@ local function time_sort(pk, pv, reps, opts)
   for r = -2, reps do   -- three warm-up calls
     k:copy_from(pk, s)
     if v then v:copy_from(pv, s) end
-    s:synchronize()
+    if SYNC then s:synchronize() end
     e0:record(s)
     cat.sort(k, v, o)
     e1:record(s)
