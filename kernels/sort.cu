@@ -441,6 +441,50 @@ __device__ __forceinline__ void write_values (TileShared<K, V, ITEMS, THREADS> &
 /* {====================================================== onesweep */
 
 /*
+** An upfront kernel's count: every pass's digit of keys t, t + stride, ...
+** of kin (t: the thread's place in the grid, stride: the grid's threads),
+** LOADS loads in flight a thread. Pass p's counter of digit d is
+** ctr[(p * 256 + d) * COLS] (ctr: the thread's column of counters in shared
+** memory). Each pass's shift and mask are held in registers: the loop over
+** passes is unrolled to the most a key width has, and a key costs a shift,
+** a mask and an atomic a pass.
+*/
+template <typename K, bool PLAIN, int LOADS, int THREADS, int COLS>
+__device__ __forceinline__ void upfront_tally (const K *kin, u64 n, u32 *ctr, int passes, int begin_bit, int end_bit,
+                                               int kind, int flags) {
+  constexpr int MAXP = sizeof(K);
+  const u64 stride = (u64)gridDim.x * THREADS;
+  int sh[MAXP];
+  u32 mk[MAXP];
+#pragma unroll
+  for (int p = 0; p < MAXP; p++) {
+    sh[p] = p < passes ? begin_bit + 8 * p : 0;
+    mk[p] = p < passes ? (1u << min(8, end_bit - sh[p])) - 1 : 0;
+  }
+  auto tally = [&] (K k) {
+    if (PLAIN) {
+#pragma unroll
+      for (int p = 0; p < MAXP; p++) atomicAdd(&ctr[((p << 8) | ((u32)(k >> (8 * p)) & 0xff)) * COLS], 1u);
+    }
+    else {
+      const K r = to_radix(k, kind, flags);
+#pragma unroll
+      for (int p = 0; p < MAXP; p++)
+        if (p < passes) atomicAdd(&ctr[((p << 8) | digit_of(r, sh[p], mk[p])) * COLS], 1u);
+    }
+  };
+  u64 i = (u64)blockIdx.x * THREADS + threadIdx.x;
+  for (; i + (LOADS - 1) * stride < n; i += LOADS * stride) {
+    K k[LOADS];
+#pragma unroll
+    for (int q = 0; q < LOADS; q++) k[q] = kin[i + q * stride];
+#pragma unroll
+    for (int q = 0; q < LOADS; q++) tally(k[q]);
+  }
+  for (; i < n; i += stride) tally(kin[i]);
+}
+
+/*
 ** The end of an upfront kernel, once a block has added its counts to hist:
 ** the last block to finish turns them into the passes' digit offsets (see
 ** upfront). wsum: THREADS / 32 words of shared memory.
@@ -497,39 +541,8 @@ __device__ __forceinline__ void upfront (const K *kin, u64 n, u64 *hist, u32 *do
   culua_dep_release();   /* the first pass's blocks wait for this grid's end, in place */
   for (u64 i = (u64)blockIdx.x * SORT_RADIX + tid; i < zero_words; i += stride) zero[i] = 0;
   for (int p = 0; p < 8; p++) count[p][tid] = 0;
-  /* each pass's shift and mask, held in registers: the loop over passes is
-     unrolled to the most a key width has, and a key costs a shift, a mask
-     and an atomic a pass */
-  constexpr int MAXP = sizeof(K);
-  int sh[MAXP];
-  u32 mk[MAXP];
-#pragma unroll
-  for (int p = 0; p < MAXP; p++) {
-    sh[p] = p < passes ? begin_bit + 8 * p : 0;
-    mk[p] = p < passes ? (1u << min(8, end_bit - sh[p])) - 1 : 0;
-  }
-  auto tally = [&] (K k) {
-    if (PLAIN) {
-#pragma unroll
-      for (int p = 0; p < MAXP; p++) atomicAdd(&count[p][(u32)(k >> (8 * p)) & 0xff], 1u);
-    }
-    else {
-      const K r = to_radix(k, kind, flags);
-#pragma unroll
-      for (int p = 0; p < MAXP; p++)
-        if (p < passes) atomicAdd(&count[p][digit_of(r, sh[p], mk[p])], 1u);
-    }
-  };
   __syncthreads();
-  u64 i = (u64)blockIdx.x * SORT_RADIX + tid;
-  for (; i + (LOADS - 1) * stride < n; i += LOADS * stride) {   /* LOADS loads in flight */
-    K k[LOADS];
-#pragma unroll
-    for (int q = 0; q < LOADS; q++) k[q] = kin[i + q * stride];
-#pragma unroll
-    for (int q = 0; q < LOADS; q++) tally(k[q]);
-  }
-  for (; i < n; i += stride) tally(kin[i]);
+  upfront_tally<K, PLAIN, LOADS, SORT_RADIX, 1>(kin, n, &count[0][0], passes, begin_bit, end_bit, kind, flags);
   __syncthreads();
   for (int p = 0; p < passes; p++)
     if (count[p][tid]) atomicAdd(&hist[p * SORT_RADIX + tid], (u64)count[p][tid]);
@@ -563,35 +576,7 @@ __device__ __forceinline__ void upfront_lanes (const K *kin, u64 n, u64 *hist, u
   for (u64 i = (u64)blockIdx.x * T + tid; i < zero_words; i += stride) zero[i] = 0;
   for (int w = tid; w < PASSES * SORT_RADIX * COLS; w += T) lanes[w] = 0;
   __syncthreads();
-  u32 *mine = lanes + col;
-  int sh[PASSES];
-  u32 mk[PASSES];
-#pragma unroll
-  for (int p = 0; p < PASSES; p++) {
-    sh[p] = p < passes ? begin_bit + 8 * p : 0;
-    mk[p] = p < passes ? (1u << min(8, end_bit - sh[p])) - 1 : 0;
-  }
-  auto tally = [&] (K k) {
-    if (PLAIN) {
-#pragma unroll
-      for (int p = 0; p < PASSES; p++) atomicAdd(&mine[((p << 8) | ((u32)(k >> (8 * p)) & 0xff)) * COLS], 1u);
-    }
-    else {
-      const K r = to_radix(k, kind, flags);
-#pragma unroll
-      for (int p = 0; p < PASSES; p++)
-        if (p < passes) atomicAdd(&mine[((p << 8) | digit_of(r, sh[p], mk[p])) * COLS], 1u);
-    }
-  };
-  u64 i = (u64)blockIdx.x * T + tid;
-  for (; i + (LOADS - 1) * stride < n; i += LOADS * stride) {
-    K k[LOADS];
-#pragma unroll
-    for (int q = 0; q < LOADS; q++) k[q] = kin[i + q * stride];
-#pragma unroll
-    for (int q = 0; q < LOADS; q++) tally(k[q]);
-  }
-  for (; i < n; i += stride) tally(kin[i]);
+  upfront_tally<K, PLAIN, LOADS, T, COLS>(kin, n, lanes + col, passes, begin_bit, end_bit, kind, flags);
   __syncthreads();
   /* thread t sums pass c / 256's digit c % 256 over the columns (c = t, t +
      T, ...), each lane starting at another column so that their reads
