@@ -213,14 +213,17 @@ end
 -- ms so against 5.35-5.41, pairs 9.08-9.13 against 9.20-9.23, 2^27 uint64 keys
 -- 8.02-8.04 against 8.18 (H100, bench/RESULTS.md, session 24).
 local LANES_THREADS, LANES_SHARED = 1024, 128 * 1024
-local lanes_ok = setmetatable({}, {__mode = "k"})
+local lanes_fit = setmetatable({}, {__mode = "k"})
 local function lanes_upfront(dev, plain, kb)
   local k = kernel("culua_sort_upfront_lanes" .. (plain and "_plain" or "") .. (kb == 4 and "_u32" or "_u64"), dev)
-  if lanes_ok[k] == nil then
-    lanes_ok[k] = dev:attribute("max_shared_memory_per_block_optin") - k:attributes().shared_size_bytes >= LANES_SHARED
-    if lanes_ok[k] then k:set_max_dynamic_shared(LANES_SHARED) end
+  local fit = lanes_fit[k]
+  if fit == nil then
+    fit = dev:attribute("max_shared_memory_per_block_optin") - k:attributes().shared_size_bytes >= LANES_SHARED
+    lanes_fit[k] = fit
   end
-  return lanes_ok[k] and k
+  if not fit then return false end
+  core.allow_shared(k, LANES_SHARED)
+  return k
 end
 
 -- onesweep: the histogram of every pass at once, then a kernel a pass and
