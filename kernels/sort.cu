@@ -527,7 +527,7 @@ __device__ __forceinline__ void upfront_last (u64 n, u64 *hist, u32 *done, u64 *
 ** masks constant and no transform: 2^28 uint32 keys took 475 us so against
 ** 488, 2^27 uint64 468 against 521 (H100, ncu). LOADS: loads in flight a
 ** thread (16 saved 2-3 us more for PLAIN; the other copy keeps 8, which for
-** uint64 keys is already 37 registers).
+** uint64 keys is already 38 registers).
 */
 template <typename K, bool PLAIN = false, int LOADS = 8>
 __device__ __forceinline__ void upfront (const K *kin, u64 n, u64 *hist, u32 *done, u64 *bins, u64 bins_stride,
