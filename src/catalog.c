@@ -16,26 +16,12 @@
 
 #include "culua_int.h"
 
-#include "catalog.inc"
-
-
-/* the embedded item "<kind>.<name>", or NULL */
-static const struct Embedded *find (const char *kind, const char *name) {
-  size_t kl = strlen(kind);
-  int i;
-  for (i = 0; embedded[i].name != NULL; i++)
-    if (strncmp(embedded[i].name, kind, kl) == 0 && embedded[i].name[kl] == '.' &&
-        strcmp(embedded[i].name + kl + 1, name) == 0)
-      return &embedded[i];
-  return NULL;
-}
-
-
+/* push the embedded "<kind>.<family>" at index 1 */
 static int push_item (lua_State *L, const char *kind) {
   const char *name = luaL_checkstring(L, 1);
-  const struct Embedded *e = find(kind, name);
-  if (e == NULL) return luaL_error(L, "cuda.catalog: no kernel family '%s'", name);
-  lua_pushlstring(L, (const char *)e->data, e->size);
+  const culua_Blob *b = culua_blob(kind, name);
+  if (b == NULL) return luaL_error(L, "cuda.catalog: no kernel family '%s'", name);
+  lua_pushlstring(L, (const char *)b->data, culua_blob_size(b));
   return 1;
 }
 
@@ -49,36 +35,26 @@ static int catalog_source (lua_State *L) { return push_item(L, "source"); }
 
 /* _catalog.families() -> {"matmul", "barrier", ...} */
 static int catalog_families (lua_State *L) {
-  int i, n = 0;
+  const culua_Blob *b = NULL;
+  const char *name;
+  int n = 0;
   lua_newtable(L);
-  for (i = 0; embedded[i].name != NULL; i++)
-    if (strncmp(embedded[i].name, "source.", 7) == 0) {
-      lua_pushstring(L, embedded[i].name + 7);
-      lua_rawseti(L, -2, ++n);
-    }
+  while ((b = culua_blob_next("source", b, &name)) != NULL) {
+    lua_pushstring(L, name);
+    lua_rawseti(L, -2, ++n);
+  }
   return 1;
-}
-
-
-int culua_catalog_headers (const char **names, const char **texts, int max) {
-  int i, n = 0;
-  for (i = 0; embedded[i].name != NULL && n < max; i++)
-    if (strncmp(embedded[i].name, "header.", 7) == 0) {
-      names[n] = embedded[i].name + 7;          /* "culua/barrier.cuh" */
-      texts[n++] = (const char *)embedded[i].data;
-    }
-  return n;
 }
 
 
 /* _catalog.headers() -> {["culua/barrier.cuh"] = text, ...} */
 static int catalog_headers (lua_State *L) {
-  const char *names[32], *texts[32];
-  int i, n = culua_catalog_headers(names, texts, 32);
-  lua_createtable(L, 0, n);
-  for (i = 0; i < n; i++) {
-    lua_pushstring(L, texts[i]);
-    lua_setfield(L, -2, names[i]);
+  const culua_Blob *b = NULL;
+  const char *name;
+  lua_newtable(L);
+  while ((b = culua_blob_next("header", b, &name)) != NULL) {
+    lua_pushlstring(L, (const char *)b->data, culua_blob_size(b));
+    lua_setfield(L, -2, name);
   }
   return 1;
 }

@@ -39,6 +39,24 @@
 #endif
 
 
+/* {====================================================== embedded files (embed.c) */
+
+typedef struct culua_Blob {
+  const char *name;                   /* "<kind>.<name>": "fatbin.sort", "lua.culua.tap" */
+  const unsigned char *data, *end;    /* end - data bytes, followed by a NUL */
+} culua_Blob;
+
+#define culua_blob_size(b) ((size_t)((b)->end - (b)->data))
+
+/* the embedded file "<kind>.<name>", or NULL */
+const culua_Blob *culua_blob (const char *kind, const char *name);
+/* the next file of kind after prev (NULL: the first), with its name's part
+** after "<kind>." in *name; NULL past the last */
+const culua_Blob *culua_blob_next (const char *kind, const culua_Blob *prev, const char **name);
+
+/* }====================================================== */
+
+
 /* {====================================================== per-state data */
 
 /* one remembered launch, for naming the culprit of a sticky kernel fault */
@@ -274,9 +292,6 @@ void culua_open_catalog (lua_State *L);
 void culua_open_nccl (lua_State *L);
 void culua_open_mpi (lua_State *L);
 
-/* the catalog's device headers: fills up to max names ("culua/barrier.cuh")
-** and NUL-terminated texts, returns the count */
-int culua_catalog_headers (const char **names, const char **texts, int max);
 void culua_open_luamods (lua_State *L);
 
 #endif

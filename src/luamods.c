@@ -1,7 +1,7 @@
 /*
 ** luamods.c
-** culua's Lua-side modules (the files in lua/), embedded at build time so the
-** binary needs no installed files: `require "culua.tap"` and friends.
+** culua's Lua-side modules (the files in lua/), embedded at build time (embed.c) so
+** the binary needs no installed files: `require "culua.tap"` and friends.
 */
 
 #include "config.h"
@@ -12,28 +12,30 @@
 
 #include "culua_int.h"
 
-#include "luamods.inc"
 
 
-/* package.preload loader; upvalue: index into embedded[] */
+/* package.preload loader; upvalues: the module's name, its blob */
 static int load_embedded (lua_State *L) {
-  const struct Embedded *e = &embedded[lua_tointeger(L, lua_upvalueindex(1))];
-  lua_pushfstring(L, "=[%s]", e->name);
-  if (luaL_loadbufferx(L, (const char *)e->data, e->size, lua_tostring(L, -1), "t") != LUA_OK)
+  const char *name = lua_tostring(L, lua_upvalueindex(1));
+  const culua_Blob *b = (const culua_Blob *)lua_touserdata(L, lua_upvalueindex(2));
+  lua_pushfstring(L, "=[%s]", name);
+  if (luaL_loadbufferx(L, (const char *)b->data, culua_blob_size(b), lua_tostring(L, -1), "t") != LUA_OK)
     return lua_error(L);
-  lua_pushstring(L, e->name);
+  lua_pushstring(L, name);
   lua_call(L, 1, 1);
   return 1;
 }
 
 
 void culua_open_luamods (lua_State *L) {
-  int i;
+  const culua_Blob *b = NULL;
+  const char *name;
   luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
-  for (i = 0; embedded[i].name != NULL; i++) {
-    lua_pushinteger(L, i);
-    lua_pushcclosure(L, load_embedded, 1);
-    lua_setfield(L, -2, embedded[i].name);
+  while ((b = culua_blob_next("lua", b, &name)) != NULL) {
+    lua_pushstring(L, name);
+    lua_pushlightuserdata(L, (void *)b);
+    lua_pushcclosure(L, load_embedded, 2);
+    lua_setfield(L, -2, name);
   }
   lua_pop(L, 1);
 }

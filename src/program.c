@@ -118,16 +118,17 @@ static void default_includes (lua_State *L, Request *q) {
 
 /* <culua/...> device headers with no flags; a user header of the same name wins */
 static void add_catalog_headers (lua_State *L, Request *q) {
-  const char *names[32], *texts[32];
-  int n = culua_catalog_headers(names, texts, 32), i, j;
-  for (i = 0; i < n; i++) {
+  const culua_Blob *b = NULL;
+  const char *name;
+  int i, j;
+  while ((b = culua_blob_next("header", b, &name)) != NULL) {
     for (j = 0; j < q->nheaders; j++)
-      if (strcmp(q->hnames[j], names[i]) == 0) break;
+      if (strcmp(q->hnames[j], name) == 0) break;
     if (j < q->nheaders) continue;
     if (q->nheaders >= MAXHEADERS)
       luaL_error(L, "cuda.compile: more than %d headers", MAXHEADERS);
-    q->hnames[q->nheaders] = names[i];
-    q->hsrcs[q->nheaders++] = texts[i];
+    q->hnames[q->nheaders] = name;
+    q->hsrcs[q->nheaders++] = (const char *)b->data;
   }
   /* by name: lua_next's order varies between processes (per-state hash
   ** seeds), and the cache key must not */
