@@ -6,7 +6,8 @@
 # tree). Crashes land in fuzz/out/<target>/. Prints a line a target:
 #   fuzz <target>: <N> executions in <S> s, <verdict>
 # and exits non-zero when any target crashed. Needs clang and a configured
-# tree (./configure; make builds the generated src/*.inc it includes).
+# tree (./configure; make builds the generated src/*.inc it includes, and
+# src/embedded.S, the files built in).
 set -u
 secs=${1:-60}
 [ $# -gt 0 ] && shift
@@ -23,7 +24,7 @@ grep -v 'CULUA_USE_MPI' "$top/config.h" > "$out/build/config.h"
 lua_cflags=$(pkg-config --cflags lua5.4 2>/dev/null)
 lua_lib=$(pkg-config --variable=libdir lua5.4 2>/dev/null)/liblua5.4.a
 [ -f "$lua_lib" ] || lua_lib=$(pkg-config --libs lua5.4)
-srcs=$(ls "$top"/src/*.c | grep -v '/main\.c$')
+srcs="$(ls "$top"/src/*.c | grep -v '/main\.c$') $top/src/embedded.S"
 status=0
 for t in $targets; do
   bin=$out/build/fuzz_$t

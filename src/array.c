@@ -20,35 +20,6 @@
 
 /* {====================================================== checks */
 
-static int is_open (const culua_Array *a) {
-  return a->c.ctx != NULL && (a->parent == NULL || a->parent->c.ctx != NULL);
-}
-
-
-/*
-** The array at i without raising: NULL and *why "type" (not a cuda.array),
-** "closed" or "reset" (its device was reset by cuda.reset()), so that a
-** caller with a name of its own for the argument can say which.
-*/
-culua_Array *culua_peekarray (lua_State *L, int i, const char **why) {
-  culua_Array *a = (culua_Array *)luaL_testudata(L, i, CULUA_ARRAY);
-  *why = a == NULL ? "type" : !is_open(a) ? "closed" : culua_ctx_stale(&a->c) ? "reset" : NULL;
-  return *why == NULL ? a : NULL;
-}
-
-
-culua_Array *culua_testarray (lua_State *L, int i, int enter) {
-  culua_Array *a = (culua_Array *)luaL_testudata(L, i, CULUA_ARRAY);
-  if (a == NULL) return NULL;
-  if (!is_open(a))
-    luaL_error(L, "attempt to use a closed %s", a->c.ctx ? "cuda.array (its parent was closed)" : CULUA_ARRAY);
-  if (enter) culua_ctx_enter(L, &a->c, CULUA_ARRAY);
-  else if (culua_ctx_stale(&a->c))
-    luaL_error(L, "attempt to use a %s whose device was reset by cuda.reset()", CULUA_ARRAY);
-  return a;
-}
-
-
 static culua_Array *check_array (lua_State *L, int i) {
   culua_Array *a = culua_testarray(L, i, 1);
   if (a == NULL) luaL_typeerror(L, i, CULUA_ARRAY);
@@ -734,7 +705,7 @@ static int array_tostring (lua_State *L) {
   size_t k = x->n < PREVIEW ? x->n : PREVIEW;
   const culua_Driver *cu = culua_load_driver(NULL);
   CUresult r;
-  if (!is_open(x)) {
+  if (!culua_array_isopen(x)) {
     lua_pushliteral(L, "cuda.array (closed)");
     return 1;
   }

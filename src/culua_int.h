@@ -1,7 +1,14 @@
 /*
 ** culua_int.h
-** What the binding files share: per-state data, contexts, error helpers and
-** the openers of each Lua type. Not installed.
+** What the C files of src/ share, in the order of their layers (each calls
+** only the layers below it; t/034-layers.t checks):
+**   loader.c, embed.c       the driver and NVRTC by dlopen; the files built in
+**   auxlib.c context.c      the helpers: state, errors, options, tracking,
+**   dtype.c objects.c       metatables, contexts, dtypes, the shared objects
+**   device.c ... mpi.c      the bindings, one a Lua type
+**   catalog.c reference.c   the catalog's C half and its CPU references
+**   cuda.c                  the module and the list of openers
+** Not installed.
 */
 
 #ifndef culua_int_h
@@ -132,6 +139,10 @@ typedef struct culua_Ctx {
   int retained;        /* we hold a primary-context reference */
 } culua_Ctx;
 
+/* the CUdevice of an ordinal (the driver initialised), raising on a bad one */
+CUdevice culua_ctx_device (lua_State *L, int ordinal, const char *fname);
+/* cuda.reset() destroyed device ordinal's context: what was made on it is stale */
+void culua_ctx_bump (int ordinal);
 /* retain the context of device `ordinal` (-1: the state's default) into c */
 void culua_ctx_open (lua_State *L, culua_Ctx *c, int ordinal, const char *fname);
 /* drop the reference; harmless on a closed c */
@@ -154,9 +165,6 @@ int culua_ctx_live (culua_Ctx *c);
 ** already enabled is success. Returns the driver's result.
 */
 CUresult culua_enable_peer (lua_State *L, int from, CUcontext to, int toord);
-
-/* push the cuda.device object of an ordinal */
-void culua_pushdevice (lua_State *L, int ordinal, const char *fname);
 
 /* luaL_checkudata for objects that start with a culua_Ctx, refusing closed ones */
 void *culua_checkobj (lua_State *L, int i, const char *tname);
@@ -220,7 +228,7 @@ int culua_caller (lua_State *L, lua_Debug *ar);
 /* }====================================================== */
 
 
-/* {====================================================== shared object layouts */
+/* {====================================================== the shared objects (objects.c) */
 
 /* cuda.array: device memory, or a view into another array's */
 typedef struct culua_Array {
@@ -242,34 +250,66 @@ typedef struct culua_HostArray {
   int pinned;
 } culua_HostArray;
 
+/* cuda.stream */
+typedef struct culua_Stream {
+  culua_Ctx c;
+  CUstream s;
+  int priority;
+  int capturing;
+} culua_Stream;
+
+/* cuda.event */
+typedef struct culua_Event {
+  culua_Ctx c;
+  CUevent e;
+  int timing;
+  int recorded;
+} culua_Event;
+
+/* an array is open while it and the array it views are */
+static inline int culua_array_isopen (const culua_Array *a) {
+  return a->c.ctx != NULL && (a->parent == NULL || a->parent->c.ctx != NULL);
+}
+
 /* the object at i if it is one (open, not reset), else NULL; closed ones raise.
 ** enter: make the array's context current (copies); launches only check */
 culua_Array *culua_testarray (lua_State *L, int i, int enter);
 /* the same without raising: NULL and *why "type", "closed" or "reset" */
 culua_Array *culua_peekarray (lua_State *L, int i, const char **why);
 culua_HostArray *culua_testhostarray (lua_State *L, int i);
-/* copy a's n elements, packed (a pitched array's padding left out), into buf */
-void culua_array_read (lua_State *L, const culua_Array *a, void *buf, const char *fname);
-/* the path of libcudadevrt.a in buf, or NULL with the places looked in, in buf */
-const char *culua_cudadevrt (char *buf, size_t size);
-/* 1 and *h when the value at i is an open cuda.texture (kernel arguments) */
-int culua_totexture (lua_State *L, int i, unsigned long long *h);
 /* the stream at i (NULL handle for nil/none: the default stream) */
 CUstream culua_optstream (lua_State *L, int i, const char *fname);
 /* the event at i, its context made current */
 CUevent culua_toevent (lua_State *L, int i, const char *fname);
-/* push a cuda.graph that owns g, instantiated */
-void culua_newgraph (lua_State *L, int ordinal, CUgraph g);
-/* cuda.load: the image, cuda.program or {file=} at index 1 -> module */
-int culua_load (lua_State *L);
-/* push a kernel for f, owned by the module at index modidx */
-void culua_newkernel (lua_State *L, int modidx, culua_Ctx *mod, CUfunction f, const char *name,
-                      const char *ptx);
-/* push an array over memory owned by the object at index owner (module globals) */
+
+/* }====================================================== */
+
+
+/*
+** {======================================================
+** What a binding gives the bindings above it (t/034-layers.t holds the
+** order): each is called only from files above the one that defines it
+** =======================================================
+*/
+
+/* device.c: push the cuda.device object of an ordinal */
+void culua_pushdevice (lua_State *L, int ordinal, const char *fname);
+/* array.c: copy a's n elements, packed (a pitched array's padding left out), into buf */
+void culua_array_read (lua_State *L, const culua_Array *a, void *buf, const char *fname);
+/* array.c: push an array over memory owned by the object at index owner (module globals) */
 void culua_newarray_over (lua_State *L, int owner, int ordinal, CUdeviceptr p, size_t n,
                           culua_Dtype t);
-/* record a launch in S's journal, for fault messages (on the hot path: no formatting) */
-void culua_journal (lua_State *L, culua_State *S, CUstream s, const char *kernel);
+/* graph.c: push a cuda.graph that owns g, instantiated */
+void culua_newgraph (lua_State *L, int ordinal, CUgraph g);
+/* texture.c: 1 and *h when the value at i is an open cuda.texture (kernel arguments) */
+int culua_totexture (lua_State *L, int i, unsigned long long *h);
+/* kernel.c: push a kernel for f, owned by the module at index modidx */
+void culua_newkernel (lua_State *L, int modidx, culua_Ctx *mod, CUfunction f, const char *name,
+                      const char *ptx);
+/* module.c: cuda.load: the image, cuda.program or {file=} at index 1 -> module */
+int culua_load (lua_State *L);
+/* link.c: the path of libcudadevrt.a in buf, or NULL with the places looked in, in buf */
+const char *culua_cudadevrt (char *buf, size_t size);
 
 /* }====================================================== */
 
@@ -289,6 +329,7 @@ void culua_open_texture (lua_State *L);
 void culua_open_link (lua_State *L);
 void culua_open_nvtx (lua_State *L);
 void culua_open_catalog (lua_State *L);
+void culua_open_reference (lua_State *L);
 void culua_open_nccl (lua_State *L);
 void culua_open_mpi (lua_State *L);
 

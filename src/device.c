@@ -1,7 +1,7 @@
 /*
 ** device.c
-** cuda.device: a GPU, its attributes, and the contexts that every other
-** object holds on it. Also cuda.synchronize and cuda.reset.
+** cuda.device: a GPU and its attributes. Also cuda.synchronize and
+** cuda.reset. The contexts that every object holds are context.c's.
 */
 
 #include "config.h"
@@ -19,13 +19,6 @@ typedef struct Device {
 } Device;
 
 
-/*
-** Primary contexts are per process, so cuda.reset() destroys what every
-** lua_State made on that device: one generation counter per device, shared
-** by the process like the context it describes.
-*/
-static unsigned generation[CULUA_MAXDEVICES];
-
 static const struct DevAttr {
   const char *name;
   int attr;
@@ -34,94 +27,6 @@ static const struct DevAttr {
 #include "devattr.inc"
   {NULL, 0, 0}
 };
-
-
-/* {====================================================== contexts */
-
-/* the CUdevice for an ordinal, raising on a bad one */
-static CUdevice checkordinal (lua_State *L, int ordinal, const char *fname) {
-  const culua_Driver *cu = culua_cu(L, fname);
-  CUresult r = culua_driver_init();
-  int n = 0;
-  CUdevice dev;
-  if (r != CUDA_SUCCESS)
-    culua_cufail(L, r, fname, "initialising the driver (%s)", culua_driver_path());
-  culua_check(L, cu->cuDeviceGetCount(&n), fname, "counting devices");
-  if (ordinal < 0 || ordinal >= n || ordinal >= CULUA_MAXDEVICES)
-    luaL_error(L, "%s: no CUDA device %d (%d present)", fname, ordinal, n);
-  culua_check(L, cu->cuDeviceGet(&dev, ordinal), fname, "getting device %d", ordinal);
-  return dev;
-}
-
-
-void culua_ctx_open (lua_State *L, culua_Ctx *c, int ordinal, const char *fname) {
-  culua_State *S = culua_state(L);
-  const culua_Driver *cu = culua_cu(L, fname);
-  if (S->host_ctx != NULL) {
-    /* the host's context: its device, and no reference of ours to drop */
-    culua_check(L, cu->cuCtxSetCurrent(S->host_ctx), fname, "entering the host's context");
-    culua_check(L, cu->cuCtxGetDevice(&c->dev), fname, "asking the host's context for its device");
-    c->ordinal = (int)c->dev;
-    c->retained = 0;
-    c->gen = generation[c->ordinal % CULUA_MAXDEVICES];
-    c->ctx = S->host_ctx;
-  }
-  else {
-    CUcontext ctx;
-    if (ordinal < 0) ordinal = S->device;
-    c->dev = checkordinal(L, ordinal, fname);
-    culua_check(L, cu->cuDevicePrimaryCtxRetain(&ctx, c->dev), fname,
-                "retaining the primary context of device %d", ordinal);
-    c->ordinal = ordinal;
-    c->retained = 1;
-    c->gen = generation[ordinal];
-    c->ctx = ctx;
-    culua_check(L, cu->cuCtxSetCurrent(ctx), fname, "entering device %d", ordinal);
-  }
-  S->objects++;
-}
-
-
-void culua_ctx_close (culua_Ctx *c) {
-  const culua_Driver *cu = culua_load_driver(NULL);
-  if (c->ctx == NULL) return;
-  if (c->retained && cu != NULL)
-    cu->cuDevicePrimaryCtxRelease(c->dev);
-  c->ctx = NULL;
-}
-
-
-int culua_ctx_stale (const culua_Ctx *c) {
-  return c->gen != generation[c->ordinal % CULUA_MAXDEVICES];
-}
-
-
-int culua_ctx_live (culua_Ctx *c) {
-  const culua_Driver *cu = culua_load_driver(NULL);
-  return c->ctx != NULL && !culua_ctx_stale(c) && cu != NULL &&
-         cu->cuCtxSetCurrent(c->ctx) == CUDA_SUCCESS;
-}
-
-
-void culua_ctx_enter (lua_State *L, culua_Ctx *c, const char *tname) {
-  const culua_Driver *cu = culua_load_driver(NULL);
-  CUresult r;
-  if (c->ctx == NULL)
-    luaL_error(L, "attempt to use a closed %s", tname);
-  if (culua_ctx_stale(c))
-    luaL_error(L, "attempt to use a %s whose device was reset by cuda.reset()", tname);
-  if ((r = cu->cuCtxSetCurrent(c->ctx)) != CUDA_SUCCESS)
-    culua_cufail(L, r, tname, "entering the context of device %d", c->ordinal);
-}
-
-
-void *culua_checkobj (lua_State *L, int i, const char *tname) {
-  culua_Ctx *c = (culua_Ctx *)luaL_checkudata(L, i, tname);
-  culua_ctx_enter(L, c, tname);
-  return c;
-}
-
-/* }====================================================== */
 
 
 /* {====================================================== cuda.device */
@@ -159,7 +64,7 @@ void culua_pushdevice (lua_State *L, int ordinal, const char *fname) {
     return;
   }
   lua_pop(L, 1);
-  dev = checkordinal(L, ordinal, fname);
+  dev = culua_ctx_device(L, ordinal, fname);
   d = (Device *)lua_newuserdatauv(L, sizeof(Device), 0);  /* devices, d */
   memset(d, 0, sizeof(*d));
   d->dev = dev;
@@ -324,15 +229,6 @@ static int device_can_access_peer (lua_State *L) {
 }
 
 
-CUresult culua_enable_peer (lua_State *L, int from, CUcontext to, int toord) {
-  CUresult r = culua_load_driver(NULL)->cuCtxEnablePeerAccess(to, 0);
-  if (r == CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) r = CUDA_SUCCESS;
-  if (r == CUDA_SUCCESS && from < 64 && toord < 64)   /* launches check arrays of other devices against it */
-    culua_state(L)->peers[from] |= 1ULL << toord;
-  return r;
-}
-
-
 /* dev:enable_peer_access(other): let kernels on dev read other's memory */
 static int device_enable_peer_access (lua_State *L) {
   Device *d = check_device(L, 1), *o = check_device(L, 2);
@@ -482,7 +378,7 @@ static int cuda_device_limit (lua_State *L) {
 static int cuda_reset (lua_State *L) {
   culua_State *S = culua_state(L);
   int ordinal = (int)luaL_optinteger(L, 1, S->device);
-  CUdevice dev = checkordinal(L, ordinal, "cuda.reset");
+  CUdevice dev = culua_ctx_device(L, ordinal, "cuda.reset");
   const culua_Driver *cu = culua_cu(L, "cuda.reset");
   CUcontext ctx;
   CUresult r;
@@ -490,7 +386,7 @@ static int cuda_reset (lua_State *L) {
   luaL_argcheck(L, S->host_ctx == NULL, 1, "the host owns the context; reset it there");
   cu->cuCtxSetCurrent(NULL);   /* no thread of ours keeps the old context bound */
   culua_check(L, cu->cuDevicePrimaryCtxReset(dev), "cuda.reset", "resetting device %d", ordinal);
-  generation[ordinal]++;
+  culua_ctx_bump(ordinal);
   S->journal_next = 0;
   /* the catalog's loaded modules are gone with everything else */
   lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);

@@ -10,25 +10,11 @@
 #include "culua_int.h"
 
 
-typedef struct Event {
-  culua_Ctx c;
-  CUevent e;
-  int timing;
-  int recorded;
-} Event;
+typedef culua_Event Event;
 
 
 static Event *check_event (lua_State *L, int i) {
   return (Event *)culua_checkobj(L, i, CULUA_EVENT);
-}
-
-
-CUevent culua_toevent (lua_State *L, int i, const char *fname) {
-  Event *e = (Event *)luaL_testudata(L, i, CULUA_EVENT);
-  if (e == NULL)
-    luaL_argerror(L, i, lua_pushfstring(L, "%s: cuda.event expected, got %s", fname, luaL_typename(L, i)));
-  culua_ctx_enter(L, &e->c, CULUA_EVENT);
-  return e->e;
 }
 
 

@@ -18,16 +18,6 @@
 
 /* {====================================================== checks */
 
-culua_HostArray *culua_testhostarray (lua_State *L, int i) {
-  culua_HostArray *h = (culua_HostArray *)luaL_testudata(L, i, CULUA_HOSTARRAY);
-  if (h != NULL && h->data == NULL)
-    luaL_error(L, "attempt to use a closed %s", CULUA_HOSTARRAY);
-  if (h != NULL && h->pinned && culua_ctx_stale(&h->c))
-    luaL_error(L, "attempt to use a %s whose device was reset by cuda.reset()", CULUA_HOSTARRAY);
-  return h;
-}
-
-
 static culua_HostArray *check_host (lua_State *L, int i) {
   culua_HostArray *h = culua_testhostarray(L, i);
   if (h == NULL) luaL_typeerror(L, i, CULUA_HOSTARRAY);

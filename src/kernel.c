@@ -438,7 +438,8 @@ static void putarg (lua_State *L, int i, int pos, const Param *p, char *buf, int
 }
 
 
-void culua_journal (lua_State *L, culua_State *S, CUstream s, const char *kernel) {
+/* record a launch in S's journal, for fault messages (on the hot path: no formatting) */
+static void journal (lua_State *L, culua_State *S, CUstream s, const char *kernel) {
   culua_Launch *e = &S->journal[S->journal_next++ % CULUA_JOURNAL];
   lua_Debug ar;
   e->stream = s;
@@ -575,7 +576,7 @@ static void do_launch (lua_State *L, Kernel *k, const Config *c, int argbase, in
   else
     r = cu->cuLaunchKernel(k->f, c->grid[0], c->grid[1], c->grid[2], c->block[0], c->block[1], c->block[2],
                            c->shared, c->stream, args, NULL);
-  culua_journal(L, k->S, c->stream, k->name);
+  journal(L, k->S, c->stream, k->name);
   if (r != CUDA_SUCCESS)
     culua_cufail(L, r, "launch", "launching '%s' with grid {%d, %d, %d}, block {%d, %d, %d}, %d bytes shared%s%s%s",
                  k->name, (int)c->grid[0], (int)c->grid[1], (int)c->grid[2], (int)c->block[0],

@@ -11,29 +11,11 @@
 #include "culua_int.h"
 
 
-typedef struct Stream {
-  culua_Ctx c;
-  CUstream s;
-  int priority;
-  int capturing;
-} Stream;
+typedef culua_Stream Stream;
 
 
 static Stream *check_stream (lua_State *L, int i) {
   return (Stream *)culua_checkobj(L, i, CULUA_STREAM);
-}
-
-
-CUstream culua_optstream (lua_State *L, int i, const char *fname) {
-  Stream *s;
-  if (lua_isnoneornil(L, i)) return NULL;
-  s = (Stream *)luaL_testudata(L, i, CULUA_STREAM);
-  if (s == NULL)
-    luaL_argerror(L, i, lua_pushfstring(L, "%s: cuda.stream expected, got %s", fname, luaL_typename(L, i)));
-  if (s->c.ctx == NULL) luaL_error(L, "attempt to use a closed %s", CULUA_STREAM);
-  if (culua_ctx_stale(&s->c))
-    luaL_error(L, "attempt to use a %s whose device was reset by cuda.reset()", CULUA_STREAM);
-  return s->s;
 }
 
 
