@@ -257,7 +257,13 @@ __device__ void histogram (const T *__restrict__ x, u64 n, C *counts, int bins,
     histogram<T, C>(x, n, counts, bins, ilo, ihi, flo, fhi, scale, left, mode);     \
   }
 
-#define HIST2(TN, T) HIST(TN, T, u32, unsigned) HIST(TN, T, u64, u64)
+/* 32-bit counters prebuilt; 64-bit ones built by NVRTC when asked for
+** (lua/catalog/histogram.lua passes -DCULUA_HIST_COUNT64) */
+#ifdef CULUA_HIST_COUNT64
+#define HIST2(TN, T) HIST(TN, T, u64, u64)
+#else
+#define HIST2(TN, T) HIST(TN, T, u32, unsigned)
+#endif
 
 HIST2(u8, unsigned char)
 HIST2(u16, unsigned short)

@@ -1225,12 +1225,16 @@ __device__ __forceinline__ void lsd_entry (const K *kin, K *kout, const V *vin, 
 #define SORT_FUSEDS(I) SORT_CASES(SORT_FUSED, I, I, SORT_THREADS, SORT_SUFFIX)
 #define SORT_PASSES(I32, I64) SORT_CASES(SORT_PASS, I32, I64, SORT_THREADS, SORT_SUFFIX)
 
-/* prebuilt: the default keys a thread; NVRTC builds other counts (-DCULUA_SORT_ITEMS=n, both
-** key widths) and shapes (-DCULUA_SORT_THREADS=n) */
+/* prebuilt: each case's default shape (the wider tiles below, and 256 threads at
+** the default keys a thread for 32-bit keys with 8-byte values) and the small
+** sorts' fused tiles; NVRTC builds other counts (-DCULUA_SORT_ITEMS=n, both key
+** widths, 256 threads: the other cases at the default count too) and shapes
+** (-DCULUA_SORT_THREADS=n). Prebuilding every case at 256 threads cost the
+** build 40% more for tiles that no default uses. */
 #ifdef CULUA_SORT_ITEMS
 SORT_PASSES(CULUA_SORT_ITEMS, CULUA_SORT_ITEMS)
 #else
-SORT_PASSES(SORT_ITEMS32, SORT_ITEMS64)
+SORT_PASS(u32, u32, u64, u64, true, SORT_ITEMS32, SORT_THREADS, SORT_SUFFIX)
 SORT_FUSEDS(SORT_FUSED_ITEMS)
 #if !defined(CULUA_SORT_THREADS) && !defined(CULUA_SORT_MINBLOCKS)
 /*

@@ -116,7 +116,10 @@ function M.histogram(x, counts, opts)
   word:fill(0, stream)
   if not opts.accumulate then (bins == #counts and counts or counts:view(1, bins)):fill(0, stream) end
   if n > 0 then
-    local kern = core.kernel("histogram", ("culua_histogram_%s_%s"):format(short[dt], short[cdt]), nil, dev)
+    -- 64-bit counters are built by NVRTC on first use (then cached on disk):
+    -- prebuilding them doubled the family's build time for a rare case
+    local kern = core.kernel("histogram", ("culua_histogram_%s_%s"):format(short[dt], short[cdt]),
+                             cdt == "uint64" and {"CULUA_HIST_COUNT64=1"} or nil, dev)
     local mode = variant == "seed" and 2 or (bins <= SHARED_BINS and 0 or 1)
     local shared = mode == 1 and 0 or 4 * bins
     if mode == 0 and bins <= LANE_BINS then   -- a copy of the bins a lane

@@ -81,17 +81,18 @@ local function default_shape(kb, has_values, vb)
   return THREADS, default_items[kb]
 end
 
--- a tile kernel (onesweep, small, fused, lsd) of a's shape: prebuilt for the
--- default items and threads and the wide tiles, else built by NVRTC (-D values;
--- names say the shape)
+-- a tile kernel (onesweep, small, fused, lsd) of a's shape: prebuilt for each
+-- case's default shape (the wide tiles, or 256 threads at the default items
+-- where a case has none) and the small sorts' fused tiles, else built by NVRTC
+-- (-D values; names say the shape)
 local function tile_kernel(what, a)
   local case = case_of(a.kb, a.has_values, a.vb)
   local name = ("culua_sort_%s_%s_%d"):format(what, case, a.items)
   if not a.min_blocks then
-    if a.threads == THREADS and (a.items == default_items[a.kb] or (what == "fused" and a.items == FUSED_ITEMS)) then
+    local w = wide[case]
+    if a.threads == THREADS and ((not w and a.items == default_items[a.kb]) or (what == "fused" and a.items == FUSED_ITEMS)) then
       return kernel(name, a.dev)
     end
-    local w = wide[case]
     if w and a.threads == w[1] and a.items == w[2] then return kernel(name .. "_t" .. w[1], a.dev) end
   end
   local defines = {"CULUA_SORT_ITEMS=" .. a.items}
