@@ -2,6 +2,7 @@
 -- grid.sync(), at the full co-resident grid and at one block per SM, in the same run.
 --   culua bench/barrier.lua [ROUNDS] [REPS]
 local cuda = require "cuda"
+require("culua.bench").need_devices()
 local bar = cuda.catalog.barrier
 local ROUNDS, REPS = tonumber(arg[1]) or 2000, tonumber(arg[2]) or 9
 local dev = cuda.device()

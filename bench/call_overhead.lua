@@ -7,6 +7,7 @@
 -- is waited for outside the timing. The last lines are the issue's figure: a
 -- call in a loop of 100 between two events (as bench/scan.lua times it).
 local cuda = require "cuda"
+require("culua.bench").need_devices()
 local cat = cuda.catalog
 local CALLS, ROUNDS = tonumber(arg[1]) or 10000, tonumber(arg[2]) or 7
 

@@ -1,6 +1,7 @@
 -- bench/copy.lua: pinned host<->device copies of 1 GiB from Lua, against C
 -- (bench/anchor) in the same run.   culua bench/copy.lua [ANCHOR] [BYTES] [REPS]
 local cuda = require "cuda"
+require("culua.bench").need_devices()
 local anchor = arg[1] or "bench/anchor"
 local bytes, REPS = tonumber(arg[2]) or (1 << 30), tonumber(arg[3]) or 7
 

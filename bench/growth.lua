@@ -5,6 +5,7 @@
 -- with events by cuda.bench (a warm-up, then the median of 5; each call on a fresh
 -- copy, the copy not timed), beside the growth factor max|U| / max|A| it returns.
 local cuda = require "cuda"
+require("culua.bench").need_devices()
 local cat = cuda.catalog
 local SIZES, DTYPES = {}, {}
 for s in (arg[1] or "1000,8192,16384"):gmatch("%d+") do SIZES[#SIZES + 1] = math.tointeger(tonumber(s)) end

@@ -11,6 +11,7 @@
 -- equal >= 1.0x; float32 1024 bins 2^28 >= 3x CUB. Ours includes reading the
 -- left-out count back (a pinned word, the stream synchronized).
 local cuda = require "cuda"
+require("culua.bench").need_devices()
 local cat = cuda.catalog
 local ANCHOR = arg[1]
 local REPS = 20

@@ -2,6 +2,7 @@
 -- loop of cuLaunchKernel (bench/anchor) measured in the same run.
 --   culua bench/launch.lua [ANCHOR] [N] [REPS]
 local cuda = require "cuda"
+require("culua.bench").need_devices()
 local anchor = arg[1] or "bench/anchor"
 local N, REPS = tonumber(arg[2]) or 20000, tonumber(arg[3]) or 9
 

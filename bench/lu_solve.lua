@@ -11,6 +11,7 @@
 -- residual ratio ||B - A X|| / (||A|| ||X|| n eps) of each way's last solve.
 -- Both ways include lu_solve's read-back of the input check, which synchronizes.
 local cuda = require "cuda"
+require("culua.bench").need_devices()
 local cat = cuda.catalog
 local tune = require("culua.catalog.solve").tune
 local run_anchor = require "culua.anchor"

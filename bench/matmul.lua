@@ -3,6 +3,7 @@
 -- update (C -= A*B, k = 128 and 256), measured in the same run.
 --   culua bench/matmul.lua [ANCHOR] [REPS] [float64]   (float64: that half alone)
 local cuda = require "cuda"
+require("culua.bench").need_devices()
 local anchor = arg[1] or "bench/anchor_cublas"
 local REPS = tonumber(arg[2]) or 9
 local only64 = arg[3] == "float64"

@@ -11,6 +11,7 @@
 -- (matmul.cu's kernels on an H100 too); "blocks" is the default, TMA from k = 512.
 -- Events, warm-up, median (cuda.bench); TFLOP/s = 2 m n k / t.
 local cuda = require "cuda"
+require("culua.bench").need_devices()
 local N = math.tointeger(tonumber(arg[1] or 8192))
 local KS = {}
 for k in (arg[2] or "64,128"):gmatch("%d+") do KS[#KS + 1] = math.tointeger(tonumber(k)) end

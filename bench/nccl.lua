@@ -9,7 +9,7 @@ local reps = tonumber(arg[2]) or 20
 local culua = arg[-1] or "culua"
 local sizes = {128 * 2^20, 2^30}
 
-if cuda.device_count() < 2 then print("bench/nccl.lua: needs two GPUs or more; found " .. cuda.device_count()) return end
+require("culua.bench").need_devices(2)
 print(("all-reduce float32 sum over %d GPUs (%s), median of %d; NCCL_NVLS_ENABLE=%s"):format(
       cuda.device_count(), cuda.device(0).name, reps, tostring(os.getenv("NCCL_NVLS_ENABLE"))))
 

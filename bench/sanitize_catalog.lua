@@ -4,6 +4,7 @@
 --   compute-sanitizer --tool racecheck ./culua bench/sanitize_catalog.lua [FAMILY ...]
 -- FAMILY is scan, histogram or sort (default: all three).
 local cuda = require "cuda"
+require("culua.bench").need_devices()
 local cat = cuda.catalog
 
 local run = {}

@@ -9,6 +9,7 @@
 -- >= 1.0x CUB), as a whole call (reading the count back, which waits) and between two
 -- events with the count left on the device (opts.count), comparable to CUB's.
 local cuda = require "cuda"
+require("culua.bench").need_devices()
 local cat = cuda.catalog
 local ANCHOR = arg[1]
 local REPS = 20

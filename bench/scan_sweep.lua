@@ -1,6 +1,7 @@
 -- bench/scan_sweep.lua: the look-back scan's tile shape: threads x items (no register bound), float32 and int32 at 2^28, compiled by NVRTC
 -- from kernels/scan.cu with -D values, each checked against the default shape's result
 local cuda = require "cuda"
+require("culua.bench").need_devices()
 local n = 1 << 28
 local src = cuda._catalog.source("scan")
 local function bench(fn)

@@ -19,7 +19,7 @@
 -- by at most DEV_TOL. Device memory is the device's, not this process's:
 -- another process on the GPU moves it too, so run the soak on an idle GPU.
 -- Exits 0 when every phase is flat and the fault cycle behaved, 1 otherwise,
--- 2 on bad arguments or without a GPU.
+-- 2 on bad arguments, 77 (skipped) without a GPU.
 local cuda = require "cuda"
 local plot = require "culua.plot"
 
@@ -39,19 +39,20 @@ if not scale or scale < 1 then usage("SCALE must be a positive integer, not '" .
 -- the counts, divided by SCALE but never below 1
 local function count(n) return math.max(1, n // scale) end
 
--- refuse now what would otherwise fail at the end, or take hours
-local probe = io.open(outdir .. "/soak.csv", "w")
-if not probe then usage("cannot write " .. outdir .. "/soak.csv") end
-probe:close()
+-- refuse now what would otherwise fail at the end, or take hours; a file the
+-- probe made is removed again, so a run that stops here leaves nothing behind
 if os.getenv("CULUA_CACHE") == "off" then
   usage("the compile phase measures cache hits, and CULUA_CACHE=off turns the cache off")
 end
-
-if cuda.device_count() == 0 then
-  local libs = cuda.libraries()
-  io.stderr:write("bench/soak.lua: needs a CUDA GPU, and this machine has none (",
-                  libs.driver_error or "the driver reports no device", ")\n")
-  os.exit(2)
+require("culua.bench").need_devices()
+do
+  local csv = outdir .. "/soak.csv"
+  local existed = io.open(csv, "r")
+  if existed then existed:close() end
+  local probe = io.open(csv, "a")
+  if not probe then usage("cannot write " .. csv) end
+  probe:close()
+  if not existed then os.remove(csv) end
 end
 
 local dev = cuda.device(0)

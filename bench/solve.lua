@@ -35,6 +35,7 @@
 -- status), which synchronize. The seed's method (three kernels a column) is
 -- timed once at n <= 8192 as the baseline.
 local cuda = require "cuda"
+require("culua.bench").need_devices()
 local cat = cuda.catalog
 local ANCHOR = arg[1]
 if ANCHOR == "" then ANCHOR = nil end

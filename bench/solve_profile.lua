@@ -27,7 +27,7 @@ if not n or not nb or (dt ~= "float32" and dt ~= "float64") then
   io.stderr:write("usage: culua bench/solve_profile.lua [N [BLOCK [float32|float64 [on|off|auto [PANEL]]]]]\n")
   os.exit(1)
 end
-if cuda.device_count() == 0 then print("No CUDA device found."); return end
+require("culua.bench").need_devices()
 local dev = cuda.device(0)
 local t = dt == "float32" and "f32" or "f64"
 local function K(name) return core.kernel("solve", "culua_solve_" .. name .. "_" .. t, nil, dev) end

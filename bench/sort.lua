@@ -26,10 +26,7 @@ local ANCHOR = arg[1] ~= "sweep" and arg[1] ~= "sync" and arg[1] or nil
 local SWEEP, SYNC = words.sweep, words.sync
 local REPS = 15
 
-if cuda.device_count() == 0 then
-  print("bench/sort.lua needs a CUDA device")
-  os.exit(1)
-end
+require("culua.bench").need_devices()
 local dev = cuda.device()
 local s = cuda.stream()
 local e0, e1 = cuda.event(), cuda.event()

@@ -4,6 +4,7 @@
 --   culua bench/streamk.lua [ANCHOR] [SIZES] [ROUNDS]
 io.stdout:setvbuf("line")
 local cuda = require "cuda"
+require("culua.bench").need_devices()
 local anchor = arg[1] or "bench/anchor_cublas"
 local sizes = {}
 for w in (arg[2] or "1536,2048,2560,3072,4096,6144,8192"):gmatch("%d+") do sizes[#sizes + 1] = tonumber(w) end

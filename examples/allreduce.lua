@@ -31,10 +31,9 @@ if #sizes == 0 then
   for p = 20, 30 do sizes[#sizes + 1] = 2^p end
 end
 
+local ndev = require("culua.bench").need_devices()
 local ok, why = nccl.available()
 if not ok then print("NCCL is not available: " .. why); return end
-local ndev = cuda.device_count()
-if ndev == 0 then print("No CUDA device found."); return end
 if not devices then
   devices = {}
   for d = 0, ndev - 1 do devices[#devices + 1] = d end

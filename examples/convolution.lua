@@ -113,7 +113,7 @@ extern "C" __global__ void convolution_kernel_v3(float *d_output, const float *d
 ]]
 -- compiled before looking for a GPU, so that a machine without one still checks the kernels
 local prog = cuda.compile(source, {name = "convolution.cu", options = {"-DBLOCK_DIM=" .. BLOCK}})
-if cuda.device_count() == 0 then print("No CUDA device found."); return end
+require("culua.bench").need_devices()
 
 local dev = cuda.device()
 local mod = prog:module()

@@ -6,13 +6,7 @@
 
 local cuda = require "cuda"
 
-local n = cuda.device_count()
-if n == 0 then
-  local libs = cuda.libraries()
-  print("No CUDA device found (" .. (libs.driver_error or "the driver reports none") .. ").")
-  print("NVRTC: " .. (libs.nvrtc or libs.nvrtc_error))
-  return
-end
+local n = require("culua.bench").need_devices()
 
 local function mib(bytes) return ("%.0f MiB (%d bytes)"):format(bytes / 2^20, bytes) end
 local function kib(bytes) return ("%d KiB (%d bytes)"):format(bytes // 1024, bytes) end

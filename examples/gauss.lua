@@ -23,6 +23,7 @@ local N = math.tointeger(tonumber(arg[1] or "")) or 1024
 local DT = arg[2] or "float32"
 assert(DT == "float32" or DT == "float64", "dtype must be float32 or float64")
 local EPS = DT == "float32" and 2.0 ^ -24 or 2.0 ^ -53
+require("culua.bench").need_devices()
 
 -- a random system, made diagonally heavy enough to be well conditioned but
 -- still pivoting (uniform [-1, 1) entries)
@@ -48,11 +49,6 @@ do
   cat.reference.lu(LU, piv)
   cat.reference.lu_solve(LU, piv, hx)
   report("sequential CPU (C reference)", (os.clock() - t0) * 1e3, hx)
-end
-
-if cuda.device_count() == 0 then
-  print("No CUDA device found: the GPU runs are skipped.")
-  return
 end
 
 local dev = cuda.device()

@@ -18,10 +18,7 @@ local mpi = cuda.mpi
 local N = math.tointeger(tonumber(arg[1] or "")) or 2048
 local me, size = mpi.rank, mpi.size
 
-if cuda.device_count() == 0 then
-  if me == 0 then print("No CUDA device found.") end
-  return
-end
+require("culua.bench").need_devices(1, {quiet = me ~= 0})
 
 local src = [[
 // the transposed augmented matrix: row c (a column of [A b]) holds N entries

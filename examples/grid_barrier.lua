@@ -13,10 +13,7 @@
 --     phase: shared (default), global
 
 local cuda = require "cuda"
-if cuda.device_count() == 0 then
-  print("No CUDA device: " .. (cuda.libraries().driver_error or "the driver reports none"))
-  return
-end
+require("culua.bench").need_devices()
 local bar = cuda.catalog.barrier
 local best = arg and arg[1] or "seed"
 local phase_kind = arg and arg[3] or "shared"

@@ -17,10 +17,7 @@ if not w or w < 1 or not h or h < 1 then
   io.stderr:write("usage: culua examples/histogram.lua [W [H]]\n")
   os.exit(1)
 end
-if cuda.device_count() == 0 then
-  print("No CUDA device found")
-  os.exit(0)
-end
+require("culua.bench").need_devices()
 
 local n = w * h
 -- the image: a diagonal gradient plus noise in [0, 16), row by row

@@ -64,7 +64,7 @@ extern "C" __global__ void image_histogram(cudaTextureObject_t img, int width, i
 ]]
 -- compiled before looking for a GPU, so that a machine without one still checks the kernel
 local prog = cuda.compile(source, {name = "image_histogram.cu"})
-if cuda.device_count() == 0 then print("No CUDA device found."); return end
+require("culua.bench").need_devices()
 
 local dev = cuda.device()
 local kernel = prog:module():kernel("image_histogram")

@@ -53,7 +53,7 @@ extern "C" __global__ void merge_u16(const unsigned short *a, const unsigned sho
 ]]
 -- compiled before looking for a GPU, so that a machine without one still checks the kernels
 local prog = cuda.compile(source, {name = "image_merge.cu"})
-if cuda.device_count() == 0 then print("No CUDA device found."); return end
+require("culua.bench").need_devices()
 
 if not devices then
   devices = {}

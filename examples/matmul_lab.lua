@@ -11,10 +11,7 @@
 
 local cuda = require "cuda"
 local plot = require "culua.plot"
-if cuda.device_count() == 0 then
-  print("No CUDA device: " .. (cuda.libraries().driver_error or "the driver reports none"))
-  return
-end
+require("culua.bench").need_devices()
 local outdir = arg and arg[1] or "lab-out"
 local nmax = tonumber(arg and arg[2]) or 8192
 os.execute("mkdir -p " .. outdir)

@@ -107,7 +107,7 @@ body_force_tuned(const float4 *__restrict__ p, float4 *__restrict__ v, float dt,
 -- compiled before looking for a GPU, so that a machine without one still checks the kernels
 local progs = {}
 for _, t in ipairs(TILES) do progs[t] = cuda.compile(source, {name = "nbody.cu", options = {"-DTILE=" .. t}}) end
-if cuda.device_count() == 0 then print("No CUDA device found."); return end
+require("culua.bench").need_devices()
 
 local dev = cuda.device()
 local sms = dev:attribute("multiprocessor_count")

@@ -11,10 +11,7 @@ local mpi, nccl = cuda.mpi, cuda.nccl
 local n = math.tointeger(tonumber(arg[1] or "")) or (1 << 24)
 
 local me, size = mpi.rank, mpi.size
-if cuda.device_count() == 0 then
-  if me == 0 then print("No CUDA device found.") end
-  return
-end
+require("culua.bench").need_devices(1, {quiet = me ~= 0})
 local dev = cuda.device()     -- the node-local rank's GPU
 local id = mpi.bcast(me == 0 and nccl.unique_id() or nil, {root = 0})
 local comm <close> = nccl.comm(id, size, me, {device = dev.ordinal})

@@ -136,7 +136,7 @@ for _, v in ipairs(variants) do
   if v.define then opts[#opts + 1] = v.define end
   v.prog = cuda.compile(source, {name = "quicksort.cu", rdc = true, options = opts})
 end
-if cuda.device_count() == 0 then print("No CUDA device found."); return end
+require("culua.bench").need_devices()
 
 local dev = cuda.device()
 print(("%s (compute capability %s): cdp_simple_quicksort, MAX_DEPTH %d, INSERTION_SORT %d"):format(dev.name,

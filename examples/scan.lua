@@ -19,10 +19,7 @@ if not n or n < 1 or n > 1024 or not big or big < 1 then
   io.stderr:write("usage: culua examples/scan.lua [N (1..1024) [BIG]]\n")
   os.exit(1)
 end
-if cuda.device_count() == 0 then
-  print("No CUDA device found")
-  os.exit(0)
-end
+require("culua.bench").need_devices()
 
 -- "label:: a b c d ... y z", as the seed prints an array
 local function show(label, h, count)

@@ -76,7 +76,7 @@ local progs = {}
 for _, b in ipairs{16, 32} do
   progs[b] = cuda.compile(source, {name = "sgemm.cu", options = {"-DBLOCK_DIM=" .. b}})
 end
-if cuda.device_count() == 0 then print("No CUDA device found."); return end
+require("culua.bench").need_devices()
 
 local dev = cuda.device()
 local ref = cuda.catalog.reference.matmul

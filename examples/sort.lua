@@ -16,10 +16,7 @@ if not N or N < 1 then
   io.stderr:write("usage: culua examples/sort.lua [N]\n")
   os.exit(1)
 end
-if cuda.device_count() == 0 then
-  print("No CUDA device found")
-  os.exit(0)
-end
+require("culua.bench").need_devices()
 local sort = cuda.catalog.sort
 
 local function binary(x, bits)

@@ -39,7 +39,7 @@ extern "C" __global__ void vec_add(const float *a, const float *b, float *c, int
 ]]
 -- compiled before looking for a GPU, so that a machine without one still checks the kernel
 local prog = cuda.compile(source, {name = "streams.cu"})
-if cuda.device_count() == 0 then print("No CUDA device found."); return end
+require("culua.bench").need_devices()
 
 local dev = cuda.device()
 local nseg = (n + seglen - 1) // seglen

@@ -10,6 +10,21 @@
 -- events: to put back the input that fn overwrites, say. The whole run is an
 -- NVTX range named opts.name (default "cuda.bench"), its warmup a range
 -- inside it, so a profiler's timeline shows where each benchmark ran.
+--
+-- The module is callable (cuda.bench calls it) and also holds the one way
+-- every script in bench/ and examples/ says that it cannot run here:
+--
+--   require("culua.bench").need_devices([n [, opts]])
+--
+-- returns the device count when there are at least n GPUs (default 1);
+-- otherwise prints one line on stdout and exits with status 77, automake's
+-- "skipped" (bench/run.sh and t/017 read it so):
+--
+--   examples/sort.lua: skipped: no CUDA device (no CUDA driver: libcuda.so.1 not found)
+--   bench/nccl.lua: skipped: needs 2 CUDA devices, found 1
+--
+-- opts.name replaces the script's name (arg[0]) in the line; opts.quiet
+-- exits without the line (the ranks other than 0 of an MPI job).
 
 local cuda = require "cuda"
 
@@ -61,4 +76,34 @@ local function bench(fn, opts)
                        mean = sum / reps, reps = reps, samples = times}, Result)
 end
 
-return bench
+-- the status a script that did not run exits with (automake's SKIP)
+local SKIP_STATUS = 77
+
+local function need_devices(n, opts)
+  n, opts = n or 1, opts or {}
+  if math.type(n) ~= "integer" or n < 1 then
+    error("need_devices: n must be a positive integer, got " .. tostring(n), 2)
+  end
+  if type(opts) ~= "table" then error("need_devices: opts must be a table, got " .. type(opts), 2) end
+  for k in pairs(opts) do
+    if k ~= "name" and k ~= "quiet" then error("need_devices: unknown option '" .. tostring(k) .. "'", 2) end
+  end
+  local what = opts.name or (arg and arg[0]) or "culua"
+  local quiet = opts.quiet
+  local count = cuda.device_count()
+  if count >= n then return count end
+  if not quiet then
+    local why
+    if count == 0 then
+      why = "no CUDA device (" .. (cuda.libraries().driver_error or "the driver reports none") .. ")"
+    else
+      why = ("needs %d CUDA devices, found %d"):format(n, count)
+    end
+    io.stdout:write(what, ": skipped: ", why, "\n")
+    io.stdout:flush()
+  end
+  os.exit(SKIP_STATUS, true)
+end
+
+return setmetatable({need_devices = need_devices, SKIP_STATUS = SKIP_STATUS, run = bench},
+                    {__call = function (_, ...) return bench(...) end})

@@ -1,8 +1,15 @@
 -- cuda.so: `require "cuda"` from a stock Lua 5.4 interpreter.
 local T = require "culua.tap"
 local builddir = os.getenv("CULUA_BUILDDIR") or "."
+-- configure's LUA_INTERP under make check; under prove, the first of Lua 5.4's
+-- names on the PATH
 local lua = os.getenv("LUA_INTERP")
-if not lua or lua == "" then T.skip_all("no stock lua5.4 interpreter (set LUA_INTERP)") end
+if not lua or lua == "" then
+  local p = io.popen("command -v lua5.4 || command -v lua54 || command -v lua-5.4")
+  lua = p:read("l")
+  p:close()
+end
+if not lua or lua == "" then T.skip_all("no stock Lua 5.4 (lua5.4, lua54 or lua-5.4) on the PATH, and LUA_INTERP is not set") end
 local so = builddir .. "/.libs/cuda.so"
 local fh = io.open(so)
 if not fh then T.skip_all(so .. " is not built") end

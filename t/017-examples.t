@@ -38,8 +38,13 @@ for _, f in ipairs{"examples/devices.lua", "examples/embed.lua", "examples/grid_
   T.ok(chunk ~= nil, f .. " parses", err)
 end
 
+-- status and output of a script that has no GPU to run on (culua.bench's
+-- need_devices): one line, exit 77
+local SKIPPED = 77
+local function skipped_line(f) return "^%S*" .. f:gsub("%p", "%%%0") .. ": skipped: no CUDA device %(.-%)\n$" end
+
 local out, status = T.run(T.culua .. " " .. srcdir .. "/examples/devices.lua")
-T.is(status, 0, "devices.lua exits 0")
+T.is(status, cuda.device_count() > 0 and 0 or SKIPPED, "devices.lua exits 0 with a GPU, 77 (skipped) without")
 if cuda.device_count() > 0 then
   T.like(out, "Device 0\n  Name +: %S.-\n  Compute capability +: %d+%.%d.-Warp size +: 32.-Multiprocessor count +: %d+",
          "devices.lua prints the seed-000 table")
@@ -84,7 +89,7 @@ if cuda.device_count() > 0 then
            "gauss.lua: the CPU, the seed's kernels and the blocked LU, each within LAPACK's ratio")
   end
 else
-  T.like(out, "No CUDA device found", "devices.lua says plainly that there is none")
+  T.like(out, skipped_line("examples/devices.lua"), "devices.lua says plainly that there is none, in one line")
 end
 
 -- seed 003's programs, at small sizes: each compiles its kernels on any
@@ -136,7 +141,7 @@ for _, ex in ipairs(seed003) do
     os.execute("mkdir -p " .. dir)
     local t0 = os.time()
     out, status = T.run(("%s %s/%s %s"):format(T.culua, srcdir, f, args:gsub("%%s", dir)))
-    T.is(status, 0, f .. " exits 0")
+    T.is(status, cuda.device_count() > 0 and 0 or SKIPPED, f .. " exits 0 (77 without a GPU)")
     if cuda.device_count() > 0 then
       for _, pat in ipairs(patterns) do T.like(out, pat, f .. ": " .. pat:gsub("\n", "\\n")) end
       for _, name in ipairs(files or {}) do
@@ -146,7 +151,7 @@ for _, ex in ipairs(seed003) do
       end
       T.diag(("%s: %d s"):format(f, os.time() - t0))
     else
-      T.is(out, "No CUDA device found.\n", f .. " compiles its kernels and says there is no GPU")
+      T.like(out, skipped_line(f), f .. " compiles its kernels and says there is no GPU")
     end
     os.execute("rm -rf " .. dir)
   end
@@ -158,13 +163,58 @@ if wanted("examples/image_histogram.lua", 2) then
   local name = os.tmpname()
   pgm.write(name, cuda.host_array("uint8", {45, 77}):random(45 * 77, 0, 255), {format = "P2"})
   out, status = T.run(("%s %s/examples/image_histogram.lua %s"):format(T.culua, srcdir, name))
-  T.is(status, 0, "image_histogram.lua on a 77 x 45 P2 file exits 0")
+  T.is(status, cuda.device_count() > 0 and 0 or SKIPPED, "image_histogram.lua on a 77 x 45 P2 file exits 0 (77 without a GPU)")
   if cuda.device_count() > 0 then
     T.like(out, "77 x 45 image %(.-, maxval 255%).-SUCCESS!! %(texture kernel: all 256 bins equal the CPU's, 3465 pixels%)" ..
            ".-SUCCESS!! %(cuda%.catalog%.histogram", "image_histogram.lua reads the PGM and agrees with the CPU")
   else
-    T.is(out, "No CUDA device found.\n", "image_histogram.lua with a file says there is no GPU")
+    T.like(out, skipped_line("examples/image_histogram.lua"), "image_histogram.lua with a file says there is no GPU")
   end
   os.remove(name)
+end
+
+-- every script of bench/ and examples/ that needs a GPU says so the one way
+-- (culua.bench's need_devices): one line on stdout, exit 77, no file left
+-- behind (bench/soak.lua once left an empty soak.csv). Without a GPU only:
+-- with one, they would run in full.
+local function scripts(dir)
+  local p = io.popen(("ls %s/%s/*.lua"):format(srcdir, dir))
+  local t = {}
+  for l in p:lines() do t[#t + 1] = dir .. "/" .. l:match("([^/]+)$") end
+  p:close()
+  return t
+end
+-- these need no GPU: a compile-cache timing and the embedding example's script
+local no_gpu = {["bench/nvrtc_cache.lua"] = true, ["examples/embed.lua"] = true}
+local all = scripts("bench")
+for _, f in ipairs(scripts("examples")) do all[#all + 1] = f end
+local need = {}
+for _, f in ipairs(all) do if not no_gpu[f] then need[#need + 1] = f end end
+if cuda.device_count() > 0 then
+  T.skip("a GPU is here: the scripts would run in full, not say that they cannot", 2 * #need + 3)
+else
+  -- each runs in an empty directory of its own, so paths here become absolute
+  local p = io.popen("pwd")
+  local cwd = p:read("l")
+  p:close()
+  local function abs(path) return path:find("^/") and path or cwd .. "/" .. path end
+  local culua = T.culua:gsub("(%S+)$", function (w) return w:find("/") and abs(w) or w end)
+  local dir = os.tmpname()
+  os.remove(dir)
+  os.execute("mkdir -p " .. dir)
+  for _, f in ipairs(need) do
+    local o, st = T.run(("cd %s && %s %s/%s"):format(dir, culua, abs(srcdir), f))
+    T.is(st, SKIPPED, f .. " exits 77 without a GPU")
+    T.like(o, skipped_line(f), f .. " says so in the one line: " .. o:gsub("\n", " | "))
+  end
+  p = io.popen("ls -A " .. dir)
+  local left = p:read("a")
+  p:close()
+  T.is(left, "", "and none leaves a file behind")
+  os.execute("rm -rf " .. dir)
+  -- bench/run.sh on a machine without a GPU fails, loudly, before any nvcc
+  local o, st = T.run(("cd %s && sh bench/run.sh %s"):format(abs(srcdir), culua))
+  T.isnt(st, 0, "bench/run.sh without a GPU exits non-zero")
+  T.like(o, "bench/run.sh: skipped: no CUDA device.-bench/run.sh: no benchmark ran", "and says that no benchmark ran")
 end
 T.done_testing()

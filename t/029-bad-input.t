@@ -338,12 +338,11 @@ end
 -- buffers once made); the second must leave the device as it found it
 local function round(report)
   for _, c in ipairs(cases) do
-    io.stderr:write("# case: ", c[1], "\n")   -- the last one named is where a hang would be
-    io.stderr:flush()
     local ok, err = pcall(c[2])
     if report then
       if ok then T.ok(false, c[1], "    expected an error matching '" .. c[3] .. "', got none")
       else T.like(tostring(err), c[3], c[1]) end
+      io.stdout:flush()   -- the last case reported is the one before a hang
     end
   end
 end
