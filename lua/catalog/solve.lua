@@ -146,10 +146,34 @@ end
 
 -- {====================================================== launches
 
+-- the family's kernel files (kernels/<file>.cu, a file a part), and the file of each
+-- kernel, read from their instances: an `extern "C" __global__` line names
+-- culua_solve_<name>_##t (or culua_solve_<name>, untyped). So a kernel moved between
+-- files needs no change here. Read on the first launch, once a state.
+local FILES = {"solve", "lu", "lu_panel", "lu_multi", "triangular", "seed"}
+local file_of
+local function kernel_file(name)
+  if not file_of then
+    local found = {}
+    for _, f in ipairs(FILES) do
+      for line in C.source(f):gmatch("[^\n]*__global__[^\n]*") do
+        local k = line:match("culua_solve_([%w_]+)")
+        if k then
+          k = k:gsub("_$", "")
+          assert(found[k] == nil or found[k] == f, "culua_solve_" .. k .. " in two kernel files")
+          found[k] = f
+        end
+      end
+    end
+    file_of = found
+  end
+  return file_of[name] or error("cuda.catalog: no solve kernel " .. name, 2)
+end
+
 local function kernels(dev, dt)
   local t = tname(dt)
   return function (name, typed)
-    return core.kernel("solve", "culua_solve_" .. name .. (typed == false and "" or "_" .. t), nil, dev)
+    return core.kernel(kernel_file(name), "culua_solve_" .. name .. (typed == false and "" or "_" .. t), nil, dev)
   end
 end
 
