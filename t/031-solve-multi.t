@@ -1,8 +1,9 @@
--- cuda.catalog.lu and solve with devices = {...}, without a GPU: lua/catalog/solve.lua's own
--- several-GPU drivers (block-cyclic LU with look-ahead, the seed's P2P elimination) run on a
--- mock of cuda and the catalog core whose kernels are plain Lua (each checked to be in the
--- kernel file the family asks for) and whose streams run in the order the work is queued (a
--- valid order, since every wait is on an event recorded before it).
+-- cuda.catalog.lu and solve with devices = {...}, without a GPU: the solve family's own
+-- several-GPU drivers (lua/catalog/lu_multi.lua: block-cyclic LU with look-ahead; seed.lua:
+-- the seed's P2P elimination) run on a mock of cuda and the catalog core whose kernels are
+-- plain Lua (each checked to be in the kernel file the family asks for) and whose streams
+-- run in the order the work is queued (a valid order, since every wait is on an event
+-- recorded before it).
 -- The pivots, factors and solutions must equal the one-device run's, over shares of one
 -- device, three devices with and without peer access, peer = false, more shares than panels,
 -- and odd sizes, and on a device with clusters (the cluster panel, the look-ahead, blocks
@@ -12,7 +13,6 @@
 -- against each other, with their launches counted.
 local T = require "culua.tap"
 local srcdir = os.getenv("CULUA_SRCDIR") or "."
-local SRC = srcdir .. "/lua/catalog/solve.lua"
 local PEER = true
 local Arr = {}
 Arr.__index = Arr
@@ -303,7 +303,7 @@ function core.device_state() return {} end
 function core.dmma_for(dt, dev) return dt == "float64" and dev.major >= 8 end   -- as the core's
 function core.allow_shared(k, bytes) k:set_max_dynamic_shared(bytes) end
 
--- cuda.catalog.matmul, as solve.lua's gemm_sub calls it: C -= A*B on views with leading dimensions
+-- cuda.catalog.matmul, as solve_common.lua's gemm_sub calls it: C -= A*B on views with leading dimensions
 local matmul = {matmul = function (A, B, C, o)
   assert(o.alpha == -1 and o.beta == 1, "gemm_sub asks for C -= A*B")
   assert(A.device == B.device and B.device == C.device, "matmul: A, B and C on one device")
@@ -311,9 +311,24 @@ local matmul = {matmul = function (A, B, C, o)
   return C
 end}
 
+-- the core's reader of the kernels' constants, as it is (on the sources above)
+local real_core = assert(loadfile(srcdir .. "/lua/catalog/core.lua", "t",
+                                  setmetatable({require = function () return cuda end}, {__index = _G})))()
+core.constants = real_core.constants
+
+-- the family's own modules (solve.lua and its parts, lua/catalog/*.lua) load as they are,
+-- on the mocks
 local mods = {cuda = cuda, ["culua.catalog.core"] = core, ["culua.catalog.matmul"] = matmul}
-local env = setmetatable({require = function (m) return assert(mods[m], m) end}, {__index = _G})
-local M = assert(loadfile(SRC, "t", env))()
+local env
+local function mock_require(m)
+  if mods[m] == nil then
+    local part = assert(m:match("^culua%.catalog%.([%w_]+)$"), m)
+    mods[m] = assert(loadfile(srcdir .. "/lua/catalog/" .. part .. ".lua", "t", env))()
+  end
+  return mods[m]
+end
+env = setmetatable({require = mock_require}, {__index = _G})
+local M = mock_require("culua.catalog.solve")
 
 -- reference: unblocked LU with partial pivoting, the same arithmetic order per element roughly
 local function rand_matrix(n, seed)
