@@ -78,6 +78,10 @@ for _, hdr in ipairs{{"culua/solve.cuh", "culua::solve::"}, {"culua/barrier.cuh"
 end
 local solve_nums = core.constants("culua/solve.cuh")
 T.is(solve_nums.PANEL_SLOT, 2 + solve_nums.MAXBLOCK, "core.constants: an expression of names above it")
+T.is(cuda.catalog.barrier.words, core.constants("culua/barrier.cuh").CULUA_BARRIER_WORDS, "barrier.words is the header's")
+local sort_nums = core.constants("sort")
+T.ok(sort_nums.SORT_THREADS == 256 and sort_nums.SORT_COUNT == (1 << 30) - 1 and sort_nums.SORT_FULL == 0xffffffff,
+     "core.constants of a kernel file: a name given a name (#ifdef) then a number, suffixed and hex literals")
 T.error_like(function () core.constants("culua/nope.cuh") end, "no device header or kernel file 'culua/nope.cuh'",
              "core.constants: an unknown header")
 
