@@ -516,7 +516,7 @@ local function gpu_tests()
     T.ok(hbb[1] == -7.5 and hbb[2] == -7.5 and hbb[n + 3] == -7.5 and hbb[n + 6] == -7.5, "  around b untouched")
   end
 
-  -- lu_solve's two ways: by substitution (a launch a triangle, kernels/solve.cu's
+  -- lu_solve's two ways: by substitution (a launch a triangle, kernels/triangular.cu's
   -- substitutions) up to solve.tune.trsv_max (16) right-hand sides, by blocks (trsm and
   -- matmul) past it. Sizes around the substitutions' 64 rows a block (1; 33 and 64: one
   -- block; 1000: a last block of 40 rows; 4097: of 1 row, 65 blocks), k = 1 as a vector
@@ -645,7 +645,7 @@ local function gpu_tests()
     local one = {method = opts.method, block = opts.block, panel = opts.panel, growth = true}
     local many = {method = opts.method, block = opts.block, panel = opts.panel, devices = devices, peer = peer, growth = true}
     local A1, A2 = device_of(hA), device_of(hA)
-    -- (the one-device run splits its cluster panels as the several-GPU run does: solve.lua's
+    -- (the one-device run splits its cluster panels as the several-GPU run does: lu.lua's
     -- split_width, the same on one GPU and several since session 21)
     local p1, info1 = cat.lu(A1, one)
     local ok, p2, info = pcall(cat.lu, A2, many)

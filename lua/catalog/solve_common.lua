@@ -109,9 +109,7 @@ local function tname(dt) return dt == "float32" and "f32" or "f64" end
 -- culua_solve_<name>_##t (or culua_solve_<name>, untyped). So a kernel moved between
 -- files needs no change here. Read on the first launch, once a state.
 local FILES = {"solve", "lu", "lu_panel", "lu_multi", "triangular", "seed"}
-
 local file_of
-
 local function kernel_file(name)
   if not file_of then
     local found = {}
