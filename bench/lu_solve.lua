@@ -1,5 +1,5 @@
 -- bench/lu_solve.lua: cuda.catalog.lu_solve alone, both ways: by substitution (one
--- launch a triangle, kernels/solve.cu's substitutions) and by blocks (a trsm launch and a
+-- launch a triangle, kernels/triangular.cu's substitutions) and by blocks (a trsm launch and a
 -- matmul a block row each way), against cuSOLVER's getrs (one right-hand side).
 --   culua bench/lu_solve.lua [ANCHOR [SIZES [KS [STREAM]]]]
 -- ANCHOR: bench/anchor_cusolver (as bench/solve.lua's; "" for none); SIZES "1000,8192"

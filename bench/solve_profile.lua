@@ -29,8 +29,9 @@ if not n or not nb or (dt ~= "float32" and dt ~= "float64") then
 end
 require("culua.bench").need_devices()
 local dev = cuda.device(0)
-local t = dt == "float32" and "f32" or "f64"
-local function K(name) return core.kernel("solve", "culua_solve_" .. name .. "_" .. t, nil, dev) end
+-- the family's kernels (each from its part's file) and the shapes they launch with
+local solve_common = require "culua.catalog.solve_common"
+local K, shapes = solve_common.kernels(dev, dt), solve_common.shapes
 local cd = core.ceil_div
 local A = cuda.array(dt, {n, n})
 local hA = cuda.host_array(dt, {n, n}):random(5, -1, 1)
@@ -54,7 +55,8 @@ for run = 1, 2 do
       factor(j0, jb)
     end)
     step("swaps", function ()
-      K("laswp"):launch({grid = math.max(1, math.min(cd(n - jb, dt == "float32" and 32 or 16), core.sm_count(dev) * 8)), block = 256, stream = s},
+      K("laswp"):launch({grid = math.max(1, math.min(cd(n - jb, shapes.SWAP_BYTES // (dt == "float32" and 4 or 8)), core.sm_count(dev) * 8)),
+                         block = shapes.SWAP_THREADS, stream = s},
                         n, n, j0, jend, j0, jend, ipiv, A)
     end)
     if jend < n then

@@ -562,11 +562,13 @@ __device__ __forceinline__ void upfront (const K *kin, u64 n, u64 *hist, u32 *do
 ** to a bank.
 */
 #define SORT_LANES_THREADS 1024
+#define SORT_LANES_LOADS 16        /* loads in flight a thread */
+#define SORT_LANES_COUNTERS 128    /* a digit's counters over the passes: PASSES x COLS */
 template <typename K, bool PLAIN>
 __device__ __forceinline__ void upfront_lanes (const K *kin, u64 n, u64 *hist, u32 *done, u64 *bins, u64 bins_stride,
                                                u32 *skip, u32 *zero, u64 zero_words, int passes, int begin_bit,
                                                int end_bit, int kind, int flags) {
-  constexpr int LOADS = 16, T = SORT_LANES_THREADS, PASSES = sizeof(K), COLS = 128 / PASSES;
+  constexpr int LOADS = SORT_LANES_LOADS, T = SORT_LANES_THREADS, PASSES = sizeof(K), COLS = SORT_LANES_COUNTERS / PASSES;
   extern __shared__ __align__(16) u32 lanes[];   /* PASSES x 256 x COLS counters */
   __shared__ u64 wsum[T / 32];
   const int tid = threadIdx.x, col = tid & (COLS - 1);

@@ -4,8 +4,9 @@ local T = require "culua.tap"
 local cuda = require "cuda"
 
 local list = cuda.catalog.list()
-T.is_deeply(list.families, {"matmul", "matmul_sm90", "matmul_sm90_fast", "barrier", "scan", "histogram", "sort", "solve"}, "eight kernel families")
-T.is_deeply(list.headers, {"culua/barrier.cuh", "culua/common.cuh", "culua/sm90.cuh"}, "three device headers")
+T.is_deeply(list.families, {"matmul", "matmul_sm90", "matmul_sm90_fast", "barrier", "scan", "histogram", "sort", "solve",
+                            "lu", "lu_panel", "lu_multi", "triangular", "seed"}, "thirteen kernel files")
+T.is_deeply(list.headers, {"culua/barrier.cuh", "culua/common.cuh", "culua/sm90.cuh", "culua/solve.cuh"}, "four device headers")
 T.is_deeply(list.matmul.variants, {"naive", "row", "column", "tiled", "fast", "tf32", "dmma"}, "matmul variants")
 T.is_deeply(list.matmul.dtypes.float64, {"naive", "tiled", "fast", "dmma"}, "float64 variants")
 T.is_deeply(list.barrier.kinds, {"seed", "seed_asm", "sense", "grid", "coop"}, "barrier kinds")
@@ -53,6 +54,36 @@ for _, fe in ipairs{{"matmul_sm90", "culua_matmul_tf32_wgmma"}, {"matmul_sm90_fa
                                                   name = fam .. ".cu"})
   T.like(p.ptx, "%.entry " .. entry, fam .. " compiles by NVRTC for compute_90a")
 end
+
+-- the kernels' numbers that Lua reads (core.constants), against what the compiler makes of
+-- them: a kernel a number stores it, and its PTX shows the value; and the families' copies
+-- of them are what they read
+local core = require "culua.catalog.core"
+for _, hdr in ipairs{{"culua/solve.cuh", "culua::solve::"}, {"culua/barrier.cuh", ""}} do
+  local nums, names, src = core.constants(hdr[1]), {}, {"#include <" .. hdr[1] .. ">"}
+  for name in pairs(nums) do names[#names + 1] = name end
+  table.sort(names)
+  for _, name in ipairs(names) do
+    src[#src + 1] = ('extern "C" __global__ void k_%s(long long *x) { *x = %s%s; }'):format(name, hdr[2], name)
+  end
+  local ptx = cuda.compile(table.concat(src, "\n"), {options = {"-std=c++17", "-arch=compute_80"}}).ptx
+  local bad = {}
+  for _, name in ipairs(names) do
+    local body = ptx:match("%.entry k_" .. name .. "%(.-\n}") or ""
+    local v = body:match("mov%.[bu]64%s+%%rd%d+,%s*(%-?%d+);") or body:match("st%.global%.[bu]64%s+%[[^%]]+%],%s*(%-?%d+);")
+    if math.tointeger(v) ~= nums[name] then bad[#bad + 1] = ("%s: %s, the compiler %s"):format(name, nums[name], v) end
+  end
+  T.ok(#names >= 8 and #bad == 0, ("core.constants(%q): %d numbers, as the compiler has them"):format(hdr[1], #names),
+       table.concat(bad, "; "))
+end
+local solve_nums = core.constants("culua/solve.cuh")
+T.is(solve_nums.PANEL_SLOT, 2 + solve_nums.MAXBLOCK, "core.constants: an expression of names above it")
+T.is(cuda.catalog.barrier.words, core.constants("culua/barrier.cuh").CULUA_BARRIER_WORDS, "barrier.words is the header's")
+local sort_nums = core.constants("sort")
+T.ok(sort_nums.SORT_THREADS == 256 and sort_nums.SORT_COUNT == (1 << 30) - 1 and sort_nums.SORT_FULL == 0xffffffff,
+     "core.constants of a kernel file: a name given a name (#ifdef) then a number, suffixed and hex literals")
+T.error_like(function () core.constants("culua/nope.cuh") end, "no device header or kernel file 'culua/nope.cuh'",
+             "core.constants: an unknown header")
 
 -- the device headers in a user kernel, no flags
 local user = cuda.compile([[

@@ -112,10 +112,21 @@ do
                "ipiv must be an int32 host array", "reference.lu: ipiv's dtype")
 end
 
--- the kernels' source compiles under NVRTC, and the launch arguments fit the signatures
-local prog
-T.lives_ok(function () prog = cuda.compile(cuda._catalog.source("solve"), {options = {"-std=c++17", "-arch=compute_80"}}) end,
-           "kernels/solve.cu compiles under NVRTC")
+-- the kernels' sources (kernels/solve.cu and the files of its parts) compile under NVRTC,
+-- each on its own, and the launch arguments fit the signatures: the PTX of all of them
+-- (nil when one does not compile)
+local FILES = {"solve", "lu", "lu_panel", "lu_multi", "triangular", "seed"}
+local function compiled(arch)
+  local ptx, all = {}, true
+  for _, f in ipairs(FILES) do
+    local p
+    all = T.lives_ok(function () p = cuda.compile(cuda._catalog.source(f), {options = {"-std=c++17", "-arch=" .. arch}}) end,
+                     ("kernels/%s.cu compiles under NVRTC for %s"):format(f, arch)) and all
+    ptx[#ptx + 1] = p and p.ptx or ""
+  end
+  return all and {ptx = table.concat(ptx, "\n")} or nil
+end
+local prog = compiled("compute_80")
 if prog then
   local function fits(name, ...) return cuda.check_args(cuda.signature(prog.ptx, name), ...) end
   local big = (1 << 33) + 5
@@ -152,9 +163,7 @@ if prog then
 end
 -- the cluster panel's body exists for compute capability 9.0 only: there it meets the
 -- other blocks through the cluster barrier and their shared memory
-local ptx90
-T.lives_ok(function () ptx90 = cuda.compile(cuda._catalog.source("solve"), {options = {"-std=c++17", "-arch=compute_90"}}).ptx end,
-           "kernels/solve.cu compiles under NVRTC for compute_90")
+local ptx90 = (compiled("compute_90") or {}).ptx
 T.like(ptx90 or "", "barrier%.cluster%.arrive%.relaxed", "the cluster panel's barrier (compute_90)")
 T.like(ptx90 or "", "mapa%.u64", "the cluster panel reads the other blocks' posts (compute_90)")
 
@@ -308,7 +317,7 @@ local function gpu_tests()
     for i = 0, rows - 1 do hp[i + 1] = piv[i] end
     local X, ip = device_of(hX), device_of(hp)
     local dev = X.device
-    local k = core.kernel("solve", "culua_solve_laswp_" .. (dt == "float32" and "f32" or "f64"), nil, dev)
+    local k = core.kernel("lu", "culua_solve_laswp_" .. (dt == "float32" and "f32" or "f64"), nil, dev)
     local cols = dt == "float32" and 32 or 16
     k:launch({grid = math.min(core.ceil_div(ncols - (hi - lo), cols), 7), block = 256}, ncols, ncols, lo, hi, i0, i1, ip, X)
     local got, bad = to_host(X), nil
@@ -507,7 +516,7 @@ local function gpu_tests()
     T.ok(hbb[1] == -7.5 and hbb[2] == -7.5 and hbb[n + 3] == -7.5 and hbb[n + 6] == -7.5, "  around b untouched")
   end
 
-  -- lu_solve's two ways: by substitution (a launch a triangle, kernels/solve.cu's
+  -- lu_solve's two ways: by substitution (a launch a triangle, kernels/triangular.cu's
   -- substitutions) up to solve.tune.trsv_max (16) right-hand sides, by blocks (trsm and
   -- matmul) past it. Sizes around the substitutions' 64 rows a block (1; 33 and 64: one
   -- block; 1000: a last block of 40 rows; 4097: of 1 row, 65 blocks), k = 1 as a vector
@@ -636,7 +645,7 @@ local function gpu_tests()
     local one = {method = opts.method, block = opts.block, panel = opts.panel, growth = true}
     local many = {method = opts.method, block = opts.block, panel = opts.panel, devices = devices, peer = peer, growth = true}
     local A1, A2 = device_of(hA), device_of(hA)
-    -- (the one-device run splits its cluster panels as the several-GPU run does: solve.lua's
+    -- (the one-device run splits its cluster panels as the several-GPU run does: lu.lua's
     -- split_width, the same on one GPU and several since session 21)
     local p1, info1 = cat.lu(A1, one)
     local ok, p2, info = pcall(cat.lu, A2, many)

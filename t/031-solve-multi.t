@@ -1,17 +1,18 @@
--- cuda.catalog.lu and solve with devices = {...}, without a GPU: lua/catalog/solve.lua's own
--- several-GPU drivers (block-cyclic LU with look-ahead, the seed's P2P elimination) run on a
--- mock of cuda and the catalog core whose kernels are plain Lua and whose streams run in the
--- order the work is queued (a valid order, since every wait is on an event recorded before
--- it). The pivots, factors and solutions must equal the one-device run's, over shares of one
+-- cuda.catalog.lu and solve with devices = {...}, without a GPU: the solve family's own
+-- several-GPU drivers (lua/catalog/lu_multi.lua: block-cyclic LU with look-ahead; seed.lua:
+-- the seed's P2P elimination) run on a mock of cuda and the catalog core whose kernels are
+-- plain Lua (each checked to be in the kernel file the family asks for) and whose streams
+-- run in the order the work is queued (a valid order, since every wait is on an event
+-- recorded before it).
+-- The pivots, factors and solutions must equal the one-device run's, over shares of one
 -- device, three devices with and without peer access, peer = false, more shares than panels,
 -- and odd sizes, and on a device with clusters (the cluster panel, the look-ahead, blocks
 -- split in halves, tall panels split further). This checks the indexing and the data each
--- share gets; the GPU runs in t/030-solve.t check the streams and events. Also lu_solve's two ways (by substitution up to
--- solve.tune.trsv_max right-hand sides, by blocks past it) against each other, with their
--- launches counted.
+-- share gets; the GPU runs in t/030-solve.t check the streams and events. Also lu_solve's two
+-- ways (by substitution up to solve.tune.trsv_max right-hand sides, by blocks past it)
+-- against each other, with their launches counted.
 local T = require "culua.tap"
 local srcdir = os.getenv("CULUA_SRCDIR") or "."
-local SRC = srcdir .. "/lua/catalog/solve.lua"
 local PEER = true
 local Arr = {}
 Arr.__index = Arr
@@ -70,7 +71,22 @@ cuda.host_array = function (dt, n, opts) local a = newarr(dt, n, nil); a.kind = 
 cuda.stream = function (o) return {kind = "cuda.stream", device = device(o and o.device), wait = function () end, synchronize = function () end} end
 cuda.event = function () return {record = function () end, synchronize = function () end} end
 cuda.type = function (x) return type(x) == "table" and x.kind or nil end
-cuda._catalog = {}
+-- the kernels' sources and the family's header as the binary embeds them: the family reads
+-- which file holds a kernel, and the kernels' shapes (culua/solve.cuh), from them
+local function slurp(path)
+  local f = assert(io.open(path, "rb"))
+  local s = f:read("a")
+  f:close()
+  return s
+end
+cuda._catalog = {
+  source = function (file) return slurp(srcdir .. "/kernels/" .. file .. ".cu") end,
+  headers = function ()
+    return {["culua/solve.cuh"] = slurp(srcdir .. "/kernels/culua/solve.cuh"),
+            ["culua/barrier.cuh"] = slurp(srcdir .. "/kernels/culua/barrier.cuh")}
+  end,
+  families = function () return {"solve", "lu", "lu_panel", "lu_multi", "triangular", "seed"} end,
+}
 
 local function E(a, i) return a.data[a.off + i] end
 local function S(a, i, v) assert(i >= 0 and i < a.n, "index " .. i .. " out of " .. a.n); a.data[a.off + i] = v end
@@ -129,7 +145,7 @@ K.trsm_upper = function (jb, ncols, T, toff, ldt, X, xoff, ldx)
     end
   end
 end
--- lu_solve's substitutions (kernels/solve.cu's trsv, trsv1): X (n x k) solved in place with
+-- lu_solve's substitutions (kernels/triangular.cu's trsv, trsv1): X (n x k) solved in place with
 -- LU's unit lower or upper triangle; their tickets and counters must come zero and be left so
 local function trsv_mock(upper)
   return function (n, k, LU, X, sync)
@@ -247,6 +263,8 @@ local chain_cfgs   -- when a table: the launches of lu's chain kernels, their co
 local function kernel(file, name, defines, dev)
   local base = name:gsub("^culua_solve_", ""):gsub("_f32$", ""):gsub("_f64$", "")
   local f = assert(K[base], "no mock kernel " .. base)
+  assert(cuda._catalog.source(file):find("culua_solve_" .. base .. (name == "culua_solve_" .. base and " " or "_##t"), 1, true),
+         ("%s is not in kernels/%s.cu"):format(name, file))
   return {launch = function (self, cfg, ...)
             launches = launches + 1
             if base == "panel_cluster" then cluster_cfgs[#cluster_cfgs + 1] = {shared = cfg.shared, args = {...}} end
@@ -285,7 +303,7 @@ function core.device_state() return {} end
 function core.dmma_for(dt, dev) return dt == "float64" and dev.major >= 8 end   -- as the core's
 function core.allow_shared(k, bytes) k:set_max_dynamic_shared(bytes) end
 
--- cuda.catalog.matmul, as solve.lua's gemm_sub calls it: C -= A*B on views with leading dimensions
+-- cuda.catalog.matmul, as solve_common.lua's gemm_sub calls it: C -= A*B on views with leading dimensions
 local matmul = {matmul = function (A, B, C, o)
   assert(o.alpha == -1 and o.beta == 1, "gemm_sub asks for C -= A*B")
   assert(A.device == B.device and B.device == C.device, "matmul: A, B and C on one device")
@@ -293,9 +311,24 @@ local matmul = {matmul = function (A, B, C, o)
   return C
 end}
 
+-- the core's reader of the kernels' constants, as it is (on the sources above)
+local real_core = assert(loadfile(srcdir .. "/lua/catalog/core.lua", "t",
+                                  setmetatable({require = function () return cuda end}, {__index = _G})))()
+core.constants = real_core.constants
+
+-- the family's own modules (solve.lua and its parts, lua/catalog/*.lua) load as they are,
+-- on the mocks
 local mods = {cuda = cuda, ["culua.catalog.core"] = core, ["culua.catalog.matmul"] = matmul}
-local env = setmetatable({require = function (m) return assert(mods[m], m) end}, {__index = _G})
-local M = assert(loadfile(SRC, "t", env))()
+local env
+local function mock_require(m)
+  if mods[m] == nil then
+    local part = assert(m:match("^culua%.catalog%.([%w_]+)$"), m)
+    mods[m] = assert(loadfile(srcdir .. "/lua/catalog/" .. part .. ".lua", "t", env))()
+  end
+  return mods[m]
+end
+env = setmetatable({require = mock_require}, {__index = _G})
+local M = mock_require("culua.catalog.solve")
 
 -- reference: unblocked LU with partial pivoting, the same arithmetic order per element roughly
 local function rand_matrix(n, seed)

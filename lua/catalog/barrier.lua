@@ -12,7 +12,7 @@ local fail, one_of, check_array = core.fail, core.one_of, core.check_array
 local barrier = {}
 
 barrier.kinds = {"seed", "seed_asm", "sense", "grid", "coop"}
-barrier.words = 2176   -- CULUA_BARRIER_WORDS of <culua/barrier.cuh>
+barrier.words = core.constants("culua/barrier.cuh").CULUA_BARRIER_WORDS
 
 -- the barrier state: CULUA_BARRIER_WORDS words, zeroed before each launch
 function barrier.state(device)

@@ -79,6 +79,53 @@ function core.kernel(file, name, defines, dev, prelude)
   return k
 end
 
+--[[
+** The integer constants of an embedded device header ("culua/solve.cuh") or
+** kernel file ("sort"): {NAME = value} for each `#define NAME <expression>`
+** and `constexpr int NAME = <expression>;` whose expression is integers,
+** names defined above it, + - * / (C's integer division; the operands are not
+** negative here), %, << and >>, and parentheses. Anything else (a function-like macro, a
+** suffixed literal, a name from elsewhere) is no number here and left out; a
+** name given two values (#if branches) raises, since which one holds is not
+** for this reader to guess. So a number that a family's Lua and its kernels
+** both need is written once, in the CUDA. Read once a state, then kept.
+]]
+local constants = {}
+local function evaluate(expr, known)
+  if expr:find("[^%w_%s%+%-%*/%%%(%)<>]") then return nil end
+  expr = expr:gsub("%f[%w_](%d%w*)", function (lit) return (lit:gsub("[uUlL]+$", "")) end)   -- 16u, 0xffu
+  local ok = true
+  expr = expr:gsub("%f[%w_][%a_][%w_]*", function (name)
+    if math.type(known[name]) ~= "integer" then ok = false; return name end
+    return tostring(known[name])
+  end)
+  if not ok then return nil end
+  local f = load("return " .. expr:gsub("/", "//"), "=constant", "t", {})
+  local good, v = pcall(f or error)
+  return good and math.type(v) == "integer" and v or nil
+end
+
+function core.constants(from)
+  local t = constants[from]
+  if t then return t end
+  local text = from:find("%.cuh$") and C.headers()[from] or files[from] and C.source(from)
+  if not text then error(("cuda.catalog: no device header or kernel file '%s'"):format(tostring(from)), 2) end
+  t = {}
+  for line in text:gmatch("[^\n]+") do
+    local name, expr = line:match("^%s*#%s*define%s+([%a_][%w_]*)%s+(.-)%s*$")
+    if not name then name, expr = line:match("^%s*constexpr%s+int%s+([%a_][%w_]*)%s*=%s*([^;]+);") end
+    if name then
+      local v = evaluate((expr:gsub("/%*.*", ""):gsub("//.*", "")), t)
+      if v and t[name] and t[name] ~= v then
+        error(("cuda.catalog: %s defines %s twice (%d, %d)"):format(from, name, t[name], v), 2)
+      end
+      t[name] = t[name] or v
+    end
+  end
+  constants[from] = t
+  return t
+end
+
 -- a table a family keeps per device under `key` (made empty on first use and
 -- after cuda.reset())
 function core.device_state(key, dev)

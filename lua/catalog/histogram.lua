@@ -17,7 +17,7 @@ local short = {uint8 = "u8", uint16 = "u16", int32 = "i32", uint32 = "u32", floa
                float64 = "f64", uint64 = "u64"}
 local variants = {"default", "seed"}
 
-local THREADS = 256
+local THREADS = core.constants("histogram").HIST_WARPS * 32   -- kernels/histogram.cu: a copy of the bins a warp
 -- bins a block keeps in shared memory (4-byte words): 48 KiB, what a launch
 -- may ask for without opting in; beyond it the default variant counts in
 -- global memory and the seed's is refused

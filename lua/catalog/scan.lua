@@ -103,24 +103,29 @@ end
 
 -- {====================================================== scan
 
--- a look-back tile (kernels/scan.cu: CULUA_THREADS, CULUA_ADD4_THREADS): 128 threads x
+-- the prebuilt kernels' shapes, read from kernels/scan.cu (core.constants)
+local SK = core.constants("scan")
+-- a look-back tile (CULUA_THREADS, CULUA_ADD4_THREADS, CULUA_ITEMS4): 128 threads x
 -- 32 4-byte or 16 8-byte elements, but 256 x 32 for sums of 4-byte values past
 -- SMALL_SUM elements (below, the _small kernels' 128 x 32 leave the GPU less to do
 -- than the host); threads, elements and the kernel name's suffix
 local SMALL_SUM = 1 << 21
+local THREADS, ADD4_THREADS, ITEMS4 = SK.CULUA_THREADS, SK.CULUA_ADD4_THREADS, SK.CULUA_ITEMS4
 local function lookback_shape(es, op, n)
   if es == 4 and op == "add" then
-    if n > SMALL_SUM then return 256, 8192, "" end
-    return 128, 4096, "_small"
+    if n > SMALL_SUM then return ADD4_THREADS, ADD4_THREADS * ITEMS4, "" end
+    return THREADS, THREADS * ITEMS4, "_small"
   end
-  return 128, es == 4 and 4096 or 2048, ""
+  return THREADS, THREADS * (es == 4 and ITEMS4 or ITEMS4 // 2), ""
 end
--- compact and split (kernels/scan.cu: CULUA_SELECT_THREADS, CULUA_SELECT_ITEMS4,
--- CULUA_SELECT_MINB): the prebuilt kernels (flags) take 128 threads a tile;
--- an expression's kernel on 4-byte values is built with 256 and a register
--- bound (kernels/scan.cu says why)
-local SELECT_THREADS, SELECT_TILE = 128, {[4] = 4096, [8] = 2048}
-local PRED_THREADS, PRED_TILE = {[4] = 256, [8] = 128}, {[4] = 8192, [8] = 2048}
+-- compact and split (CULUA_SELECT_THREADS, CULUA_SELECT_ITEMS4, CULUA_SELECT_MINB): the
+-- prebuilt kernels (flags) take 128 threads a tile; an expression's kernel on 4-byte
+-- values is built with 256 and a register bound (kernels/scan.cu says why)
+local SELECT_ITEMS4 = SK.CULUA_SELECT_ITEMS4
+local SELECT_THREADS = SK.CULUA_SELECT_THREADS
+local SELECT_TILE = {[4] = SELECT_THREADS * SELECT_ITEMS4, [8] = SELECT_THREADS * SELECT_ITEMS4 // 2}
+local PRED_THREADS = {[4] = 256, [8] = 128}
+local PRED_TILE = {[4] = PRED_THREADS[4] * SELECT_ITEMS4, [8] = PRED_THREADS[8] * SELECT_ITEMS4 // 2}
 local PRED_DEFINES = {[4] = {"CULUA_SELECT_THREADS=256", "CULUA_SELECT_MINB=5"}, [8] = {}}
 local function elem_size(dt) return (dt == "int64" or dt == "uint64" or dt == "float64") and 8 or 4 end
 

@@ -29,24 +29,27 @@ local elem_bytes = {int8 = 1, uint8 = 1, int16 = 2, uint16 = 2, int32 = 4, uint3
 local options = {"descending", "begin_bit", "end_bit", "variant", "stream", "items", "threads", "min_blocks",
                  "window", "fused", "portion", "upfront"}
 
--- kernels/sort.cu's flags
-local FIRST, LAST, IOTA, NOKEYS, DESC = 1, 2, 4, 8, 16
+-- kernels/sort.cu's numbers, read from its source (core.constants): a pass's flags, the
+-- histogram kernels' blocks (SORT_RADIX), a tile's block as prebuilt (SORT_THREADS) and its
+-- keys a thread by key width
+local K = core.constants("sort")
+local FIRST, LAST, IOTA, NOKEYS, DESC = K.SORT_FIRST, K.SORT_LAST, K.SORT_IOTA, K.SORT_NOKEYS, K.SORT_DESC
 
-local RADIX = 256                           -- SORT_RADIX: the histogram kernels' blocks
-local THREADS = 256                         -- SORT_THREADS: a tile's block, prebuilt
-local default_items = {[4] = 18, [8] = 16}  -- SORT_ITEMS32, SORT_ITEMS64
+local RADIX = K.SORT_RADIX
+local THREADS = K.SORT_THREADS
+local default_items = {[4] = K.SORT_ITEMS32, [8] = K.SORT_ITEMS64}
 -- the wider tiles prebuilt (kernels/sort.cu), threads and keys a thread by "<key>_<value>"
 local wide = {u32_keys = {384, 20}, u32_u32 = {512, 13}, u64_keys = {512, 10}, u64_u32 = {512, 10},
               u64_u64 = {512, 10}}
-local FUSED_ITEMS, FUSED_WINDOW = 4, 8      -- SORT_FUSED_ITEMS: small sorts' fused tiles
+local FUSED_ITEMS, FUSED_WINDOW = K.SORT_FUSED_ITEMS, 8   -- small sorts' fused tiles
 local MAX_ITEMS = 32
 local SHARED = 48 * 1024                    -- a tile's static shared memory, at most
 -- look-back words loaded at once (SORT_MAX_WINDOW at most): four for keys alone, one
 -- when values come along. A pass of pairs took 5% longer with four (2^28 uint32 pairs
 -- 9.56 against 9.08 ms on an H100; every key and value width alike, bench/RESULTS.md,
 -- session 23), keys alone 16% longer with one (5.44 against 6.23)
-local WINDOW_KEYS, WINDOW_VALUES, MAX_WINDOW = 4, 1, 8
-local MAX_COUNT = (1 << 30) - 1             -- the look-back words' 30-bit counts
+local WINDOW_KEYS, WINDOW_VALUES, MAX_WINDOW = 4, 1, K.SORT_MAX_WINDOW
+local MAX_COUNT = K.SORT_COUNT              -- the look-back words' 30-bit counts
 local WARP_MAX = 32
 
 -- Scratch (core.scratch): "sort_state", uint32 words: the upfront histogram and
@@ -62,8 +65,9 @@ core.scratch_kind("sort_values", "uint64")
 
 local HIST, DONE, SKIP = 0, 4096, 4104   -- word offsets in sort_state: onesweep's
 local FHIST, FDONE, BAR = 4160, 6208, 6272  -- fused's (u32 counts), a grid barrier's words
-local FREE = 6400                           -- (culua/barrier.cuh's flat barrier: BAR + 112, 113)
 local function pad64(words) return ceil_div(words, 64) * 64 end
+-- the first word past the flat grid barrier's (its pair: <culua/barrier.cuh>'s CULUA_GRID_PAIR, + 1)
+local FREE = pad64(BAR + core.constants("culua/barrier.cuh").CULUA_GRID_PAIR + 2)
 
 local function kernel(name, dev) return core.kernel("sort", name, nil, dev) end
 
@@ -213,7 +217,8 @@ end
 -- upfront then, as `upfront = "rows"` asks). 2^28 uint32 keys sorted in 5.27-5.28
 -- ms so against 5.35-5.41, pairs 9.08-9.13 against 9.20-9.23, 2^27 uint64 keys
 -- 8.02-8.04 against 8.18 (H100, bench/RESULTS.md, session 24).
-local LANES_THREADS, LANES_SHARED = 1024, 128 * 1024
+local LANES_THREADS, LANES_LOADS = K.SORT_LANES_THREADS, K.SORT_LANES_LOADS
+local LANES_SHARED = K.SORT_LANES_COUNTERS * RADIX * 4   -- its counters, 128 KiB
 local lanes_fit = setmetatable({}, {__mode = "k"})
 local function lanes_upfront(dev, plain, kb)
   local k = kernel("culua_sort_upfront_lanes" .. (plain and "_plain" or "") .. (kb == 4 and "_u32" or "_u64"), dev)
@@ -252,7 +257,7 @@ local function run_onesweep(a)
   local plain = a.kind == 0 and not a.desc and a.begin_bit == 0 and a.end_bit == 8 * a.kb
   local lanes = a.upfront ~= "rows" and lanes_upfront(dev, plain, a.kb)
   if lanes then
-    local grid = math.max(1, math.min(ceil_div(n, LANES_THREADS * 16), core.sm_count(dev)))
+    local grid = math.max(1, math.min(ceil_div(n, LANES_THREADS * LANES_LOADS), core.sm_count(dev)))
     lanes:launch({grid = grid, block = LANES_THREADS, shared = LANES_SHARED, stream = stream,
                   programmatic = lanes.programmatic},
                  a.keys, n, at(HIST), at(DONE), at(FREE), 256 * portions, at(SKIP), at(ctr), lb1 - ctr,

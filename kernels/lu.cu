@@ -1,0 +1,426 @@
+/*
+** lu.cu
+** LU on one GPU, less its panels (kernels/lu_panel.cu) and its triangular
+** solves (kernels/triangular.cu): the row swaps of a panel's pivots, the
+** look-ahead's step between panels in one launch (narrow_step) or its update
+** alone (update_narrow), and the pieces of trsm as a product (the identity, a
+** copy aside). The several-GPU LU (lua/catalog/lu_multi.lua) takes them too,
+** on its shares' columns. kernels/solve.cu says what the family's files hold.
+**
+** Programmatic dependent launches: lu's chain of launches on the panels'
+** stream (the cluster panel, narrow_step, laswp) may be launched with
+** `programmatic = true` (culua_dep_wait and culua_dep_release in
+** culua/common.cuh), so that a kernel's blocks are scheduled while the one
+** before it finishes, not after: each launch boundary on the chain then
+** costs less than a launch's latency.
+*/
+
+#include <culua/common.cuh>
+#include <culua/solve.cuh>
+
+using namespace culua::solve;
+
+
+/* {====================================================== row swaps */
+
+/*
+** The swaps of pivots i0..i1-1 (ipiv, 1-based) on the columns [0, ncols) of
+** X (leading dimension ld) that are outside [skip_lo, skip_hi).
+**
+** Done in order, a column's swaps are a chain: each waits for the last one's
+** loads, and 64 of them took 36 us on an H100 (8192 columns). So each block
+** first composes them into one permutation of the rows they touch (at most
+** 2 * SWAP_MAX: the dense rows i0..i1-1 and the rows they were swapped
+** with), then moves its columns' values in two passes, every load before any
+** store, through shared memory. More than SWAP_MAX pivots go in turns.
+**
+** The composition, on the dense rows' sources d[] (row i0 + q holds what was
+** row d[q]): at swap i with a dense pivot p, d[i] and d[p] trade; with a row p
+** outside, row i takes what p holds then, which is p itself, or out[j] for
+** the last earlier swap j with the same p (out[j]: what row j held before
+** swap j, which went to p). A row p outside ends up with out[j] of its last
+** swap j.
+*/
+#define SWAP_MAX 128
+#define SWAP_COLS(T) (SWAP_BYTES / (int)sizeof(T))   /* a block's columns in a turn: 128 bytes a row */
+
+struct swap_plan {
+  int piv[SWAP_MAX], d[SWAP_MAX], out[SWAP_MAX], prev[SWAP_MAX];
+  int dst[2 * SWAP_MAX], src[2 * SWAP_MAX];
+  int count;
+};
+
+/* the rows swaps i0..i1-1 (i1 - i0 <= SWAP_MAX) move: count pairs (dst, src) */
+__device__ void swap_compose (int i0, int i1, const int *ipiv, swap_plan &sp) {
+  const int w = i1 - i0, tid = threadIdx.x;
+  for (int q = tid; q < w; q += blockDim.x) { sp.piv[q] = ipiv[i0 + q] - 1; sp.d[q] = i0 + q; }
+  if (tid == 0) sp.count = 0;
+  __syncthreads();
+  for (int q = tid; q < w; q += blockDim.x) {   /* the last earlier swap with the same row outside */
+    const int p = sp.piv[q];
+    int j = -1;
+    if (p < i0 || p >= i1)
+      for (int r = q - 1; r >= 0; r--) if (sp.piv[r] == p) { j = r; break; }
+    sp.prev[q] = j;
+  }
+  __syncthreads();
+  if (tid == 0)
+    for (int q = 0; q < w; q++) {
+      const int p = sp.piv[q];
+      if (p >= i0 && p < i1) {
+        const int a = sp.d[q];
+        sp.d[q] = sp.d[p - i0];
+        sp.d[p - i0] = a;
+      }
+      else {
+        sp.out[q] = sp.d[q];
+        sp.d[q] = sp.prev[q] >= 0 ? sp.out[sp.prev[q]] : p;
+      }
+    }
+  __syncthreads();
+  for (int q = tid; q < w; q += blockDim.x) {
+    if (sp.d[q] != i0 + q) {
+      const int e = atomicAdd(&sp.count, 1);
+      sp.dst[e] = i0 + q; sp.src[e] = sp.d[q];
+    }
+    const int p = sp.piv[q];
+    if (p < i0 || p >= i1) {
+      bool last = true;                       /* no later swap with the same row */
+      for (int r = q + 1; r < w; r++) if (sp.piv[r] == p) { last = false; break; }
+      if (last && sp.out[q] != p) {
+        const int e = atomicAdd(&sp.count, 1);
+        sp.dst[e] = p; sp.src[e] = sp.out[q];
+      }
+    }
+  }
+  __syncthreads();
+}
+
+template <typename T>
+__device__ void laswp (int ncols, int ld, int skip_lo, int skip_hi, int i0, int i1, const int *ipiv, T *X) {
+  __shared__ swap_plan sp;
+  __shared__ T stage[2 * SWAP_MAX][SWAP_COLS(T)];
+  const int cols = SWAP_COLS(T), rows = SWAP_THREADS / cols;
+  const int tx = threadIdx.x % cols, ty = threadIdx.x / cols;
+  const int width = ncols - (skip_hi - skip_lo);
+  culua_dep_wait();
+  culua_dep_release();   /* a short kernel: its dependents may be scheduled now */
+  for (int s0 = i0; s0 < i1; s0 += SWAP_MAX) {
+    swap_compose(s0, min(i1, s0 + SWAP_MAX), ipiv, sp);
+    const int count = sp.count;
+    for (int t0 = blockIdx.x * cols; t0 < width; t0 += gridDim.x * cols) {
+      const int t = t0 + tx;
+      const int c = t < skip_lo ? t : t + (skip_hi - skip_lo);
+      if (t < width)
+        for (int e = ty; e < count; e += rows) stage[e][tx] = X[(size_t)sp.src[e] * ld + c];
+      __syncthreads();
+      if (t < width)
+        for (int e = ty; e < count; e += rows) X[(size_t)sp.dst[e] * ld + c] = stage[e][tx];
+      __syncthreads();
+    }
+    __syncthreads();   /* a block with no columns: sp is read before the next turn writes it */
+  }
+}
+
+/* rows x cols of in (from inoff, rows ldin apart) to out (from outoff, rows ldout apart) */
+template <typename T>
+__device__ void copy2d (int rows, int cols, const T *in, long long inoff, int ldin, T *out, long long outoff, int ldout) {
+  in += inoff;
+  out += outoff;
+  for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < (long long)rows * cols;
+       e += (long long)gridDim.x * blockDim.x) {
+    int r = (int)(e / cols), c = (int)(e % cols);
+    out[(size_t)r * ldout + c] = in[(size_t)r * ldin + c];
+  }
+}
+
+/* the n x n identity, packed */
+template <typename T>
+__device__ void eye (int n, T *out) {
+  for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < (long long)n * n;
+       e += (long long)gridDim.x * blockDim.x)
+    out[e] = e / n == e % n ? T(1) : T(0);
+}
+
+/* }====================================================== */
+
+
+/* {====================================================== the look-ahead's step */
+
+/*
+** C (m x nc) -= L (m x kb) * U (kb x nc), nc and kb at most MAXBLOCK: the
+** look-ahead's update of the next panel's columns, which the next panel
+** waits for. matmul's tiles (128 x 256, 128 x 128) leave most of a 64-wide
+** block idle and took 53 us for 8128 x 64 x 64 on an H100; this takes 64 x
+** 64 tiles, a thread 4 x 4 of them, k in steps of UPD_K.
+*/
+#define UPD_K 16
+template <typename T>
+__device__ void update_narrow (int m, int nc, int kb, const T *L, long long loff, int ldl,
+                               const T *U, long long uoff, int ldu, T *C, long long coff, int ldc) {
+  __shared__ T ls[UPD_K][64 + 1], us[UPD_K][64];
+  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+  const int r0 = blockIdx.x * 64, c0 = blockIdx.y * 64;
+  L += loff; U += uoff; C += coff;
+  T acc[4][4] = {};
+  for (int k0 = 0; k0 < kb; k0 += UPD_K) {
+    for (int e = threadIdx.x; e < 64 * UPD_K; e += 256) {
+      const int r = e / UPD_K, k = e % UPD_K;     /* L: a row's UPD_K values together */
+      ls[k][r] = r0 + r < m && k0 + k < kb ? L[(size_t)(r0 + r) * ldl + k0 + k] : T(0);
+      const int uk = e / 64, uc = e % 64;         /* U: 64 columns of a row together */
+      us[uk][uc] = k0 + uk < kb && c0 + uc < nc ? U[(size_t)(k0 + uk) * ldu + c0 + uc] : T(0);
+    }
+    __syncthreads();
+    for (int k = 0; k < UPD_K; k++) {
+      T a[4], b[4];
+      for (int i = 0; i < 4; i++) { a[i] = ls[k][ty + 16 * i]; b[i] = us[k][tx + 16 * i]; }
+      for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++) acc[i][j] += a[i] * b[j];
+    }
+    __syncthreads();
+  }
+  for (int i = 0; i < 4; i++) {
+    const int r = r0 + ty + 16 * i;
+    if (r >= m) continue;
+    for (int j = 0; j < 4; j++) {
+      const int c = c0 + tx + 16 * j;
+      if (c < nc) C[(size_t)r * ldc + c] -= acc[i][j];
+    }
+  }
+}
+
+/*
+** The look-ahead's step between two panels in one launch: the swaps of pivots
+** i0..i0+kb-1 on the columns [c0, c0 + nc), their block row of U (the top kb
+** rows: inv(L11) times the swapped rows, L11 the unit lower triangle of the
+** panel's kb columns) and the update of the rows below, C -= L21 * U. The
+** panel's rows i0.. are at L + loff, a row every ldl: columns of A itself on
+** one GPU, the packed panel another GPU sent in the several-GPU LU.
+** As three launches (laswp, trsm, update_narrow), each a few blocks of
+** dependent loads, they took about 60 us a step on an H100, which every
+** panel waited for (bench/RESULTS.md, session 16).
+**
+** A block takes NSTEP_ROWS rows below the top and 64 of the columns
+** (blockIdx.y), and works out the swaps and its columns' U itself, from the
+** rows as they were at launch. The swaps, from pivots p[t] (0-based, p[t] >=
+** i0 + t): once swap t is done, row i0 + t never moves again, so top row t
+** ends with what row p[t] held before swap t: row p[t] itself, unless an
+** earlier swap s had the same pivot (the last such s), in which case what row
+** i0 + s held before swap s, g(s). And g(s) is row i0 + s itself, unless an
+** earlier swap s' had pivot i0 + s (the last such s'): then g(s'). A row below
+** the top takes g(t) of the last swap t with it as pivot. Every thread of a
+** pivot finds its last earlier matches by a scan of the others: no chain of
+** swaps replayed one by one.
+**
+** So no block may write what another still reads: a top row, or a row below
+** whose values go up (held: its block leaves its update in `held`, at the
+** slot of the top row it goes to). The last block of a column group to finish
+** (a ticket) writes both: U into the top rows, the held rows into their
+** places; it leaves its ticket at zero for the next launch.
+*/
+
+template <typename T>
+__device__ void narrow_step (int n, int i0, int kb, const T *L, long long loff, int ldl, int c0, int nc, T *A, int ld,
+                             const int *ipiv, T *held, unsigned *ticket) {
+  __shared__ int piv[MAXBLOCK], same[MAXBLOCK], onto[MAXBLOCK], g[MAXBLOCK];
+  __shared__ int top[MAXBLOCK];       /* top[t]: the row whose values top row i0 + t takes */
+  __shared__ int mine[NSTEP_ROWS];    /* the same for this block's rows (a row itself when untouched) */
+  __shared__ int slot[NSTEP_ROWS];    /* a held row's slot in `held` (the top row it goes to), else -1 */
+  __shared__ T ls[UPD_K][NSTEP_ROWS + 1];
+  __shared__ bool last;
+  extern __shared__ __align__(16) unsigned char nstep_smem[];
+  const int ts = kb + 1;              /* tri's column stride: odd, so its transposed stores spread over the banks */
+  T *const tri = (T *)nstep_smem;     /* tri[k * ts + i] = L11(i, k), zero on and above the diagonal */
+  T *const U = tri + kb * ts;         /* U[i * NSTEP_US + c]: the swapped rows, then U */
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int r1 = i0 + kb, r0 = r1 + blockIdx.x * NSTEP_ROWS;
+  const int cb = c0 + blockIdx.y * 64, w = min(64, c0 + nc - cb);
+  const int tx = tid % 16, ty = tid / 16;   /* the update's 4 x 4 of the tile: rows ty + 16 i, columns tx + 16 j */
+
+  culua_dep_wait();
+  /* the loads that need no swaps first, in flight while the swaps are worked out */
+  for (int t = tid; t < kb; t += 256) piv[t] = ipiv[i0 + t] - 1;
+#pragma unroll 8
+  for (int e = tid; e < kb * kb; e += 256) {
+    const int i = e / kb, k = e % kb;
+    tri[k * ts + i] = k < i ? L[loff + (size_t)i * ldl + k] : T(0);
+  }
+  /* chunk k0 of this block's rows of L21: UPD_K columns, a thread NSTEP_ROWS * UPD_K / 256 values */
+  auto lchunk = [&](int k0, T (&v)[NSTEP_ROWS * UPD_K / 256]) {
+#pragma unroll
+    for (int u = 0; u < NSTEP_ROWS * UPD_K / 256; u++) {
+      const int e = tid + 256 * u, r = e / UPD_K, k = e % UPD_K;
+      v[u] = r0 + r < n && k0 + k < kb ? L[loff + (size_t)(r0 + r - i0) * ldl + k0 + k] : T(0);
+    }
+  };
+  T lpre[NSTEP_ROWS * UPD_K / 256];
+  lchunk(0, lpre);
+  for (int q = tid; q < NSTEP_ROWS; q += 256) { mine[q] = r0 + q; slot[q] = -1; }
+  __syncthreads();
+  for (int t = tid; t < kb; t += 256) {   /* the last earlier swaps with t's pivot, and onto row i0 + t */
+    const int p = piv[t];
+    int sm = -1, on = -1;
+    for (int s = t - 1; s >= 0 && (sm < 0 || on < 0); s--) {
+      const int q = piv[s];
+      if (sm < 0 && q == p) sm = s;
+      if (on < 0 && q == i0 + t) on = s;
+    }
+    same[t] = sm;
+    onto[t] = on;
+  }
+  __syncthreads();
+  for (int t = tid; t < kb; t += 256) {   /* g(t): down the chain of onto (each step a smaller t) */
+    int v = t;
+    while (onto[v] >= 0) v = onto[v];
+    g[t] = i0 + v;
+  }
+  __syncthreads();
+  for (int t = tid; t < kb; t += 256) {
+    const int p = piv[t];
+    const int src = same[t] >= 0 ? g[same[t]] : p;
+    top[t] = src;
+    if (src >= r0 && src < r0 + NSTEP_ROWS) slot[src - r0] = t;
+    if (p >= r0 && p < r0 + NSTEP_ROWS) {   /* p gets g(t) if t is its last swap */
+      bool final = true;
+      for (int s = t + 1; s < kb; s++) if (piv[s] == p) { final = false; break; }
+      if (final) mine[p - r0] = g[t];
+    }
+  }
+  __syncthreads();
+#pragma unroll 8
+  for (int e = tid; e < kb * 64; e += 256) {
+    const int i = e / 64, c = e % 64;
+    U[i * NSTEP_US + c] = c < w ? A[(size_t)top[i] * ld + cb + c] : T(0);
+  }
+  T base[4][4];   /* this thread's values of the tile after the swaps, loaded during the solve */
+#pragma unroll
+  for (int i = 0; i < 4; i++)
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+      const int q = ty + 16 * i, c = tx + 16 * j;
+      base[i][j] = r0 + q < n && c < w ? A[(size_t)mine[q] * ld + cb + c] : T(0);
+    }
+  __syncthreads();
+  /* U = inv(L11) * U by blocks of 16 rows: the diagonal block's rows solved in registers
+     (a warp 8 columns, 4 lanes a column, lane l rows 4 j + l of the block; row k's value
+     comes from its lane by a shuffle), then the rows below take the block's product */
+  for (int d0 = 0; d0 < kb; d0 += 16) {
+    {
+      const int c = warp * 8 + (lane >> 2), l = lane & 3;
+      T x[4];
+#pragma unroll
+      for (int j = 0; j < 4; j++) x[j] = d0 + 4 * j + l < kb ? U[(d0 + 4 * j + l) * NSTEP_US + c] : T(0);
+#pragma unroll
+      for (int k = 0; k < 15; k++) {
+        const T xk = __shfl_sync(0xffffffffu, x[k / 4], (lane & ~3) | (k % 4));
+        const T *const tk = tri + (d0 + k) * ts + d0 + l;   /* column d0 + k of L11, from row d0 + l */
+#pragma unroll
+        for (int j = k / 4; j < 4; j++)
+          if (4 * j + l > k && d0 + 4 * j + l < kb) x[j] -= tk[4 * j] * xk;
+      }
+#pragma unroll
+      for (int j = 0; j < 4; j++)
+        if (d0 + 4 * j + l < kb) U[(d0 + 4 * j + l) * NSTEP_US + c] = x[j];
+    }
+    __syncthreads();
+    const int d1 = d0 + 16;
+    if (d1 >= kb) break;
+    {
+      const int c = tid % 64, g4 = tid / 64, kn = min(16, kb - d0);
+      T ub[16];
+#pragma unroll
+      for (int k = 0; k < 16; k++) ub[k] = k < kn ? U[(d0 + k) * NSTEP_US + c] : T(0);
+      for (int i0r = d1 + g4; i0r < kb; i0r += 16) {   /* four rows at once: four chains of FMAs */
+        T v[4];
+#pragma unroll
+        for (int m = 0; m < 4; m++) v[m] = i0r + 4 * m < kb ? U[(i0r + 4 * m) * NSTEP_US + c] : T(0);
+#pragma unroll
+        for (int k = 0; k < 16; k++)
+          if (k < kn)
+#pragma unroll
+            for (int m = 0; m < 4; m++) v[m] -= tri[(d0 + k) * ts + i0r + 4 * m] * ub[k];
+#pragma unroll
+        for (int m = 0; m < 4; m++)
+          if (i0r + 4 * m < kb) U[(i0r + 4 * m) * NSTEP_US + c] = v[m];
+      }
+    }
+    __syncthreads();
+  }
+
+  /* C -= L21 * U on this block's 64 x 64 tile, a thread 4 x 4 of it (update_narrow's);
+     each chunk of L21's columns is loaded during the last one's products (the first
+     during the solve above: lpre, loaded before it) */
+  T acc[4][4] = {};
+  for (int k0 = 0; k0 < kb; k0 += UPD_K) {
+    __syncthreads();   /* the last chunk's products are done with ls */
+#pragma unroll
+    for (int u = 0; u < NSTEP_ROWS * UPD_K / 256; u++) {
+      const int e = tid + 256 * u, r = e / UPD_K, k = e % UPD_K;
+      ls[k][r] = lpre[u];
+    }
+    __syncthreads();
+    if (k0 + UPD_K < kb) lchunk(k0 + UPD_K, lpre);
+    const int kn = min(UPD_K, kb - k0);
+    for (int k = 0; k < kn; k++) {
+      T a[4], bv[4];
+      for (int i = 0; i < 4; i++) { a[i] = ls[k][ty + 16 * i]; bv[i] = U[(k0 + k) * NSTEP_US + tx + 16 * i]; }
+      for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++) acc[i][j] += a[i] * bv[j];
+    }
+  }
+  culua_dep_release();   /* the products are done: the next launch may be scheduled */
+  for (int i = 0; i < 4; i++) {
+    const int q = ty + 16 * i, r = r0 + q;
+    if (r >= n) continue;
+    for (int j = 0; j < 4; j++) {
+      const int c = tx + 16 * j;
+      if (c >= w) continue;
+      const T v = base[i][j] - acc[i][j];
+      if (slot[q] >= 0) held[(size_t)slot[q] * nc + (cb - c0) + c] = v;
+      else A[(size_t)r * ld + cb + c] = v;
+    }
+  }
+
+  __syncthreads();
+  if (tid == 0) {
+    __threadfence();   /* the held rows before the ticket */
+    last = atomicAdd(&ticket[blockIdx.y], 1u) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  for (int e = tid; e < kb * 64; e += 256) {
+    const int i = e / 64, c = e % 64;
+    if (c >= w) continue;
+    A[(size_t)(i0 + i) * ld + cb + c] = U[i * NSTEP_US + c];
+    if (top[i] >= r1) A[(size_t)top[i] * ld + cb + c] = __ldcg(&held[(size_t)i * nc + (cb - c0) + c]);
+  }
+  if (tid == 0) ticket[blockIdx.y] = 0;
+}
+
+/* }====================================================== */
+
+
+/* {====================================================== instances */
+
+#define CULUA_SOLVE_LU(t, T) \
+  extern "C" __global__ void __launch_bounds__(SWAP_THREADS) culua_solve_laswp_##t (int ncols, int ld, int skip_lo, int skip_hi, int i0, int i1, \
+      const int *ipiv, T *X) \
+  { laswp<T>(ncols, ld, skip_lo, skip_hi, i0, i1, ipiv, X); } \
+  extern "C" __global__ void culua_solve_copy2d_##t (int rows, int cols, const T *in, long long inoff, int ldin, \
+      T *out, long long outoff, int ldout) \
+  { copy2d<T>(rows, cols, in, inoff, ldin, out, outoff, ldout); } \
+  extern "C" __global__ void culua_solve_eye_##t (int n, T *out) \
+  { eye<T>(n, out); } \
+  extern "C" __global__ void __launch_bounds__(256) culua_solve_update_narrow_##t (int m, int nc, int kb, \
+      const T *L, long long loff, int ldl, const T *U, long long uoff, int ldu, T *C, long long coff, int ldc) \
+  { update_narrow<T>(m, nc, kb, L, loff, ldl, U, uoff, ldu, C, coff, ldc); } \
+  extern "C" __global__ void __launch_bounds__(256, 2) culua_solve_narrow_step_##t (int n, int i0, int kb, const T *L, \
+      long long loff, int ldl, int c0, int nc, T *A, int ld, const int *ipiv, T *held, unsigned *ticket) \
+  { narrow_step<T>(n, i0, kb, L, loff, ldl, c0, nc, A, ld, ipiv, held, ticket); }
+
+CULUA_SOLVE_LU(f32, float)
+CULUA_SOLVE_LU(f64, double)
+
+
+/* }====================================================== */

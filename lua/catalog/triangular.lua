@@ -1,0 +1,76 @@
+-- culua.catalog.triangular: the solve family's triangular solves
+-- (kernels/triangular.cu): trsm, a block row (LU's block row of U, and
+-- lu_solve's blocks), and lu_solve's plan: the right-hand sides permuted,
+-- then substituted in one launch a triangle (a few of them) or by blocks.
+
+local core = require "culua.catalog.core"
+local S = require "culua.catalog.solve_common"
+
+local ceil_div = core.ceil_div
+local tune, view, gemm_sub, esize, copy, grid_for = S.tune, S.view, S.gemm_sub, S.esize, S.copy, S.grid_for
+local MAXBLOCK = S.shapes.MAXBLOCK
+local TRSV_ROWS, TRSV_THREADS, TRSV_COLS, TRSV_SYNC = S.shapes.TRSV_ROWS, S.shapes.TRSV_THREADS, S.shapes.TRSV_COLS,
+                                                      S.shapes.TRSV_SYNC
+
+-- X (jb x ncols) = inv(Tr) * X for Tr's unit lower (which = "lower") or upper triangle;
+-- the kernel keeps the triangle in the launch's shared memory (up to MAXBLOCK^2 elements)
+local function trsm(K, which, stream, jb, ncols, Tr, toff, ldt, X, xoff, ldx)
+  if ncols <= 0 then return end
+  local k, size = K("trsm_" .. which), esize(X.dtype)
+  core.allow_shared(k, MAXBLOCK * MAXBLOCK * size)
+  k:launch({grid = ceil_div(ncols, 32), block = {32, 8}, shared = jb * jb * size, stream = stream},
+           jb, ncols, Tr, toff, ldt, X, xoff, ldx)
+end
+
+--[[
+** L y = P b, then U x = y, in one launch a triangle (kernels/triangular.cu's substitutions):
+** a block of threads a block of TRSV_ROWS rows and a group of TRSV_COLS right-hand
+** sides (one for k = 1, which has kernels of its own: a quarter of the registers and
+** of the shuffles a step). The blocks of a group take tickets and publish the block
+** rows they solve through TRSV_SYNC words of scratch (the upper solve's after the
+** lower's), which the kernels leave at zero: no fill a call (a fill without a stream
+** would wait for the device).
+]]
+local function substitute(K, dev, stream, n, k, LU, B)
+  local cols = k == 1 and 1 or TRSV_COLS
+  local groups = ceil_div(k, cols)
+  local words = groups * TRSV_SYNC
+  local sync = core.scratch("solve_trsv", dev, stream, 2 * words)
+  local name = k == 1 and "trsv1_" or "trsv_"
+  local cfg = {grid = {ceil_div(n, TRSV_ROWS), groups}, block = TRSV_THREADS, stream = stream}
+  K(name .. "lower"):launch(cfg, n, k, LU, B, view(sync, 0, words))
+  K(name .. "upper"):launch(cfg, n, k, LU, B, view(sync, words, words))
+end
+
+-- permute B's rows by the pivots, then the two triangular solves: for at most
+-- tune.trsv_max right-hand sides by substitute, else by blocks (a trsm launch and
+-- a matmul a block row each way: about 4 n / nb launches)
+local function solve_factored(K, dev, stream, n, k, nb, LU, ipiv, B)
+  local dt = LU.dtype
+  local perm = core.scratch("solve_perm", dev, stream, n)
+  local pk = K("permutation", false)
+  local shared = n * 4 <= 96 * 1024
+  if shared and n * 4 > 48 * 1024 then core.allow_shared(pk, 96 * 1024) end
+  pk:launch({grid = 1, block = 1024, shared = shared and n * 4 or 0, stream = stream}, n, ipiv, perm, shared and 1 or 0)
+  local W = core.scratch("solve_rhs_" .. dt, dev, stream, n * k)
+  K("gather"):launch({grid = grid_for(n * k, 256, dev), block = 256, stream = stream}, n, k, perm, B, W)
+  copy(K, dev, stream, n * k, W, B)
+  -- (gridDim.y, the column groups, is at most 65535)
+  if k <= math.min(tune.trsv_max, 65535 * TRSV_COLS) then return substitute(K, dev, stream, n, k, LU, B) end
+  -- L y = P b: each block row solved, then taken from the rows below
+  for i0 = 0, n - 1, nb do
+    local jb = math.min(nb, n - i0)
+    trsm(K, "lower", stream, jb, k, LU, i0 * n + i0, n, B, i0 * k, k)
+    gemm_sub(K, dt, stream, n - i0 - jb, k, jb, LU, (i0 + jb) * n + i0, n, B, i0 * k, k, B, (i0 + jb) * k, k)
+  end
+  -- U x = y, from the last block row up
+  local i0 = ((n - 1) // nb) * nb
+  while i0 >= 0 do
+    local jb = math.min(nb, n - i0)
+    trsm(K, "upper", stream, jb, k, LU, i0 * n + i0, n, B, i0 * k, k)
+    gemm_sub(K, dt, stream, i0, k, jb, LU, i0, n, B, i0 * k, k, B, 0, k)
+    i0 = i0 - nb
+  end
+end
+
+return {trsm = trsm, solve_factored = solve_factored}
