@@ -33,6 +33,6 @@ ${AWK:-awk} '
     if (p) { printf "entries.sh: unterminated .entry %s\n", name > "/dev/stderr"; exit 1 }
     if (bad) exit 1
     if (n == 0) { print "entries.sh: no .entry in the PTX" > "/dev/stderr"; exit 1 }
-    print "// the .entry declarations of the PTX that nvcc made (build-aux/entries.sh)"
+    print "// the kernels declared in the PTX that nvcc made (build-aux/entries.sh)"
     for (i = 1; i <= n; i++) printf "%s", seen[order[i]]
   }' "$@"
