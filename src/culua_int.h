@@ -244,9 +244,12 @@ CUevent culua_toevent (lua_State *L, int i, const char *fname);
 void culua_newgraph (lua_State *L, int ordinal, CUgraph g);
 /* cuda.load: the image, cuda.program or {file=} at index 1 -> module */
 int culua_load (lua_State *L);
-/* push a kernel for f, owned by the module at index modidx */
+/* push a kernel for f, owned by the module at index modidx; its parameters
+** from ptx (text declaring its .entry) or elf (a CUBIN image), either NULL */
 void culua_newkernel (lua_State *L, int modidx, culua_Ctx *mod, CUfunction f, const char *name,
-                      const char *ptx);
+                      const char *ptx, const char *elf, size_t elfsize);
+/* whether PTX text declares .entry name */
+int culua_hasentry (const char *ptx, const char *name);
 /* push an array over memory owned by the object at index owner (module globals) */
 void culua_newarray_over (lua_State *L, int owner, int ordinal, CUdeviceptr p, size_t n,
                           culua_Dtype t);
