@@ -1,8 +1,8 @@
 /*
 ** catalog.c
 ** The C half of cuda.catalog: the kernel files of kernels/, embedded at
-** build time (a fatbin per family, its source for NVRTC variants, and the
-** <culua/...> device headers). lua/catalog.lua does the rest: lazy loading
+** build time (a fatbin per family, its kernels' .entry declarations, its
+** source for NVRTC variants, and the <culua/...> device headers). lua/catalog.lua does the rest: lazy loading
 ** per device, variants through cuda.compile, argument checks. This file and
 ** that one are the only code that knows kernels/.
 */
@@ -42,6 +42,13 @@ static int push_item (lua_State *L, const char *kind) {
 
 /* _catalog.fatbin(family) -> the nvcc-built image */
 static int catalog_fatbin (lua_State *L) { return push_item(L, "fatbin"); }
+
+/*
+** _catalog.entries(family) -> the .entry declarations of the fatbin's kernels,
+** from the PTX nvcc made (kernels/<f>.entries): cuda.load's ptx option, so
+** that kernels learn their parameters without a driver call that fails
+*/
+static int catalog_entries (lua_State *L) { return push_item(L, "entries"); }
 
 /* _catalog.source(family) -> the .cu text, for NVRTC variants */
 static int catalog_source (lua_State *L) { return push_item(L, "source"); }
@@ -579,6 +586,7 @@ static const luaL_Reg catalog_funcs[] = {
   {"ref_lu_solve", catalog_ref_lu_solve},
   {"ref_lu_residual", catalog_ref_lu_residual},
   {"fatbin", catalog_fatbin},
+  {"entries", catalog_entries},
   {"source", catalog_source},
   {"families", catalog_families},
   {"headers", catalog_headers},
