@@ -324,11 +324,19 @@ static int device_can_access_peer (lua_State *L) {
 }
 
 
+/*
+** An access this state enabled is not asked for again: the driver answers
+** CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED, an error compute-sanitizer counts.
+** The answer is still success when the host or another state enabled it.
+*/
 CUresult culua_enable_peer (lua_State *L, int from, CUcontext to, int toord) {
-  CUresult r = culua_load_driver(NULL)->cuCtxEnablePeerAccess(to, 0);
+  culua_State *S = culua_state(L);
+  CUresult r;
+  if (from < 64 && toord < 64 && (S->peers[from] >> toord & 1)) return CUDA_SUCCESS;
+  r = culua_load_driver(NULL)->cuCtxEnablePeerAccess(to, 0);
   if (r == CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) r = CUDA_SUCCESS;
   if (r == CUDA_SUCCESS && from < 64 && toord < 64)   /* launches check arrays of other devices against it */
-    culua_state(L)->peers[from] |= 1ULL << toord;
+    S->peers[from] |= 1ULL << toord;
   return r;
 }
 
@@ -492,6 +500,12 @@ static int cuda_reset (lua_State *L) {
   culua_check(L, cu->cuDevicePrimaryCtxReset(dev), "cuda.reset", "resetting device %d", ordinal);
   generation[ordinal]++;
   S->journal_next = 0;
+  /* the device's peer accesses, both ways, went with its context */
+  if (ordinal < 64) {
+    int i;
+    S->peers[ordinal] = 0;
+    for (i = 0; i < CULUA_MAXDEVICES; i++) S->peers[i] &= ~(1ULL << ordinal);
+  }
   /* the catalog's loaded modules are gone with everything else */
   lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
   if (lua_getfield(L, -1, "culua.catalog") == LUA_TTABLE &&
