@@ -1,11 +1,12 @@
 /*
 ** catalog.c
 ** The C half of cuda.catalog: the kernel files of kernels/, embedded at
-** build time (a fatbin per family, its source for NVRTC variants, and the
-** <culua/...> device headers; embed.c holds them). lua/catalog.lua does the
-** rest: lazy loading per device, variants through cuda.compile, argument
-** checks. This file and that one are the only code that knows kernels/.
-** The CPU references the tests compare with are reference.c's.
+** build time (a fatbin per family, its kernels' .entry declarations, its
+** source for NVRTC variants, and the <culua/...> device headers; embed.c
+** holds them). lua/catalog.lua does the rest: lazy loading per device,
+** variants through cuda.compile, argument checks. This file and that one
+** are the only code that knows kernels/. The CPU references the tests
+** compare with are reference.c's.
 */
 
 #include "config.h"
@@ -26,6 +27,13 @@ static int push_item (lua_State *L, const char *kind) {
 
 /* _catalog.fatbin(family) -> the nvcc-built image */
 static int catalog_fatbin (lua_State *L) { return push_item(L, "fatbin"); }
+
+/*
+** _catalog.entries(family) -> the .entry declarations of the fatbin's kernels,
+** from the PTX nvcc made (kernels/<f>.entries): cuda.load's ptx option, so
+** that kernels learn their parameters without a driver call that fails
+*/
+static int catalog_entries (lua_State *L) { return push_item(L, "entries"); }
 
 /* _catalog.source(family) -> the .cu text, for NVRTC variants */
 static int catalog_source (lua_State *L) { return push_item(L, "source"); }
@@ -83,6 +91,7 @@ static int catalog_array (lua_State *L) {
 static const luaL_Reg catalog_funcs[] = {
   {"array", catalog_array},
   {"fatbin", catalog_fatbin},
+  {"entries", catalog_entries},
   {"source", catalog_source},
   {"families", catalog_families},
   {"headers", catalog_headers},

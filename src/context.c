@@ -109,11 +109,19 @@ void culua_ctx_bump (int ordinal) {
 }
 
 
+/*
+** An access this state enabled is not asked for again: the driver answers
+** CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED, an error compute-sanitizer counts.
+** The answer is still success when the host or another state enabled it.
+*/
 CUresult culua_enable_peer (lua_State *L, int from, CUcontext to, int toord) {
-  CUresult r = culua_load_driver(NULL)->cuCtxEnablePeerAccess(to, 0);
+  culua_State *S = culua_state(L);
+  CUresult r;
+  if (from < 64 && toord < 64 && (S->peers[from] >> toord & 1)) return CUDA_SUCCESS;
+  r = culua_load_driver(NULL)->cuCtxEnablePeerAccess(to, 0);
   if (r == CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) r = CUDA_SUCCESS;
   if (r == CUDA_SUCCESS && from < 64 && toord < 64)   /* launches check arrays of other devices against it */
-    culua_state(L)->peers[from] |= 1ULL << toord;
+    S->peers[from] |= 1ULL << toord;
   return r;
 }
 

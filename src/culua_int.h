@@ -303,9 +303,12 @@ void culua_newarray_over (lua_State *L, int owner, int ordinal, CUdeviceptr p, s
 void culua_newgraph (lua_State *L, int ordinal, CUgraph g);
 /* texture.c: 1 and *h when the value at i is an open cuda.texture (kernel arguments) */
 int culua_totexture (lua_State *L, int i, unsigned long long *h);
-/* kernel.c: push a kernel for f, owned by the module at index modidx */
+/* kernel.c: push a kernel for f, owned by the module at index modidx; its
+** parameters from ptx (text declaring its .entry) or elf (a CUBIN image), either NULL */
 void culua_newkernel (lua_State *L, int modidx, culua_Ctx *mod, CUfunction f, const char *name,
-                      const char *ptx);
+                      const char *ptx, const char *elf, size_t elfsize);
+/* kernel.c: whether PTX text declares .entry name */
+int culua_hasentry (const char *ptx, const char *name);
 /* module.c: cuda.load: the image, cuda.program or {file=} at index 1 -> module */
 int culua_load (lua_State *L);
 /* link.c: the path of libcudadevrt.a in buf, or NULL with the places looked in, in buf */

@@ -388,6 +388,12 @@ static int cuda_reset (lua_State *L) {
   culua_check(L, cu->cuDevicePrimaryCtxReset(dev), "cuda.reset", "resetting device %d", ordinal);
   culua_ctx_bump(ordinal);
   S->journal_next = 0;
+  /* the device's peer accesses, both ways, went with its context */
+  if (ordinal < 64) {
+    int i;
+    S->peers[ordinal] = 0;
+    for (i = 0; i < CULUA_MAXDEVICES; i++) S->peers[i] &= ~(1ULL << ordinal);
+  }
   /* the catalog's loaded modules are gone with everything else */
   lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
   if (lua_getfield(L, -1, "culua.catalog") == LUA_TTABLE &&

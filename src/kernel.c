@@ -1,7 +1,7 @@
 /*
 ** kernel.c
 ** cuda.kernel: a __global__ function of a module, its signature (read from
-** the PTX .entry, or from cuFuncGetParamInfo for binaries), and launches
+** the PTX .entry, or a CUBIN's .nv.info, or else asked of the driver), and launches
 ** whose arguments are checked against that signature before anything runs.
 */
 
@@ -9,6 +9,7 @@
 
 #include <ctype.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -155,17 +156,103 @@ static int parse_entry (const char *ptx, const char *name, Param *p, int max) {
 }
 
 
+int culua_hasentry (const char *ptx, const char *name) {
+  Param p[MAXPARAMS];
+  return parse_entry(ptx, name, p, MAXPARAMS) != -1;
+}
+
+
+/* a size in bytes as a parameter known by size only */
+static void bysize (Param *p, size_t size) {
+  p->kind = 'b';
+  p->bits = (short)(size <= 8 ? size * 8 : 8);
+  p->bytes = (int)size;
+}
+
+
+/* little-endian fields of an ELF image */
+static uint64_t le (const unsigned char *p, int bytes) {
+  uint64_t v = 0;
+  while (bytes-- > 0) v = (v << 8) | p[bytes];
+  return v;
+}
+
+
+#define EIFMT_SVAL          4      /* a record with a 16-bit size and that many bytes */
+#define EIATTR_PARAM_SIZE   0x19   /* the bytes of all parameters (a 16-bit value) */
+#define EIATTR_KPARAM_INFO  0x17   /* one parameter: index, ordinal, offset, size */
+
+/*
+** A CUBIN (ELF) tells each kernel's parameters in its section
+** .nv.info.<name>: records of a format byte, an attribute byte and two
+** bytes that are the value, or for EIFMT_SVAL the size of the value that
+** follows. A parameter is an EIATTR_KPARAM_INFO record of 12 bytes (index
+** 4, ordinal 2, offset 2, then flags whose bits 18..31 are the size), as
+** cuobjdump -elf prints them. Returns the count, or -1 when the image does
+** not say (no such section, a record of a format not known, ordinals that
+** are not 0..n-1, or sizes that disagree with EIATTR_PARAM_SIZE): the
+** caller then asks the driver.
+*/
+static int elf_params (const unsigned char *e, size_t n, const char *name, Param *p, int max) {
+  uint64_t shoff, shent, shnum, strndx, stroff, strsize, i;
+  const unsigned char *info = NULL;
+  uint64_t size = 0, at, total = 0, end = 0;
+  size_t namelen = strlen(name);
+  unsigned char seen[MAXPARAMS];
+  int count = 0, j;
+  if (n < 64 || memcmp(e, "\177ELF", 4) != 0 || e[4] != 2 || e[5] != 1) return -1;
+  shoff = le(e + 0x28, 8); shent = le(e + 0x3a, 2); shnum = le(e + 0x3c, 2); strndx = le(e + 0x3e, 2);
+  if (shent < 64 || shoff > n || shnum > (n - shoff) / shent || strndx >= shnum) return -1;
+  stroff = le(e + shoff + strndx * shent + 0x18, 8);
+  strsize = le(e + shoff + strndx * shent + 0x20, 8);
+  if (stroff > n || strsize > n - stroff) return -1;
+  for (i = 0; i < shnum && info == NULL; i++) {
+    const unsigned char *sh = e + shoff + i * shent;
+    uint64_t nm = le(sh, 4), off = le(sh + 0x18, 8), sz = le(sh + 0x20, 8);
+    if (nm < strsize && strsize - nm > 9 + namelen &&
+        memcmp(e + stroff + nm, ".nv.info.", 9) == 0 &&
+        memcmp(e + stroff + nm + 9, name, namelen + 1) == 0) {
+      if (off > n || sz > n - off) return -1;
+      info = e + off;
+      size = sz;
+    }
+  }
+  if (info == NULL) return -1;
+  memset(seen, 0, sizeof(seen));
+  for (at = 0; at + 4 <= size; ) {
+    unsigned fmt = info[at], attr = info[at + 1];
+    uint64_t len = fmt == EIFMT_SVAL ? le(info + at + 2, 2) : 0;
+    const unsigned char *v = info + at + 4;
+    if (fmt < 1 || fmt > EIFMT_SVAL || len > size - at - 4) return -1;
+    if (attr == EIATTR_KPARAM_INFO) {
+      uint64_t ord, off, psz;
+      if (fmt != EIFMT_SVAL || len < 12) return -1;
+      ord = le(v + 4, 2); off = le(v + 6, 2); psz = (le(v + 8, 4) >> 18) & 0x3fff;
+      if (ord >= (uint64_t)max || seen[ord] || psz == 0) return -1;
+      seen[ord] = 1;
+      bysize(&p[ord], (size_t)psz);
+      if ((int)ord >= count) count = (int)ord + 1;
+      if (off + psz > end) end = off + psz;
+    }
+    else if (attr == EIATTR_PARAM_SIZE && fmt != EIFMT_SVAL)
+      total = le(info + at + 2, 2);
+    at += 4 + len;
+  }
+  for (j = 0; j < count; j++)
+    if (!seen[j]) return -1;
+  if (end > total && (count > 0 || total > 0)) return -1;
+  if (count == 0 && total > 0) return -1;
+  return count;
+}
+
+
 /* binaries carry no PTX: ask the driver for each parameter's size */
 static int param_sizes (const culua_Driver *cu, CUfunction f, Param *p, int max) {
   int n = 0;
   size_t off, size;
   if (cu->cuFuncGetParamInfo == NULL) return -1;
-  while (n < max && cu->cuFuncGetParamInfo(f, (size_t)n, &off, &size) == CUDA_SUCCESS) {
-    p[n].kind = 'b';
-    p[n].bits = (short)(size <= 8 ? size * 8 : 8);
-    p[n].bytes = (int)size;
-    n++;
-  }
+  while (n < max && cu->cuFuncGetParamInfo(f, (size_t)n, &off, &size) == CUDA_SUCCESS)
+    bysize(&p[n++], size);
   return n;
 }
 
@@ -176,8 +263,15 @@ static void push_typename (lua_State *L, const Param *p) {
 }
 
 
+/*
+** The kernel's parameters come from the first source that has them: the
+** PTX's .entry (types), the ELF's .nv.info (sizes), and last the driver,
+** asked for parameter 0, 1, ... until it refuses (sizes): compute-sanitizer
+** counts that refusal as an error, so only an image with neither (a fatbin
+** loaded without cuda.load's ptx option) gets there.
+*/
 void culua_newkernel (lua_State *L, int modidx, culua_Ctx *mod, CUfunction f, const char *name,
-                      const char *ptx) {
+                      const char *ptx, const char *elf, size_t elfsize) {
   const culua_Driver *cu = culua_cu(L, "kernel");
   Kernel *k;
   int n = -1, i;
@@ -200,6 +294,7 @@ void culua_newkernel (lua_State *L, int modidx, culua_Ctx *mod, CUfunction f, co
     n = parse_entry(ptx, name, k->p, MAXPARAMS);
     k->fromptx = n >= 0;
   }
+  if (n < 0 && elf != NULL) n = elf_params((const unsigned char *)elf, elfsize, name, k->p, MAXPARAMS);
   if (n < 0) n = param_sizes(cu, f, k->p, MAXPARAMS);
   if (n < 0) luaL_error(L, "kernel: cannot read the parameters of '%s' (no PTX, driver too old)", name);
   k->nparams = n;
@@ -804,11 +899,18 @@ static const luaL_Reg kernel_methods[] = {
 
 /* {====================================================== without a GPU */
 
-/* cuda.signature(ptx, name) -> {"u32", "f32", "u64", ...} of `.entry name` */
+/*
+** cuda.signature(ptx, name) -> {"u32", "f32", "u64", ...} of `.entry name`;
+** of a CUBIN instead of PTX, the sizes its .nv.info gives ({"b64", "b32", "b8[16]"})
+*/
 static int cuda_signature (lua_State *L) {
-  const char *ptx = luaL_checkstring(L, 1), *name = luaL_checkstring(L, 2);
+  size_t len;
+  const char *ptx = luaL_checklstring(L, 1, &len), *name = luaL_checkstring(L, 2);
   Param p[MAXPARAMS];
-  int n = parse_entry(ptx, name, p, MAXPARAMS), j;
+  int elf = len >= 4 && memcmp(ptx, "\177ELF", 4) == 0, j;
+  int n = elf ? elf_params((const unsigned char *)ptx, len, name, p, MAXPARAMS) : parse_entry(ptx, name, p, MAXPARAMS);
+  if (n == -1 && elf)
+    return luaL_error(L, "cuda.signature: the CUBIN does not tell the parameters of '%s'", name);
   if (n == -1) return luaL_error(L, "cuda.signature: no entry '%s' in the PTX", name);
   if (n < 0) return luaL_error(L, "cuda.signature: parameter %d of '%s' is not a type a launch can pass", -1 - n, name);
   lua_createtable(L, n, 0);

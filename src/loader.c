@@ -67,7 +67,9 @@ static void *open_first (const char *envvar, const char *const names[],
 static void load_driver (void) {
   static const char *const names[] = {"libcuda.so.1", "libcuda.so", NULL};
   PFN_cuGetProcAddress_v12000 getproc;
+  CUresult (*getversion)(int *);
   CUdriverProcAddressQueryResult found;
+  int version = 0;
   void *h = open_first("CULUA_LIBCUDA", names, &driver_opened,
                        driver_msg, sizeof(driver_msg));
   if (h == NULL) {
@@ -83,12 +85,21 @@ static void load_driver (void) {
     return;
   }
   /*
+  ** A version past the driver's is an error (CUDA_ERROR_INVALID_VALUE, which
+  ** compute-sanitizer reports), so such an entry point is not asked for: the
+  ** driver's version comes first, from the one entry point that every
+  ** driver exports under its own name.
+  */
+  getversion = (CUresult (*)(int *))dlsym(h, "cuDriverGetVersion");
+  if (getversion == NULL || getversion(&version) != CUDA_SUCCESS) version = 0;
+  /*
   ** The call can succeed and still hand back NULL: check both. The name is
   ** stringified by REQUIRED/OPTIONAL themselves, before cuda.h's macros
   ** (cuMemAlloc -> cuMemAlloc_v2) rewrite it: the lookup takes base names.
   */
 #define RESOLVE(sym, field, ver, required) \
-  if (getproc(sym, (void **)&driver.field, ver, CU_GET_PROC_ADDRESS_DEFAULT, \
+  if ((version > 0 && ver > version) || \
+      getproc(sym, (void **)&driver.field, ver, CU_GET_PROC_ADDRESS_DEFAULT, \
               &found) != CUDA_SUCCESS || driver.field == NULL) { \
     driver.field = NULL; \
     if (required) { \

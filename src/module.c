@@ -69,7 +69,6 @@ static const char *get_image (lua_State *L, int i, size_t *n) {
 }
 
 
-/* cuda.load(image | program | {file = path} [, {device = ordinal}]) -> module */
 /* little-endian fields of an image, read without alignment assumptions */
 static uint64_t le (const unsigned char *p, int bytes) {
   uint64_t v = 0;
@@ -113,6 +112,13 @@ static void check_image (lua_State *L, const unsigned char *p, size_t n) {
 }
 
 
+/*
+** cuda.load(image | program | {file = path} [, {device = ordinal, ptx = text}])
+** -> module. ptx: the PTX a binary image was built from, or just its .entry
+** declarations: kernels take their signatures from it (a CUBIN's own
+** .nv.info gives sizes only; a fatbin's, nothing culua reads), and the module
+** has no kernel that it does not declare.
+*/
 int culua_load (lua_State *L) {
   size_t n;
   int ordinal = -1, imgidx;
@@ -125,10 +131,15 @@ int culua_load (lua_State *L) {
                           CU_JIT_LOG_VERBOSE};
   void *vals[5];
   if (!lua_isnoneornil(L, 2)) {
-    static const char *const known[] = {"device", NULL};
+    static const char *const known[] = {"device", "ptx", NULL};
     luaL_checktype(L, 2, LUA_TTABLE);
     culua_checkoptions(L, 2, "cuda.load", known);
     ordinal = culua_optdevice(L, 2, "cuda.load");
+    lua_getfield(L, 2, "ptx");
+    if (!lua_isnil(L, -1) && lua_type(L, -1) != LUA_TSTRING)
+      luaL_error(L, "cuda.load: ptx must be PTX text (the .entry declarations of the image's kernels), got %s",
+                 luaL_typename(L, -1));
+    lua_pop(L, 1);
   }
   image = get_image(L, 1, &n);
   check_image(L, (const unsigned char *)image, n);
@@ -152,10 +163,18 @@ int culua_load (lua_State *L) {
                  is_ptx(image, n) ? "PTX module" : "binary image", (int)n, m->c.ordinal,
                  err[0] ? ": " : "", err);
   }
-  lua_createtable(L, 0, 2);                 /* fields: ptx (for signatures), log */
+  lua_createtable(L, 0, 4);                 /* fields: ptx, entries, elf (for signatures), log */
   if (is_ptx(image, n)) {
     lua_pushvalue(L, imgidx);
     lua_setfield(L, -2, "ptx");
+  }
+  else if (n >= 4 && memcmp(image, "\177ELF", 4) == 0) {
+    lua_pushvalue(L, imgidx);
+    lua_setfield(L, -2, "elf");
+  }
+  if (lua_istable(L, 2)) {
+    lua_getfield(L, 2, "ptx");
+    lua_setfield(L, -2, "entries");
   }
   lua_pushstring(L, info);
   lua_setfield(L, -2, "log");
@@ -172,19 +191,38 @@ static int module_close (lua_State *L) {
 }
 
 
-/* mod:kernel(name) -> kernel */
+static int nokernel (lua_State *L, const char *name) {
+  return luaL_error(L, "kernel: no kernel '%s' in the module (C++ names are mangled: use "
+                    "extern \"C\" or name_expressions)", name);
+}
+
+
+/*
+** mod:kernel(name) -> kernel. A module loaded with cuda.load's ptx option
+** has no kernel that option does not declare: asked for another (the
+** catalog asks for variants that may not be prebuilt), it says so without
+** the driver lookup that would fail.
+*/
 static int module_kernel (lua_State *L) {
   Module *m = check_module(L, 1);
   const char *name = luaL_checkstring(L, 2);
+  const char *ptx, *entries, *elf;
+  size_t elfsize = 0;
   CUfunction f;
-  CUresult r = culua_cu(L, "kernel")->cuModuleGetFunction(&f, m->m, name);
-  if (r == CUDA_ERROR_NOT_FOUND)
-    return luaL_error(L, "kernel: no kernel '%s' in the module (C++ names are mangled: use "
-                      "extern \"C\" or name_expressions)", name);
+  CUresult r;
+  lua_settop(L, 2);
+  lua_getiuservalue(L, 1, 1);               /* mod, name, fields */
+  lua_getfield(L, 3, "ptx");
+  lua_getfield(L, 3, "entries");
+  lua_getfield(L, 3, "elf");                /* mod, name, fields, ptx, entries, elf */
+  ptx = lua_tostring(L, 4);
+  entries = lua_tostring(L, 5);
+  elf = lua_tolstring(L, 6, &elfsize);
+  if (entries != NULL && !culua_hasentry(entries, name)) return nokernel(L, name);
+  r = culua_cu(L, "kernel")->cuModuleGetFunction(&f, m->m, name);
+  if (r == CUDA_ERROR_NOT_FOUND) return nokernel(L, name);
   if (r != CUDA_SUCCESS) culua_cufail(L, r, "kernel", "looking up '%s'", name);
-  lua_getiuservalue(L, 1, 1);
-  lua_getfield(L, -1, "ptx");
-  culua_newkernel(L, 1, &m->c, f, name, lua_tostring(L, -1));
+  culua_newkernel(L, 1, &m->c, f, name, entries != NULL ? entries : ptx, elf, elfsize);
   return 1;
 }
 

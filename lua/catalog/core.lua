@@ -59,7 +59,10 @@ function core.kernel(file, name, defines, dev, prelude)
   if k then return k end
   local mod = c.modules[file]
   if mod == nil then
-    mod = cuda.load(C.fatbin(file), {device = dev.ordinal})
+    -- the entries (the PTX's .entry declarations, made with the fatbin) give each
+    -- kernel its parameter types, and say which kernels are prebuilt: neither is
+    -- asked of the driver, whose refusals compute-sanitizer counts as errors
+    mod = cuda.load(C.fatbin(file), {device = dev.ordinal, ptx = C.entries(file)})
     c.modules[file] = mod
   end
   local ok, res = pcall(mod.kernel, mod, name)
