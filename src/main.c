@@ -1,7 +1,7 @@
 /*
 ** main.c
 ** culua, the stand-alone program: runs Lua scripts with the `cuda` module
-** preloaded, or an interactive REPL. Modelled on Lua 5.4's lua.c.
+** a global from the start (culua_openlibs), or an interactive REPL. Modelled on Lua 5.4's lua.c.
 */
 
 #include "config.h"

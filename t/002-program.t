@@ -16,8 +16,20 @@ out, status = T.run(culua .. " -z")
 T.like(out, "unrecognized option '%-z'", "a bad option is named")
 T.isnt(status, 0, "and exits non-zero")
 
-out = T.run(culua .. " -e 'print(1 + 2)' -e 'print(cuda == nil)'")
-T.is(out, "3\ntrue\n", "-e runs statements in order; cuda is not a global by default")
+out = T.run(culua .. " -e 'print(1 + 2)' -e 'print(type(cuda))'")
+T.is(out, "3\ntable\n", "-e runs statements in order; cuda is a global from the start")
+
+out = T.run(culua .. " -e 'print(cuda.version)'")
+T.like(out, "^%d+%.%d+%.%d+\n$", "culua -e 'print(cuda.version)' works")
+
+out = T.run(culua .. " -e 'print(require \"cuda\" == cuda, package.loaded.cuda == cuda)'")
+T.is(out, "true\ttrue\n", "require 'cuda' returns the global cuda")
+
+out = T.run(culua, "print(type(cuda.device_count))")
+T.is(out, "function\n", "cuda is a global on stdin")
+
+out = T.run(culua .. " -E -e 'print(type(cuda))'")
+T.is(out, "table\n", "and with -E")
 
 out = T.run(culua .. " -l cuda -e 'print(type(cuda.device_count))'")
 T.is(out, "function\n", "-l cuda makes a global cuda")
@@ -29,12 +41,12 @@ local script = os.tmpname()
 local f = assert(io.open(script, "w"))
 f:write([[
 print(#arg, arg[0] ~= nil, arg[1], arg[2], ...)
-local cuda = require "cuda"
 print(type(cuda.compile))
+print(require "cuda" == cuda)
 ]])
 f:close()
 out, status = T.run(culua .. " " .. script .. " a b")
-T.is(out, "2\ttrue\ta\tb\ta\tb\nfunction\n", "script gets arg and ... ; cuda is preloaded")
+T.is(out, "2\ttrue\ta\tb\ta\tb\nfunction\ntrue\n", "script gets arg and ... ; cuda is a global")
 T.is(status, 0, "script exits 0")
 
 out = T.run(culua .. " - x y", "print(arg[1], arg[2], ...)")
