@@ -25,10 +25,17 @@ local function median(sorted)
   return (sorted[n // 2] + sorted[n // 2 + 1]) / 2
 end
 
+local known = {warmup = true, reps = true, stream = true, name = true, setup = true}
+
 local function bench(fn, opts)
   opts = opts or {}
   if type(fn) ~= "function" then error("bad argument #1 to 'bench' (function expected, got " .. type(fn) .. ")", 2) end
   if type(opts) ~= "table" then error("bad argument #2 to 'bench' (table expected, got " .. type(opts) .. ")", 2) end
+  for k in pairs(opts) do
+    if not known[k] then
+      error(("cuda.bench: unknown option '%s' (known: name, reps, setup, stream, warmup)"):format(tostring(k)), 2)
+    end
+  end
   local warmup, reps, stream = opts.warmup or 3, opts.reps or 20, opts.stream
   if math.type(warmup) ~= "integer" or warmup < 0 then error("bench: warmup must be an integer >= 0", 2) end
   if math.type(reps) ~= "integer" or reps < 1 then error("bench: reps must be an integer >= 1", 2) end

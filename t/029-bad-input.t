@@ -150,6 +150,14 @@ case("reference.matmul: shapes", function ()
   cuda.catalog.reference.matmul(cuda.host_array("float32", {2, 3}), cuda.host_array("float32", {2, 3}), cuda.host_array("float64", {2, 2}))
 end, "shapes 2x3 %* 2x3 %-> 2x2 do not fit")
 case("reference.matmul: numbers", function () cuda.catalog.reference.matmul(1, 2, 3) end, "bad argument #1 to .-%(cuda%.hostarray expected, got number%)")
+-- every options table refuses a key it does not know, the references' too
+local hk = cuda.host_array("float32", 4)
+case("reference.sort: a misspelt option", function () cuda.catalog.reference.sort(hk, {descnding = true}) end, "cuda%.catalog%.reference%.sort: unknown option 'descnding' %(known: descending, begin_bit, end_bit%)")
+case("reference.sort: a misspelt option after values", function () cuda.catalog.reference.sort(hk, cuda.host_array("int32", 4), {end_bits = 8}) end, "cuda%.catalog%.reference%.sort: unknown option 'end_bits'")
+case("reference.argsort: a misspelt option", function () cuda.catalog.reference.argsort(hk, {descnding = true}) end, "cuda%.catalog%.reference%.argsort: unknown option 'descnding'")
+case("reference.scan: a misspelt option", function () cuda.catalog.reference.scan(hk, hk, {exclusiv = true}) end, "cuda%.catalog%.reference%.scan: unknown option 'exclusiv' %(known: op, exclusive, init%)")
+case("reference.histogram: a misspelt option", function () cuda.catalog.reference.histogram(hk, cuda.host_array("int32", 4), {bin = 4}) end, "cuda%.catalog%.reference%.histogram: unknown option 'bin'")
+case("bench: a misspelt option", function () cuda.bench(function () end, {rep = 3}) end, "cuda%.bench: unknown option 'rep'")
 
 -- NCCL and MPI arguments that are checked before anything runs
 case("nccl.comm: a short id", function () cuda.nccl.comm("x", 1, 0) end, "bad argument #1 to 'comm' %(an id from cuda%.nccl%.unique_id%(%) is 128 bytes, got 1%)")

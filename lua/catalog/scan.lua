@@ -379,7 +379,7 @@ end
 -- on host arrays, in C: ints exact (wrapping), floats accumulated in float64
 M.reference = {
   scan = function (hx, hy, opts)
-    opts = opts or {}
+    opts = core.options("reference.scan", opts, {"op", "exclusive", "init"})
     return C.ref_scan(hx, hy or hx, opts.op or "add", opts.exclusive == true, opts.init)
   end,
 }

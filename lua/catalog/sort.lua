@@ -514,9 +514,10 @@ end
 
 -- on host arrays, in C: the same order (stable, -0.0 before +0.0, NaNs last
 -- in either order and written as the canonical quiet NaN)
-local function ref_sort(hkeys, hvalues, opts)
+local ref_options = {"descending", "begin_bit", "end_bit"}
+local function ref_sort(hkeys, hvalues, opts, fname)
   if opts == nil and type(hvalues) == "table" then hvalues, opts = nil, hvalues end
-  opts = opts or {}
+  opts = core.options(fname or "reference.sort", opts, ref_options)
   local width = 8 * (elem_bytes[hkeys.dtype] or 4)
   return C.ref_sort(hkeys, hvalues, opts.descending, opts.begin_bit or 0, opts.end_bit or width)
 end
@@ -525,10 +526,11 @@ M.reference = {
   sort = ref_sort,
   -- a new host array of the 1-based positions in sorted order
   argsort = function (hkeys, opts)
+    core.options("reference.argsort", opts, ref_options)   -- before any work
     local n = #hkeys
     local idx = cuda.host_array(n < (1 << 32) and "uint32" or "uint64", n):iota(1)
     local copy = cuda.host_array(hkeys.dtype, n):copy_from(hkeys)
-    ref_sort(copy, idx, opts)
+    ref_sort(copy, idx, opts, "reference.argsort")
     return idx
   end,
 }
