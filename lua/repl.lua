@@ -201,7 +201,8 @@ function repl.command(line)
     return true
   end
   local ok, err = pcall(c.fn, arg)
-  if not ok then print(err) end
+  -- the error is the command's: name it, not this file's line
+  if not ok then print((":%s: %s"):format(name, (tostring(err):gsub("^%[culua%.repl%]:%d+: ", "")))) end
   return true
 end
 

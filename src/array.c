@@ -239,8 +239,8 @@ static void other_end (lua_State *L, int i, const culua_Array *x, int incoming, 
     e->dtype = x->dtype;
   }
   else
-    luaL_typeerror(L, i, incoming ? "cuda.array, cuda.hostarray, string or table"
-                                  : "cuda.array or cuda.hostarray");
+    luaL_typeerror(L, i, incoming ? "cuda.array, cuda.host_array, string or table"
+                                  : "cuda.array or cuda.host_array");
 }
 
 

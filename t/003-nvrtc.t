@@ -46,8 +46,8 @@ T.like(err, "my%.lua:100: error", "opts.file and opts.line override the mapping"
 T.like(err, "in mine%.cu", "opts.name names the program")
 
 -- bad arguments
-T.error_like(function () cuda.compile() end, "bad argument #1 to 'compile' %(string expected, got no value%)", "no source")
-T.error_like(function () cuda.compile("x", 5) end, "bad argument #2 to 'compile' %(table expected, got number%)", "opts not a table")
+T.error_like(function () cuda.compile() end, "cuda%.compile: bad argument #1 %(string expected, got no value%)", "no source")
+T.error_like(function () cuda.compile("x", 5) end, "cuda%.compile: bad argument #2 %(table expected, got number%)", "opts not a table")
 T.error_like(function () cuda.compile("x", {options = {1}}) end, "options%[1%] must be a string", "non-string option")
 T.error_like(function () cuda.compile("x", {output = "elf"}) end, "output must be 'ptx' or 'cubin', not 'elf'", "bad output")
 T.error_like(function () cuda.compile("x", {headers = {[1] = "x"}}) end, "headers must map names to source strings", "bad headers")

@@ -29,7 +29,7 @@ T.error_like(function () cuda.host_array("float32", 2)[1] = "x" end, "number exp
 local h = cuda.host_array("float64", 4)
 T.error_like(function () return h[0] end, "index 0 outside 1%.%.4", "index 0")
 T.error_like(function () h[5] = 1 end, "index 5 outside 1%.%.4", "index past the end")
-T.error_like(function () cuda.host_array("float16", 4) end, "bad argument #1 to 'host_array' %(unknown dtype 'float16'; expected one of int8, uint8, int16, uint16, int32, uint32, int64, uint64, float32, float64%)",
+T.error_like(function () cuda.host_array("float16", 4) end, "cuda%.host_array: bad argument #1 %(unknown dtype 'float16'; expected one of int8, uint8, int16, uint16, int32, uint32, int64, uint64, float32, float64%)",
              "unknown dtype")
 T.error_like(function () cuda.host_array("float32", 0) end, "element count must be positive, got 0", "zero size")
 T.error_like(function () cuda.host_array("float32", {2}) end, "shape must be {rows, cols}", "bad shape")
@@ -83,15 +83,15 @@ T.near(normrel, 0.5 / math.sqrt(21), 1e-12, "norm-wise relative error")
 local z = cuda.host_array("float32", 3):copy_from({1, 0/0, 4})
 T.is(cuda.compare(z, x), math.huge, "a NaN the reference lacks is infinitely wrong")
 T.error_like(function () cuda.compare(x, cuda.host_array("float64", 4)) end, "sizes differ %(3 and 4 elements%)", "size mismatch")
-T.error_like(function () cuda.compare(x, {}) end, "cuda.hostarray or cuda.array expected, got table", "not an array")
+T.error_like(function () cuda.compare(x, {}) end, "cuda.host_array or cuda.array expected, got table", "not an array")
 
 -- text and lifetime
-T.like(tostring(cuda.host_array("int32", 20):iota()), "^cuda%.hostarray%(int32, 20%): {1, 2, 3, 4, 5, 6, 7, 8, %.%.%.}$", "__tostring")
+T.like(tostring(cuda.host_array("int32", 20):iota()), "^cuda%.host_array%(int32, 20%): {1, 2, 3, 4, 5, 6, 7, 8, %.%.%.}$", "__tostring")
 do
   local c <close> = cuda.host_array("uint8", 4)
   c:close()
-  T.is(tostring(c), "cuda.hostarray (closed)", "closed __tostring")
-  T.error_like(function () return c[1] end, "attempt to use a closed cuda%.hostarray", "use after close raises")
+  T.is(tostring(c), "cuda.host_array (closed)", "closed __tostring")
+  T.error_like(function () return c[1] end, "attempt to use a closed cuda%.host_array", "use after close raises")
   T.lives_ok(function () c:close() end, "closing twice is harmless")
 end
 

@@ -79,8 +79,8 @@ T.error_like(function () cuda.array("float32", 4):copy_to(cuda.host_array("float
 T.error_like(function () cuda.array("float32", 4):copy_from(cuda.array("float64", 4)) end, "dtype mismatch %(float32 and float64%)", "dtype mismatch")
 T.error_like(function () cuda.array("int16", 4):copy_from("abc") end, "string of 3 bytes is not a whole number of int16", "odd string")
 T.error_like(function () cuda.array("uint8", 4):copy_from({1, 2, 300}) end, "300 out of range for uint8", "value out of range")
-T.error_like(function () cuda.array("float32", 4):copy_from(42) end, "bad argument #1 to 'copy_from' %(cuda%.array, cuda%.hostarray, string or table expected, got number%)", "bad source")
-T.error_like(function () cuda.array("float32", 4):copy_to({}) end, "cuda%.array or cuda%.hostarray expected, got table", "bad destination")
+T.error_like(function () cuda.array("float32", 4):copy_from(42) end, "copy_from: bad argument #1 %(cuda%.array, cuda%.host_array, string or table expected, got number%)", "bad source")
+T.error_like(function () cuda.array("float32", 4):copy_to({}) end, "cuda%.array or cuda%.host_array expected, got table", "bad destination")
 T.error_like(function () cuda.array("float32", 4):copy_from({1}, 5) end, "cuda%.stream expected, got number", "bad stream")
 T.error_like(function () cuda.array("int32", 2):fill(1.5) end, "1%.5 has no exact int32 representation", "fill with a fraction")
 T.error_like(function () cuda.array("float32", -1) end, "element count must be positive", "negative size")
@@ -145,7 +145,7 @@ do
                "tensor_map: rows must be an integer 1%.%.2%^32, got 0", "tensor_map: no rows")
   T.error_like(function () blk:tensor_map(8, 32, 128, {rows = 2.5, cols = 33, stride = 256}) end,
                "tensor_map: rows must be an integer, got 2%.5", "tensor_map: a fractional row count")
-  T.error_like(function () blk:tensor_map(8, 32, 128, "rows") end, "bad argument #%d to 'tensor_map' %(table expected, got string%)",
+  T.error_like(function () blk:tensor_map(8, 32, 128, "rows") end, "tensor_map: bad argument #%d %(table expected, got string%)",
                "tensor_map: a region that is not a table")
   T.error_like(function () blk:tensor_map(8, 32, 128, {rows = 10, cols = 33, stride = 256, pitch = 1}) end,
                "tensor_map: unknown option 'pitch' %(known: rows, cols, stride%)", "tensor_map: a misspelt key")

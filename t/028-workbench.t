@@ -52,7 +52,8 @@ if gpu then
 else
   T.like(T.run(repl, ":mem\n"), "no live device arrays", ":mem without arrays")
   out = T.run(repl, (":reload %s\n"):format(cf))
-  T.like(out, "no CUDA driver", ":reload of a .cu file without a GPU says why")
+  T.like(out, "> :reload: cuda%.load: no CUDA driver", ":reload of a .cu file without a GPU says why, naming the command")
+  T.unlike(out, "%[culua%.", "and no line inside culua")
   T.like(T.run(repl, ":kernels\n"), "no kernels loaded", ":kernels without kernels")
 end
 os.remove(cf)
@@ -78,7 +79,7 @@ else
   local typed = io.open(log):read("a"):gsub("\r", "")
   os.remove(input); os.remove(log)
   T.like(typed, "> c%.catalog%.matmul\nfunction: ", "Tab completes cuda.catalog.matm to matmul (the catalog loads on demand)")
-  T.like(typed, "> h:fill%(2%)\ncuda%.hostarray%(float32, 3%): {2%.0, 2%.0, 2%.0}", "Tab completes a method of an array")
+  T.like(typed, "> h:fill%(2%)\ncuda%.host_array%(float32, 3%): {2%.0, 2%.0, 2%.0}", "Tab completes a method of an array")
   T.like(typed, "> c%.no_such\a?\nnil", "no completion (a bell) leaves the word as typed")
 end
 T.done_testing()

@@ -137,12 +137,13 @@ end
 -- }======================================================
 
 -- on host arrays, in C: the same binning rule; returns the left-out count
+local ref_histogram = core.reference("reference.histogram", C.ref_histogram)
 M.reference = {
   histogram = function (hx, hcounts, opts)
     local fname = "reference.histogram"
     opts = core.options(fname, opts, {"bins", "lo", "hi", "accumulate"})
     local bins, lo, hi = range(fname, hx.dtype, #hcounts, opts)
-    return C.ref_histogram(hx, hcounts, bins, lo, hi, opts.accumulate == true)
+    return ref_histogram(hx, hcounts, bins, lo, hi, opts.accumulate == true)
   end,
 }
 

@@ -321,7 +321,7 @@ end
 
 -- in double precision, on host arrays: C = alpha*A*B + beta*C; A, B, C 2-D host arrays of any dtypes
 M.reference = {
-  matmul = function (A, B, Cm, alpha, beta) return C.ref_matmul(A, B, Cm, alpha, beta) end,
+  matmul = core.reference("reference.matmul", C.ref_matmul),
 }
 
 M.info = {

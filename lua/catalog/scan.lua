@@ -377,10 +377,11 @@ end
 -- }======================================================
 
 -- on host arrays, in C: ints exact (wrapping), floats accumulated in float64
+local ref_scan = core.reference("reference.scan", C.ref_scan)
 M.reference = {
   scan = function (hx, hy, opts)
     opts = core.options("reference.scan", opts, {"op", "exclusive", "init"})
-    return C.ref_scan(hx, hy or hx, opts.op or "add", opts.exclusive == true, opts.init)
+    return ref_scan(hx, hy or hx, opts.op or "add", opts.exclusive == true, opts.init)
   end,
 }
 

@@ -515,11 +515,13 @@ end
 -- on host arrays, in C: the same order (stable, -0.0 before +0.0, NaNs last
 -- in either order and written as the canonical quiet NaN)
 local ref_options = {"descending", "begin_bit", "end_bit"}
+local ref_sort_c = {["reference.sort"] = core.reference("reference.sort", C.ref_sort),
+                    ["reference.argsort"] = core.reference("reference.argsort", C.ref_sort)}
 local function ref_sort(hkeys, hvalues, opts, fname)
   if opts == nil and type(hvalues) == "table" then hvalues, opts = nil, hvalues end
   opts = core.options(fname or "reference.sort", opts, ref_options)
   local width = 8 * (elem_bytes[hkeys.dtype] or 4)
-  return C.ref_sort(hkeys, hvalues, opts.descending, opts.begin_bit or 0, opts.end_bit or width)
+  return ref_sort_c[fname or "reference.sort"](hkeys, hvalues, opts.descending, opts.begin_bit or 0, opts.end_bit or width)
 end
 
 M.reference = {
