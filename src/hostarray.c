@@ -48,6 +48,7 @@ static int cuda_host_array (lua_State *L) {
   culua_Dtype t = culua_checkdtype(L, 1);
   size_t rows, cols, n = culua_checkshape(L, 2, t, &rows, &cols);
   size_t bytes = n * culua_dtype_size[t];
+  size_t held = bytes ? bytes : 1;   /* data == NULL means closed: an empty array holds a byte */
   int pinned = 0, ordinal = -1;
   culua_HostArray *h;
   if (!lua_isnoneornil(L, 3)) {
@@ -66,14 +67,14 @@ static int cuda_host_array (lua_State *L) {
     CUresult r;
     culua_ctx_open(L, &h->c, ordinal, "cuda.host_array");
     /* portable: usable for copies with any context, not only this one */
-    r = culua_cu(L, "cuda.host_array")->cuMemHostAlloc(&h->data, bytes, CU_MEMHOSTALLOC_PORTABLE);
+    r = culua_cu(L, "cuda.host_array")->cuMemHostAlloc(&h->data, held, CU_MEMHOSTALLOC_PORTABLE);
     if (r != CUDA_SUCCESS) {
       char buf[32];
       h->data = NULL;
       culua_cufail(L, r, "cuda.host_array", "pinning %s of host memory", culua_bytes(buf, (double)bytes));
     }
   }
-  else if ((h->data = calloc(1, bytes)) == NULL) {
+  else if ((h->data = calloc(1, held)) == NULL) {
     char buf[32];
     luaL_error(L, "cuda.host_array: out of host memory allocating %s", culua_bytes(buf, (double)bytes));
   }
@@ -137,7 +138,7 @@ static int host_iota (lua_State *L) {
   if (h->dtype != CULUA_FLOAT32 && h->dtype != CULUA_FLOAT64 && step != floor(step))
     luaL_error(L, "iota: step %s is not a whole number, as %s needs", lua_tostring(L, 3), culua_dtype_names[h->dtype]);
   check_fits(L, h->dtype, start, "iota");
-  check_fits(L, h->dtype, start + step * (double)(h->n - 1), "iota");
+  if (h->n > 0) check_fits(L, h->dtype, start + step * (double)(h->n - 1), "iota");
   lua_settop(L, 3);
   for (k = 0; k < h->n; k++) culua_elem_set_double(h->dtype, elem(h, k), start + step * (double)k);
   lua_settop(L, 1);

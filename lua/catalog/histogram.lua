@@ -112,10 +112,11 @@ function M.histogram(x, counts, opts)
     fail(fname, "variant 'seed' keeps the bins in shared memory: at most %d bins, got %d", SHARED_BINS, bins)
   end
   local n = #x
+  if not opts.accumulate then (bins == #counts and counts or counts:view(1, bins)):fill(0, stream) end
+  if n == 0 then return 0 end   -- nothing binned, nothing left out: no launch, no wait
   local word = core.scratch("histogram_word", dev, stream, 1):view(1, 1)
   word:fill(0, stream)
-  if not opts.accumulate then (bins == #counts and counts or counts:view(1, bins)):fill(0, stream) end
-  if n > 0 then
+  do
     local kern = core.kernel("histogram", ("culua_histogram_%s_%s"):format(short[dt], short[cdt]), nil, dev)
     local mode = variant == "seed" and 2 or (bins <= SHARED_BINS and 0 or 1)
     local shared = mode == 1 and 0 or 4 * bins

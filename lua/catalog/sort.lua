@@ -338,7 +338,6 @@ local function check_keys(fname, keys)
   if not key_kind[dt] then
     fail(fname, "keys has dtype %s; expected one of %s", dt, table.concat(key_dtypes, ", "))
   end
-  if n < 1 then fail(fname, "keys is empty") end
   return n, dt
 end
 
@@ -492,7 +491,7 @@ function M.sort(keys, values, opts)
   if values ~= nil then vb = check_values(fname, values, n) end
   local o = check_opts(fname, opts, key_bits[kdt])
   local dev = core.same_device(fname, {"keys", "values"}, keys, values)
-  run(fname, keys, values, nil, n, kdt, vb, o, dev)
+  if n > 0 then run(fname, keys, values, nil, n, kdt, vb, o, dev) end   -- nothing: sorted
   return keys, values
 end
 
@@ -506,7 +505,7 @@ function M.argsort(keys, opts)
   local dev = keys.device
   local idt = n < (1 << 32) and "uint32" or "uint64"
   local out = cuda.array(idt, n, {device = dev.ordinal})
-  run(fname, keys, nil, out, n, kdt, elem_bytes[idt], o, dev)
+  if n > 0 then run(fname, keys, nil, out, n, kdt, elem_bytes[idt], o, dev) end
   return out
 end
 
