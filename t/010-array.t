@@ -90,10 +90,12 @@ local okay, err = pcall(cuda.array, "uint8", 1 << 40)
 T.ok(not okay, "1 TiB cannot be allocated")
 T.like(err, "cuda%.array: CUDA_ERROR_OUT_OF_MEMORY allocating 1%.00 TiB on device 0", "OOM names the error, size and device")
 do   -- unreachable arrays are collected to make room
+  -- 4 x 30% of free memory needs the collection (the fourth, or sooner when other
+  -- processes on the GPU take some meanwhile, as under prove -j8: the retry covers both)
   local free = dev:memory_info()
-  local chunk = math.floor(free * 0.45)
+  local chunk = math.floor(free * 0.3)
   for _ = 1, 4 do local _ = cuda.array("uint8", chunk) end   -- each loses its last reference
-  T.ok(true, "allocating 4 x 45% of free memory succeeds: OOM runs the GC and retries")
+  T.ok(true, "allocating 4 x 30% of free memory succeeds: OOM runs the GC and retries")
 end
 
 -- lifetime
