@@ -82,8 +82,19 @@ static void print_usage (const char *badoption) {
     "  --        stop handling options\n"
     "  -         stop handling options and execute stdin\n"
     "With no script, culua runs an interactive REPL when stdin is a terminal,\n"
-    "and executes stdin otherwise. Environment: CULUA_LIBCUDA, CULUA_LIBNVRTC,\n"
-    "CULUA_CUDA_INCLUDE, CULUA_CACHE (a directory, or 'off').\n",
+    "and executes stdin otherwise. The global `cuda` is the module.\n"
+    "Environment (besides Lua's LUA_INIT, LUA_PATH, LUA_CPATH):\n"
+    "  CULUA_LIBCUDA         the driver library to open instead of libcuda.so.1\n"
+    "  CULUA_LIBNVRTC        the NVRTC library to open instead of libnvrtc.so\n"
+    "  CULUA_LIBNCCL         the NCCL library to open instead of libnccl.so.2\n"
+    "  CULUA_LIBCUDADEVRT    the device runtime (libcudadevrt.a) cuda.link uses\n"
+    "  CULUA_CUDA_INCLUDE    the toolkit include directory handed to NVRTC\n"
+    "  CULUA_CACHE           the compile cache directory, or 'off'\n"
+    "  CULUA_DEVICE          under MPI, keep the default GPU, not the local rank's\n"
+    "  CULUA_MPI_STAGE       under a CUDA-aware MPI, stage through host memory\n"
+    "  CULUA_TEST_WRAP       culua.tap: a command to run culua under (tests)\n"
+    "  CULUA_TEST_SANITIZER  culua.tap: the compute-sanitizer tool running (tests)\n"
+    "  CULUA_TEST_SHARE      culua.tap: k/m, run the k-th of every m cases (tests)\n",
     progname);
   fflush(out);
 }

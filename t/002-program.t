@@ -12,6 +12,26 @@ T.like(out, "usage: .*culua %[options%] %[script %[args%]%]", "--help prints usa
 T.like(out, "%-e stat", "usage lists -e")
 T.is(status, 0, "--help exits 0")
 
+-- every CULUA_* variable that the code reads is listed in --help, one a line
+do
+  local srcdir = os.getenv("CULUA_SRCDIR") or "."
+  local p = io.popen(("grep -ohE 'getenv\\(\"CULUA_[A-Z0-9_]+|open_first\\(\"CULUA_[A-Z0-9_]+' %s/src/*.c %s/lua/*.lua %s/lua/catalog/*.lua")
+                     :format(srcdir, srcdir, srcdir))
+  local seen, n = {}, 0
+  for name in p:read("a"):gmatch("CULUA_[A-Z0-9_]+") do
+    if not seen[name] then
+      seen[name] = true
+      n = n + 1
+      T.like(out, "\n  " .. name .. " +%S", "--help lists " .. name)
+    end
+  end
+  p:close()
+  T.ok(n >= 8, ("found the %d variables the code reads"):format(n))
+  local widest = ""
+  for line in out:gmatch("[^\n]+") do if #line > #widest then widest = line end end
+  T.ok(#widest <= 80, "--help fits 80 columns: " .. widest)
+end
+
 out, status = T.run(culua .. " -z")
 T.like(out, "unrecognized option '%-z'", "a bad option is named")
 T.isnt(status, 0, "and exits non-zero")
