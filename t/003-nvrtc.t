@@ -45,6 +45,15 @@ okay, err = pcall(cuda.compile, "bad", {line = 100, file = "my.lua", name = "min
 T.like(err, "my%.lua:100: error", "opts.file and opts.line override the mapping")
 T.like(err, "in mine%.cu", "opts.name names the program")
 
+-- prog.arch: the target asked, the device's, or without either what the PTX says
+do
+  local p = cuda.compile('extern "C" __global__ void k() {}', {cache = false})
+  local target = p.ptx:match("%.target sm_(%w+)")
+  T.is(p.arch, "compute_" .. target, "prog.arch is the PTX's target (" .. tostring(p.arch) .. ")")
+  local q = cuda.compile('extern "C" __global__ void k() {}')
+  T.is(q.arch, p.arch, "and the same from the cache")
+end
+
 -- bad arguments
 T.error_like(function () cuda.compile() end, "cuda%.compile: bad argument #1 %(string expected, got no value%)", "no source")
 T.error_like(function () cuda.compile("x", 5) end, "cuda%.compile: bad argument #2 %(table expected, got number%)", "opts not a table")
