@@ -407,9 +407,22 @@ static int pushline (lua_State *L, int firstline) {
 }
 
 
+#if defined(CULUA_USE_READLINE)
+static char histfile[4096];   /* ~/.culua_history, or "" */
+#define HISTMAX 1000
+#endif
+
+/*
+** Each line goes to the history file as it is entered, not at the end: a
+** REPL left by os.exit(), a signal or a crash keeps what was typed.
+*/
 static void saveline (const char *line) {
 #if defined(CULUA_USE_READLINE)
-  if (use_readline && line[0] != '\0') add_history(line);
+  if (use_readline && line[0] != '\0') {
+    add_history(line);
+    if (histfile[0] != '\0' && append_history(1, histfile) == 0)
+      history_truncate_file(histfile, HISTMAX);
+  }
 #else
   (void)line;
 #endif
@@ -535,11 +548,15 @@ static int loadline (lua_State *L) {
 }
 
 
+/* the results, through culua.repl's print (tables readably), else print */
 static void l_print (lua_State *L) {
   int n = lua_gettop(L);
   if (n > 0) {
     luaL_checkstack(L, LUA_MINSTACK, "too many results to print");
-    lua_getglobal(L, "print");
+    if (!pushrepl(L, "print")) {
+      lua_pop(L, 1);
+      lua_getglobal(L, "print");
+    }
     lua_insert(L, 1);
     if (lua_pcall(L, n, 0, 0) != LUA_OK)
       l_message(progname, lua_pushfstring(L, "error calling 'print' (%s)",
@@ -630,9 +647,10 @@ int main (int argc, char **argv) {
   if (use_readline) {
     const char *home = getenv("HOME");
     if (home) {
-      static char hist[4096];
-      snprintf(hist, sizeof(hist), "%s/.culua_history", home);
-      read_history(hist);
+      FILE *f;
+      snprintf(histfile, sizeof(histfile), "%s/.culua_history", home);
+      read_history(histfile);
+      if ((f = fopen(histfile, "a")) != NULL) fclose(f);   /* append_history needs the file */
     }
   }
 #endif
@@ -642,17 +660,7 @@ int main (int argc, char **argv) {
   lua_pushlightuserdata(L, argv);
   status = lua_pcall(L, 2, 1, 0);
   result = lua_toboolean(L, -1);
-  report(L, status);
-#if defined(CULUA_USE_READLINE)
-  if (use_readline) {
-    const char *home = getenv("HOME");
-    if (home) {
-      char hist[4096];
-      snprintf(hist, sizeof(hist), "%s/.culua_history", home);
-      write_history(hist);
-    }
-  }
-#endif
+  report(L, status);   /* the history is written line by line (saveline) */
   lua_close(L);
   return (result && status == LUA_OK) ? EXIT_SUCCESS : EXIT_FAILURE;
 }
