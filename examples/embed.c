@@ -24,7 +24,7 @@ int main (int argc, char **argv) {
   }
   L = luaL_newstate();
   if (L == NULL) return EXIT_FAILURE;
-  culua_openlibs(L);   /* standard libraries, with `cuda` preloaded */
+  culua_openlibs(L);   /* standard libraries, and the global `cuda` */
   status = luaL_loadfile(L, argv[1]);
   if (status == LUA_OK) status = lua_pcall(L, 0, 1, 0);
   if (status != LUA_OK) {

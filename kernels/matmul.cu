@@ -316,16 +316,17 @@ __device__ void fast (int M, int N, int K, T alpha, const T *A, const T *B, T be
         }
       }
     }
-    return;
   }
+  else {   /* an else, not a return above: a loop after it is unreachable when CS (nvcc #128-D) */
 #pragma unroll
-  for (int i = 0; i < TM; i++) {
-    int r = crow(i);
-    if (r >= M) continue;
+    for (int i = 0; i < TM; i++) {
+      int r = crow(i);
+      if (r >= M) continue;
 #pragma unroll
-    for (int j = 0; j < TN; j++) {
-      int c = bn + (j < TN / 2 ? tx * (TN / 2) + j : BN / 2 + tx * (TN / 2) + j - TN / 2);
-      if (c < N) store_c(C, (size_t)r * ldc + c, alpha, acc[i][j], beta);
+      for (int j = 0; j < TN; j++) {
+        int c = bn + (j < TN / 2 ? tx * (TN / 2) + j : BN / 2 + tx * (TN / 2) + j - TN / 2);
+        if (c < N) store_c(C, (size_t)r * ldc + c, alpha, acc[i][j], beta);
+      }
     }
   }
 }

@@ -40,34 +40,52 @@ local function median(sorted)
   return (sorted[n // 2] + sorted[n // 2 + 1]) / 2
 end
 
+local known = {warmup = true, reps = true, stream = true, name = true, setup = true}
+
 local function bench(fn, opts)
+  -- errors name the user's line: theirs is the caller of cuda.bench (a C
+  -- function) or of this one, required directly; never a line of this file
+  local level = debug.getinfo(2, "S").what == "C" and 3 or 2
+  local function fail(fmt, ...) error(("cuda.bench: " .. fmt):format(...), level + 1) end
+  -- culua's own calls: a failure (no driver, say) is the user's, at their line
+  local function call(f, ...)
+    local ok, r = pcall(f, ...)
+    if not ok then error(tostring(r):gsub("^%[culua%.bench%]:%d+: ", ""), level + 1) end
+    return r
+  end
   opts = opts or {}
-  if type(fn) ~= "function" then error("bad argument #1 to 'bench' (function expected, got " .. type(fn) .. ")", 2) end
-  if type(opts) ~= "table" then error("bad argument #2 to 'bench' (table expected, got " .. type(opts) .. ")", 2) end
+  if type(fn) ~= "function" then fail("bad argument #1 (function expected, got %s)", type(fn)) end
+  if type(opts) ~= "table" then fail("bad argument #2 (table expected, got %s)", type(opts)) end
+  for k in pairs(opts) do
+    if not known[k] then fail("unknown option '%s' (known: name, reps, setup, stream, warmup)", tostring(k)) end
+  end
   local warmup, reps, stream = opts.warmup or 3, opts.reps or 20, opts.stream
-  if math.type(warmup) ~= "integer" or warmup < 0 then error("bench: warmup must be an integer >= 0", 2) end
-  if math.type(reps) ~= "integer" or reps < 1 then error("bench: reps must be an integer >= 1", 2) end
+  if math.type(warmup) ~= "integer" or warmup < 0 then fail("warmup must be an integer >= 0, got %s", tostring(warmup)) end
+  if math.type(reps) ~= "integer" or reps < 1 then fail("reps must be an integer >= 1, got %s", tostring(reps)) end
+  if stream ~= nil and cuda.type(stream) ~= "cuda.stream" then
+    fail("stream must be a cuda.stream, got %s", cuda.type(stream) or type(stream))
+  end
   local name = opts.name or "cuda.bench"
-  if type(name) ~= "string" then error("bench: name must be a string", 2) end
+  if type(name) ~= "string" then fail("name must be a string, got %s", type(name)) end
   local setup = opts.setup
-  if setup ~= nil and type(setup) ~= "function" then error("bench: setup must be a function", 2) end
-  local range <close> = cuda.nvtx.scope(name)
+  if setup ~= nil and type(setup) ~= "function" then fail("setup must be a function, got %s", type(setup)) end
+  local range <close> = call(cuda.nvtx.scope, name)
   if warmup > 0 then
-    local w <close> = cuda.nvtx.scope("warmup")
+    local w <close> = call(cuda.nvtx.scope, "warmup")
     for _ = 1, warmup do
       if setup then setup() end
       fn()
     end
   end
-  local e0 <close> = cuda.event()
-  local e1 <close> = cuda.event()
+  local e0 <close> = call(cuda.event)
+  local e1 <close> = call(cuda.event)
   local times, sum = {}, 0
   for i = 1, reps do
     if setup then setup() end
-    e0:record(stream)
+    call(e0.record, e0, stream)
     fn()
-    e1:record(stream)
-    times[i] = e0:elapsed(e1)
+    call(e1.record, e1, stream)
+    times[i] = call(e0.elapsed, e0, e1)
     sum = sum + times[i]
   end
   local sorted = table.move(times, 1, reps, 1, {})

@@ -230,7 +230,7 @@ end
 
 local function encode(img, opts, fname)
   local mt = type(img) == "userdata" and getmetatable(img)
-  if not (type(mt) == "table" and mt.__name == "cuda.hostarray") then
+  if not (type(mt) == "table" and mt.__name == "cuda.host_array") then
     error(("%s: image must be a cuda.host_array, got %s"):format(fname, type(mt) == "table" and mt.__name or type(img)), 3)
   end
   local shape, dtype = img.shape, img.dtype

@@ -27,16 +27,17 @@ end
 
 -- {====================================================== commands
 
-def("help", "", "this list", function ()
-  print("culua REPL commands (Lua statements and expressions work as in lua):")
+def("help", "", "the commands", function ()
+  print("Lua statements and expressions work as in lua; `cuda` is a global.")
+  print("Lines that start with a colon are commands:")
   for _, name in ipairs(order) do
     local c = commands[name]
-    print(("  :%-22s %s"):format(name .. (c.args ~= "" and " " .. c.args or ""), c.help))
+    print(("  :%-16s %s"):format(name .. (c.args ~= "" and " " .. c.args or ""), c.help))
   end
   print("Tab completes globals, fields and methods (cuda.catalog.<Tab>, x:<Tab>).")
 end)
 
-def("devices", "", "the GPUs: name, compute capability, memory used and free", function ()
+def("devices", "", "the GPUs with their memory", function ()
   local n = cuda.device_count()
   if n == 0 then
     local libs = cuda.libraries()
@@ -53,7 +54,7 @@ def("devices", "", "the GPUs: name, compute capability, memory used and free", f
   print("(utilisation: the driver API does not report it; nvidia-smi does)")
 end)
 
-def("mem", "", "this state's live device arrays, largest first, with where each was made", function ()
+def("mem", "", "live device arrays, largest first, with where each was made", function ()
   local rows, total = {}, 0
   collectgarbage()
   for _, e in ipairs(cuda.live("arrays")) do
@@ -76,7 +77,7 @@ def("mem", "", "this state's live device arrays, largest first, with where each 
         bytes(cuda.memory_in_use())))
 end)
 
-def("kernels", "", "loaded kernels: registers, shared and local memory (spills), max threads", function ()
+def("kernels", "", "loaded kernels with registers, shared and local memory", function ()
   local rows = {}
   collectgarbage()
   for _, e in ipairs(cuda.live("kernels")) do
@@ -101,7 +102,7 @@ local function chunk(s)
   return f, err
 end
 
-def("time", "<statement>", "run it, wait for the GPU, print host and GPU (event) time", function (arg)
+def("time", "<statement>", "run it and print host and GPU time", function (arg)
   if arg == "" then print("usage: :time <statement>"); return end
   local f, err = chunk(arg)
   if not f then print(err); return end
@@ -128,8 +129,8 @@ end)
 
 -- a .cu file's kernels into the globals that hold kernels of those names
 local reload_opts = {}
-def("reload", "<file.cu|file.lua> [options]", "re-read a file: a .lua runs again; a .cu is compiled and "
-    .. "its kernels replace the globals that hold kernels of the same names", function (arg)
+def("reload", "<file>", "run a .lua file again, or compile a .cu file and rebind\n"
+    .. (" "):rep(20) .. "the kernels of the same names (nvrtc options may follow)", function (arg)
   local path, rest = arg:match("^(%S+)%s*(.*)$")
   if not path then print("usage: :reload <file.cu|file.lua> [nvrtc options]"); return end
   if path:match("%.lua$") then
@@ -174,7 +175,7 @@ local function cache_files()
   return dir, files, total
 end
 
-def("cache", "[clear]", "the compile cache: where, how many entries, how big; clear empties it", function (arg)
+def("cache", "[clear]", "the compile cache's place and size, or empty it", function (arg)
   local dir, files, total = cache_files()
   if not dir then print("the compile cache is off (CULUA_CACHE=off) or has no home"); return end
   if arg == "clear" then
@@ -190,6 +191,56 @@ end)
 -- }======================================================
 
 
+-- {====================================================== printing results
+
+-- a value as the REPL prints it: tables nested, at most MAXDEPTH deep and
+-- MAXITEMS entries a table (then "..."), a table seen before by its address;
+-- the rest (arrays included) as print shows them
+local MAXDEPTH, MAXITEMS = 3, 24
+
+local function keystr(k)
+  if type(k) == "string" and k:match("^[%a_][%w_]*$") then return k end
+  return "[" .. (type(k) == "string" and ("%q"):format(k) or tostring(k)) .. "]"
+end
+
+local function show(v, depth, seen)
+  if type(v) == "string" then return depth > 0 and ("%q"):format(v):gsub("\\\n", "\\n") or v end
+  if type(v) ~= "table" or (getmetatable(v) and getmetatable(v).__tostring) then return tostring(v) end
+  if seen[v] then return "<" .. tostring(v) .. ">" end
+  if depth >= MAXDEPTH then return "{...}" end
+  seen[v] = true
+  local parts, n = {}, #v
+  for i = 1, math.min(n, MAXITEMS) do parts[#parts + 1] = show(v[i], depth + 1, seen) end
+  local keys = {}
+  for k in pairs(v) do
+    if not (math.type(k) == "integer" and k >= 1 and k <= n) then keys[#keys + 1] = k end
+  end
+  table.sort(keys, function (a, b)
+    if type(a) == type(b) and (type(a) == "string" or type(a) == "number") then return a < b end
+    return type(a) < type(b)
+  end)
+  for _, k in ipairs(keys) do
+    if #parts >= MAXITEMS then break end
+    parts[#parts + 1] = keystr(k) .. " = " .. show(v[k], depth + 1, seen)
+  end
+  seen[v] = nil
+  if n + #keys > #parts then parts[#parts + 1] = ("... (%d more)"):format(n + #keys - #parts) end
+  local one = "{" .. table.concat(parts, ", ") .. "}"
+  if #one + depth * 2 <= 78 then return one end
+  local pad = ("  "):rep(depth + 1)
+  return "{\n" .. pad .. table.concat(parts, ",\n" .. pad) .. "\n" .. ("  "):rep(depth) .. "}"
+end
+
+-- repl.print(...): the REPL's results, tab-separated as print does, tables readably
+function repl.print(...)
+  local out = {}
+  for i = 1, select("#", ...) do out[i] = show((select(i, ...)), 0, {}) end
+  print(table.concat(out, "\t", 1, select("#", ...)))
+end
+
+-- }======================================================
+
+
 -- repl.command(":name args") -> true when it was a command line (it ran, or
 -- said what is wrong)
 function repl.command(line)
@@ -201,7 +252,8 @@ function repl.command(line)
     return true
   end
   local ok, err = pcall(c.fn, arg)
-  if not ok then print(err) end
+  -- the error is the command's: name it, not this file's line
+  if not ok then print((":%s: %s"):format(name, (tostring(err):gsub("^%[culua%.repl%]:%d+: ", "")))) end
   return true
 end
 
@@ -263,8 +315,12 @@ function repl.complete(line)
       if not ok or x == nil then return {} end
       v = x
     end
+    -- names that begin with _ are private: shown only when the word does
+    local private = partial:sub(1, 1) == "_"
     for _, k in ipairs(keys_of(v, sep == ":")) do
-      if k:sub(1, #partial) == partial and k:match("^[%a_][%w_]*$") then add(base .. sep .. k) end
+      if k:sub(1, #partial) == partial and k:match("^[%a_][%w_]*$") and (private or k:sub(1, 1) ~= "_") then
+        add(base .. sep .. k)
+      end
     end
   else
     for _, k in ipairs(keys_of(_G)) do if k:sub(1, #expr) == expr then add(k) end end

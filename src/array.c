@@ -49,7 +49,9 @@ static size_t held_bytes (const culua_Array *a) {
 static CUdeviceptr alloc (lua_State *L, size_t bytes, int ordinal, const char *fname) {
   const culua_Driver *cu = culua_cu(L, fname);
   CUdeviceptr p = 0;
-  CUresult r = cu->cuMemAlloc(&p, bytes);
+  CUresult r;
+  if (bytes == 0) return 0;   /* cuMemAlloc refuses 0: an empty array holds nothing, ptr 0 */
+  r = cu->cuMemAlloc(&p, bytes);
   if (r == CUDA_ERROR_OUT_OF_MEMORY) {
     lua_gc(L, LUA_GCCOLLECT);
     r = cu->cuMemAlloc(&p, bytes);
@@ -136,16 +138,17 @@ static int array_view (lua_State *L) {
   culua_Array *v;
   if (a->pitch)
     return luaL_error(L, "view: the rows of a pitched array are not contiguous (copy it to a packed array first)");
-  luaL_argcheck(L, first >= 1 && (size_t)first <= a->n, 2,
+  /* an empty view may start one past the end, as x[n+1:] does in NumPy */
+  luaL_argcheck(L, first >= 1 && (size_t)first <= a->n + (count == 0), 2,
                 lua_pushfstring(L, "first element %I outside 1..%I", first, (lua_Integer)a->n));
-  luaL_argcheck(L, count >= 1 && (size_t)(first - 1 + count) <= a->n, 3,
+  luaL_argcheck(L, count >= 0 && (size_t)(first - 1 + count) <= a->n, 3,
                 lua_pushfstring(L, "count %I runs past the end (%I elements from %I)", count,
                                 (lua_Integer)a->n, first));
   v = newarray(L);
   lua_pushvalue(L, 1);
   lua_setiuservalue(L, -2, 1);   /* the view keeps its parent alive */
   culua_ctx_open(L, &v->c, a->c.ordinal, "view");
-  v->ptr = a->ptr + (CUdeviceptr)((size_t)(first - 1) * culua_dtype_size[a->dtype]);
+  v->ptr = count == 0 ? 0 : a->ptr + (CUdeviceptr)((size_t)(first - 1) * culua_dtype_size[a->dtype]);
   v->n = v->cols = (size_t)count;
   v->dtype = a->dtype;
   v->parent = a->parent ? a->parent : a;
@@ -171,7 +174,7 @@ void culua_newarray_over (lua_State *L, int owner, int ordinal, CUdeviceptr p, s
 static int array_close (lua_State *L) {
   culua_Array *a = (culua_Array *)luaL_checkudata(L, 1, CULUA_ARRAY);
   if (a->c.ctx != NULL && a->parent == NULL && !a->borrowed) {
-    if (culua_ctx_live(&a->c)) culua_load_driver(NULL)->cuMemFree(a->ptr);
+    if (culua_ctx_live(&a->c) && a->ptr != 0) culua_load_driver(NULL)->cuMemFree(a->ptr);
     culua_state(L)->device_bytes -= held_bytes(a);
   }
   culua_ctx_close(&a->c);
@@ -239,8 +242,8 @@ static void other_end (lua_State *L, int i, const culua_Array *x, int incoming, 
     e->dtype = x->dtype;
   }
   else
-    luaL_typeerror(L, i, incoming ? "cuda.array, cuda.hostarray, string or table"
-                                  : "cuda.array or cuda.hostarray");
+    luaL_typeerror(L, i, incoming ? "cuda.array, cuda.host_array, string or table"
+                                  : "cuda.array or cuda.host_array");
 }
 
 
@@ -522,6 +525,10 @@ static int array_fill (lua_State *L) {
   CUresult r;
   luaL_checkany(L, 2);
   culua_toelem(L, 2, x->dtype, &v, "fill");
+  if (x->n == 0) {   /* nothing to fill, and no memory to give the driver */
+    lua_settop(L, 1);
+    return 1;
+  }
   if (x->pitch) r = fill_pitched(cu, x, &v, s);
   else switch (culua_dtype_size[x->dtype]) {
     case 1: r = cu->cuMemsetD8Async(x->ptr, v.u8, x->n, s); break;

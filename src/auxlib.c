@@ -43,6 +43,159 @@ culua_State *culua_state (lua_State *L) {
 
 /* {====================================================== errors */
 
+/*
+** One voice for every message (DESIGN, STYLE): it starts with the function
+** the user called, as they wrote it, then says what is wrong, lowercase,
+** with no final period, quoting the bad value:
+**   cuda.array: CUDA_ERROR_OUT_OF_MEMORY allocating 1.00 TiB on device 0
+**   cuda.host_array: unknown option 'pinnned' (known: pinned, device)
+**   cuda.array: bad argument #2 (number expected, got string)
+**   copy_from: bad argument #1 (cuda.host_array expected, got number)
+** Module functions are named in full (cuda.array, cuda.nccl.comm), methods
+** by their name (copy_from, launch). Lua's own argument checks say "bad
+** argument #2 to 'array' (...)": culua_int.h points luaL_argerror,
+** luaL_typeerror and the luaL_check and luaL_opt functions that raise
+** through them at the culua_ versions below, which differ only in the
+** message. A Lua module (lua/) raises at the user's line with error(msg,
+** level), never at its own.
+*/
+
+/*
+** Find the function at index f in the table on top, down to `level` tables
+** deep; on success leave "prefix.key[.key]" on top (over the table) and
+** return 1, else pop nothing and return 0. lauxlib's pushglobalfuncname does
+** the same for tracebacks, two levels deep; cuda.nccl.comm is three.
+*/
+static int findfield (lua_State *L, int f, int level) {
+  if (level == 0 || !lua_istable(L, -1)) return 0;
+  lua_pushnil(L);
+  while (lua_next(L, -2)) {                     /* t, k, v */
+    if (lua_type(L, -2) == LUA_TSTRING) {
+      if (lua_rawequal(L, f, -1)) {
+        lua_pop(L, 1);                          /* t, k */
+        return 1;
+      }
+      if (findfield(L, f, level - 1)) {        /* t, k, v, name */
+        lua_pushliteral(L, ".");
+        lua_replace(L, -3);                     /* t, k, ".", name */
+        lua_concat(L, 3);                       /* t, "k.name" */
+        return 1;
+      }
+    }
+    lua_pop(L, 1);
+  }
+  return 0;
+}
+
+
+/* the name a user calls the running C function by: its place in the
+** modules of package.loaded ("cuda.array"), else the name at the call */
+static const char *funcname (lua_State *L, lua_Debug *ar) {
+  int top = lua_gettop(L);
+  lua_getinfo(L, "f", ar);                                    /* f */
+  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);   /* f, loaded */
+  lua_pushnil(L);
+  while (lua_next(L, top + 2)) {                              /* f, loaded, mod, t */
+    if (lua_type(L, -2) == LUA_TSTRING && strcmp(lua_tostring(L, -2), LUA_GNAME) != 0 &&
+        findfield(L, top + 1, 2)) {                           /* ..., mod, t, "k.name" */
+      const char *name = lua_pushfstring(L, "%s.%s", lua_tostring(L, top + 3), lua_tostring(L, -1));
+      lua_replace(L, top + 1);
+      lua_settop(L, top + 1);   /* the name stays until the error is raised */
+      return name;
+    }
+    lua_settop(L, top + 3);
+  }
+  lua_settop(L, top);
+  return ar->name ? ar->name : "?";
+}
+
+
+int culua_argerror (lua_State *L, int arg, const char *extramsg) {
+  lua_Debug ar;
+  const char *name;
+  if (!lua_getstack(L, 0, &ar))   /* no stack frame */
+    return luaL_error(L, "bad argument #%d (%s)", arg, extramsg);
+  lua_getinfo(L, "n", &ar);
+  name = funcname(L, &ar);
+  if (strcmp(ar.namewhat, "method") == 0) {
+    arg--;   /* do not count self */
+    if (arg == 0) return luaL_error(L, "%s: bad self (%s)", name, extramsg);
+  }
+  return luaL_error(L, "%s: bad argument #%d (%s)", name, arg, extramsg);
+}
+
+
+int culua_typeerror (lua_State *L, int arg, const char *tname) {
+  const char *typearg;
+  if (luaL_getmetafield(L, arg, "__name") == LUA_TSTRING) typearg = lua_tostring(L, -1);
+  else if (lua_type(L, arg) == LUA_TLIGHTUSERDATA) typearg = "light userdata";
+  else typearg = luaL_typename(L, arg);
+  return culua_argerror(L, arg, lua_pushfstring(L, "%s expected, got %s", tname, typearg));
+}
+
+
+/* lauxlib's checks, raising through culua_argerror */
+void culua_checktype (lua_State *L, int arg, int t) {
+  if (lua_type(L, arg) != t) culua_typeerror(L, arg, lua_typename(L, t));
+}
+
+void culua_checkany (lua_State *L, int arg) {
+  if (lua_type(L, arg) == LUA_TNONE) culua_argerror(L, arg, "value expected");
+}
+
+const char *culua_checklstring (lua_State *L, int arg, size_t *len) {
+  const char *s = lua_tolstring(L, arg, len);
+  if (s == NULL) culua_typeerror(L, arg, lua_typename(L, LUA_TSTRING));
+  return s;
+}
+
+const char *culua_optlstring (lua_State *L, int arg, const char *def, size_t *len) {
+  if (lua_isnoneornil(L, arg)) {
+    if (len) *len = def ? strlen(def) : 0;
+    return def;
+  }
+  return culua_checklstring(L, arg, len);
+}
+
+lua_Number culua_checknumber (lua_State *L, int arg) {
+  int isnum;
+  lua_Number d = lua_tonumberx(L, arg, &isnum);
+  if (!isnum) culua_typeerror(L, arg, lua_typename(L, LUA_TNUMBER));
+  return d;
+}
+
+lua_Number culua_optnumber (lua_State *L, int arg, lua_Number def) {
+  return lua_isnoneornil(L, arg) ? def : culua_checknumber(L, arg);
+}
+
+lua_Integer culua_checkinteger (lua_State *L, int arg) {
+  int isnum;
+  lua_Integer d = lua_tointegerx(L, arg, &isnum);
+  if (!isnum) {
+    if (lua_isnumber(L, arg)) culua_argerror(L, arg, "number has no integer representation");
+    else culua_typeerror(L, arg, lua_typename(L, LUA_TNUMBER));
+  }
+  return d;
+}
+
+lua_Integer culua_optinteger (lua_State *L, int arg, lua_Integer def) {
+  return lua_isnoneornil(L, arg) ? def : culua_checkinteger(L, arg);
+}
+
+void *culua_checkudata (lua_State *L, int arg, const char *tname) {
+  void *p = luaL_testudata(L, arg, tname);
+  if (p == NULL) culua_typeerror(L, arg, tname);
+  return p;
+}
+
+int culua_checkoption (lua_State *L, int arg, const char *def, const char *const lst[]) {
+  const char *name = def ? culua_optlstring(L, arg, def, NULL) : culua_checklstring(L, arg, NULL);
+  int i;
+  for (i = 0; lst[i]; i++)
+    if (strcmp(lst[i], name) == 0) return i;
+  return culua_argerror(L, arg, lua_pushfstring(L, "invalid option '%s'", name));
+}
+
 const culua_Driver *culua_cu (lua_State *L, const char *fname) {
   const char *why = NULL;
   const culua_Driver *cu = culua_load_driver(&why);

@@ -205,13 +205,16 @@ int luaopen_cuda (lua_State *L) {
 
 /* {====================================================== host API (culua.h) */
 
+/*
+** As luaL_openlibs gives `string`: the standard libraries, culua's Lua
+** modules preloaded, and `cuda` opened into package.loaded and the global
+** `cuda`. Opening it makes no CUDA object, so culua_set_context may follow.
+*/
 void culua_openlibs (lua_State *L) {
   luaL_openlibs(L);
-  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
-  lua_pushcfunction(L, luaopen_cuda);
-  lua_setfield(L, -2, "cuda");
-  lua_pop(L, 1);
   culua_open_luamods(L);
+  luaL_requiref(L, "cuda", luaopen_cuda, 1);
+  lua_pop(L, 1);
 }
 
 

@@ -20,13 +20,46 @@
 #include <lua.h>
 #include <lauxlib.h>
 
+/*
+** Argument errors in culua's voice (auxlib.c says the rule): "cuda.array:
+** bad argument #2 (number expected, got string)" where lauxlib would say
+** "bad argument #2 to 'array' (...)". The same checks as lauxlib's; only the
+** message differs. luaL_argcheck and luaL_argexpected, macros over
+** luaL_argerror and luaL_typeerror, follow.
+*/
+int culua_argerror (lua_State *L, int arg, const char *extramsg);
+int culua_typeerror (lua_State *L, int arg, const char *tname);
+void culua_checktype (lua_State *L, int arg, int t);
+void culua_checkany (lua_State *L, int arg);
+const char *culua_checklstring (lua_State *L, int arg, size_t *len);
+const char *culua_optlstring (lua_State *L, int arg, const char *def, size_t *len);
+lua_Number culua_checknumber (lua_State *L, int arg);
+lua_Number culua_optnumber (lua_State *L, int arg, lua_Number def);
+lua_Integer culua_checkinteger (lua_State *L, int arg);
+lua_Integer culua_optinteger (lua_State *L, int arg, lua_Integer def);
+void *culua_checkudata (lua_State *L, int arg, const char *tname);
+int culua_checkoption (lua_State *L, int arg, const char *def, const char *const lst[]);
+
+#define luaL_argerror       culua_argerror
+#define luaL_typeerror      culua_typeerror
+#define luaL_checktype      culua_checktype
+#define luaL_checkany       culua_checkany
+#define luaL_checklstring   culua_checklstring
+#define luaL_optlstring     culua_optlstring
+#define luaL_checknumber    culua_checknumber
+#define luaL_optnumber      culua_optnumber
+#define luaL_checkinteger   culua_checkinteger
+#define luaL_optinteger     culua_optinteger
+#define luaL_checkudata     culua_checkudata
+#define luaL_checkoption    culua_checkoption
+
 #include "loader.h"
 #include "culua.h"
 
 /* registry names of the metatables, one per Lua type */
 #define CULUA_DEVICE     "cuda.device"
 #define CULUA_ARRAY      "cuda.array"
-#define CULUA_HOSTARRAY  "cuda.hostarray"
+#define CULUA_HOSTARRAY  "cuda.host_array"
 #define CULUA_STREAM     "cuda.stream"
 #define CULUA_EVENT      "cuda.event"
 #define CULUA_MODULE     "cuda.module"
@@ -241,7 +274,7 @@ typedef struct culua_Array {
   int borrowed;                /* memory owned by another object (a module global) */
 } culua_Array;
 
-/* cuda.hostarray: pageable (malloc) or pinned (cuMemHostAlloc) memory */
+/* cuda.host_array: pageable (malloc) or pinned (cuMemHostAlloc) memory */
 typedef struct culua_HostArray {
   culua_Ctx c;                 /* pinned only: the context that allocated it */
   void *data;                  /* NULL: closed */

@@ -147,17 +147,21 @@ void culua_elem_set_double (culua_Dtype t, void *p, double x) {
 size_t culua_checkshape (lua_State *L, int i, culua_Dtype t, size_t *rows, size_t *cols) {
   lua_Integer r = 0, c;
   if (lua_istable(L, i)) {
+    int okr, okc;
     luaL_argcheck(L, luaL_len(L, i) == 2, i, "shape must be {rows, cols}");
     lua_rawgeti(L, i, 1);
     lua_rawgeti(L, i, 2);
-    r = lua_tointeger(L, -2);
-    c = lua_tointeger(L, -1);
+    r = lua_tointegerx(L, -2, &okr);   /* 2.0 is 2; 2.5 and "2" are no size */
+    c = lua_tointegerx(L, -1, &okc);
+    if (!okr || lua_type(L, -2) != LUA_TNUMBER) r = 0;
+    if (!okc || lua_type(L, -1) != LUA_TNUMBER) c = -1;
     lua_pop(L, 2);
-    luaL_argcheck(L, r > 0 && c > 0, i, "rows and cols must be positive integers");
+    /* {rows, 0} holds nothing; {0, cols} is not one, as rows == 0 means 1-D */
+    luaL_argcheck(L, r > 0 && c >= 0, i, "rows must be a positive integer and cols an integer 0 or more");
   }
-  else {
+  else {   /* 0 is an array of nothing, as in NumPy: it holds no memory */
     c = luaL_checkinteger(L, i);
-    luaL_argcheck(L, c > 0, i, lua_pushfstring(L, "element count must be positive, got %I", c));
+    luaL_argcheck(L, c >= 0, i, lua_pushfstring(L, "element count must be 0 or more, got %I", c));
   }
   if ((r > 0 && (uint64_t)c > (uint64_t)(SIZE_MAX / culua_dtype_size[t]) / (uint64_t)r) ||
       (uint64_t)c > SIZE_MAX / culua_dtype_size[t])

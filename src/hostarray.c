@@ -1,6 +1,6 @@
 /*
 ** hostarray.c
-** cuda.hostarray: typed host memory, pageable or pinned, for staging copies
+** cuda.host_array: typed host memory, pageable or pinned, for staging copies
 ** and for CPU references. Bulk work (fill, iota, random, compare) is in C.
 */
 
@@ -34,7 +34,7 @@ static char *elem (const culua_HostArray *h, size_t k) {
 static size_t checkindex (lua_State *L, const culua_HostArray *h, int i) {
   lua_Integer k = luaL_checkinteger(L, i);
   if (k < 1 || (size_t)k > h->n)
-    luaL_error(L, "cuda.hostarray: index %I outside 1..%I", k, (lua_Integer)h->n);
+    luaL_error(L, "cuda.host_array: index %I outside 1..%I", k, (lua_Integer)h->n);
   return (size_t)k - 1;
 }
 
@@ -48,6 +48,7 @@ static int cuda_host_array (lua_State *L) {
   culua_Dtype t = culua_checkdtype(L, 1);
   size_t rows, cols, n = culua_checkshape(L, 2, t, &rows, &cols);
   size_t bytes = n * culua_dtype_size[t];
+  size_t held = bytes ? bytes : 1;   /* data == NULL means closed: an empty array holds a byte */
   int pinned = 0, ordinal = -1;
   culua_HostArray *h;
   if (!lua_isnoneornil(L, 3)) {
@@ -66,14 +67,14 @@ static int cuda_host_array (lua_State *L) {
     CUresult r;
     culua_ctx_open(L, &h->c, ordinal, "cuda.host_array");
     /* portable: usable for copies with any context, not only this one */
-    r = culua_cu(L, "cuda.host_array")->cuMemHostAlloc(&h->data, bytes, CU_MEMHOSTALLOC_PORTABLE);
+    r = culua_cu(L, "cuda.host_array")->cuMemHostAlloc(&h->data, held, CU_MEMHOSTALLOC_PORTABLE);
     if (r != CUDA_SUCCESS) {
       char buf[32];
       h->data = NULL;
       culua_cufail(L, r, "cuda.host_array", "pinning %s of host memory", culua_bytes(buf, (double)bytes));
     }
   }
-  else if ((h->data = calloc(1, bytes)) == NULL) {
+  else if ((h->data = calloc(1, held)) == NULL) {
     char buf[32];
     luaL_error(L, "cuda.host_array: out of host memory allocating %s", culua_bytes(buf, (double)bytes));
   }
@@ -137,7 +138,7 @@ static int host_iota (lua_State *L) {
   if (h->dtype != CULUA_FLOAT32 && h->dtype != CULUA_FLOAT64 && step != floor(step))
     luaL_error(L, "iota: step %s is not a whole number, as %s needs", lua_tostring(L, 3), culua_dtype_names[h->dtype]);
   check_fits(L, h->dtype, start, "iota");
-  check_fits(L, h->dtype, start + step * (double)(h->n - 1), "iota");
+  if (h->n > 0) check_fits(L, h->dtype, start + step * (double)(h->n - 1), "iota");
   lua_settop(L, 3);
   for (k = 0; k < h->n; k++) culua_elem_set_double(h->dtype, elem(h, k), start + step * (double)k);
   lua_settop(L, 1);
@@ -224,7 +225,7 @@ static int host_copy_from (lua_State *L) {
     culua_table_to_elems(L, 2, h->dtype, h->data, n, h->rows ? h->cols : 0, "copy_from");
   }
   else
-    luaL_typeerror(L, 2, "cuda.hostarray, string or table");
+    luaL_typeerror(L, 2, "cuda.host_array, string or table");
   lua_settop(L, 1);
   return 1;
 }
@@ -255,7 +256,7 @@ static const void *operand (lua_State *L, int i, size_t *n, culua_Dtype *t) {
   else {
     culua_Array *a = culua_testarray(L, i, 1);
     void *buf;
-    if (a == NULL) luaL_typeerror(L, i, "cuda.hostarray or cuda.array");
+    if (a == NULL) luaL_typeerror(L, i, "cuda.host_array or cuda.array");
     buf = lua_newuserdatauv(L, a->n * culua_dtype_size[a->dtype] + 1, 0);
     culua_array_read(L, a, buf, "cuda.compare");
     *n = a->n;
@@ -327,7 +328,7 @@ static int host_index (lua_State *L) {
 static int host_newindex (lua_State *L) {
   culua_HostArray *h = check_host(L, 1);
   size_t k = checkindex(L, h, 2);
-  culua_toelem(L, 3, h->dtype, elem(h, k), "cuda.hostarray");
+  culua_toelem(L, 3, h->dtype, elem(h, k), "cuda.host_array");
   return 0;
 }
 
@@ -341,7 +342,7 @@ static int host_len (lua_State *L) {
 static int host_tostring (lua_State *L) {
   culua_HostArray *h = (culua_HostArray *)luaL_checkudata(L, 1, CULUA_HOSTARRAY);
   if (h->data == NULL) {
-    lua_pushliteral(L, "cuda.hostarray (closed)");
+    lua_pushliteral(L, "cuda.host_array (closed)");
     return 1;
   }
   culua_push_preview(L, CULUA_HOSTARRAY, h->dtype, h->rows, h->cols, h->data,

@@ -1,7 +1,7 @@
 /*
 ** main.c
 ** culua, the stand-alone program: runs Lua scripts with the `cuda` module
-** preloaded, or an interactive REPL. Modelled on Lua 5.4's lua.c.
+** a global from the start (culua_openlibs), or an interactive REPL. Modelled on Lua 5.4's lua.c.
 */
 
 #include "config.h"
@@ -82,8 +82,19 @@ static void print_usage (const char *badoption) {
     "  --        stop handling options\n"
     "  -         stop handling options and execute stdin\n"
     "With no script, culua runs an interactive REPL when stdin is a terminal,\n"
-    "and executes stdin otherwise. Environment: CULUA_LIBCUDA, CULUA_LIBNVRTC,\n"
-    "CULUA_CUDA_INCLUDE, CULUA_CACHE (a directory, or 'off').\n",
+    "and executes stdin otherwise. The global `cuda` is the module.\n"
+    "Environment (besides Lua's LUA_INIT, LUA_PATH, LUA_CPATH):\n"
+    "  CULUA_LIBCUDA         the driver library to open instead of libcuda.so.1\n"
+    "  CULUA_LIBNVRTC        the NVRTC library to open instead of libnvrtc.so\n"
+    "  CULUA_LIBNCCL         the NCCL library to open instead of libnccl.so.2\n"
+    "  CULUA_LIBCUDADEVRT    the device runtime (libcudadevrt.a) cuda.link uses\n"
+    "  CULUA_CUDA_INCLUDE    the toolkit include directory handed to NVRTC\n"
+    "  CULUA_CACHE           the compile cache directory, or 'off'\n"
+    "  CULUA_DEVICE          under MPI, keep the default GPU, not the local rank's\n"
+    "  CULUA_MPI_STAGE       under a CUDA-aware MPI, stage through host memory\n"
+    "  CULUA_TEST_WRAP       culua.tap: a command to run culua under (tests)\n"
+    "  CULUA_TEST_SANITIZER  culua.tap: the compute-sanitizer tool running (tests)\n"
+    "  CULUA_TEST_SHARE      culua.tap: k/m, run the k-th of every m cases (tests)\n",
     progname);
   fflush(out);
 }
@@ -396,9 +407,22 @@ static int pushline (lua_State *L, int firstline) {
 }
 
 
+#if defined(CULUA_USE_READLINE)
+static char histfile[4096];   /* ~/.culua_history, or "" */
+#define HISTMAX 1000
+#endif
+
+/*
+** Each line goes to the history file as it is entered, not at the end: a
+** REPL left by os.exit(), a signal or a crash keeps what was typed.
+*/
 static void saveline (const char *line) {
 #if defined(CULUA_USE_READLINE)
-  if (use_readline && line[0] != '\0') add_history(line);
+  if (use_readline && line[0] != '\0') {
+    add_history(line);
+    if (histfile[0] != '\0' && append_history(1, histfile) == 0)
+      history_truncate_file(histfile, HISTMAX);
+  }
 #else
   (void)line;
 #endif
@@ -524,11 +548,15 @@ static int loadline (lua_State *L) {
 }
 
 
+/* the results, through culua.repl's print (tables readably), else print */
 static void l_print (lua_State *L) {
   int n = lua_gettop(L);
   if (n > 0) {
     luaL_checkstack(L, LUA_MINSTACK, "too many results to print");
-    lua_getglobal(L, "print");
+    if (!pushrepl(L, "print")) {
+      lua_pop(L, 1);
+      lua_getglobal(L, "print");
+    }
     lua_insert(L, 1);
     if (lua_pcall(L, n, 0, 0) != LUA_OK)
       l_message(progname, lua_pushfstring(L, "error calling 'print' (%s)",
@@ -619,9 +647,10 @@ int main (int argc, char **argv) {
   if (use_readline) {
     const char *home = getenv("HOME");
     if (home) {
-      static char hist[4096];
-      snprintf(hist, sizeof(hist), "%s/.culua_history", home);
-      read_history(hist);
+      FILE *f;
+      snprintf(histfile, sizeof(histfile), "%s/.culua_history", home);
+      read_history(histfile);
+      if ((f = fopen(histfile, "a")) != NULL) fclose(f);   /* append_history needs the file */
     }
   }
 #endif
@@ -631,17 +660,7 @@ int main (int argc, char **argv) {
   lua_pushlightuserdata(L, argv);
   status = lua_pcall(L, 2, 1, 0);
   result = lua_toboolean(L, -1);
-  report(L, status);
-#if defined(CULUA_USE_READLINE)
-  if (use_readline) {
-    const char *home = getenv("HOME");
-    if (home) {
-      char hist[4096];
-      snprintf(hist, sizeof(hist), "%s/.culua_history", home);
-      write_history(hist);
-    }
-  }
-#endif
+  report(L, status);   /* the history is written line by line (saveline) */
   lua_close(L);
   return (result && status == LUA_OK) ? EXIT_SUCCESS : EXIT_FAILURE;
 }

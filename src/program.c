@@ -9,6 +9,7 @@
 
 #include "config.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -730,6 +731,25 @@ static void compile (lua_State *L, Request *q) {
 }
 
 
+
+/*
+** PTX compiled for NVRTC's default target says it on its ".target sm_XY"
+** line: push "compute_XY", as -arch=compute_XY would have set prog.arch
+** (1), or nothing (0) when there is no such line.
+*/
+static int push_ptx_arch (lua_State *L, int ptx) {
+  size_t len;
+  const char *s = lua_tolstring(L, ptx, &len), *t = s ? strstr(s, ".target sm_") : NULL;
+  size_t n = 0;
+  if (t == NULL) return 0;
+  t += strlen(".target sm_");
+  while (t + n < s + len && (isalnum((unsigned char)t[n]))) n++;
+  if (n == 0) return 0;
+  lua_pushfstring(L, "compute_%s", lua_pushlstring(L, t, n));
+  lua_remove(L, -2);
+  return 1;
+}
+
 /* cuda.compile(src [, opts]) -> program */
 static int cuda_compile (lua_State *L) {
   Request q;
@@ -769,10 +789,12 @@ static int cuda_compile (lua_State *L) {
   lua_setfield(L, -2, "name");
   lua_pushboolean(L, q.rdc);
   lua_setfield(L, -2, "rdc");
-  if (q.arch[0] != '\0') {   /* else NVRTC's own default */
+  if (q.arch[0] != '\0') {
     lua_pushstring(L, strchr(q.arch, '=') + 1);
     lua_setfield(L, -2, "arch");
   }
+  else if (!q.cubin && push_ptx_arch(L, keyidx + 1))   /* NVRTC's own default: the PTX says */
+    lua_setfield(L, -2, "arch");
   lua_setiuservalue(L, -2, 1);
   return 1;
 }

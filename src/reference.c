@@ -43,7 +43,7 @@ static int ref_matmul (lua_State *L) {
   double *row;
   size_t ea = culua_dtype_size[a->dtype], eb = culua_dtype_size[b->dtype], ec = culua_dtype_size[c->dtype];
   if (k2 != k || m2 != m || n2 != n)
-    return luaL_error(L, "reference.matmul: shapes %dx%d * %dx%d -> %dx%d do not fit", (int)m, (int)k,
+    return luaL_error(L, "cuda.catalog.reference.matmul: shapes %dx%d * %dx%d -> %dx%d do not fit", (int)m, (int)k,
                       (int)k2, (int)n, (int)m2, (int)n2);
   row = (double *)lua_newuserdatauv(L, n * sizeof(double), 0);
   for (i = 0; i < m; i++) {
@@ -110,7 +110,7 @@ static int ref_scan (lua_State *L) {
   exclusive = lua_toboolean(L, 4);
   n = hx->n;
   if (hy->dtype != hx->dtype || hy->n != n)
-    return luaL_error(L, "reference.scan: hx is %s[%d] but hy is %s[%d]", culua_dtype_names[hx->dtype],
+    return luaL_error(L, "cuda.catalog.reference.scan: hx is %s[%d] but hy is %s[%d]", culua_dtype_names[hx->dtype],
                       (int)n, culua_dtype_names[hy->dtype], (int)hy->n);
   switch (hx->dtype) {
     case CULUA_INT32: SCAN_INT(int32_t, uint32_t, INT32_MIN, INT32_MAX) break;
@@ -120,7 +120,7 @@ static int ref_scan (lua_State *L) {
     case CULUA_FLOAT32: SCAN_FLOAT(float, HUGE_VAL) break;
     case CULUA_FLOAT64: SCAN_FLOAT(double, HUGE_VAL) break;
     default:
-      return luaL_error(L, "reference.scan: dtype %s is not scanned (int32, uint32, int64, uint64, float32, float64)",
+      return luaL_error(L, "cuda.catalog.reference.scan: dtype %s is not scanned (int32, uint32, int64, uint64, float32, float64)",
                         culua_dtype_names[hx->dtype]);
   }
   lua_settop(L, 2);
@@ -300,16 +300,16 @@ static int ref_sort (lua_State *L) {
     case CULUA_UINT32: case CULUA_INT32: case CULUA_FLOAT32:
     case CULUA_UINT64: case CULUA_INT64: case CULUA_FLOAT64: break;
     default:
-      return luaL_error(L, "reference.sort: keys of dtype %s are not sorted (uint32, int32, float32, uint64, int64, float64)",
+      return luaL_error(L, "cuda.catalog.reference.sort: keys of dtype %s are not sorted (uint32, int32, float32, uint64, int64, float64)",
                         culua_dtype_names[k->dtype]);
   }
   n = k->n;
   ks = culua_dtype_size[k->dtype];
   width = 8 * ks;
   if (v != NULL && v->n != n)
-    return luaL_error(L, "reference.sort: hvalues has %d elements but hkeys has %d", (int)v->n, (int)n);
+    return luaL_error(L, "cuda.catalog.reference.sort: hvalues has %d elements but hkeys has %d", (int)v->n, (int)n);
   if (b0 < 0 || b1 > (lua_Integer)width || b0 >= b1)
-    return luaL_error(L, "reference.sort: bits %d..%d are not within 0..%d", (int)b0, (int)b1, (int)width);
+    return luaL_error(L, "cuda.catalog.reference.sort: bits %d..%d are not within 0..%d", (int)b0, (int)b1, (int)width);
   mask = (b1 - b0 == 64) ? ~(uint64_t)0 : (((uint64_t)1 << (b1 - b0)) - 1);
   es = v != NULL && culua_dtype_size[v->dtype] > ks ? culua_dtype_size[v->dtype] : ks;
   items = (SortItem *)lua_newuserdatauv(L, (n ? n : 1) * sizeof(SortItem), 0);
@@ -374,8 +374,8 @@ static culua_HostArray *check_pivots (lua_State *L, int i, const char *fname, si
 */
 static int ref_lu (lua_State *L) {
   size_t n, i, j, c;
-  culua_HostArray *ha = check_square(L, 1, "reference.lu", &n);
-  culua_HostArray *hp = check_pivots(L, 2, "reference.lu", n);
+  culua_HostArray *ha = check_square(L, 1, "cuda.catalog.reference.lu", &n);
+  culua_HostArray *hp = check_pivots(L, 2, "cuda.catalog.reference.lu", n);
   int32_t *ipiv = (int32_t *)hp->data;
   double *w = to_doubles(L, ha);
   lua_Integer info = 0;
@@ -420,14 +420,14 @@ static culua_HostArray *check_rhs (lua_State *L, int i, const char *fname, size_
 /* _catalog.ref_lu_solve(hLU, hipiv, hB): hB overwritten with X, from ref_lu's factors, in double */
 static int ref_lu_solve (lua_State *L) {
   size_t n, k, i, j, c;
-  culua_HostArray *hl = check_square(L, 1, "reference.lu_solve", &n);
-  culua_HostArray *hp = check_pivots(L, 2, "reference.lu_solve", n);
-  culua_HostArray *hb = check_rhs(L, 3, "reference.lu_solve", n, &k);
+  culua_HostArray *hl = check_square(L, 1, "cuda.catalog.reference.lu_solve", &n);
+  culua_HostArray *hp = check_pivots(L, 2, "cuda.catalog.reference.lu_solve", n);
+  culua_HostArray *hb = check_rhs(L, 3, "cuda.catalog.reference.lu_solve", n, &k);
   const int32_t *ipiv = (const int32_t *)hp->data;
   double *lu = to_doubles(L, hl), *x = to_doubles(L, hb);
   for (i = 0; i < n; i++) {
     size_t p = (size_t)ipiv[i] - 1;
-    if (ipiv[i] < 1 || p >= n) return luaL_error(L, "reference.lu_solve: ipiv[%d] = %d is out of 1..%d", (int)i + 1, (int)ipiv[i], (int)n);
+    if (ipiv[i] < 1 || p >= n) return luaL_error(L, "cuda.catalog.reference.lu_solve: ipiv[%d] = %d is out of 1..%d", (int)i + 1, (int)ipiv[i], (int)n);
     if (p != i)
       for (c = 0; c < k; c++) { double t = x[i * k + c]; x[i * k + c] = x[p * k + c]; x[p * k + c] = t; }
   }
@@ -452,11 +452,11 @@ static int ref_lu_solve (lua_State *L) {
 */
 static int ref_lu_residual (lua_State *L) {
   size_t n, k, k2, i, j, c;
-  culua_HostArray *ha = check_square(L, 1, "reference.lu_residual", &n);
-  culua_HostArray *hx = check_rhs(L, 2, "reference.lu_residual", n, &k);
-  culua_HostArray *hb = check_rhs(L, 3, "reference.lu_residual", n, &k2);
+  culua_HostArray *ha = check_square(L, 1, "cuda.catalog.reference.lu_residual", &n);
+  culua_HostArray *hx = check_rhs(L, 2, "cuda.catalog.reference.lu_residual", n, &k);
+  culua_HostArray *hb = check_rhs(L, 3, "cuda.catalog.reference.lu_residual", n, &k2);
   double *a, *x, *b, *r, na = 0, nx = 0, nr = 0;
-  if (k2 != k) return luaL_error(L, "reference.lu_residual: X has %d columns but B has %d", (int)k, (int)k2);
+  if (k2 != k) return luaL_error(L, "cuda.catalog.reference.lu_residual: X has %d columns but B has %d", (int)k, (int)k2);
   a = to_doubles(L, ha); x = to_doubles(L, hx); b = to_doubles(L, hb);
   r = (double *)lua_newuserdatauv(L, (k ? k : 1) * sizeof(double), 0);
   for (i = 0; i < n; i++) {

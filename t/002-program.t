@@ -12,29 +12,54 @@ T.like(out, "usage: .*culua %[options%] %[script %[args%]%]", "--help prints usa
 T.like(out, "%-e stat", "usage lists -e")
 T.is(status, 0, "--help exits 0")
 
+-- every CULUA_* variable that the code reads is listed in --help, one a line
+do
+  local srcdir = os.getenv("CULUA_SRCDIR") or "."
+  local p = io.popen(("grep -ohE 'getenv\\(\"CULUA_[A-Z0-9_]+|open_first\\(\"CULUA_[A-Z0-9_]+' %s/src/*.c %s/lua/*.lua %s/lua/catalog/*.lua")
+                     :format(srcdir, srcdir, srcdir))
+  local seen, n = {}, 0
+  for name in p:read("a"):gmatch("CULUA_[A-Z0-9_]+") do
+    if not seen[name] then
+      seen[name] = true
+      n = n + 1
+      T.like(out, "\n  " .. name .. " +%S", "--help lists " .. name)
+    end
+  end
+  p:close()
+  T.ok(n >= 8, ("found the %d variables the code reads"):format(n))
+  local widest = ""
+  for line in out:gmatch("[^\n]+") do if #line > #widest then widest = line end end
+  T.ok(#widest <= 80, "--help fits 80 columns: " .. widest)
+end
+
 out, status = T.run(culua .. " -z")
 T.like(out, "unrecognized option '%-z'", "a bad option is named")
 T.isnt(status, 0, "and exits non-zero")
 
-out = T.run(culua .. " -e 'print(1 + 2)' -e 'print(cuda == nil)'")
-T.is(out, "3\ntrue\n", "-e runs statements in order; cuda is not a global by default")
-
-out = T.run(culua .. " -l cuda -e 'print(type(cuda.device_count))'")
-T.is(out, "function\n", "-l cuda makes a global cuda")
-
-out = T.run(culua .. " -l t=culua.tap -e 'print(type(t.ok))'")
-T.is(out, "function\n", "-l g=mod names the global")
+-- {arguments, stdin, the whole output (a pattern when it starts with ^), what it shows}
+for _, c in ipairs{
+  {" -e 'print(1 + 2)' -e 'print(type(cuda))'", nil, "3\ntable\n", "-e runs statements in order; cuda is a global from the start"},
+  {" -e 'print(cuda.version)'", nil, "^%d+%.%d+%.%d+\n$", "culua -e 'print(cuda.version)' works"},
+  {" -e 'print(require \"cuda\" == cuda, package.loaded.cuda == cuda)'", nil, "true\ttrue\n", "require 'cuda' returns the global cuda"},
+  {"", "print(type(cuda.device_count))", "function\n", "cuda is a global on stdin"},
+  {" -E -e 'print(type(cuda))'", nil, "table\n", "and with -E"},
+  {" -l cuda -e 'print(type(cuda.device_count))'", nil, "function\n", "-l cuda makes a global cuda"},
+  {" -l t=culua.tap -e 'print(type(t.ok))'", nil, "function\n", "-l g=mod names the global"},
+} do
+  out = T.run(culua .. c[1], c[2])
+  if c[3]:sub(1, 1) == "^" then T.like(out, c[3], c[4]) else T.is(out, c[3], c[4]) end
+end
 
 local script = os.tmpname()
 local f = assert(io.open(script, "w"))
 f:write([[
 print(#arg, arg[0] ~= nil, arg[1], arg[2], ...)
-local cuda = require "cuda"
 print(type(cuda.compile))
+print(require "cuda" == cuda)
 ]])
 f:close()
 out, status = T.run(culua .. " " .. script .. " a b")
-T.is(out, "2\ttrue\ta\tb\ta\tb\nfunction\n", "script gets arg and ... ; cuda is preloaded")
+T.is(out, "2\ttrue\ta\tb\ta\tb\nfunction\ntrue\n", "script gets arg and ... ; cuda is a global")
 T.is(status, 0, "script exits 0")
 
 out = T.run(culua .. " - x y", "print(arg[1], arg[2], ...)")

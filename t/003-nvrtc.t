@@ -23,7 +23,7 @@ if cuda.device_count() > 0 then
   local dev = cuda.device(0)
   T.is(p2.arch, "compute_" .. dev.major .. dev.minor, "default target is the current device's")
 else
-  T.is(p2.arch, nil, "no device: NVRTC's default target, no arch recorded")
+  T.like(p2.arch, "^compute_%d+$", "no device: NVRTC's default target, recorded from the PTX")
 end
 
 -- errors carry NVRTC's log, with lines mapped to this file
@@ -45,9 +45,18 @@ okay, err = pcall(cuda.compile, "bad", {line = 100, file = "my.lua", name = "min
 T.like(err, "my%.lua:100: error", "opts.file and opts.line override the mapping")
 T.like(err, "in mine%.cu", "opts.name names the program")
 
+-- prog.arch: the target asked, the device's, or without either what the PTX says
+do
+  local p = cuda.compile('extern "C" __global__ void k() {}', {cache = false})
+  local target = p.ptx:match("%.target sm_(%w+)")
+  T.is(p.arch, "compute_" .. target, "prog.arch is the PTX's target (" .. tostring(p.arch) .. ")")
+  local q = cuda.compile('extern "C" __global__ void k() {}')
+  T.is(q.arch, p.arch, "and the same from the cache")
+end
+
 -- bad arguments
-T.error_like(function () cuda.compile() end, "bad argument #1 to 'compile' %(string expected, got no value%)", "no source")
-T.error_like(function () cuda.compile("x", 5) end, "bad argument #2 to 'compile' %(table expected, got number%)", "opts not a table")
+T.error_like(function () cuda.compile() end, "cuda%.compile: bad argument #1 %(string expected, got no value%)", "no source")
+T.error_like(function () cuda.compile("x", 5) end, "cuda%.compile: bad argument #2 %(table expected, got number%)", "opts not a table")
 T.error_like(function () cuda.compile("x", {options = {1}}) end, "options%[1%] must be a string", "non-string option")
 T.error_like(function () cuda.compile("x", {output = "elf"}) end, "output must be 'ptx' or 'cubin', not 'elf'", "bad output")
 T.error_like(function () cuda.compile("x", {headers = {[1] = "x"}}) end, "headers must map names to source strings", "bad headers")

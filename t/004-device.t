@@ -11,7 +11,7 @@ else
   T.error_like(function () cuda.device(n + 3) end, "004%-device%.t:%d+: cuda%.device: no CUDA driver: ",
                "no driver: cuda.device says so, at the caller's line")
 end
-T.error_like(function () cuda.device("x") end, "bad argument #1 to 'device' %(number expected, got string%)",
+T.error_like(function () cuda.device("x") end, "cuda%.device: bad argument #1 %(number expected, got string%)",
              "a non-number ordinal")
 if n == 0 then
   T.error_like(function () cuda.device(0) end, "cuda%.device: ", "cuda.device(0) raises without a device")
@@ -38,9 +38,9 @@ T.is(a.multiprocessor_count, dev:attribute("multiprocessor_count"), "attributes(
 local count = 0
 for _ in pairs(a) do count = count + 1 end
 T.ok(count > 100, count .. " attributes")
-T.error_like(function () dev:attribute("warp_sizes") end, "bad argument #1 to 'attribute' %(unknown attribute 'warp_sizes'%)",
+T.error_like(function () dev:attribute("warp_sizes") end, "attribute: bad argument #1 %(unknown attribute 'warp_sizes'%)",
              "unknown attribute")
-T.error_like(function () dev:attribute() end, "bad argument #1 to 'attribute' %(string expected", "missing attribute name")
+T.error_like(function () dev:attribute() end, "attribute: bad argument #1 %(string expected", "missing attribute name")
 local free, total = dev:memory_info()
 T.ok(free > 0 and free <= total and total == dev.total_memory, "memory_info " .. free .. " of " .. total)
 T.ok(rawequal(dev:use(), dev), "use() returns the device")

@@ -29,8 +29,10 @@ T.like(out, "after", "and the REPL goes on")
 out = T.run(repl, "=3*3\n")
 T.like(out, "> 9\n", "'=expr' prints like Lua 5.2")
 
-out = T.run(repl, "cuda = require 'cuda'\ntype(cuda.compile)\n")
-T.like(out, "> function\n", "cuda is available in the REPL")
+out = T.run(repl, "type(cuda.compile)\n")
+T.like(out, "> function\n", "cuda is a global in the REPL from the start")
+out = T.run(repl, "require('cuda') == cuda\n")
+T.like(out, "> true\n", "and require 'cuda' returns it")
 
 out = T.run(repl, "_PROMPT = 'cu> '\n1\n")
 T.like(out, "cu> 1\n", "_PROMPT changes the prompt")

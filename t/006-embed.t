@@ -14,6 +14,16 @@ T.like(out, "embedded culua %d+%.%d+%.%d+: NVRTC %d+%.%d+, %d+ CUDA device", "th
 T.like(out, "compiled %d+ bytes of PTX", "and compiles through NVRTC")
 T.like(out, "script returned 42", "the host reads the script's result")
 
+-- culua_openlibs gives the global `cuda` (culua.h), the same table require returns
+local script = os.tmpname()
+local f = assert(io.open(script, "w"))
+f:write("print(type(cuda), require 'cuda' == cuda, cuda.version)\nreturn 7\n")
+f:close()
+out, status = T.run(embed .. " " .. script)
+os.remove(script)
+T.like(out, "^table\ttrue\t%d+%.%d+%.%d+\n", "an embedding host's state has the global cuda")
+T.is(status, 0, "and the script runs")
+
 out, status = T.run(embed .. " /nonexistent.lua")
 T.like(out, "cannot open /nonexistent%.lua", "the host reports a load error")
 T.isnt(status, 0, "and fails")

@@ -18,6 +18,7 @@ fh:close()
 local code = ([[
 package.cpath = "%s/.libs/?.so;" .. package.cpath
 local cuda = require "cuda"
+print("global:", rawget(_G, "cuda"))
 print(type(cuda.compile), cuda.device_count() >= 0, (cuda.nvrtc_version()))
 local p = cuda.compile('extern "C" __global__ void k(float *x) { x[0] = 1; }', {options = {"-arch=compute_80"}, cache = false})
 print(p.ptx:match("%%.entry k") ~= nil)
@@ -25,7 +26,8 @@ print(type(require("culua.tap").ok))
 ]]):format(builddir)
 local out, status = T.run(lua .. " -", code)
 T.is(status, 0, "stock lua exits 0: " .. out:gsub("\n", " | "))
-T.like(out, "^function\ttrue\t%d+\n", "require 'cuda' gives the module")
+T.like(out, "^global:\tnil\n", "luaopen_cuda sets no global (culua.h)")
+T.like(out, "\nfunction\ttrue\t%d+\n", "require 'cuda' gives the module")
 T.like(out, "\ntrue\n", "NVRTC works through cuda.so")
 T.like(out, "\nfunction\n$", "the embedded Lua modules come along")
 T.done_testing()

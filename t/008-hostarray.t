@@ -29,9 +29,41 @@ T.error_like(function () cuda.host_array("float32", 2)[1] = "x" end, "number exp
 local h = cuda.host_array("float64", 4)
 T.error_like(function () return h[0] end, "index 0 outside 1%.%.4", "index 0")
 T.error_like(function () h[5] = 1 end, "index 5 outside 1%.%.4", "index past the end")
-T.error_like(function () cuda.host_array("float16", 4) end, "bad argument #1 to 'host_array' %(unknown dtype 'float16'; expected one of int8, uint8, int16, uint16, int32, uint32, int64, uint64, float32, float64%)",
+T.error_like(function () cuda.host_array("float16", 4) end, "cuda%.host_array: bad argument #1 %(unknown dtype 'float16'; expected one of int8, uint8, int16, uint16, int32, uint32, int64, uint64, float32, float64%)",
              "unknown dtype")
-T.error_like(function () cuda.host_array("float32", 0) end, "element count must be positive, got 0", "zero size")
+T.error_like(function () cuda.host_array("float32", -1) end, "cuda%.host_array: bad argument #2 %(element count must be 0 or more, got %-1%)", "negative size")
+T.error_like(function () cuda.host_array("float32", {0, 3}) end, "rows must be a positive integer and cols an integer 0 or more", "{0, cols}: rows 0 is 1-D")
+
+-- zero-length host arrays are ordinary, as in NumPy
+do
+  local z = cuda.host_array("float32", 0)
+  T.is(#z, 0, "a zero-length host array")
+  T.is(z.nbytes, 0, "holds no bytes")
+  T.is_deeply(z.shape, {0}, "its shape is {0}")
+  T.is(tostring(z), "cuda.host_array(float32, 0): {}", "tostring shows it empty")
+  T.is_deeply(z:totable(), {}, "totable is {}")
+  T.ok(z:fill(1) == z and z:iota() == z and z:random(1) == z, "fill, iota and random do nothing")
+  T.ok(z:copy_from({}) == z, "copy_from({}) fits")
+  T.ok(z:copy_from(cuda.host_array("float32", 0)) == z, "copy_from another empty one")
+  T.ok(z:copy_from("") == z, "copy_from an empty string")
+  T.is(select("#", cuda.compare(z, cuda.host_array("float32", 0))), 3, "compare of two empty ones")
+  T.is(select(1, cuda.compare(z, cuda.host_array("float32", 0))), 0.0, "differs by nothing")
+  T.error_like(function () return z[1] end, "index 1 outside 1%.%.0", "z[1] is past the end")
+  local w = cuda.host_array("int32", {3, 0})
+  T.is_deeply(w.shape, {3, 0}, "a {3, 0} host array")
+  T.is(#w, 0, "has no elements")
+  T.is_deeply(w:totable(), {{}, {}, {}}, "totable: three empty rows")
+  T.is(#cuda.host_array("uint8", 0, {pinned = false}), 0, "an empty pageable one by option")
+  z:close(); z:close()
+  T.ok(true, "closing an empty one twice is harmless")
+  local ref = cuda.catalog.reference
+  local e = cuda.host_array("uint32", 0)
+  T.ok(ref.sort(e) == nil or true, "reference.sort of nothing")
+  T.is(#ref.argsort(e), 0, "reference.argsort of nothing is empty")
+  T.is(ref.histogram(e, cuda.host_array("uint32", 4):fill(7)), 0, "reference.histogram of nothing leaves out 0")
+  ref.scan(cuda.host_array("int32", 0))
+  T.ok(true, "reference.scan of nothing")
+end
 T.error_like(function () cuda.host_array("float32", {2}) end, "shape must be {rows, cols}", "bad shape")
 T.error_like(function () cuda.host_array("float64", 2^62) end, "shape too large", "absurd size")
 
@@ -83,15 +115,15 @@ T.near(normrel, 0.5 / math.sqrt(21), 1e-12, "norm-wise relative error")
 local z = cuda.host_array("float32", 3):copy_from({1, 0/0, 4})
 T.is(cuda.compare(z, x), math.huge, "a NaN the reference lacks is infinitely wrong")
 T.error_like(function () cuda.compare(x, cuda.host_array("float64", 4)) end, "sizes differ %(3 and 4 elements%)", "size mismatch")
-T.error_like(function () cuda.compare(x, {}) end, "cuda.hostarray or cuda.array expected, got table", "not an array")
+T.error_like(function () cuda.compare(x, {}) end, "cuda.host_array or cuda.array expected, got table", "not an array")
 
 -- text and lifetime
-T.like(tostring(cuda.host_array("int32", 20):iota()), "^cuda%.hostarray%(int32, 20%): {1, 2, 3, 4, 5, 6, 7, 8, %.%.%.}$", "__tostring")
+T.like(tostring(cuda.host_array("int32", 20):iota()), "^cuda%.host_array%(int32, 20%): {1, 2, 3, 4, 5, 6, 7, 8, %.%.%.}$", "__tostring")
 do
   local c <close> = cuda.host_array("uint8", 4)
   c:close()
-  T.is(tostring(c), "cuda.hostarray (closed)", "closed __tostring")
-  T.error_like(function () return c[1] end, "attempt to use a closed cuda%.hostarray", "use after close raises")
+  T.is(tostring(c), "cuda.host_array (closed)", "closed __tostring")
+  T.error_like(function () return c[1] end, "attempt to use a closed cuda%.host_array", "use after close raises")
   T.lives_ok(function () c:close() end, "closing twice is harmless")
 end
 

@@ -79,21 +79,23 @@ T.error_like(function () cuda.array("float32", 4):copy_to(cuda.host_array("float
 T.error_like(function () cuda.array("float32", 4):copy_from(cuda.array("float64", 4)) end, "dtype mismatch %(float32 and float64%)", "dtype mismatch")
 T.error_like(function () cuda.array("int16", 4):copy_from("abc") end, "string of 3 bytes is not a whole number of int16", "odd string")
 T.error_like(function () cuda.array("uint8", 4):copy_from({1, 2, 300}) end, "300 out of range for uint8", "value out of range")
-T.error_like(function () cuda.array("float32", 4):copy_from(42) end, "bad argument #1 to 'copy_from' %(cuda%.array, cuda%.hostarray, string or table expected, got number%)", "bad source")
-T.error_like(function () cuda.array("float32", 4):copy_to({}) end, "cuda%.array or cuda%.hostarray expected, got table", "bad destination")
+T.error_like(function () cuda.array("float32", 4):copy_from(42) end, "copy_from: bad argument #1 %(cuda%.array, cuda%.host_array, string or table expected, got number%)", "bad source")
+T.error_like(function () cuda.array("float32", 4):copy_to({}) end, "cuda%.array or cuda%.host_array expected, got table", "bad destination")
 T.error_like(function () cuda.array("float32", 4):copy_from({1}, 5) end, "cuda%.stream expected, got number", "bad stream")
 T.error_like(function () cuda.array("int32", 2):fill(1.5) end, "1%.5 has no exact int32 representation", "fill with a fraction")
-T.error_like(function () cuda.array("float32", -1) end, "element count must be positive", "negative size")
+T.error_like(function () cuda.array("float32", -1) end, "element count must be 0 or more", "negative size")
 
 -- out of memory: clear message, after a collection and one retry
 local okay, err = pcall(cuda.array, "uint8", 1 << 40)
 T.ok(not okay, "1 TiB cannot be allocated")
 T.like(err, "cuda%.array: CUDA_ERROR_OUT_OF_MEMORY allocating 1%.00 TiB on device 0", "OOM names the error, size and device")
 do   -- unreachable arrays are collected to make room
+  -- 4 x 30% of free memory needs the collection (the fourth, or sooner when other
+  -- processes on the GPU take some meanwhile, as under prove -j8: the retry covers both)
   local free = dev:memory_info()
-  local chunk = math.floor(free * 0.45)
+  local chunk = math.floor(free * 0.3)
   for _ = 1, 4 do local _ = cuda.array("uint8", chunk) end   -- each loses its last reference
-  T.ok(true, "allocating 4 x 45% of free memory succeeds: OOM runs the GC and retries")
+  T.ok(true, "allocating 4 x 30% of free memory succeeds: OOM runs the GC and retries")
 end
 
 -- lifetime
@@ -145,7 +147,7 @@ do
                "tensor_map: rows must be an integer 1%.%.2%^32, got 0", "tensor_map: no rows")
   T.error_like(function () blk:tensor_map(8, 32, 128, {rows = 2.5, cols = 33, stride = 256}) end,
                "tensor_map: rows must be an integer, got 2%.5", "tensor_map: a fractional row count")
-  T.error_like(function () blk:tensor_map(8, 32, 128, "rows") end, "bad argument #%d to 'tensor_map' %(table expected, got string%)",
+  T.error_like(function () blk:tensor_map(8, 32, 128, "rows") end, "tensor_map: bad argument #%d %(table expected, got string%)",
                "tensor_map: a region that is not a table")
   T.error_like(function () blk:tensor_map(8, 32, 128, {rows = 10, cols = 33, stride = 256, pitch = 1}) end,
                "tensor_map: unknown option 'pitch' %(known: rows, cols, stride%)", "tensor_map: a misspelt key")
@@ -183,6 +185,87 @@ do
     T.skip("one GPU: the peer copy needs two", 2)
   end
   a, b, p, q = nil, nil, nil, nil
+end
+
+-- zero-length arrays, views and copies are ordinary (NumPy, CuPy): no allocation
+-- (ptr 0), no driver call for 0 bytes, catalog calls that return at once
+do
+  local held = cuda.memory_in_use()
+  local z = cuda.array("float32", 0)
+  T.is(#z, 0, "cuda.array(dtype, 0) has no elements")
+  T.is(z.ptr, 0, "and holds no allocation (ptr 0)")
+  T.is(cuda.memory_in_use(), held, "nor any memory in this state's accounting")
+  T.is_deeply(z.shape, {0}, "its shape is {0}")
+  T.is(z.nbytes, 0, "nbytes 0")
+  T.is(tostring(z):match("{}$"), "{}", "tostring shows it empty: " .. tostring(z))
+  T.is_deeply(z:totable(), {}, "totable is {}")
+  T.is(z:bytes(), "", "bytes is ''")
+  T.ok(z:fill(1) == z, "fill does nothing")
+  local s = cuda.stream()
+  T.ok(z:fill(1, s) == z, "fill on a stream does nothing")
+  T.ok(z:copy_from({}) == z and z:copy_from(cuda.host_array("float32", 0)) == z, "copies in of nothing")
+  T.ok(z:copy_from(cuda.host_array("float32", 0), s) == z, "an async copy of nothing")
+  local hz = cuda.host_array("float32", 0)
+  T.ok(z:copy_to(hz) == hz, "a copy out of nothing to a host array")
+  local z2 = cuda.array("float32", 0)
+  T.ok(z:copy_to(z2) == z2, "and to another empty array")
+  local x = cuda.array("float32", 8):fill(3)
+  z:copy_to(x)
+  T.is(x:totable()[1], 3.0, "a copy of nothing into a larger array changes nothing")
+  local e = x:view(9, 0)
+  T.is(#e, 0, "x:view(n + 1, 0): an empty view one past the end")
+  T.is(#x:view(1, 0), 0, "x:view(1, 0)")
+  T.is(#x:view(9), 0, "x:view(n + 1) is empty")
+  T.is(select(1, cuda.compare(z, hz)), 0.0, "compare of two empty ones")
+  local w = cuda.array("float64", {4, 0})
+  T.is_deeply(w.shape, {4, 0}, "a {4, 0} array")
+  T.is(#w, 0, "has no elements")
+  local p = cuda.array("float32", {4, 0}, {pitched = true})
+  T.is(#p, 0, "a pitched {4, 0} array holds nothing")
+  p:fill(1)
+  T.ok(true, "and fills")
+  local hz8 = cuda.host_array("uint8", 0, {pinned = true})
+  T.is(#hz8, 0, "a pinned zero-length host array")
+  local hp = cuda.host_array("float32", 0, {pinned = true})
+  T.ok(z:copy_to(hp, s) == hp, "an async copy of nothing to pinned memory")
+  z:close(); z:close()
+  T.ok(true, "closing an empty array twice is harmless")
+  -- the catalog on nothing
+  local cat = cuda.catalog
+  local zi = cuda.array("int32", 0)
+  T.is(cat.reduce(zi), 0, "reduce of nothing: 0 (an integer for int32)")
+  T.is(math.type(cat.reduce(zi)), "integer", "as an integer")
+  T.is(cat.reduce(cuda.array("float32", 0)), 0.0, "a float sum of nothing: 0.0")
+  T.error_like(function () cat.reduce(zi, {op = "max"}) end, "cuda%.catalog%.reduce: the max of an empty x is undefined", "the max of nothing is refused")
+  T.ok(cat.scan(zi) == zi, "scan of nothing returns at once")
+  T.ok(cat.scan(zi, cuda.array("int32", 0), {exclusive = true}) ~= nil, "an exclusive scan into another empty array")
+  T.is(cat.compact(zi, cuda.array("int32", 0), "x > 0"), 0, "compact of nothing: a count of 0")
+  T.is(cat.split(zi, cuda.array("int32", 0), cuda.array("uint8", 0)), 0, "split of nothing: a count of 0")
+  local cnt = cuda.array("int64", 1):fill(9)
+  cat.compact(zi, cuda.array("int32", 0), "x > 0", {count = cnt})
+  T.is(cnt:totable()[1], 0, "compact of nothing writes 0 to count")
+  local counts = cuda.array("uint32", 4):fill(5)
+  T.is(cat.histogram(cuda.array("uint8", 0), counts), 0, "histogram of nothing leaves out 0")
+  T.is_deeply(counts:totable(), {0, 0, 0, 0}, "and zeroes the counts")
+  cat.histogram(cuda.array("uint8", 0), counts:fill(5), {accumulate = true})
+  T.is_deeply(counts:totable(), {5, 5, 5, 5}, "or leaves them, accumulating")
+  local k0 = cuda.array("uint32", 0)
+  T.ok(cat.sort(k0) == k0, "sort of nothing returns at once")
+  T.ok(cat.sort(k0, cuda.array("float32", 0)) == k0, "with values too")
+  T.is(#cat.argsort(k0), 0, "argsort of nothing: an empty array")
+  -- matmul with a zero dimension: C (m x n) = alpha*A*B + beta*C
+  local C = cuda.array("float32", {3, 2}):fill(2)
+  cat.matmul(cuda.array("float32", 0), cuda.array("float32", 0), C, {m = 3, n = 2, k = 0, beta = 0.5})
+  T.is_deeply(C:totable(), {{1, 1}, {1, 1}, {1, 1}}, "k = 0: C = beta*C")
+  cat.matmul(cuda.array("float32", 0), cuda.array("float32", 0), C, {m = 3, n = 2, k = 0})
+  T.is_deeply(C:totable(), {{0, 0}, {0, 0}, {0, 0}}, "k = 0 and beta 0: C = 0")
+  local C0 = cuda.array("float64", {4, 0})
+  T.ok(cat.matmul(cuda.array("float64", {4, 3}), cuda.array("float64", {3, 0}), C0) == C0, "n = 0: a {4, 0} C, nothing to do")
+  T.ok(cat.matmul(cuda.array("float32", 0), cuda.array("float32", {3, 2}), cuda.array("float32", 0), {m = 0, k = 3}) ~= nil,
+       "m = 0: nothing to do")
+  cuda.synchronize()
+  s:close()
+  z, z2, zi, w, p, hz, hz8, hp, x, e, cnt, counts, k0, C, C0 = nil
 end
 
 collectgarbage()

@@ -17,7 +17,7 @@ T.ok(rawequal(s:synchronize(), s), "synchronize returns the stream")
 local hi = cuda.stream{non_blocking = true, priority = -1}
 T.is(hi.priority, -1, "a higher-priority, non-blocking stream")
 T.error_like(function () cuda.stream{priority = 10} end, "priority 10 outside %-?%d+ %(highest%) %.%. 0 %(lowest%)", "bad priority")
-T.error_like(function () cuda.stream(5) end, "bad argument #1 to 'stream' %(table expected, got number%)", "bad options")
+T.error_like(function () cuda.stream(5) end, "cuda%.stream: bad argument #1 %(table expected, got number%)", "bad options")
 
 local e0, e1 = cuda.event(), cuda.event()
 T.like(tostring(e0), "^cuda%.event", "event __tostring")

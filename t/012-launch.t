@@ -195,7 +195,7 @@ local bad = {
   {function () saxpy:launch({grid = 1, block = {1, 2, 3, 4}}, 1, 2.0, d, d) end, "block must have 1 to 3 dimensions, got 4", "4-D block"},
   {function () saxpy:launch({grid = 1, block = 32, shared = -1}, 1, 2.0, d, d) end, "shared must be a byte count", "negative shared"},
   {function () saxpy:launch({grid = 1, block = 32, shared = 1 << 20}, 1, 2.0, d, d) end, "CUDA_ERROR_INVALID_VALUE launching 'saxpy'", "too much shared memory"},
-  {function () saxpy:launch(5, 1, 2.0, d, d) end, "bad argument #1 to 'launch' %(table expected, got number%)", "config not a table"},
+  {function () saxpy:launch(5, 1, 2.0, d, d) end, "launch: bad argument #1 %(table expected, got number%)", "config not a table"},
   {function () saxpy:launch({grid = 1, block = 32, stream = 1}, 1, 2.0, d, d) end, "cuda%.stream expected, got number", "bad stream"},
 }
 for _, b in ipairs(bad) do T.error_like(b[1], b[2], b[3]) end
@@ -417,7 +417,7 @@ do
   T.error_like(function () go(size, x, x, y) end, "argument 2 is a cuda%.array but parameter 2 is f32", "prepared: argument types")
   T.error_like(function () saxpy:prepare{grid = 1, block = 4096} end, "block%.x = 4096 exceeds the device's 1024", "prepare checks the config")
   T.error_like(function () saxpy:prepare{grid = 1} end, "config%.block is required", "prepare: missing block")
-  T.error_like(function () saxpy:prepare(3) end, "bad argument #1 to 'prepare' %(table expected, got number%)", "prepare: config not a table")
+  T.error_like(function () saxpy:prepare(3) end, "prepare: bad argument #1 %(table expected, got number%)", "prepare: config not a table")
   ps:close()
   T.error_like(function () go(size, 2.0, x, y) end, "attempt to use a closed cuda%.stream", "prepared: its stream was closed")
   local lonely = cuda.compile([[extern "C" __global__ void lonely() {}]]):module()

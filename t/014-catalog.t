@@ -16,7 +16,7 @@ T.is(cuda.type(cuda.catalog), nil, "cuda.type of a table is fail")
 -- argument checks that need no device memory
 T.error_like(function () cuda.catalog.matmul(1, 2, 3) end, "cuda%.catalog%.matmul: A must be a cuda%.array, got number", "A not an array")
 T.error_like(function () cuda.catalog.matmul(cuda.host_array("float32", {2, 2}), 2, 3) end,
-             "A must be a cuda%.array, got cuda%.hostarray", "a host array is not a device array")
+             "A must be a cuda%.array, got cuda%.host_array", "a host array is not a device array")
 T.error_like(function () cuda.catalog.barrier.xpx("nope") end, "kind must be one of none, block, seed, seed_asm, sense, grid, coop, got nope", "unknown barrier kind")
 T.error_like(function () cuda.catalog.kernel("fft", "x") end, "no kernel family 'fft'", "unknown family")
 

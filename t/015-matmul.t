@@ -464,7 +464,7 @@ local bad = {
   {function () mm(A, B, Cd, {ldb = -5}) end, "ldb must be a positive integer, got %-5", "negative ldb"},
   {function () mm(A, B, Cd, {ldc = 0}) end, "ldc must be a positive integer, got 0", "ldc 0"},
   {function () mm(A, B, Cd, {lda = "3"}) end, "lda must be a positive integer, got 3", "lda as a string"},
-  {function () mm(A, B, Cd, {m = 0}) end, "m must be a positive integer, got 0", "m = 0"},
+  {function () mm(A, B, Cd, {m = -1}) end, "m must be an integer 0 or more, got %-1", "m = -1"},
   {function () mm(cuda.array("float32", {4, 3}, {pitched = true}), B, Cd) end, "A is pitched: the catalog expects packed arrays", "pitched A"},
 }
 for _, b in ipairs(bad) do

@@ -17,7 +17,7 @@ T.is_deeply(info.key_dtypes, {"uint32", "int32", "float32", "uint64", "int64", "
 T.is(info.limits.warp, 32, "the warp variant's limit")
 
 T.error_like(function () sort(1) end, "cuda%.catalog%.sort: keys must be a cuda%.array, got number", "keys not an array")
-T.error_like(function () sort(cuda.host_array("uint32", 4)) end, "cuda%.catalog%.sort: keys must be a cuda%.array, got cuda%.hostarray",
+T.error_like(function () sort(cuda.host_array("uint32", 4)) end, "cuda%.catalog%.sort: keys must be a cuda%.array, got cuda%.host_array",
              "a host array is not a device array")
 T.error_like(function () argsort("x") end, "cuda%.catalog%.argsort: keys must be a cuda%.array, got string", "argsort: keys not an array")
 T.error_like(function () sort(nil, {decending = true}) end, "cuda%.catalog%.sort: unknown option 'decending' %(known: descending",

@@ -18,9 +18,9 @@ local bad = {
 for _, c in ipairs(bad) do
   T.error_has(function () cuda.texture(42, c[1]) end, "cuda.texture: " .. c[2], "cuda.texture refuses: " .. c[2])
 end
-T.error_like(function () cuda.texture(42) end, "bad argument #1 to '[%w.]*texture' %(cuda%.array expected, got number%)",
+T.error_like(function () cuda.texture(42) end, "cuda%.texture: bad argument #1 %(cuda%.array expected, got number%)",
              "cuda.texture needs a cuda.array")
-T.error_like(function () cuda.texture(42, "point") end, "bad argument #2 to '[%w.]*texture' %(table expected",
+T.error_like(function () cuda.texture(42, "point") end, "cuda%.texture: bad argument #2 %(table expected",
              "options must be a table")
 T.error_has(function () cuda.array("uint8", 10, {pitched = true}) end,
             "(a pitched array needs a {rows, cols} shape)", "pitched 1-D refused")

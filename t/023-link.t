@@ -56,7 +56,7 @@ local bad = {
 for _, c in ipairs(bad) do
   T.error_has(function () cuda.link(c[1]) end, c[2], c[2])
 end
-T.error_like(function () cuda.link(child) end, "bad argument #1 to '[%w.]*link' %(table expected", "cuda.link takes a list")
+T.error_like(function () cuda.link(child) end, "cuda%.link: bad argument #1 %(table expected", "cuda.link takes a list")
 local devrt = cuda.libraries().cudadevrt
 if devrt then
   T.like(devrt, "libcudadevrt%.a$", "cuda.libraries() finds libcudadevrt.a: " .. devrt)
@@ -88,7 +88,7 @@ T.error_has(function () cuda.device_limit("stack") end,
 T.error_has(function () cuda.device_limit("stack_size", -1) end, "a limit must not be negative", "negative limit refused")
 T.error_has(function () cuda.device_limit("stack_size", 1.5) end, "number has no integer representation",
             "a fractional limit refused")
-T.error_like(function () cuda.device_limit() end, "bad argument #1 to '[%w.]*device_limit' %(string expected",
+T.error_like(function () cuda.device_limit() end, "cuda%.device_limit: bad argument #1 %(string expected",
              "device_limit needs a name")
 -- }------
 

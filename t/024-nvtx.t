@@ -69,17 +69,17 @@ end
 T.is(nvtx.depth(), 0, "a scope closes what was left open inside it")
 
 -- bad arguments
-T.error_like(function () nvtx.push() end, "bad argument #1 to '[%w.]*push' %(string expected, got no value%)",
+T.error_like(function () nvtx.push() end, "cuda%.nvtx%.push: bad argument #1 %(string expected, got no value%)",
              "push needs a name")
-T.error_like(function () nvtx.push({}) end, "bad argument #1 to '[%w.]*push' %(string expected, got table%)",
+T.error_like(function () nvtx.push({}) end, "cuda%.nvtx%.push: bad argument #1 %(string expected, got table%)",
              "push: a table is no name")
-T.error_like(function () nvtx.range("r") end, "bad argument #2 to '[%w.]*range' %(function expected, got no value%)",
+T.error_like(function () nvtx.range("r") end, "cuda%.nvtx%.range: bad argument #2 %(function expected, got no value%)",
              "range needs a function")
-T.error_like(function () nvtx.range("r", 42) end, "bad argument #2 to '[%w.]*range' %(function expected, got number%)",
+T.error_like(function () nvtx.range("r", 42) end, "cuda%.nvtx%.range: bad argument #2 %(function expected, got number%)",
              "range: a number is not callable")
-T.error_like(function () nvtx.range(nil, print) end, "bad argument #1 to '[%w.]*range' %(string expected",
+T.error_like(function () nvtx.range(nil, print) end, "cuda%.nvtx%.range: bad argument #1 %(string expected",
              "range needs a name")
-T.error_like(function () nvtx.scope() end, "bad argument #1 to '[%w.]*scope' %(string expected", "scope needs a name")
+T.error_like(function () nvtx.scope() end, "cuda%.nvtx%.scope: bad argument #1 %(string expected", "scope needs a name")
 T.is(nvtx.depth(), 0, "failed calls opened nothing")
 
 -- no tool attached: a no-op costing what a trivial C call does. Measured against

@@ -52,19 +52,47 @@ if gpu then
 else
   T.like(T.run(repl, ":mem\n"), "no live device arrays", ":mem without arrays")
   out = T.run(repl, (":reload %s\n"):format(cf))
-  T.like(out, "no CUDA driver", ":reload of a .cu file without a GPU says why")
+  T.like(out, "> :reload: cuda%.load: no CUDA driver", ":reload of a .cu file without a GPU says why, naming the command")
+  T.unlike(out, "%[culua%.", "and no line inside culua")
   T.like(T.run(repl, ":kernels\n"), "no kernels loaded", ":kernels without kernels")
 end
 os.remove(cf)
 os.execute("rm -rf " .. cache)
 
+-- results print readably: tables nested and bounded, arrays as their tostring
+out = T.run(repl, "{1, 2, {a = 1, b = 'x'}}\n{{{{{1}}}}}\n" ..
+                  "(function () local t = {} for i = 1, 100 do t[i] = i end return t end)()\n" ..
+                  "cuda.host_array('float32', 3)\ncuda.catalog.list()\n'plain', 7\n")
+T.like(out, "> {1, 2, {a = 1, b = \"x\"}}\n", "a table prints its contents, nested")
+T.like(out, "\n> {{{{%.%.%.}}}}\n", "bounded in depth")
+T.like(out, "%.%.%. %(76 more%)", "and in length")
+T.like(out, "> cuda%.host_array%(float32, 3%): {0%.0, 0%.0, 0%.0}\n", "an array prints as its tostring")
+T.like(out, "\n  families = {", "cuda.catalog.list() shows the families")
+T.like(out, "> plain\t7\n", "strings and numbers as print shows them")
+
+-- completion hides private names (a leading _) unless the word starts with one
+do
+  local r = require "culua.repl"
+  local c = table.concat(r.complete("cuda."), " ")
+  T.like(c, "cuda%.array", "cuda.<Tab> lists cuda.array")
+  T.unlike(c, "cuda%._", "but no name that begins with _")
+  T.like(table.concat(r.complete("cuda._"), " "), "cuda%._catalog", "cuda._<Tab> lists them")
+end
+
+-- :help fits 80 columns
+do
+  local widest = ""
+  for line in T.run(repl, ":help\n"):gmatch("[^\n]+") do if #line > #widest then widest = line end end
+  T.ok(#widest <= 80, ":help fits 80 columns: " .. widest)
+end
+
 -- Tab completion needs a terminal: script(1) makes one
 local has_script = os.execute("command -v script >/dev/null 2>&1")
 local skip_pty = os.getenv("CULUA_TEST_SKIP_PTY")
 if skip_pty and skip_pty ~= "" then
-  T.skip("the pseudo-terminal part is skipped in this pass: " .. skip_pty, 3)
+  T.skip("the pseudo-terminal part is skipped in this pass: " .. skip_pty, 5)
 elseif not has_script then
-  T.skip("no script(1) for a pseudo-terminal", 3)
+  T.skip("no script(1) for a pseudo-terminal", 5)
 else
   local input = os.tmpname()
   f = assert(io.open(input, "w"))
@@ -73,12 +101,21 @@ else
           "printf 'c.no_such\\t\\n'; sleep 0.3\nprintf 'os.exit()\\n'\n")
   f:close()
   local log = os.tmpname()
-  local cmd = ("sh %s | TERM=dumb timeout 20 script -qec %q %s >/dev/null 2>&1"):format(input, T.culua, log)
+  local home = os.tmpname()
+  os.remove(home)
+  os.execute("mkdir " .. home)
+  local cmd = ("sh %s | HOME=%s TERM=dumb timeout 20 script -qec %q %s >/dev/null 2>&1"):format(input, home, T.culua, log)
   os.execute(cmd)
+  local hf = io.open(home .. "/.culua_history")
+  local hist = hf and hf:read("a") or ""
+  if hf then hf:close() end
+  os.execute("rm -rf " .. home)
+  T.like(hist, "h:fill%(2%)\n", "the history is saved when the REPL is left by os.exit()")
+  T.like(hist, "os%.exit%(%)", "its last line too")
   local typed = io.open(log):read("a"):gsub("\r", "")
   os.remove(input); os.remove(log)
   T.like(typed, "> c%.catalog%.matmul\nfunction: ", "Tab completes cuda.catalog.matm to matmul (the catalog loads on demand)")
-  T.like(typed, "> h:fill%(2%)\ncuda%.hostarray%(float32, 3%): {2%.0, 2%.0, 2%.0}", "Tab completes a method of an array")
+  T.like(typed, "> h:fill%(2%)\ncuda%.host_array%(float32, 3%): {2%.0, 2%.0, 2%.0}", "Tab completes a method of an array")
   T.like(typed, "> c%.no_such\a?\nnil", "no completion (a bell) leaves the word as typed")
 end
 T.done_testing()

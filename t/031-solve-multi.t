@@ -67,7 +67,7 @@ cuda.array = function (dt, shape, opts)
   local n = type(shape) == "table" and shape[1] * shape[2] or shape
   return allocated(newarr(dt, n, device(opts and opts.device), type(shape) == "table" and shape or {n}))
 end
-cuda.host_array = function (dt, n, opts) local a = newarr(dt, n, nil); a.kind = "cuda.hostarray"; return allocated(a) end
+cuda.host_array = function (dt, n, opts) local a = newarr(dt, n, nil); a.kind = "cuda.host_array"; return allocated(a) end
 cuda.stream = function (o) return {kind = "cuda.stream", device = device(o and o.device), wait = function () end, synchronize = function () end} end
 cuda.event = function () return {record = function () end, synchronize = function () end} end
 cuda.type = function (x) return type(x) == "table" and x.kind or nil end

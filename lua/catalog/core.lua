@@ -396,6 +396,17 @@ function core.check_stream(fname, stream, dev)
   return stream
 end
 
+-- a C reference f (cuda._catalog.ref_*) as cuda.catalog.<fname>: its errors name
+-- that, at the user's line, instead of the C name at the wrapper's line
+function core.reference(fname, f)
+  local function out(ok, ...)
+    if ok then return ... end
+    local msg = tostring((...)):gsub("^%[culua[^%]]*%]:%d+: ", ""):gsub("^[%w_.:]+: ", "", 1)
+    fail(fname, "%s", msg)
+  end
+  return function (...) return out(pcall(f, ...)) end
+end
+
 -- }======================================================
 
 return core

@@ -112,10 +112,11 @@ function M.histogram(x, counts, opts)
     fail(fname, "variant 'seed' keeps the bins in shared memory: at most %d bins, got %d", SHARED_BINS, bins)
   end
   local n = #x
+  if not opts.accumulate then (bins == #counts and counts or counts:view(1, bins)):fill(0, stream) end
+  if n == 0 then return 0 end   -- nothing binned, nothing left out: no launch, no wait
   local word = core.scratch("histogram_word", dev, stream, 1):view(1, 1)
   word:fill(0, stream)
-  if not opts.accumulate then (bins == #counts and counts or counts:view(1, bins)):fill(0, stream) end
-  if n > 0 then
+  do
     -- 64-bit counters are built by NVRTC on first use (then cached on disk):
     -- prebuilding them doubled the family's build time for a rare case
     local kern = core.kernel("histogram", ("culua_histogram_%s_%s"):format(short[dt], short[cdt]),
@@ -140,12 +141,13 @@ end
 -- }======================================================
 
 -- on host arrays, in C: the same binning rule; returns the left-out count
+local ref_histogram = core.reference("reference.histogram", C.ref_histogram)
 M.reference = {
   histogram = function (hx, hcounts, opts)
     local fname = "reference.histogram"
     opts = core.options(fname, opts, {"bins", "lo", "hi", "accumulate"})
     local bins, lo, hi = range(fname, hx.dtype, #hcounts, opts)
-    return C.ref_histogram(hx, hcounts, bins, lo, hi, opts.accumulate == true)
+    return ref_histogram(hx, hcounts, bins, lo, hi, opts.accumulate == true)
   end,
 }
 

@@ -218,13 +218,14 @@ end
 local matmul_options = {"variant", "alpha", "beta", "unroll", "tile", "block", "threads", "m", "n", "k",
                         "lda", "ldb", "ldc", "stream", "tma", "splits", "streamk"}
 
--- m, n, k and the leading dimensions, when given, are positive integers: checked before
--- the arrays, so that these checks need no GPU
+-- m, n and k, when given, are integers 0 or more (a product with a zero dimension is
+-- ordinary, as in NumPy), the leading dimensions positive integers: checked before the
+-- arrays, so that these checks need no GPU
 local function check_sizes(fname, opts)
   for _, o in ipairs{"m", "n", "k", "lda", "ldb", "ldc"} do
-    local v = opts[o]
-    if v ~= nil and (math.type(v) ~= "integer" or v < 1) then
-      fail(fname, "%s must be a positive integer, got %s", o, tostring(v))
+    local v, least = opts[o], #o == 1 and 0 or 1
+    if v ~= nil and (math.type(v) ~= "integer" or v < least) then
+      fail(fname, "%s must be %s, got %s", o, least == 0 and "an integer 0 or more" or "a positive integer", tostring(v))
     end
   end
 end
@@ -302,6 +303,10 @@ function M.matmul(A, B, Cm, opts)
   -- as floats: to the driver a prebuilt kernel's parameters are only sizes, and an
   -- integer would go as an integer's bits (alpha = 2 would be a denormal)
   local alpha, beta = (opts.alpha or 1) + 0.0, (opts.beta or 0) + 0.0
+  if m == 0 or n == 0 then return Cm end   -- C holds nothing: no launch
+  -- k == 0: C = beta*C, with no A or B to read (their arrays hold no memory); the
+  -- naive kernel's sums over k are then 0, and it reads neither
+  if k == 0 then variant = "naive" end
   if use_sm90(variant, t, dev, A, B, m, n, k, lda, ldb, opts) then
     return matmul_sm90(sm90[variant], dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, opts)
   end
@@ -321,7 +326,7 @@ end
 
 -- in double precision, on host arrays: C = alpha*A*B + beta*C; A, B, C 2-D host arrays of any dtypes
 M.reference = {
-  matmul = function (A, B, Cm, alpha, beta) return C.ref_matmul(A, B, Cm, alpha, beta) end,
+  matmul = core.reference("reference.matmul", C.ref_matmul),
 }
 
 M.info = {

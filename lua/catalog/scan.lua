@@ -222,7 +222,7 @@ function M.scan(x, y, opts)
   core.flag(fname, opts, "exclusive")
   local init = check_init(fname, dt, opts.init)
   local initb = init ~= nil and to_bits(dt, init) or identity_bits(dt, op)
-  if n < 1 then fail(fname, "x is empty") end
+  if n == 0 then return y end   -- a scan of nothing: no launch
   if variant == "lookback" then
     lookback(x, y, n, opts.exclusive == true, initb, dt, op, stream, nil, dev)
   else
@@ -240,7 +240,10 @@ function M.reduce(x, opts)
   local dt, n, dev = open_dtype(fname, "x", x, dtypes)
   local stream = core.check_stream(fname, opts.stream, dev)
   local op = one_of(fname, "op", opts.op or "add", ops)
-  if n < 1 then fail(fname, "x is empty") end
+  if n == 0 then   -- a sum of nothing is 0; a min or max of nothing is no number
+    if op ~= "add" then fail(fname, "the %s of an empty x is undefined", op) end
+    return from_bits(dt, identity_bits(dt, op))
+  end
   local word = core.scratch("scan_word", dev, stream, 1)
   lookback(x, nil, n, false, identity_bits(dt, op), dt, op, stream, word, dev)
   return from_bits(dt, core.read_word(word, stream))
@@ -301,7 +304,6 @@ local function select_common(fname, x, y, pred, opts, split)
   local dt, n, dev, xs = open_dtype(fname, "x", x, dtypes)
   local ydt, yn, ydev, ys = open_dtype(fname, "y", y)
   if ydt ~= dt then fail(fname, "y has dtype %s but x has %s", ydt, dt) end
-  if n < 1 then fail(fname, "x is empty") end
   if yn < n then fail(fname, "y has %d elements, fewer than x's %d", yn, n) end
   if ydev ~= dev then core.same_device(fname, SELECT_NAMES, x, y) end   -- raises, naming both
   local flags, fdt
@@ -338,6 +340,10 @@ local function select_common(fname, x, y, pred, opts, split)
     for _, a in ipairs{{"x", xs, n * es}, {"y", ys, yn * es}} do
       if cs < a[2] + a[3] and a[2] < cs + 8 then fail(fname, "count overlaps %s", a[1]) end
     end
+  end
+  if n == 0 then   -- nothing to select: a count of 0, with no launch
+    if out then out:view(1, 1):fill(0, stream); return out end
+    return 0
   end
   -- counts in 32 bits below 2^32 elements: the look-back's one-word path
   local c32 = n < (1 << 32)
@@ -382,10 +388,11 @@ end
 -- }======================================================
 
 -- on host arrays, in C: ints exact (wrapping), floats accumulated in float64
+local ref_scan = core.reference("reference.scan", C.ref_scan)
 M.reference = {
   scan = function (hx, hy, opts)
-    opts = opts or {}
-    return C.ref_scan(hx, hy or hx, opts.op or "add", opts.exclusive == true, opts.init)
+    opts = core.options("reference.scan", opts, {"op", "exclusive", "init"})
+    return ref_scan(hx, hy or hx, opts.op or "add", opts.exclusive == true, opts.init)
   end,
 }
 

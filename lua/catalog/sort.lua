@@ -344,7 +344,6 @@ local function check_keys(fname, keys)
   if not key_kind[dt] then
     fail(fname, "keys has dtype %s; expected one of %s", dt, table.concat(key_dtypes, ", "))
   end
-  if n < 1 then fail(fname, "keys is empty") end
   return n, dt
 end
 
@@ -498,7 +497,7 @@ function M.sort(keys, values, opts)
   if values ~= nil then vb = check_values(fname, values, n) end
   local o = check_opts(fname, opts, key_bits[kdt])
   local dev = core.same_device(fname, {"keys", "values"}, keys, values)
-  run(fname, keys, values, nil, n, kdt, vb, o, dev)
+  if n > 0 then run(fname, keys, values, nil, n, kdt, vb, o, dev) end   -- nothing: sorted
   return keys, values
 end
 
@@ -512,7 +511,7 @@ function M.argsort(keys, opts)
   local dev = keys.device
   local idt = n < (1 << 32) and "uint32" or "uint64"
   local out = cuda.array(idt, n, {device = dev.ordinal})
-  run(fname, keys, nil, out, n, kdt, elem_bytes[idt], o, dev)
+  if n > 0 then run(fname, keys, nil, out, n, kdt, elem_bytes[idt], o, dev) end
   return out
 end
 
@@ -520,21 +519,25 @@ end
 
 -- on host arrays, in C: the same order (stable, -0.0 before +0.0, NaNs last
 -- in either order and written as the canonical quiet NaN)
-local function ref_sort(hkeys, hvalues, opts)
+local ref_options = {"descending", "begin_bit", "end_bit"}
+local ref_sort_c = {["reference.sort"] = core.reference("reference.sort", C.ref_sort),
+                    ["reference.argsort"] = core.reference("reference.argsort", C.ref_sort)}
+local function ref_sort(hkeys, hvalues, opts, fname)
   if opts == nil and type(hvalues) == "table" then hvalues, opts = nil, hvalues end
-  opts = opts or {}
+  opts = core.options(fname or "reference.sort", opts, ref_options)
   local width = 8 * (elem_bytes[hkeys.dtype] or 4)
-  return C.ref_sort(hkeys, hvalues, opts.descending, opts.begin_bit or 0, opts.end_bit or width)
+  return ref_sort_c[fname or "reference.sort"](hkeys, hvalues, opts.descending, opts.begin_bit or 0, opts.end_bit or width)
 end
 
 M.reference = {
   sort = ref_sort,
   -- a new host array of the 1-based positions in sorted order
   argsort = function (hkeys, opts)
+    core.options("reference.argsort", opts, ref_options)   -- before any work
     local n = #hkeys
     local idx = cuda.host_array(n < (1 << 32) and "uint32" or "uint64", n):iota(1)
     local copy = cuda.host_array(hkeys.dtype, n):copy_from(hkeys)
-    ref_sort(copy, idx, opts)
+    ref_sort(copy, idx, opts, "reference.argsort")
     return idx
   end,
 }
