@@ -184,11 +184,29 @@ int culua_pushmethod (lua_State *L, const char *tname, int key);
 typedef enum culua_Dtype {
   CULUA_INT8, CULUA_UINT8, CULUA_INT16, CULUA_UINT16, CULUA_INT32,
   CULUA_UINT32, CULUA_INT64, CULUA_UINT64, CULUA_FLOAT32, CULUA_FLOAT64,
+  /* the low-precision formats, stored as their bits (half.c converts) */
+  CULUA_FLOAT16, CULUA_BFLOAT16, CULUA_FLOAT8_E4M3, CULUA_FLOAT8_E5M2,
   CULUA_NDTYPES
 } culua_Dtype;
 
 extern const char *const culua_dtype_names[];
 extern const size_t culua_dtype_size[];
+
+/* a floating-point dtype (of any width) */
+#define culua_dtype_isfloat(t) ((t) >= CULUA_FLOAT32)
+/* one of the low-precision formats of half.c */
+#define culua_dtype_islowp(t) ((t) >= CULUA_FLOAT16)
+
+/* half.c: x rounded once to nearest even into low-precision dtype t, as
+** CUDA's conversions with SATFINITE for fp8 do; the bits, low-aligned */
+unsigned culua_lowp_round (culua_Dtype t, double x);
+/* 0 when rounding x into low-precision dtype t overflows (to inf, or
+** saturating to the largest finite value), 1 otherwise */
+int culua_lowp_fits (culua_Dtype t, double x);
+/* the exact value of bits b of low-precision dtype t */
+double culua_lowp_widen (culua_Dtype t, unsigned b);
+/* the largest finite value of low-precision dtype t */
+double culua_lowp_max (culua_Dtype t);
 
 culua_Dtype culua_checkdtype (lua_State *L, int i);
 /* store the Lua value at index i into p as dtype t, raising on a bad value */
@@ -198,6 +216,8 @@ void culua_pushelem (lua_State *L, culua_Dtype t, const void *p);
 /* the element at p as a double, and back (for compare, random, iota) */
 double culua_elem_double (culua_Dtype t, const void *p);
 void culua_elem_set_double (culua_Dtype t, void *p, double x);
+/* n elements of dtype from at src into dtype to at dst, by astype's rules */
+void culua_convert (culua_Dtype to, void *dst, culua_Dtype from, const void *src, size_t n);
 /* a count or {rows, cols} at index i: element count; *rows is 0 for 1-D */
 size_t culua_checkshape (lua_State *L, int i, culua_Dtype t, size_t *rows, size_t *cols);
 void culua_pushshape (lua_State *L, size_t rows, size_t cols);

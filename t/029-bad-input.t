@@ -13,7 +13,7 @@ local NAN, INF = 0 / 0, 1 / 0
 -- {====================================================== no GPU needed
 
 -- host arrays: shapes, dtypes, values, closed objects
-case("host_array: a bad dtype", function () cuda.host_array("float33", 10) end, "bad argument #1 to 'host_array' %(unknown dtype 'float33'; expected one of int8, uint8, int16, uint16, int32, uint32, int64, uint64, float32, float64%)")
+case("host_array: a bad dtype", function () cuda.host_array("float33", 10) end, "bad argument #1 to 'host_array' %(unknown dtype 'float33'; expected one of int8, uint8, int16, uint16, int32, uint32, int64, uint64, float32, float64, float16, bfloat16, float8_e4m3, float8_e5m2%)")
 case("host_array: an uppercase dtype", function () cuda.host_array("Float32", 10) end, "unknown dtype 'Float32'")
 case("host_array: no dtype", function () cuda.host_array() end, "bad argument #1 to 'host_array'")
 case("host_array: a number for the dtype", function () cuda.host_array(3, 4) end, "bad argument #1 to 'host_array'")

@@ -10,7 +10,7 @@ local layers = {
   "loader", "embedded", "embed",
   -- the helpers, as lauxlib is: state, errors, options, contexts, dtypes,
   -- the checks of the objects bindings pass each other
-  "auxlib", "context", "dtype", "objects",
+  "auxlib", "context", "half", "dtype", "objects",
   -- the bindings, one a Lua type
   "device", "array", "hostarray", "event", "graph", "stream", "texture",
   "kernel", "module", "program", "link", "nvtx", "nccl", "mpi",
