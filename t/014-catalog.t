@@ -4,7 +4,7 @@ local T = require "culua.tap"
 local cuda = require "cuda"
 
 local list = cuda.catalog.list()
-T.is_deeply(list.families, {"matmul", "matmul_sm90", "matmul_sm90_fast", "barrier", "scan", "histogram", "sort", "solve"}, "eight kernel families")
+T.is_deeply(list.families, {"matmul", "matmul_sm90", "matmul_sm90_fast", "barrier", "scan", "histogram", "sort", "solve", "cast"}, "nine kernel families (cast: astype)")
 T.is_deeply(list.headers, {"culua/barrier.cuh", "culua/common.cuh", "culua/sm90.cuh"}, "three device headers")
 T.is_deeply(list.matmul.variants, {"naive", "row", "column", "tiled", "fast", "tf32", "dmma"}, "matmul variants")
 T.is_deeply(list.matmul.dtypes.float64, {"naive", "tiled", "fast", "dmma"}, "float64 variants")

@@ -202,3 +202,211 @@ do
 end
 
 -- }======================================================
+
+-- {====================================================== on a GPU: CUDA's intrinsics and culua's casts
+
+-- what CUDA's own conversions give, each pattern or value a thread
+local INTRINSICS = [[
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+#include <cuda_fp8.h>
+typedef unsigned long long u64;
+#define EACH for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
+extern "C" __global__ void narrow_f(const float *x, unsigned short *h, unsigned short *b,
+                                    unsigned char *e4, unsigned char *e5, u64 n) {
+  EACH {
+    h[i] = __half_as_ushort(__float2half_rn(x[i]));
+    b[i] = __bfloat16_as_ushort(__float2bfloat16_rn(x[i]));
+    e4[i] = __nv_cvt_float_to_fp8(x[i], __NV_SATFINITE, __NV_E4M3);
+    e5[i] = __nv_cvt_float_to_fp8(x[i], __NV_SATFINITE, __NV_E5M2);
+  }
+}
+extern "C" __global__ void narrow_d(const double *x, unsigned short *h, unsigned short *b,
+                                    unsigned char *e4, unsigned char *e5, u64 n) {
+  EACH {
+    h[i] = __half_as_ushort(__double2half(x[i]));
+    b[i] = __bfloat16_as_ushort(__double2bfloat16(x[i]));
+    e4[i] = __nv_cvt_double_to_fp8(x[i], __NV_SATFINITE, __NV_E4M3);
+    e5[i] = __nv_cvt_double_to_fp8(x[i], __NV_SATFINITE, __NV_E5M2);
+  }
+}
+extern "C" __global__ void widen16(const unsigned short *x, float *h, float *b, u64 n) {
+  EACH {
+    h[i] = __half2float(__ushort_as_half(x[i]));
+    b[i] = __bfloat162float(__ushort_as_bfloat16(x[i]));
+  }
+}
+extern "C" __global__ void widen8(const unsigned char *x, float *e4, float *e5, u64 n) {
+  EACH {
+    e4[i] = __half2float(__half(__nv_cvt_fp8_to_halfraw(x[i], __NV_E4M3)));
+    e5[i] = __half2float(__half(__nv_cvt_fp8_to_halfraw(x[i], __NV_E5M2)));
+  }
+}
+]]
+
+local DTYPES = {"int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float32", "float64",
+                "float16", "bfloat16", "float8_e4m3", "float8_e5m2"}
+
+-- a host array's bytes as another dtype of the same width, and the values x
+-- whose elements are NaN (their indices), for comparisons that set NaN inputs apart
+local function reinterpret (h, dt) return cuda.host_array(dt, h.nbytes // ({float32 = 4, float64 = 8})[dt]):copy_from(h:bytes()) end
+local function first_diff (a, b, w)
+  for i = 1, #a // w do
+    if a:sub((i - 1) * w + 1, i * w) ~= b:sub((i - 1) * w + 1, i * w) then return i end
+  end
+end
+
+T.gpu_part(function ()
+  local N = T.sanitizer and (1 << 16) or (1 << 22)
+  -- the float32 sample: every value of every low-precision dtype, the midpoints
+  -- between neighbours (the ties), random bit patterns (NaNs, infinities, subnormals among them)
+  local values = {}
+  for _, dt in ipairs(LOWP) do
+    local d = all_patterns(dt):astype("float64")
+    for i = 1, #d do
+      values[#values + 1] = d[i]
+      if i < #d and d[i] == d[i] and d[i + 1] == d[i + 1] then values[#values + 1] = (d[i] + d[i + 1]) / 2 end
+    end
+  end
+  for _, v in ipairs{0.0, -0.0, INF, -INF, 464, 61440, 65520, 3.3961e38, 2^-25, 2^-134, 2^-10, 2^-17} do
+    values[#values + 1] = v
+  end
+  local rnd = cuda.host_array("uint32", N):random(37, 0, 0xffffffff)
+  local fx = cuda.host_array("float32", #values + N)
+  -- the fixed values (all of them float32 values), then the random patterns
+  local fixed = cuda.host_array("float32", #values):copy_from(values)
+  fx:copy_from(fixed:bytes() .. rnd:bytes())
+  local dx = fx:astype("float64")
+  -- a float64 sample of its own: the fixed values a double's ulp below and above
+  -- (a tie missed by 2^-53 must round as a single rounding does, not as two), and
+  -- random patterns (most far outside every format's range)
+  local below = cuda.host_array("int64", #values):copy_from(fixed:astype("float64"):bytes())
+  local above = cuda.host_array("int64", #values):copy_from(below:bytes())
+  for i = 1, #below do below[i] = below[i] - 1; above[i] = above[i] + 1 end
+  local drnd = reinterpret(cuda.host_array("int64", N):random(41, math.mininteger, math.maxinteger), "float64")
+  drnd = reinterpret(cuda.host_array("int64", 2 * #values + N):copy_from(below:bytes() .. above:bytes() .. drnd:bytes()),
+                     "float64")
+
+  local prog = cuda.compile(INTRINSICS)
+  local mod = prog:module()
+  local grid, block = 1024, 256
+  local function device_narrow (kname, hx)
+    local x = cuda.array(hx.dtype, #hx):copy_from(hx)
+    local outs = {}
+    for i, dt in ipairs(LOWP) do outs[i] = cuda.array(dt, #hx) end
+    mod:kernel(kname):launch({grid = grid, block = block}, x, outs[1], outs[2], outs[3], outs[4], #hx)
+    return outs
+  end
+
+  -- CUDA's intrinsics and culua's host conversions, bit for bit; NaN inputs apart
+  for _, case in ipairs{{"narrow_f", fx, "float32"}, {"narrow_d", dx, "float64 (the float32 sample)"},
+                        {"narrow_d", drnd, "float64 (an ulp off the sample, random patterns)"}} do
+    local kname, hx, what = case[1], case[2], case[3]
+    local outs = device_narrow(kname, hx)
+    for i, dt in ipairs(LOWP) do
+      local dev, host = outs[i]:bytes(), hx:astype(dt):bytes()
+      local w = width[dt]
+      local bad, nanbad, first = 0, 0, nil
+      if dev ~= host then
+        for k = 1, #hx do
+          if dev:sub((k - 1) * w + 1, k * w) ~= host:sub((k - 1) * w + 1, k * w) then
+            if hx[k] ~= hx[k] then nanbad = nanbad + 1 else bad = bad + 1; first = first or k end
+          end
+        end
+      end
+      T.is(bad, 0, ("%s: %s -> %s, %d values: CUDA's intrinsic and the host agree bit for bit"):format(kname, what, dt, #hx))
+      if first then
+        T.diag(("first: %.17g -> device 0x%x, host 0x%x"):format(hx[first],
+          string.unpack(fmt[w], dev, (first - 1) * w + 1), string.unpack(fmt[w], host, (first - 1) * w + 1)))
+      end
+      T.is(nanbad, 0, ("%s: %s -> %s: NaN inputs give the canonical NaN on the device too"):format(kname, what, dt))
+    end
+    for _, o in ipairs(outs) do o:close() end
+  end
+
+  -- widening every pattern: the values agree (NaN with NaN)
+  for _, case in ipairs{{"widen16", "uint16", {"float16", "bfloat16"}}, {"widen8", "uint8", {"float8_e4m3", "float8_e5m2"}}} do
+    local kname, raw, pair = case[1], case[2], case[3]
+    local pats = all_patterns(pair[1])
+    local x = cuda.array(raw, #pats):copy_from(cuda.host_array(raw, #pats):copy_from(pats:bytes()))
+    local o1, o2 = cuda.array("float32", #pats), cuda.array("float32", #pats)
+    mod:kernel(kname):launch({grid = grid, block = block}, x, o1, o2, #pats)
+    for j, o in ipairs{o1, o2} do
+      local got = o:totable()
+      local want = from_bits(pair[j], bits(pats)):totable()
+      local bad = 0
+      for k = 1, #got do
+        local a, b = got[k], want[k]
+        if not ((a ~= a and b ~= b) or (a == b and 1 / a == 1 / b)) then bad = bad + 1 end
+      end
+      T.is(bad, 0, ("%s: every %s pattern widens to the host's value"):format(kname, pair[j]))
+    end
+    x:close(); o1:close(); o2:close()
+  end
+  mod:close()
+
+  -- culua's device casts against its host casts: every ordered pair, bit for bit
+  local sources = {
+    float32 = fx, float64 = cuda.host_array("float64", #dx + #drnd):copy_from(dx:bytes() .. drnd:bytes()),
+  }
+  for _, dt in ipairs(LOWP) do sources[dt] = all_patterns(dt) end
+  local lims = {int8 = {-128, 127}, uint8 = {0, 255}, int16 = {-32768, 32767}, uint16 = {0, 65535},
+                int32 = {-2^31, 2^31 - 1}, uint32 = {0, 2^32 - 1}, int64 = {math.mininteger, math.maxinteger},
+                uint64 = {math.mininteger, math.maxinteger}}
+  for dt, l in pairs(lims) do
+    local raw = dt == "uint64" and "int64" or dt
+    local h = cuda.host_array(raw, 1 << 16):random(43, l[1], l[2])
+    sources[dt] = cuda.host_array(dt, #h):copy_from(h:bytes())
+  end
+  for _, from in ipairs(DTYPES) do
+    local h = sources[from]
+    local x = cuda.array(from, #h):copy_from(h)
+    local bad = {}
+    for _, to in ipairs(DTYPES) do
+      local y = x:astype(to)
+      local dev, host = y:bytes(), h:astype(to):bytes()
+      if dev ~= host then
+        local w = host:len() // #h
+        local k = first_diff(dev, host, w)
+        bad[#bad + 1] = ("%s (element %d = %.17g: device 0x%x, host 0x%x)"):format(to, k, h[k],
+          string.unpack(fmt[w], dev, (k - 1) * w + 1), string.unpack(fmt[w], host, (k - 1) * w + 1))
+      end
+      y:close()
+    end
+    T.is(#bad, 0, ("astype from %s, %d values, into every dtype: device and host agree bit for bit"):format(from, #h))
+    for _, b in ipairs(bad) do T.diag("  into " .. b) end
+    x:close()
+  end
+
+  -- views, 2-D and pitched arrays, streams
+  local m = cuda.array("float32", {3, 5}, {pitched = true}):copy_from(cuda.host_array("float32", {3, 5}):iota(-7, 1.25))
+  local mh = m:astype("float16")
+  T.is_deeply(mh.shape, {3, 5}, "astype keeps a 2-D shape")
+  T.is_deeply(mh:totable(), cuda.host_array("float32", {3, 5}):iota(-7, 1.25):astype("float16"):totable(),
+              "astype of a pitched array reads its rows")
+  local s = cuda.stream()
+  local v = cuda.array("float64", 100):copy_from(cuda.host_array("float64", 100):iota(0, 0.1)):view(11, 10)
+  local vb = v:astype("bfloat16", {stream = s})
+  s:synchronize()
+  local whole = cuda.host_array("float64", 100):iota(0, 0.1):astype("bfloat16"):totable()
+  T.is_deeply(vb:totable(), table.move(whole, 11, 20, 1, {}), "astype of a view, on a stream")
+  T.is(v:astype("float64"):totable()[1], 1.0, "astype to the same dtype copies")
+  T.error_like(function () v:astype("float128") end, "bad argument #1 to 'astype' %(unknown dtype 'float128'", "astype: an unknown dtype")
+  T.error_like(function () v:astype("float16", {strem = s}) end, "unknown option 'strem'", "astype: a misspelt option")
+  m:close(); mh:close(); vb:close()
+  s:close()
+
+  -- device arrays of every new dtype: fill, copy, index, totable, compare, tostring
+  for _, dt in ipairs(LOWP) do
+    local a = cuda.array(dt, 7):fill(-0.5)
+    T.is_deeply(a:totable(), {-0.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5}, dt .. ": device fill")
+    a:copy_from{1, 2, 3, 0.25, -0.0, NAN, 4}
+    local t = a:totable()
+    T.ok(t[4] == 0.25 and 1 / t[5] == -INF and t[6] ~= t[6], dt .. ": copy_from a table and back")
+    T.like(tostring(a), "^cuda%.array%(" .. dt .. ", 7%)", dt .. ": tostring")
+    T.is(cuda.compare(a:view(1, 4), cuda.host_array("float64", 4):copy_from{1, 2, 3, 0.25}), 0, dt .. ": compare")
+    a:close()
+  end
+end, "low-precision conversions against CUDA's intrinsics, device casts")
+
+T.done_testing()
