@@ -34,6 +34,7 @@
 #define CULUA_PROGRAM    "cuda.program"
 #define CULUA_GRAPH      "cuda.graph"
 #define CULUA_TEXTURE    "cuda.texture"
+#define CULUA_SCALAR     "cuda.scalar"
 
 #define CULUA_MAXDEVICES 64
 
@@ -323,6 +324,8 @@ void culua_newarray_over (lua_State *L, int owner, int ordinal, CUdeviceptr p, s
 void culua_newgraph (lua_State *L, int ordinal, CUgraph g);
 /* texture.c: 1 and *h when the value at i is an open cuda.texture (kernel arguments) */
 int culua_totexture (lua_State *L, int i, unsigned long long *h);
+/* scalar.c: 1, the dtype and its bits (little-endian, dtype-sized) when the value at i is a cuda.scalar */
+int culua_toscalar (lua_State *L, int i, culua_Dtype *t, const void **bits);
 /* kernel.c: push a kernel for f, owned by the module at index modidx */
 void culua_newkernel (lua_State *L, int modidx, culua_Ctx *mod, CUfunction f, const char *name,
                       const char *ptx);
@@ -346,6 +349,7 @@ void culua_open_module (lua_State *L);
 void culua_open_kernel (lua_State *L);
 void culua_open_program (lua_State *L);
 void culua_open_texture (lua_State *L);
+void culua_open_scalar (lua_State *L);
 void culua_open_link (lua_State *L);
 void culua_open_nvtx (lua_State *L);
 void culua_open_catalog (lua_State *L);

@@ -203,6 +203,54 @@ end
 
 -- }======================================================
 
+-- {====================================================== kernels take the types: headers, signatures, scalars
+
+-- a kernel that takes each low-precision type by value and writes back its bits
+local BYVALUE = [[
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+#include <cuda_fp8.h>
+extern "C" __global__ void byvalue(__half h, __nv_bfloat16 b, __nv_fp8_e4m3 e4, __nv_fp8_e5m2 e5,
+                                   unsigned short *out16, unsigned char *out8) {
+  out16[0] = __half_as_ushort(h);
+  out16[1] = __bfloat16_as_ushort(b);
+  out8[0] = e4.__x;
+  out8[1] = e5.__x;
+}
+]]
+local prog = cuda.compile(BYVALUE)
+T.ok(prog.ptx:find(".entry byvalue", 1, true), "<cuda_fp16.h>, <cuda_bf16.h> and <cuda_fp8.h> compile with no flags")
+local sig = cuda.signature(prog.ptx, "byvalue")
+T.is_deeply(sig, {"b8[2]", "b8[2]", "b8", "b8", "u64", "u64"}, "by value, __half and __nv_bfloat16 are b8[2], the fp8 types b8")
+
+local s = cuda.scalar("float16", 0.1)
+T.ok(s.dtype == "float16" and s.value == 0x1.998p-4 and s.bits == 0x2e66, "cuda.scalar: dtype, exact value, bits")
+T.is(tostring(s), "cuda.scalar(float16, 0.0999755859375)", "cuda.scalar: tostring")
+T.is(cuda.type(s), "cuda.scalar", "cuda.type knows it")
+T.is(cuda.scalar("float8_e5m2", -3).bits, 0xc2, "cuda.scalar: e5m2 bits")
+T.ok(cuda.check_args(sig, cuda.scalar("float16", 1.5), cuda.scalar("bfloat16", -2), cuda.scalar("float8_e4m3", 448),
+                     cuda.scalar("float8_e5m2", 0.25), 0, 0), "scalars pass for b8[2] and b8 parameters")
+T.ok(cuda.check_args({"b16", "b8"}, cuda.scalar("uint16", 0x3c00), 0x38), "raw bits: a uint16 scalar, an integer into b8")
+T.ok(cuda.check_args({"f16"}, 2.5), "a number for an f16 parameter converts as float16")
+local refusals = {
+  {{"b8[2]"}, {1.5}, "launch: argument 1 is a number but parameter 1 is b8%[2%], a __half or __nv_bfloat16 %(PTX does not tell them apart%): pass cuda%.scalar%(\"float16\", x%) or cuda%.scalar%(\"bfloat16\", x%)"},
+  {{"b8[2]"}, {1}, "argument 1 is a number but parameter 1 is b8%[2%]"},
+  {{"u64", "b8"}, {0, 0.5}, "argument 2 is a number but parameter 2 is b8, an __nv_fp8_e4m3 or __nv_fp8_e5m2 %(PTX does not tell them apart%): pass cuda%.scalar%(\"float8_e4m3\", x%) or cuda%.scalar%(\"float8_e5m2\", x%)"},
+  {{"b16"}, {0.5}, "argument 1 is a number but parameter 1 is b16, a __half or __nv_bfloat16"},
+  {{"f32"}, {cuda.scalar("float16", 1)}, "launch: argument 1 is a cuda%.scalar of float16 but parameter 1 is f32"},
+  {{"b8"}, {cuda.scalar("bfloat16", 1)}, "argument 1 is a cuda%.scalar of bfloat16 but parameter 1 is b8"},
+  {{"u64"}, {cuda.scalar("float64", 1)}, "argument 1 is a cuda%.scalar of float64 but parameter 1 is u64"},
+  {{"f16"}, {70000}, "launch: argument 1: 70000 overflows float16 %(largest 65504%.0%)"},
+}
+for _, c in ipairs(refusals) do
+  T.error_like(function () cuda.check_args(c[1], table.unpack(c[2])) end, c[3], "refused: " .. c[3]:sub(1, 60))
+end
+T.error_like(function () cuda.scalar("float8_e4m3", 1000) end, "cuda%.scalar: 1000 would saturate to 448%.0 in float8_e4m3",
+             "cuda.scalar: the dtype's write rule")
+T.error_like(function () cuda.scalar("half", 1) end, "unknown dtype 'half'", "cuda.scalar: an unknown dtype")
+
+-- }======================================================
+
 -- {====================================================== on a GPU: CUDA's intrinsics and culua's casts
 
 -- what CUDA's own conversions give, each pattern or value a thread
@@ -395,6 +443,17 @@ T.gpu_part(function ()
   T.error_like(function () v:astype("float16", {strem = s}) end, "unknown option 'strem'", "astype: a misspelt option")
   m:close(); mh:close(); vb:close()
   s:close()
+
+  -- scalars reach a kernel as their bits
+  do
+    local bmod = cuda.compile(BYVALUE):module()
+    local o16, o8 = cuda.array("uint16", 2), cuda.array("uint8", 2)
+    bmod:kernel("byvalue"):launch({grid = 1, block = 1}, cuda.scalar("float16", 0.1), cuda.scalar("bfloat16", 0.1),
+                                  cuda.scalar("float8_e4m3", 0.1), cuda.scalar("float8_e5m2", -0.1), o16, o8)
+    T.is_deeply(o16:totable(), {0x2e66, 0x3dcd}, "a kernel reads float16 and bfloat16 scalars")
+    T.is_deeply(o8:totable(), {0x1d, 0xae}, "a kernel reads fp8 scalars")
+    o16:close(); o8:close(); bmod:close()
+  end
 
   -- device arrays of every new dtype: fill, copy, index, totable, compare, tostring
   for _, dt in ipairs(LOWP) do
