@@ -220,6 +220,12 @@ extern "C" __global__ void byvalue(__half h, __nv_bfloat16 b, __nv_fp8_e4m3 e4, 
 ]]
 local prog = cuda.compile(BYVALUE)
 T.ok(prog.ptx:find(".entry byvalue", 1, true), "<cuda_fp16.h>, <cuda_bf16.h> and <cuda_fp8.h> compile with no flags")
+do   -- where the toolkit's headers are not found, the error says so and says how
+  local f = io.popen("CULUA_CUDA_INCLUDE= " .. T.culua .. [[ -e "require'cuda'.compile('#include <cuda_fp8.h>')" 2>&1]])
+  local out = f:read("a")
+  f:close()
+  T.like(out, "cuda_fp8%.h.*NVRTC does not bring the CUDA toolkit's headers.*set empty: none", "no headers: said plainly")
+end
 local sig = cuda.signature(prog.ptx, "byvalue")
 T.is_deeply(sig, {"b8[2]", "b8[2]", "b8", "b8", "u64", "u64"}, "by value, __half and __nv_bfloat16 are b8[2], the fp8 types b8")
 
