@@ -18,6 +18,7 @@ local families = {
   "histogram",
   "sort",
   "solve",
+  "cast",
 }
 
 -- every catalog call is an NVTX range of its name, so Nsight Systems shows

@@ -60,8 +60,7 @@ def("mem", "", "live device arrays, largest first, with where each was made", fu
   for _, e in ipairs(cuda.live("arrays")) do
     local a, where = e[1], e[2]
     if is_open(a) then
-      local size = #a * ({int8 = 1, uint8 = 1, int16 = 2, uint16 = 2, int32 = 4, uint32 = 4, int64 = 8,
-                          uint64 = 8, float32 = 4, float64 = 8})[a.dtype]
+      local size = a.nbytes   -- packed size, whatever the dtype
       rows[#rows + 1] = {a = a, size = size, where = where}
       total = total + size
     end

@@ -479,6 +479,26 @@ static int array_totable (lua_State *L) {
 }
 
 
+/*
+** x:astype(dtype [, {stream = s}]) -> a new array of x's shape in dtype,
+** converted on the device by the catalog's cast kernels (lua/catalog/cast.lua),
+** by the rules that h:astype follows on the host (doc/dtypes.md)
+*/
+static int array_astype (lua_State *L) {
+  check_array(L, 1);
+  culua_checkdtype(L, 2);
+  lua_settop(L, 3);
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "culua.catalog");
+  lua_call(L, 1, 1);                  /* x, dtype, opts, catalog */
+  lua_getfield(L, -1, "astype");
+  lua_replace(L, -2);                 /* x, dtype, opts, astype */
+  lua_insert(L, 1);
+  lua_call(L, 3, 1);
+  return 1;
+}
+
+
 /* x:bytes() -> the raw contents as a Lua string */
 static int array_bytes (lua_State *L) {
   culua_Array *x = check_array(L, 1);
@@ -563,6 +583,9 @@ static CUtensorMapDataType tma_type (culua_Dtype d) {
     case CULUA_INT64: return CU_TENSOR_MAP_DATA_TYPE_INT64;
     case CULUA_UINT64: return CU_TENSOR_MAP_DATA_TYPE_UINT64;
     case CULUA_FLOAT32: return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+    case CULUA_FLOAT16: return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+    case CULUA_BFLOAT16: return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+    case CULUA_FLOAT8_E4M3: case CULUA_FLOAT8_E5M2: return CU_TENSOR_MAP_DATA_TYPE_UINT8;
     default: return CU_TENSOR_MAP_DATA_TYPE_FLOAT64;
   }
 }
@@ -748,6 +771,7 @@ static const luaL_Reg array_methods[] = {
   {"view", array_view},
   {"totable", array_totable},
   {"bytes", array_bytes},
+  {"astype", array_astype},
   {"tensor_map", array_tensor_map},
   {"close", array_close},
   {NULL, NULL}

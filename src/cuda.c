@@ -143,7 +143,7 @@ static int cuda_bench (lua_State *L) {
 static int cuda_type (lua_State *L) {
   static const char *const names[] = {
     CULUA_DEVICE, CULUA_ARRAY, CULUA_HOSTARRAY, CULUA_STREAM, CULUA_EVENT,
-    CULUA_MODULE, CULUA_KERNEL, CULUA_PROGRAM, CULUA_GRAPH, CULUA_TEXTURE, NULL
+    CULUA_MODULE, CULUA_KERNEL, CULUA_PROGRAM, CULUA_GRAPH, CULUA_TEXTURE, CULUA_SCALAR, NULL
   };
   int i;
   luaL_checkany(L, 1);
@@ -190,6 +190,7 @@ int luaopen_cuda (lua_State *L) {
   culua_open_kernel(L);
   culua_open_program(L);
   culua_open_texture(L);
+  culua_open_scalar(L);
   culua_open_link(L);
   culua_open_nvtx(L);
   culua_open_catalog(L);

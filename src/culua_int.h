@@ -67,6 +67,7 @@ int culua_checkoption (lua_State *L, int arg, const char *def, const char *const
 #define CULUA_PROGRAM    "cuda.program"
 #define CULUA_GRAPH      "cuda.graph"
 #define CULUA_TEXTURE    "cuda.texture"
+#define CULUA_SCALAR     "cuda.scalar"
 
 #define CULUA_MAXDEVICES 64
 
@@ -217,11 +218,29 @@ int culua_pushmethod (lua_State *L, const char *tname, int key);
 typedef enum culua_Dtype {
   CULUA_INT8, CULUA_UINT8, CULUA_INT16, CULUA_UINT16, CULUA_INT32,
   CULUA_UINT32, CULUA_INT64, CULUA_UINT64, CULUA_FLOAT32, CULUA_FLOAT64,
+  /* the low-precision formats, stored as their bits (half.c converts) */
+  CULUA_FLOAT16, CULUA_BFLOAT16, CULUA_FLOAT8_E4M3, CULUA_FLOAT8_E5M2,
   CULUA_NDTYPES
 } culua_Dtype;
 
 extern const char *const culua_dtype_names[];
 extern const size_t culua_dtype_size[];
+
+/* a floating-point dtype (of any width) */
+#define culua_dtype_isfloat(t) ((t) >= CULUA_FLOAT32)
+/* one of the low-precision formats of half.c */
+#define culua_dtype_islowp(t) ((t) >= CULUA_FLOAT16)
+
+/* half.c: x rounded once to nearest even into low-precision dtype t, as
+** CUDA's conversions with SATFINITE for fp8 do; the bits, low-aligned */
+unsigned culua_lowp_round (culua_Dtype t, double x);
+/* 0 when rounding x into low-precision dtype t overflows (to inf, or
+** saturating to the largest finite value), 1 otherwise */
+int culua_lowp_fits (culua_Dtype t, double x);
+/* the exact value of bits b of low-precision dtype t */
+double culua_lowp_widen (culua_Dtype t, unsigned b);
+/* the largest finite value of low-precision dtype t */
+double culua_lowp_max (culua_Dtype t);
 
 culua_Dtype culua_checkdtype (lua_State *L, int i);
 /* store the Lua value at index i into p as dtype t, raising on a bad value */
@@ -231,6 +250,8 @@ void culua_pushelem (lua_State *L, culua_Dtype t, const void *p);
 /* the element at p as a double, and back (for compare, random, iota) */
 double culua_elem_double (culua_Dtype t, const void *p);
 void culua_elem_set_double (culua_Dtype t, void *p, double x);
+/* n elements of dtype from at src into dtype to at dst, by astype's rules */
+void culua_convert (culua_Dtype to, void *dst, culua_Dtype from, const void *src, size_t n);
 /* a count or {rows, cols} at index i: element count; *rows is 0 for 1-D */
 size_t culua_checkshape (lua_State *L, int i, culua_Dtype t, size_t *rows, size_t *cols);
 void culua_pushshape (lua_State *L, size_t rows, size_t cols);
@@ -336,6 +357,8 @@ void culua_newarray_over (lua_State *L, int owner, int ordinal, CUdeviceptr p, s
 void culua_newgraph (lua_State *L, int ordinal, CUgraph g);
 /* texture.c: 1 and *h when the value at i is an open cuda.texture (kernel arguments) */
 int culua_totexture (lua_State *L, int i, unsigned long long *h);
+/* scalar.c: 1, the dtype and its bits (little-endian, dtype-sized) when the value at i is a cuda.scalar */
+int culua_toscalar (lua_State *L, int i, culua_Dtype *t, const void **bits);
 /* kernel.c: push a kernel for f, owned by the module at index modidx; its
 ** parameters from ptx (text declaring its .entry) or elf (a CUBIN image), either NULL */
 void culua_newkernel (lua_State *L, int modidx, culua_Ctx *mod, CUfunction f, const char *name,
@@ -362,6 +385,7 @@ void culua_open_module (lua_State *L);
 void culua_open_kernel (lua_State *L);
 void culua_open_program (lua_State *L);
 void culua_open_texture (lua_State *L);
+void culua_open_scalar (lua_State *L);
 void culua_open_link (lua_State *L);
 void culua_open_nvtx (lua_State *L);
 void culua_open_catalog (lua_State *L);

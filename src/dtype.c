@@ -15,21 +15,59 @@
 
 const char *const culua_dtype_names[] = {
   "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
-  "float32", "float64", NULL
+  "float32", "float64", "float16", "bfloat16", "float8_e4m3", "float8_e5m2", NULL
 };
 
-const size_t culua_dtype_size[] = {1, 1, 2, 2, 4, 4, 8, 8, 4, 8};
+const size_t culua_dtype_size[] = {1, 1, 2, 2, 4, 4, 8, 8, 4, 8, 2, 2, 1, 1};
 
 
 /* a dtype name; a wrong one is named as a dtype, with the list of valid ones */
 culua_Dtype culua_checkdtype (lua_State *L, int i) {
   const char *name = luaL_checkstring(L, i);
+  luaL_Buffer b;
   int t;
   for (t = 0; t < CULUA_NDTYPES; t++)
     if (strcmp(culua_dtype_names[t], name) == 0) return (culua_Dtype)t;
-  return (culua_Dtype)luaL_argerror(L, i, lua_pushfstring(L,
-    "unknown dtype '%s'; expected one of int8, uint8, int16, uint16, int32, uint32, int64, uint64, "
-    "float32, float64", name));
+  luaL_buffinit(L, &b);
+  lua_pushfstring(L, "unknown dtype '%s'; expected one of ", name);
+  luaL_addvalue(&b);
+  for (t = 0; t < CULUA_NDTYPES; t++) {
+    if (t > 0) luaL_addstring(&b, ", ");
+    luaL_addstring(&b, culua_dtype_names[t]);
+  }
+  luaL_pushresult(&b);
+  return (culua_Dtype)luaL_argerror(L, i, lua_tostring(L, -1));
+}
+
+
+/* the bits of a low-precision element at p, and storing them */
+static unsigned lowp_get (culua_Dtype t, const void *p) {
+  return culua_dtype_size[t] == 2 ? *(const uint16_t *)p : *(const uint8_t *)p;
+}
+
+static void lowp_set (culua_Dtype t, void *p, unsigned bits) {
+  if (culua_dtype_size[t] == 2) *(uint16_t *)p = (uint16_t)bits;
+  else *(uint8_t *)p = (uint8_t)bits;
+}
+
+
+/*
+** A Lua number into a low-precision dtype: rounded once from the double,
+** to nearest even (half.c). What the format cannot hold raises, as for
+** float32: a finite number that rounds past the largest finite value, and
+** an infinity into an fp8 dtype (SATFINITE would make it the largest finite
+** value). NaN is a value of every format.
+*/
+static void lowp_toelem (lua_State *L, int i, culua_Dtype t, lua_Number x, void *p,
+                         const char *fname) {
+  if (!culua_lowp_fits(t, x)) {
+    const char *v = lua_tostring(L, i), *max = lua_pushfstring(L, "%f", culua_lowp_max(t));
+    if (culua_dtype_size[t] == 1)   /* fp8: saturating, even an infinity */
+      luaL_error(L, "%s: %s would saturate to %s%s in %s (fp8 conversions are SATFINITE)", fname,
+                 v, x < 0 ? "-" : "", max, culua_dtype_names[t]);
+    luaL_error(L, "%s: %s overflows %s (largest %s)", fname, v, culua_dtype_names[t], max);
+  }
+  lowp_set(t, p, culua_lowp_round(t, x));
 }
 
 
@@ -50,7 +88,7 @@ static int int_fits (culua_Dtype t, lua_Integer v) {
 
 
 void culua_toelem (lua_State *L, int i, culua_Dtype t, void *p, const char *fname) {
-  if (t == CULUA_FLOAT32 || t == CULUA_FLOAT64) {
+  if (culua_dtype_isfloat(t)) {
     int isnum;
     lua_Number x = lua_tonumberx(L, i, &isnum);
     if (!isnum)
@@ -61,7 +99,8 @@ void culua_toelem (lua_State *L, int i, culua_Dtype t, void *p, const char *fnam
     ** the infinities are values of both float dtypes and pass */
     if (t == CULUA_FLOAT32 && isinf((float)x) && !isinf(x))
       luaL_error(L, "%s: %s overflows float32 (largest 3.4028235e+38)", fname, lua_tostring(L, i));
-    if (t == CULUA_FLOAT32) *(float *)p = (float)x;
+    if (culua_dtype_islowp(t)) lowp_toelem(L, i, t, x, p, fname);
+    else if (t == CULUA_FLOAT32) *(float *)p = (float)x;
     else *(double *)p = (double)x;
   }
   else {
@@ -103,7 +142,8 @@ void culua_pushelem (lua_State *L, culua_Dtype t, const void *p) {
       break;
     }
     case CULUA_FLOAT32: lua_pushnumber(L, *(const float *)p); break;
-    default: lua_pushnumber(L, *(const double *)p); break;
+    case CULUA_FLOAT64: lua_pushnumber(L, *(const double *)p); break;
+    default: lua_pushnumber(L, culua_lowp_widen(t, lowp_get(t, p))); break;
   }
 }
 
@@ -119,12 +159,28 @@ double culua_elem_double (culua_Dtype t, const void *p) {
     case CULUA_INT64: return (double)*(const int64_t *)p;
     case CULUA_UINT64: return (double)*(const uint64_t *)p;
     case CULUA_FLOAT32: return *(const float *)p;
-    default: return *(const double *)p;
+    case CULUA_FLOAT64: return *(const double *)p;
+    default: return culua_lowp_widen(t, lowp_get(t, p));
   }
 }
 
 
-void culua_elem_set_double (culua_Dtype t, void *p, double x) {
+/*
+** x into an integer dtype as CUDA's cvt.rzi does (so that a cast on the
+** host and on the device agree): toward zero, saturating at the range, NaN
+** to 0. C leaves a conversion out of range undefined.
+*/
+static void int_set_double (culua_Dtype t, void *p, double x) {
+  static const double lo[] = {-128, 0, -32768, 0, -2147483648.0, 0, -0x1p63, 0};
+  static const double hi[] = {127, 255, 32767, 65535, 2147483647.0, 4294967295.0, 0x1p63, 0x1p64};
+  x = isnan(x) ? 0 : trunc(x);
+  if (x < lo[t]) x = lo[t];
+  if (x >= hi[t] && (t == CULUA_INT64 || t == CULUA_UINT64)) {   /* 2^63, 2^64: one past */
+    if (t == CULUA_INT64) *(int64_t *)p = INT64_MAX;
+    else *(uint64_t *)p = UINT64_MAX;
+    return;
+  }
+  if (x > hi[t]) x = hi[t];
   switch (t) {
     case CULUA_INT8: *(int8_t *)p = (int8_t)x; break;
     case CULUA_UINT8: *(uint8_t *)p = (uint8_t)x; break;
@@ -133,9 +189,64 @@ void culua_elem_set_double (culua_Dtype t, void *p, double x) {
     case CULUA_INT32: *(int32_t *)p = (int32_t)x; break;
     case CULUA_UINT32: *(uint32_t *)p = (uint32_t)x; break;
     case CULUA_INT64: *(int64_t *)p = (int64_t)x; break;
-    case CULUA_UINT64: *(uint64_t *)p = (uint64_t)x; break;
+    default: *(uint64_t *)p = (uint64_t)x; break;
+  }
+}
+
+
+void culua_elem_set_double (culua_Dtype t, void *p, double x) {
+  switch (t) {
     case CULUA_FLOAT32: *(float *)p = (float)x; break;
-    default: *(double *)p = x; break;
+    case CULUA_FLOAT64: *(double *)p = x; break;
+    default:
+      if (culua_dtype_islowp(t)) lowp_set(t, p, culua_lowp_round(t, x));
+      else int_set_double(t, p, x);
+      break;
+  }
+}
+
+
+/* an integer element's bits, sign-extended, for casts between integers */
+static uint64_t int_get (culua_Dtype t, const void *p) {
+  switch (t) {
+    case CULUA_INT8: return (uint64_t)(int64_t)*(const int8_t *)p;
+    case CULUA_UINT8: return *(const uint8_t *)p;
+    case CULUA_INT16: return (uint64_t)(int64_t)*(const int16_t *)p;
+    case CULUA_UINT16: return *(const uint16_t *)p;
+    case CULUA_INT32: return (uint64_t)(int64_t)*(const int32_t *)p;
+    case CULUA_UINT32: return *(const uint32_t *)p;
+    default: return *(const uint64_t *)p;
+  }
+}
+
+
+/*
+** n elements of dtype from at src into dtype to at dst: the rules of
+** astype, which the device's casts (lua/catalog/cast.lua) follow too.
+** Between integers the low bits are kept, as C and NumPy do; everything
+** else goes through a double, which holds every value of every dtype but
+** the 64-bit integers past 2^53 exactly, and is rounded once into `to`.
+*/
+void culua_convert (culua_Dtype to, void *dst, culua_Dtype from, const void *src, size_t n) {
+  size_t k, es = culua_dtype_size[to], fs = culua_dtype_size[from];
+  char *d = (char *)dst;
+  const char *s = (const char *)src;
+  if (to == from) {
+    memcpy(dst, src, n * es);
+    return;
+  }
+  for (k = 0; k < n; k++, d += es, s += fs) {
+    if (!culua_dtype_isfloat(to) && !culua_dtype_isfloat(from)) {
+      uint64_t v = int_get(from, s);
+      switch (es) {
+        case 1: *(uint8_t *)d = (uint8_t)v; break;
+        case 2: *(uint16_t *)d = (uint16_t)v; break;
+        case 4: *(uint32_t *)d = (uint32_t)v; break;
+        default: *(uint64_t *)d = v; break;
+      }
+    }
+    else
+      culua_elem_set_double(to, d, culua_elem_double(from, s));
   }
 }
 

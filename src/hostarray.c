@@ -135,7 +135,7 @@ static int host_iota (lua_State *L) {
   size_t k;
   /* the first and last values must fit the dtype, as any value does (the
   ** sequence is monotonic, so the ends bound it) */
-  if (h->dtype != CULUA_FLOAT32 && h->dtype != CULUA_FLOAT64 && step != floor(step))
+  if (!culua_dtype_isfloat(h->dtype) && step != floor(step))
     luaL_error(L, "iota: step %s is not a whole number, as %s needs", lua_tostring(L, 3), culua_dtype_names[h->dtype]);
   check_fits(L, h->dtype, start, "iota");
   if (h->n > 0) check_fits(L, h->dtype, start + step * (double)(h->n - 1), "iota");
@@ -162,11 +162,12 @@ static uint64_t splitmix (uint64_t *s) {
 static int host_random (lua_State *L) {
   culua_HostArray *h = check_host(L, 1);
   uint64_t s = (uint64_t)luaL_checkinteger(L, 2);
-  int isfloat = h->dtype == CULUA_FLOAT32 || h->dtype == CULUA_FLOAT64;
   size_t k;
-  if (isfloat) {
+  if (culua_dtype_isfloat(h->dtype)) {
     double lo = luaL_optnumber(L, 3, 0), hi = luaL_optnumber(L, 4, 1);
     luaL_argcheck(L, lo < hi, 4, "hi must be greater than lo");
+    check_fits(L, h->dtype, lo, "random");   /* float16 has no 1e6 */
+    check_fits(L, h->dtype, hi, "random");
     for (k = 0; k < h->n; k++) {
       double u = (double)(splitmix(&s) >> 11) * 0x1.0p-53;
       culua_elem_set_double(h->dtype, elem(h, k), lo + (hi - lo) * u);
@@ -227,6 +228,25 @@ static int host_copy_from (lua_State *L) {
   else
     luaL_typeerror(L, 2, "cuda.host_array, string or table");
   lua_settop(L, 1);
+  return 1;
+}
+
+
+/*
+** h:astype(dtype) -> a new pageable host array of h's shape in dtype, each
+** element converted by the rules of the device's x:astype (dtype.c's
+** culua_convert), so that the host can check the device bit for bit.
+*/
+static int host_astype (lua_State *L) {
+  culua_HostArray *h = check_host(L, 1), *o;
+  culua_checkdtype(L, 2);
+  lua_pushcfunction(L, cuda_host_array);
+  lua_pushvalue(L, 2);
+  if (h->rows > 0) culua_pushshape(L, h->rows, h->cols);
+  else lua_pushinteger(L, (lua_Integer)h->n);
+  lua_call(L, 2, 1);
+  o = (culua_HostArray *)lua_touserdata(L, -1);
+  culua_convert(o->dtype, o->data, h->dtype, h->data, h->n);
   return 1;
 }
 
@@ -368,6 +388,7 @@ static const luaL_Reg host_methods[] = {
   {"copy_from", host_copy_from},
   {"totable", host_totable},
   {"bytes", host_bytes},
+  {"astype", host_astype},
   {"close", host_close},
   {NULL, NULL}
 };

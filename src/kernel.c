@@ -452,6 +452,41 @@ static void checkconfig (lua_State *L, Kernel *k, const Config *c, const char *f
 
 
 /*
+** A cuda.scalar of dtype t for parameter p: its bits, when the parameter
+** has its size and a kind that can hold it (a low-precision value goes only
+** to an untyped one, which is what a __half or an fp8 by value is).
+*/
+static void put_scalar (lua_State *L, int pos, const Param *p, culua_Dtype t, const void *bits,
+                        char *buf) {
+  int size = (int)culua_dtype_size[t];
+  int kind = culua_dtype_islowp(t) ? p->kind == 'b' || p->kind == 'f'
+             : culua_dtype_isfloat(t) ? p->kind == 'f' || p->kind == 'b' : p->kind != 'f';
+  if (size != p->bytes || !kind) {
+    push_typename(L, p);
+    luaL_error(L, "launch: argument %d is a cuda.scalar of %s but parameter %d is %s", pos,
+               culua_dtype_names[t], pos, lua_tostring(L, -1));
+  }
+  memcpy(buf, bits, (size_t)size);
+}
+
+
+/*
+** A Lua number for a 1- or 2-byte untyped parameter: PTX writes a __half
+** and a __nv_bfloat16 by value alike (b8[2]), and the fp8 types too (b8), so
+** the number's bits are not known: refused, saying how to choose. An
+** integer into a b16 or b8 stays its raw bits, as before.
+*/
+static void refuse_untyped (lua_State *L, int pos, const Param *p) {
+  int two = p->bytes == 2;
+  push_typename(L, p);
+  luaL_error(L, "launch: argument %d is a number but parameter %d is %s, %s (PTX does not tell them "
+             "apart): pass cuda.scalar(\"%s\", x) or cuda.scalar(\"%s\", x)", pos, pos, lua_tostring(L, -1),
+             two ? "a __half or __nv_bfloat16" : "an __nv_fp8_e4m3 or __nv_fp8_e5m2",
+             two ? "float16" : "float8_e4m3", two ? "bfloat16" : "float8_e5m2");
+}
+
+
+/*
 ** Convert argument i for parameter p into buf. A device array fits any
 ** 64-bit parameter (PTX writes pointers as .u64), and so does a texture
 ** (a cudaTextureObject_t is an unsigned long long); integers are range
@@ -465,7 +500,16 @@ static void checkconfig (lua_State *L, Kernel *k, const Config *c, const char *f
 static void putarg (lua_State *L, int i, int pos, const Param *p, char *buf, int ordinal) {
   culua_Array *a;
   unsigned long long tex;
+  culua_Dtype st;
+  const void *sbits;
   int t = lua_type(L, i);
+  if (t == LUA_TUSERDATA && culua_toscalar(L, i, &st, &sbits)) {
+    put_scalar(L, pos, p, st, sbits, buf);
+    return;
+  }
+  if (t == LUA_TNUMBER && p->kind == 'b' && p->bytes <= 2 &&
+      (!lua_isinteger(L, i) || p->bytes > p->bits / 8))
+    refuse_untyped(L, pos, p);
   if (p->bytes > 8) {   /* a struct by value: exactly its bytes */
     size_t len;
     const char *s = lua_tolstring(L, i, &len);
@@ -502,6 +546,8 @@ static void putarg (lua_State *L, int i, int pos, const Param *p, char *buf, int
     x = lua_tonumber(L, i);
     if (p->bits == 32) { float f = (float)x; memcpy(buf, &f, 4); }
     else if (p->bits == 64) memcpy(buf, &x, 8);
+    else if (p->bits == 16)   /* .f16: no doubt which format */
+      culua_toelem(L, i, CULUA_FLOAT16, buf, lua_pushfstring(L, "launch: argument %d", pos));
     else luaL_error(L, "launch: argument %d: %c%d parameters are not supported", pos, p->kind, (int)p->bits);
     return;
   }

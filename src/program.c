@@ -105,10 +105,38 @@ static void default_arch (lua_State *L, Request *q, const NvrtcId *id) {
 }
 
 
-/* the toolkit headers (<cuda/std/...>, <cooperative_groups.h>) with no flags */
+/*
+** The toolkit's include directory, which NVRTC does not bring: its own
+** built-in headers stop short of <cuda_fp16.h>, <cuda_bf16.h> and
+** <cuda_fp8.h>. The one configure found, else (a binary moved to another
+** machine) the usual places, looked for at run time; NULL when none has
+** them.
+*/
+static const char *toolkit_include (char *buf, size_t size) {
+  const char *homes[] = {NULL, "CUDA_HOME", "CUDA_PATH", NULL};
+  struct stat st;
+  int i;
+  for (i = 0; i < 4; i++) {
+    const char *home = i == 0 ? NULL : i == 3 ? "/usr/local/cuda" : getenv(homes[i]);
+    if (i == 0) snprintf(buf, size, "%s", CULUA_CUDA_INCLUDE);
+    else if (home == NULL || *home == '\0') continue;
+    else snprintf(buf, size, "%s/include", home);
+    {
+      char probe[700];
+      snprintf(probe, sizeof(probe), "%s/cuda_fp16.h", buf);
+      if (stat(probe, &st) == 0) return buf;
+    }
+  }
+  return NULL;
+}
+
+
+/* the toolkit headers (<cuda/std/...>, <cooperative_groups.h>, <cuda_fp16.h>) with no flags */
 static void default_includes (lua_State *L, Request *q) {
+  char found[600];
   const char *inc = getenv("CULUA_CUDA_INCLUDE");
-  if (inc == NULL) inc = CULUA_CUDA_INCLUDE;
+  if (inc == NULL) inc = toolkit_include(found, sizeof(found));
+  if (inc == NULL) inc = CULUA_CUDA_INCLUDE;   /* none: NVRTC's error says what is missing */
   if (*inc == '\0') return;  /* set empty: the user wants none */
   snprintf(q->incopt[0], sizeof(q->incopt[0]), "-I%s", inc);
   snprintf(q->incopt[1], sizeof(q->incopt[1]), "-I%s/cccl", inc);
@@ -666,6 +694,26 @@ static int guard_gc (lua_State *L) {
 }
 
 
+/*
+** A log (on top) that could not open one of the toolkit's headers: say
+** where they were looked for, and how to point at them.
+*/
+static void hint_headers (lua_State *L, const Request *q) {
+  const char *log = lua_tostring(L, -1), *env = getenv("CULUA_CUDA_INCLUDE"), *dir;
+  char found[600];
+  (void)q;
+  if (strstr(log, "source file \"cuda_") == NULL && strstr(log, "source file \"cuda/") == NULL) return;
+  dir = env != NULL ? env : toolkit_include(found, sizeof(found));
+  lua_pushfstring(L, "%s\n(NVRTC does not bring the CUDA toolkit's headers; culua hands it the toolkit's "
+                  "include directory: $CULUA_CUDA_INCLUDE, else the first of %s, $CUDA_HOME/include, "
+                  "$CUDA_PATH/include and /usr/local/cuda/include that holds cuda_fp16.h. %s)", log,
+                  CULUA_CUDA_INCLUDE, dir == NULL ? "None of them does: install the toolkit's headers, "
+                  "or set CULUA_CUDA_INCLUDE" : lua_pushfstring(L, "It was %s.", *dir ? dir : "set empty: none"));
+  lua_replace(L, -2 - (dir != NULL));
+  if (dir != NULL) lua_pop(L, 1);
+}
+
+
 /* compile; push code, log, lowered names (or raise with the mapped log) */
 static void compile (lua_State *L, Request *q) {
   const culua_Nvrtc *rtc = culua_rtc(L, "cuda.compile");
@@ -697,6 +745,7 @@ static void compile (lua_State *L, Request *q) {
     guard_destroy(g);
     locate(L, q);
     push_mapped_log(L, q, buf);
+    hint_headers(L, q);
     if (q->file != NULL)
       luaL_error(L, "cuda.compile: %s in %s (source from %s:%d):\n%s",
                  rtc->nvrtcGetErrorString(r), q->name, q->file, q->line, lua_tostring(L, -1));

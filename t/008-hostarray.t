@@ -29,7 +29,7 @@ T.error_like(function () cuda.host_array("float32", 2)[1] = "x" end, "number exp
 local h = cuda.host_array("float64", 4)
 T.error_like(function () return h[0] end, "index 0 outside 1%.%.4", "index 0")
 T.error_like(function () h[5] = 1 end, "index 5 outside 1%.%.4", "index past the end")
-T.error_like(function () cuda.host_array("float16", 4) end, "cuda%.host_array: bad argument #1 %(unknown dtype 'float16'; expected one of int8, uint8, int16, uint16, int32, uint32, int64, uint64, float32, float64%)",
+T.error_like(function () cuda.host_array("float128", 4) end, "cuda%.host_array: bad argument #1 %(unknown dtype 'float128'; expected one of int8, uint8, int16, uint16, int32, uint32, int64, uint64, float32, float64, float16, bfloat16, float8_e4m3, float8_e5m2%)",
              "unknown dtype")
 T.error_like(function () cuda.host_array("float32", -1) end, "cuda%.host_array: bad argument #2 %(element count must be 0 or more, got %-1%)", "negative size")
 T.error_like(function () cuda.host_array("float32", {0, 3}) end, "rows must be a positive integer and cols an integer 0 or more", "{0, cols}: rows 0 is 1-D")

@@ -14,7 +14,7 @@ local NAN, INF = 0 / 0, 1 / 0
 -- {====================================================== no GPU needed
 
 -- host arrays: shapes, dtypes, values, closed objects
-case("host_array: a bad dtype", function () cuda.host_array("float33", 10) end, "cuda%.host_array: bad argument #1 %(unknown dtype 'float33'; expected one of int8, uint8, int16, uint16, int32, uint32, int64, uint64, float32, float64%)")
+case("host_array: a bad dtype", function () cuda.host_array("float33", 10) end, "cuda%.host_array: bad argument #1 %(unknown dtype 'float33'; expected one of int8, uint8, int16, uint16, int32, uint32, int64, uint64, float32, float64, float16, bfloat16, float8_e4m3, float8_e5m2%)")
 case("host_array: an uppercase dtype", function () cuda.host_array("Float32", 10) end, "unknown dtype 'Float32'")
 case("host_array: no dtype", function () cuda.host_array() end, "cuda%.host_array: bad argument #1")
 case("host_array: a number for the dtype", function () cuda.host_array(3, 4) end, "cuda%.host_array: bad argument #1")
@@ -106,6 +106,13 @@ case("check_args: a table for f32", function () cuda.check_args({"f32"}, {}) end
 case("check_args: 1.5 for u64", function () cuda.check_args({"u64"}, 1.5) end, "argument 1 must be an integer for u64 %(or a cuda%.array%), got 1%.5")
 case("check_args: NaN for s64", function () cuda.check_args({"s64"}, NAN) end, "argument 1 must be an integer for s64")
 case("check_args: a host array for u64", function () cuda.check_args({"u64"}, h) end, "argument 1 must be an integer for u64")
+case("check_args: a number for a __half", function () cuda.check_args({"b8[2]"}, 0.5) end, "argument 1 is a number but parameter 1 is b8%[2%], a __half or __nv_bfloat16 %(PTX does not tell them apart%)")
+case("check_args: a float16 scalar for a float", function () cuda.check_args({"f32"}, cuda.scalar("float16", 0.5)) end, "argument 1 is a cuda%.scalar of float16 but parameter 1 is f32")
+case("check_args: an fp8 number", function () cuda.check_args({"b8"}, 0.5) end, "an __nv_fp8_e4m3 or __nv_fp8_e5m2")
+case("host_array: past float16's range", function () cuda.host_array("float16", 2):fill(1e5) end, "fill: 100000%.0 overflows float16 %(largest 65504%.0%)")
+case("host_array: inf into e4m3", function () cuda.host_array("float8_e4m3", 2)[1] = INF end, "inf would saturate to 448%.0 in float8_e4m3")
+case("scalar: a bad dtype", function () cuda.scalar("fp16", 1) end, "cuda%.scalar: bad argument #1 %(unknown dtype 'fp16'; expected one of int8, uint8, int16, uint16, int32, uint32, int64, uint64, float32, float64, float16, bfloat16, float8_e4m3, float8_e5m2%)")
+case("astype: a bad dtype", function () cuda.host_array("float32", 2):astype("float8") end, "astype: bad argument #1 %(unknown dtype 'float8'")
 case("check_args: a short struct", function () cuda.check_args({"b8[12]"}, "short") end, "argument 1 must be a string of 12 bytes %(a struct by value%), got 5 bytes")
 case("check_args: an unknown type", function () cuda.check_args({"q8"}, 1) end, "signature%[1%] = 'q8' is not a parameter type")
 case("check_args: b7", function () cuda.check_args({"b7"}, 1) end, "signature%[1%] = 'b7' is not a parameter type")

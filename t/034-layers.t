@@ -10,9 +10,9 @@ local layers = {
   "loader", "embedded", "embed",
   -- the helpers, as lauxlib is: state, errors, options, contexts, dtypes,
   -- the checks of the objects bindings pass each other
-  "auxlib", "context", "dtype", "objects",
+  "auxlib", "context", "half", "dtype", "objects",
   -- the bindings, one a Lua type
-  "device", "array", "hostarray", "event", "graph", "stream", "texture",
+  "device", "array", "hostarray", "event", "graph", "stream", "texture", "scalar",
   "kernel", "module", "program", "link", "nvtx", "nccl", "mpi",
   -- the catalog's C half, its references, the Lua modules
   "catalog", "reference", "luamods",
