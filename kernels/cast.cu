@@ -24,12 +24,15 @@ template <> struct wide<__nv_bfloat16> { typedef float type; };
 template <> struct wide<__nv_fp8_e4m3> { typedef float type; };
 template <> struct wide<__nv_fp8_e5m2> { typedef float type; };
 
+// A low-precision NaN widens to the positive quiet NaN, as the host's does: the
+// hardware gives 0x7fffffff from float16 and fp8 and keeps bfloat16's payload
+__device__ float quiet(float f) { return f != f ? __int_as_float(0x7fc00000) : f; }
 template <class T> __device__ typename wide<T>::type widen(T x) { return (double)x; }
 __device__ float widen(float x) { return x; }
-__device__ float widen(__half x) { return __half2float(x); }
-__device__ float widen(__nv_bfloat16 x) { return __bfloat162float(x); }
-__device__ float widen(__nv_fp8_e4m3 x) { return __half2float(__half(__nv_cvt_fp8_to_halfraw(x.__x, __NV_E4M3))); }
-__device__ float widen(__nv_fp8_e5m2 x) { return __half2float(__half(__nv_cvt_fp8_to_halfraw(x.__x, __NV_E5M2))); }
+__device__ float widen(__half x) { return quiet(__half2float(x)); }
+__device__ float widen(__nv_bfloat16 x) { return quiet(__bfloat162float(x)); }
+__device__ float widen(__nv_fp8_e4m3 x) { return quiet(__half2float(__half(__nv_cvt_fp8_to_halfraw(x.__x, __NV_E4M3)))); }
+__device__ float widen(__nv_fp8_e5m2 x) { return quiet(__half2float(__half(__nv_cvt_fp8_to_halfraw(x.__x, __NV_E5M2)))); }
 
 template <class I> struct limits;
 #define LIMITS(T, LO, HI) template <> struct limits<T> { \
