@@ -326,10 +326,10 @@ static void decode (lua_State *L, const char *p, size_t len) {
 
 /* {====================================================== options */
 
-static int opt_int (lua_State *L, int t, const char *key, int dflt) {
+static int opt_int (lua_State *L, int t, const char *fname, const char *key, int dflt) {
   int v = dflt;
   if (lua_istable(L, t) && lua_getfield(L, t, key) != LUA_TNIL) {
-    if (!lua_isinteger(L, -1)) luaL_error(L, "%s must be an integer, got %s", key, luaL_typename(L, -1));
+    culua_checkfield(L, fname, key, LUA_TNUMBER);
     v = (int)lua_tointeger(L, -1);
   }
   if (lua_istable(L, t)) lua_pop(L, 1);
@@ -398,7 +398,7 @@ static int mpi_send (lua_State *L) {
   ensure_init(L, fname);
   dest = check_rank(L, 2, fname, "dest", 0);
   check_opts(L, 3, fname, p2p_opts);
-  tag = opt_int(L, 3, "tag", 0);
+  tag = opt_int(L, 3, fname, "tag", 0);
   if (is_array(L, 1)) {
     Buf b;
     array_buf(L, 1, &b, 1, fname);
@@ -428,7 +428,7 @@ static int mpi_recv (lua_State *L) {
   arr = is_array(L, 1);
   src = check_rank(L, arr ? 2 : 1, fname, "source", 1);
   check_opts(L, arr ? 3 : 2, fname, p2p_opts);
-  tag = opt_int(L, arr ? 3 : 2, "tag", MPI_ANY_TAG);
+  tag = opt_int(L, arr ? 3 : 2, fname, "tag", MPI_ANY_TAG);
   if (arr) {
     Buf b;
     array_buf(L, 1, &b, 0, fname);
@@ -485,7 +485,7 @@ static int mpi_isend (lua_State *L) {
   ensure_init(L, fname);
   dest = check_rank(L, 2, fname, "dest", 0);
   check_opts(L, 3, fname, p2p_opts);
-  tag = opt_int(L, 3, "tag", 0);
+  tag = opt_int(L, 3, fname, "tag", 0);
   lua_settop(L, 3);
   if (is_array(L, 1)) {
     array_buf(L, 1, &b, 1, fname);
@@ -519,7 +519,7 @@ static int mpi_irecv (lua_State *L) {
   arr = is_array(L, 1);
   src = check_rank(L, arr ? 2 : 1, fname, "source", 1);
   check_opts(L, arr ? 3 : 2, fname, p2p_opts);
-  tag = opt_int(L, arr ? 3 : 2, "tag", MPI_ANY_TAG);
+  tag = opt_int(L, arr ? 3 : 2, fname, "tag", MPI_ANY_TAG);
   if (arr) {
     Buf b;
     if (culua_testarray(L, 1, 0) != NULL && !cuda_aware)
@@ -614,7 +614,7 @@ static const char *const op_opts[] = {"op", NULL};
 static const char *const root_op_opts[] = {"root", "op", NULL};
 
 static int opt_root (lua_State *L, int t, const char *fname) {
-  int size, r = opt_int(L, t, "root", 0);
+  int size, r = opt_int(L, t, fname, "root", 0);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   if (r < 0 || r >= size) luaL_error(L, "%s: root must be a rank 0..%d, got %d", fname, size - 1, r);
   return r;

@@ -119,6 +119,8 @@ raises("a table cannot be sent", function () mpi.send({}, other) end, "cannot se
 raises("unknown op", function () mpi.allreduce(1, {op = "mean"}) end, "op must be one of sum, prod, min, max, got 'mean'")
 raises("misspelt option", function () mpi.bcast(1, {rot = 0}) end, "unknown option 'rot' %(known: root%)")
 raises("root past the ranks", function () mpi.bcast(1, {root = 2}) end, "root must be a rank 0%.%.1, got 2")
+raises("a tag not an integer", function () mpi.send(1, other, {tag = 1.5}) end, "cuda%.mpi%.send: tag must be an integer, got 1%.5")
+raises("a root not an integer", function () mpi.bcast(1, {root = "0"}) end, "cuda%.mpi%.bcast: root must be an integer, got string")
 raises("counts of the wrong length", function () mpi.gatherv(part, back, {1}) end, "counts must have one entry a rank %(2%), got 1")
 raises("allgather sizes", function () mpi.allgather(mine, cuda.host_array("int32", 5)) end, "recv must hold size x send")
 raises("send and recv differ", function () mpi.allreduce(x, cuda.host_array("float32", 3)) end, "differ in length or dtype")
