@@ -97,7 +97,8 @@ static culua_Array *newarray (lua_State *L) {
 /* cuda.array(dtype, n | {rows, cols} [, {device = d, pitched = b}]) -> array */
 static int cuda_array (lua_State *L) {
   culua_Dtype t = culua_checkdtype(L, 1);
-  size_t rows, cols, n = culua_checkshape(L, 2, t, &rows, &cols);
+  int twod;
+  size_t rows, cols, n = culua_checkshape(L, 2, t, &rows, &cols, &twod);
   int ordinal = -1, pitched = 0;
   size_t pitch = 0;
   culua_Array *a;
@@ -109,7 +110,7 @@ static int cuda_array (lua_State *L) {
     lua_settop(L, 3);
     pitched = lua_getfield(L, 3, "pitched") != LUA_TNIL && lua_toboolean(L, -1);
     lua_settop(L, 3);
-    luaL_argcheck(L, !pitched || rows > 0, 2, "a pitched array needs a {rows, cols} shape");
+    luaL_argcheck(L, !pitched || twod, 2, "a pitched array needs a {rows, cols} shape");
   }
   a = newarray(L);
   culua_ctx_open(L, &a->c, ordinal, "cuda.array");
@@ -122,6 +123,7 @@ static int cuda_array (lua_State *L) {
   a->n = n;
   a->rows = rows;
   a->cols = cols;
+  a->twod = twod;
   a->dtype = t;
   a->pitch = pitch;
   culua_state(L)->device_bytes += held_bytes(a);
@@ -237,7 +239,7 @@ static void other_end (lua_State *L, int i, const culua_Array *x, int incoming, 
     if (n > x->n)
       luaL_error(L, "%s: %d values do not fit in %d elements", fname, (int)n, (int)x->n);
     e->host = lua_newuserdatauv(L, n * culua_dtype_size[x->dtype] + 1, 0);  /* staging */
-    culua_table_to_elems(L, i, x->dtype, e->host, n, x->rows ? x->cols : 0, fname);
+    culua_table_to_elems(L, i, x->dtype, e->host, n, x->twod ? x->cols : 0, fname);
     e->n = n;
     e->dtype = x->dtype;
   }
@@ -474,7 +476,7 @@ static int array_totable (lua_State *L) {
   culua_Array *x = check_array(L, 1);
   void *buf = lua_newuserdatauv(L, nbytes(x) + 1, 0);
   culua_array_read(L, x, buf, "totable");
-  culua_elems_to_table(L, x->dtype, buf, x->rows, x->cols);
+  culua_elems_to_table(L, x->dtype, buf, x->twod, x->rows, x->cols);
   return 1;
 }
 
@@ -605,7 +607,7 @@ static void map_region (lua_State *L, int t, const culua_Array *x, size_t *rows,
   size_t es = culua_dtype_size[x->dtype], *out[3];
   int i;
   if (lua_isnoneornil(L, t)) {
-    luaL_argcheck(L, x->rows > 0, 1, "a 2-D cuda.array expected (or give {rows =, cols =, stride =})");
+    luaL_argcheck(L, x->twod && x->rows > 0, 1, "a 2-D cuda.array expected (or give {rows =, cols =, stride =})");
     *rows = x->rows;
     *cols = x->cols;
     *stride = x->pitch ? x->pitch : x->cols * es;
@@ -707,12 +709,12 @@ static int array_index (lua_State *L) {
   x = check_record(L, 1);
   if (k == NULL) return culua_pushmethod(L, CULUA_ARRAY, 2);
   if (strcmp(k, "dtype") == 0) lua_pushstring(L, culua_dtype_names[x->dtype]);
-  else if (strcmp(k, "shape") == 0) culua_pushshape(L, x->rows, x->cols);
+  else if (strcmp(k, "shape") == 0) culua_pushshape(L, x->twod, x->rows, x->cols);
   else if (strcmp(k, "nbytes") == 0) lua_pushinteger(L, (lua_Integer)nbytes(x));
   else if (strcmp(k, "size") == 0) lua_pushinteger(L, (lua_Integer)x->n);
   else if (strcmp(k, "ptr") == 0) lua_pushinteger(L, (lua_Integer)x->ptr);
   else if (strcmp(k, "pitch") == 0) {   /* row to row in bytes; nil for 1-D */
-    if (x->rows == 0) lua_pushnil(L);
+    if (!x->twod) lua_pushnil(L);
     else lua_pushinteger(L, (lua_Integer)(x->pitch ? x->pitch : x->cols * culua_dtype_size[x->dtype]));
   }
   else if (strcmp(k, "pitched") == 0) lua_pushboolean(L, x->pitch != 0);
@@ -750,7 +752,7 @@ static int array_tostring (lua_State *L) {
                     (lua_Integer)x->n, culua_cuname(r));
     return 1;
   }
-  culua_push_preview(L, CULUA_ARRAY, x->dtype, x->rows, x->cols, buf, k, x->n);
+  culua_push_preview(L, CULUA_ARRAY, x->dtype, x->twod, x->rows, x->cols, buf, k, x->n);
   return 1;
 }
 

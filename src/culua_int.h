@@ -252,16 +252,17 @@ double culua_elem_double (culua_Dtype t, const void *p);
 void culua_elem_set_double (culua_Dtype t, void *p, double x);
 /* n elements of dtype from at src into dtype to at dst, by astype's rules */
 void culua_convert (culua_Dtype to, void *dst, culua_Dtype from, const void *src, size_t n);
-/* a count or {rows, cols} at index i: element count; *rows is 0 for 1-D */
-size_t culua_checkshape (lua_State *L, int i, culua_Dtype t, size_t *rows, size_t *cols);
-void culua_pushshape (lua_State *L, size_t rows, size_t cols);
+/* a count or {rows, cols} at index i: element count; *twod 1 for {rows, cols}
+** (rows may be 0: {0, cols} holds nothing, as NumPy's (0, cols)), else *rows 0 */
+size_t culua_checkshape (lua_State *L, int i, culua_Dtype t, size_t *rows, size_t *cols, int *twod);
+void culua_pushshape (lua_State *L, int twod, size_t rows, size_t cols);
 /* Lua table (flat, or rows of cols) <-> n packed elements */
 void culua_table_to_elems (lua_State *L, int i, culua_Dtype t, void *dst, size_t n,
                            size_t cols, const char *fname);
-void culua_elems_to_table (lua_State *L, culua_Dtype t, const void *src, size_t rows,
+void culua_elems_to_table (lua_State *L, culua_Dtype t, const void *src, int twod, size_t rows,
                            size_t cols);
 /* "tname(dtype, shape): {a, b, ...}" from the first nfirst of n elements */
-void culua_push_preview (lua_State *L, const char *tname, culua_Dtype t, size_t rows,
+void culua_push_preview (lua_State *L, const char *tname, culua_Dtype t, int twod, size_t rows,
                          size_t cols, const void *first, size_t nfirst, size_t n);
 
 /* raise "fname: unknown option 'k' (known: ...)" for a key of table t not in known (NULL-ended) */
@@ -288,7 +289,8 @@ int culua_caller (lua_State *L, lua_Debug *ar);
 typedef struct culua_Array {
   culua_Ctx c;                 /* closed when c.ctx == NULL */
   CUdeviceptr ptr;
-  size_t n, rows, cols;        /* rows == 0: 1-D of cols == n elements */
+  size_t n, rows, cols;        /* 1-D (twod 0): rows 0, cols == n elements */
+  int twod;                    /* made with a {rows, cols} shape (rows may be 0) */
   size_t pitch;                /* bytes from row to row of a pitched 2-D array; 0: packed */
   culua_Dtype dtype;
   struct culua_Array *parent;  /* a view's owner (kept alive by the user value) */
@@ -299,7 +301,8 @@ typedef struct culua_Array {
 typedef struct culua_HostArray {
   culua_Ctx c;                 /* pinned only: the context that allocated it */
   void *data;                  /* NULL: closed */
-  size_t n, rows, cols;
+  size_t n, rows, cols;        /* as culua_Array's */
+  int twod;
   culua_Dtype dtype;
   int pinned;
 } culua_HostArray;

@@ -255,20 +255,21 @@ void culua_convert (culua_Dtype to, void *dst, culua_Dtype from, const void *src
 ** Shapes: a count n, or a table {rows, cols}. Fills *rows (0 for 1-D) and
 ** *cols and returns the element count, refusing what would overflow.
 */
-size_t culua_checkshape (lua_State *L, int i, culua_Dtype t, size_t *rows, size_t *cols) {
+size_t culua_checkshape (lua_State *L, int i, culua_Dtype t, size_t *rows, size_t *cols, int *twod) {
   lua_Integer r = 0, c;
-  if (lua_istable(L, i)) {
+  *twod = lua_istable(L, i);
+  if (*twod) {
     int okr, okc;
     luaL_argcheck(L, luaL_len(L, i) == 2, i, "shape must be {rows, cols}");
     lua_rawgeti(L, i, 1);
     lua_rawgeti(L, i, 2);
     r = lua_tointegerx(L, -2, &okr);   /* 2.0 is 2; 2.5 and "2" are no size */
     c = lua_tointegerx(L, -1, &okc);
-    if (!okr || lua_type(L, -2) != LUA_TNUMBER) r = 0;
+    if (!okr || lua_type(L, -2) != LUA_TNUMBER) r = -1;
     if (!okc || lua_type(L, -1) != LUA_TNUMBER) c = -1;
     lua_pop(L, 2);
-    /* {rows, 0} holds nothing; {0, cols} is not one, as rows == 0 means 1-D */
-    luaL_argcheck(L, r > 0 && c >= 0, i, "rows must be a positive integer and cols an integer 0 or more");
+    /* {rows, 0} and {0, cols} hold nothing, as in NumPy */
+    luaL_argcheck(L, r >= 0 && c >= 0, i, "rows and cols must be integers 0 or more");
   }
   else {   /* 0 is an array of nothing, as in NumPy: it holds no memory */
     c = luaL_checkinteger(L, i);
@@ -279,12 +280,12 @@ size_t culua_checkshape (lua_State *L, int i, culua_Dtype t, size_t *rows, size_
     luaL_argerror(L, i, "shape too large");
   *rows = (size_t)r;
   *cols = (size_t)c;
-  return r > 0 ? (size_t)r * (size_t)c : (size_t)c;
+  return *twod ? (size_t)r * (size_t)c : (size_t)c;
 }
 
 
-void culua_pushshape (lua_State *L, size_t rows, size_t cols) {
-  if (rows > 0) {
+void culua_pushshape (lua_State *L, int twod, size_t rows, size_t cols) {
+  if (twod) {
     lua_createtable(L, 2, 0);
     lua_pushinteger(L, (lua_Integer)rows);
     lua_rawseti(L, -2, 1);
@@ -335,13 +336,13 @@ void culua_table_to_elems (lua_State *L, int i, culua_Dtype t, void *dst, size_t
 }
 
 
-/* elements -> a new Lua table (rows of tables when rows > 0) */
-void culua_elems_to_table (lua_State *L, culua_Dtype t, const void *src, size_t rows,
+/* elements -> a new Lua table (rows of tables when 2-D) */
+void culua_elems_to_table (lua_State *L, culua_Dtype t, const void *src, int twod, size_t rows,
                            size_t cols) {
   size_t es = culua_dtype_size[t], r, k;
   const char *s = (const char *)src;
   luaL_checkstack(L, 4, "totable");
-  if (rows == 0) {
+  if (!twod) {
     lua_createtable(L, (int)cols, 0);
     for (k = 0; k < cols; k++) {
       culua_pushelem(L, t, s + k * es);
@@ -362,12 +363,12 @@ void culua_elems_to_table (lua_State *L, culua_Dtype t, const void *src, size_t 
 
 
 /* a few elements for __tostring: "dtype[shape] {a, b, c, ...}" */
-void culua_push_preview (lua_State *L, const char *tname, culua_Dtype t, size_t rows,
+void culua_push_preview (lua_State *L, const char *tname, culua_Dtype t, int twod, size_t rows,
                          size_t cols, const void *first, size_t nfirst, size_t n) {
   luaL_Buffer b;
   size_t k;
   luaL_buffinit(L, &b);
-  if (rows > 0)
+  if (twod)
     lua_pushfstring(L, "%s(%s, {%I, %I}): {", tname, culua_dtype_names[t],
                     (lua_Integer)rows, (lua_Integer)cols);
   else

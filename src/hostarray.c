@@ -46,7 +46,8 @@ static size_t checkindex (lua_State *L, const culua_HostArray *h, int i) {
 /* cuda.host_array(dtype, n | {rows, cols} [, {pinned = true, device = d}]) */
 static int cuda_host_array (lua_State *L) {
   culua_Dtype t = culua_checkdtype(L, 1);
-  size_t rows, cols, n = culua_checkshape(L, 2, t, &rows, &cols);
+  int twod;
+  size_t rows, cols, n = culua_checkshape(L, 2, t, &rows, &cols, &twod);
   size_t bytes = n * culua_dtype_size[t];
   size_t held = bytes ? bytes : 1;   /* data == NULL means closed: an empty array holds a byte */
   int pinned = 0, ordinal = -1;
@@ -81,6 +82,7 @@ static int cuda_host_array (lua_State *L) {
   h->n = n;
   h->rows = rows;
   h->cols = cols;
+  h->twod = twod;
   h->dtype = t;
   h->pinned = pinned;
   return 1;
@@ -223,7 +225,7 @@ static int host_copy_from (lua_State *L) {
     if (n > 0 && lua_rawgeti(L, 2, 1) == LUA_TTABLE) n *= (size_t)luaL_len(L, -1);
     lua_settop(L, 2);
     if (n > h->n) luaL_error(L, "copy_from: %d values do not fit in %d elements", (int)n, (int)h->n);
-    culua_table_to_elems(L, 2, h->dtype, h->data, n, h->rows ? h->cols : 0, "copy_from");
+    culua_table_to_elems(L, 2, h->dtype, h->data, n, h->twod ? h->cols : 0, "copy_from");
   }
   else
     luaL_typeerror(L, 2, "cuda.host_array, string or table");
@@ -242,7 +244,7 @@ static int host_astype (lua_State *L) {
   culua_checkdtype(L, 2);
   lua_pushcfunction(L, cuda_host_array);
   lua_pushvalue(L, 2);
-  if (h->rows > 0) culua_pushshape(L, h->rows, h->cols);
+  if (h->twod) culua_pushshape(L, 1, h->rows, h->cols);
   else lua_pushinteger(L, (lua_Integer)h->n);
   lua_call(L, 2, 1);
   o = (culua_HostArray *)lua_touserdata(L, -1);
@@ -253,7 +255,7 @@ static int host_astype (lua_State *L) {
 
 static int host_totable (lua_State *L) {
   culua_HostArray *h = check_host(L, 1);
-  culua_elems_to_table(L, h->dtype, h->data, h->rows, h->cols);
+  culua_elems_to_table(L, h->dtype, h->data, h->twod, h->rows, h->cols);
   return 1;
 }
 
@@ -336,7 +338,7 @@ static int host_index (lua_State *L) {
   k = lua_tostring(L, 2);
   if (k == NULL) return culua_pushmethod(L, CULUA_HOSTARRAY, 2);
   if (strcmp(k, "dtype") == 0) lua_pushstring(L, culua_dtype_names[h->dtype]);
-  else if (strcmp(k, "shape") == 0) culua_pushshape(L, h->rows, h->cols);
+  else if (strcmp(k, "shape") == 0) culua_pushshape(L, h->twod, h->rows, h->cols);
   else if (strcmp(k, "nbytes") == 0) lua_pushinteger(L, (lua_Integer)(h->n * culua_dtype_size[h->dtype]));
   else if (strcmp(k, "size") == 0) lua_pushinteger(L, (lua_Integer)h->n);
   else if (strcmp(k, "pinned") == 0) lua_pushboolean(L, h->pinned);
@@ -365,7 +367,7 @@ static int host_tostring (lua_State *L) {
     lua_pushliteral(L, "cuda.host_array (closed)");
     return 1;
   }
-  culua_push_preview(L, CULUA_HOSTARRAY, h->dtype, h->rows, h->cols, h->data,
+  culua_push_preview(L, CULUA_HOSTARRAY, h->dtype, h->twod, h->rows, h->cols, h->data,
                      h->n < PREVIEW ? h->n : PREVIEW, h->n);
   return 1;
 }

@@ -22,7 +22,7 @@
 static culua_HostArray *check_matrix (lua_State *L, int i, size_t *rows, size_t *cols) {
   culua_HostArray *h = culua_testhostarray(L, i);
   if (h == NULL) luaL_typeerror(L, i, CULUA_HOSTARRAY);
-  luaL_argcheck(L, h->rows > 0, i, "a 2-D host array expected");
+  luaL_argcheck(L, h->twod, i, "a 2-D host array expected");
   *rows = h->rows;
   *cols = h->cols;
   return h;
@@ -410,9 +410,9 @@ static int ref_lu (lua_State *L) {
 static culua_HostArray *check_rhs (lua_State *L, int i, const char *fname, size_t n, size_t *k) {
   culua_HostArray *h = culua_testhostarray(L, i);
   if (h == NULL) luaL_typeerror(L, i, CULUA_HOSTARRAY);
-  if (h->rows > 0 ? h->rows != n : (n == 0 || h->n % n != 0))
+  if (h->twod ? h->rows != n : (n == 0 || h->n % n != 0))
     luaL_error(L, "%s: the right-hand sides do not have %d rows", fname, (int)n);
-  *k = h->rows > 0 ? h->cols : h->n / n;
+  *k = h->twod ? h->cols : h->n / n;
   return h;
 }
 

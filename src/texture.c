@@ -232,6 +232,7 @@ static int cuda_texture (lua_State *L) {
   read_options(L, 2, &o);
   a = culua_testarray(L, 1, 1);
   if (a == NULL) return luaL_typeerror(L, 1, CULUA_ARRAY);
+  luaL_argcheck(L, a->n > 0, 1, "an array of no elements has no texture");
   describe(L, a, &o, &rd);
   texdesc(L, a, &o, &td);
   t = (Texture *)lua_newuserdatauv(L, sizeof(Texture), 1);

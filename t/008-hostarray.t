@@ -32,7 +32,22 @@ T.error_like(function () h[5] = 1 end, "index 5 outside 1%.%.4", "index past the
 T.error_like(function () cuda.host_array("float128", 4) end, "cuda%.host_array: bad argument #1 %(unknown dtype 'float128'; expected one of int8, uint8, int16, uint16, int32, uint32, int64, uint64, float32, float64, float16, bfloat16, float8_e4m3, float8_e5m2%)",
              "unknown dtype")
 T.error_like(function () cuda.host_array("float32", -1) end, "cuda%.host_array: bad argument #2 %(element count must be 0 or more, got %-1%)", "negative size")
-T.error_like(function () cuda.host_array("float32", {0, 3}) end, "rows must be a positive integer and cols an integer 0 or more", "{0, cols}: rows 0 is 1-D")
+T.error_like(function () cuda.host_array("float32", {-1, 3}) end, "cuda%.host_array: bad argument #2 %(rows and cols must be integers 0 or more%)", "negative rows")
+-- {0, cols} and {rows, 0} are 2-D shapes of nothing, as NumPy's (0, 3) and (2, 0)
+do
+  local e = cuda.host_array("float32", {0, 3})
+  T.is(#e, 0, "{0, 3} holds nothing")
+  T.is_deeply(e.shape, {0, 3}, "and keeps its shape")
+  T.is(tostring(e), "cuda.host_array(float32, {0, 3}): {}", "tostring says the shape")
+  T.is_deeply(e:totable(), {}, "totable: no rows")
+  T.is_deeply(e:astype("float16").shape, {0, 3}, "astype keeps the shape")
+  local f = cuda.host_array("int32", {2, 0})
+  T.is_deeply(f:totable(), {{}, {}}, "{2, 0}: two empty rows")
+  T.is_deeply(cuda.host_array("uint8", {0, 0}).shape, {0, 0}, "{0, 0}")
+  local C = cuda.host_array("float64", {2, 2}):fill(5)
+  cuda.catalog.reference.matmul(cuda.host_array("float64", {2, 0}), cuda.host_array("float64", {0, 2}), C)
+  T.is_deeply(C:totable(), {{0, 0}, {0, 0}}, "reference matmul with k = 0: C = 0")
+end
 
 -- zero-length host arrays are ordinary, as in NumPy
 do

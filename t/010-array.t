@@ -259,13 +259,24 @@ do
   T.is_deeply(C:totable(), {{1, 1}, {1, 1}, {1, 1}}, "k = 0: C = beta*C")
   cat.matmul(cuda.array("float32", 0), cuda.array("float32", 0), C, {m = 3, n = 2, k = 0})
   T.is_deeply(C:totable(), {{0, 0}, {0, 0}, {0, 0}}, "k = 0 and beta 0: C = 0")
+  -- the same with 2-D shapes of nothing: A {3, 0}, B {0, 2}
+  C:fill(2)
+  cat.matmul(cuda.array("float32", {3, 0}), cuda.array("float32", {0, 2}), C, {beta = 0.5})
+  T.is_deeply(C:totable(), {{1, 1}, {1, 1}, {1, 1}}, "k = 0 from {3, 0} and {0, 2}: C = beta*C")
+  local E = cuda.array("float32", {0, 4})
+  T.is_deeply(E.shape, {0, 4}, "a {0, 4} device array keeps its shape")
+  T.is(E.ptr, 0, "and holds no memory")
+  T.is(tostring(E), "cuda.array(float32, {0, 4}): {}", "tostring says the shape")
+  T.is_deeply(E:astype("float64").shape, {0, 4}, "astype of {0, 4}: {0, 4}")
+  T.ok(cat.matmul(E, cuda.array("float32", {4, 3}), cuda.array("float32", {0, 3})) ~= nil, "m = 0 from {0, 4}: nothing to do")
+  T.error_like(function () cuda.texture(E) end, "an array of no elements has no texture", "no texture of nothing")
   local C0 = cuda.array("float64", {4, 0})
   T.ok(cat.matmul(cuda.array("float64", {4, 3}), cuda.array("float64", {3, 0}), C0) == C0, "n = 0: a {4, 0} C, nothing to do")
   T.ok(cat.matmul(cuda.array("float32", 0), cuda.array("float32", {3, 2}), cuda.array("float32", 0), {m = 0, k = 3}) ~= nil,
        "m = 0: nothing to do")
   cuda.synchronize()
   s:close()
-  z, z2, zi, w, p, hz, hz8, hp, x, e, cnt, counts, k0, C, C0 = nil
+  z, z2, zi, w, p, hz, hz8, hp, x, e, cnt, counts, k0, C, C0, E = nil
 end
 
 collectgarbage()
