@@ -501,6 +501,36 @@ static int array_astype (lua_State *L) {
 }
 
 
+/*
+** x:sum(), x:min(), x:max(), x:mean(), x:norm(), x:dot(y), x:map(expr): the
+** kernels-from-expressions module's methods (lua/elementwise.lua), called with
+** this method's arguments
+*/
+static int lua_method (lua_State *L, const char *name) {
+  int n = lua_gettop(L);
+  check_array(L, 1);
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "culua.elementwise");
+  lua_call(L, 1, 1);                  /* args, module */
+  lua_getfield(L, -1, "methods");
+  lua_getfield(L, -1, name);          /* args, module, methods, f */
+  lua_replace(L, -3);
+  lua_pop(L, 1);                      /* args, f */
+  lua_insert(L, 1);
+  lua_call(L, n, LUA_MULTRET);
+  return lua_gettop(L);
+}
+
+#define LUA_METHOD(m) static int array_##m (lua_State *L) { return lua_method(L, #m); }
+LUA_METHOD(sum)
+LUA_METHOD(min)
+LUA_METHOD(max)
+LUA_METHOD(mean)
+LUA_METHOD(norm)
+LUA_METHOD(dot)
+LUA_METHOD(map)
+
+
 /* x:bytes() -> the raw contents as a Lua string */
 static int array_bytes (lua_State *L) {
   culua_Array *x = check_array(L, 1);
@@ -774,6 +804,13 @@ static const luaL_Reg array_methods[] = {
   {"totable", array_totable},
   {"bytes", array_bytes},
   {"astype", array_astype},
+  {"sum", array_sum},
+  {"min", array_min},
+  {"max", array_max},
+  {"mean", array_mean},
+  {"norm", array_norm},
+  {"dot", array_dot},
+  {"map", array_map},
   {"tensor_map", array_tensor_map},
   {"close", array_close},
   {NULL, NULL}

@@ -102,6 +102,8 @@ static const luaL_Reg catalog_funcs[] = {
 /*
 ** cuda.catalog is lua/catalog.lua, required on first use: it requires
 ** "cuda" itself, which it can only do once luaopen_cuda has returned.
+** cuda.elementwise, cuda.map and cuda.reduction come the same way from
+** lua/elementwise.lua.
 */
 static int cuda_index (lua_State *L) {
   if (lua_type(L, 2) == LUA_TSTRING && strcmp(lua_tostring(L, 2), "catalog") == 0) {
@@ -111,6 +113,22 @@ static int cuda_index (lua_State *L) {
     lua_pushvalue(L, -1);
     lua_setfield(L, 1, "catalog");   /* once: later reads find it directly */
     return 1;
+  }
+  if (lua_type(L, 2) == LUA_TSTRING) {   /* kernels from expressions: lua/elementwise.lua */
+    static const char *const names[] = {"elementwise", "map", "reduction", NULL};
+    const char *key = lua_tostring(L, 2);
+    int i;
+    for (i = 0; names[i] != NULL; i++) {
+      if (strcmp(key, names[i]) == 0) {
+        lua_getglobal(L, "require");
+        lua_pushliteral(L, "culua.elementwise");
+        lua_call(L, 1, 1);
+        lua_getfield(L, -1, key);
+        lua_pushvalue(L, -1);
+        lua_setfield(L, 1, key);
+        return 1;
+      }
+    }
   }
   return 0;
 }

@@ -180,6 +180,20 @@ case("nccl.comm: a short id", function () cuda.nccl.comm("x", 1, 0) end, "cuda%.
 case("nccl.group: a number", function () cuda.nccl.group(1) end, "cuda%.nccl%.group: bad argument #1 %(function expected, got number%)")
 case("nccl.comm_all: no devices", function () cuda.nccl.comm_all({}) end, "cuda%.nccl%.comm_all: bad argument #1")
 
+
+-- kernels from expressions (t/036-elementwise.t has each too)
+local ew = cuda.elementwise{params = "T a, T *x", out = "T y", body = "y = a * x + y"}
+local ewh = cuda.host_array("float32", 3)
+case("elementwise: unknown key", function () cuda.elementwise{params = "T *x", out = "T y", body = "y = x", nme = "k"} end, "cuda%.elementwise: unknown option 'nme' %(known: params, out, body, name, preamble%)")
+case("elementwise: unknown dtype", function () cuda.elementwise{params = "float33 *x", out = "float32 y", body = "y = x"} end, "cuda%.elementwise: params: unknown dtype 'float33' for x")
+case("elementwise: too few arguments", function () ew(1, 2) end, "cuda%.elementwise: expects 3 arguments %(a, x, y%), got 2")
+case("elementwise: a number for an array", function () ew(1, 2, 3) end, "cuda%.elementwise: argument #2 %(x%) must be a cuda%.array, got a number")
+case("elementwise: an array for a scalar", function () ew(ewh, 1, 3) end, "cuda%.elementwise: argument #1 %(a%) must be a number %(it is declared a scalar%)")
+case("elementwise: unknown call option", function () ew(1, 2, 3, {streem = 1}) end, "cuda%.elementwise: unknown option 'streem' %(known: stream%)")
+case("map: a scalar assigned", function () cuda.map("y = x", {x = 1, y = 2}) end, "cuda%.map: 'y' is assigned in the body, so it must be an array, got a number")
+case("reduction: no identity", function () cuda.reduction{params = "T *x", map = "x", reduce = "a + b"} end, "cuda%.reduction: identity is missing")
+case("reduction: a dtype that cannot accumulate", function () cuda.reduction{params = "T *x", map = "x", reduce = "a + b", identity = 0, dtype = "float16"} end, "cuda%.reduction: dtype float16 cannot accumulate")
+
 -- }======================================================
 
 
@@ -353,7 +367,18 @@ __constant__ float coef[4];
          "launch: argument 4 is an array on device 1 but the kernel runs on device 0 %(copy it over, or cuda%.device%(0%):enable_peer_access")
     case("fill: a stream of another device", function () x:fill(0, s1) end, "device")
   end
+
+  -- kernels from expressions on arrays: lengths, dtypes, overlaps
+  local ewg = cuda.elementwise{params = "T a, T *x", out = "T y", body = "y = a * x + y"}
+  case("elementwise: lengths differ", function () ewg(1, cuda.array("float32", 4), cuda.array("float32", 5)) end, "cuda%.elementwise: argument #3 %(y%) has 5 elements but x has 4")
+  case("elementwise: dtypes differ", function () ewg(1, cuda.array("float64", 4), cuda.array("float32", 4)) end, "argument #3 %(y%) has dtype float32 but T is float64")
+  case("elementwise: a fraction for an integer", function () ewg(0.5, cuda.array("int32", 4), cuda.array("int32", 4)) end, "argument #1 %(a%) must be an integer for int32")
+  case("elementwise: a partial overlap", function () local a = cuda.array("float32", 8); ewg(1, a:view(1, 7), a:view(2, 7)) end, "argument #3 %(y%) overlaps argument #2 %(x%) at another offset")
+  case("x:min of nothing", function () cuda.array("float32", 0):min() end, "x:min: the min of an empty array is undefined")
+  case("reduction: a bad axis", function () cuda.array("float32", {2, 2}):sum({axis = 3, out = cuda.array("float32", 2)}) end, "axis must be 1 %(per column%) or 2 %(per row%)")
 end
+
+
 
 -- }======================================================
 

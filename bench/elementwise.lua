@@ -1,0 +1,87 @@
+-- Kernels from expressions against CuPy / PyTorch (issue 38's targets):
+-- axpy over 2^28 float32, sin(x*3 + y) into z, sums by cuda.reduction and by
+-- x:sum(), in GB/s; the host time of an elementwise call and of cuda.map on
+-- 2^16 elements. The anchor column comes from python3 with CuPy or PyTorch
+-- where one imports, else it is left out.
+--
+--   culua bench/elementwise.lua [LOG2N]
+
+local cuda = require "cuda"
+local bench = require "culua.bench"
+bench.need_devices(1)
+
+local n = 1 << math.tointeger(tonumber(arg and arg[1] or "28"))
+local x = cuda.array("float32", n):fill(1)
+local y = cuda.array("float32", n):fill(2)
+local z = cuda.array("float32", n)
+
+local axpy = cuda.elementwise{params = "T a, T *x", out = "T y", body = "y = a * x + y", name = "axpy"}
+local fused = cuda.elementwise{params = "T *x, T *y", out = "T z", body = "z = sin(x * 3 + y)", name = "fused"}
+local sum = cuda.reduction{params = "T *x", map = "x", reduce = "a + b", identity = 0, dtype = "float32", name = "sum"}
+local out = cuda.array("float32", 1)
+
+local function gbs(bytes, r) return bytes / r.median / 1e6 end
+local rows = {
+  {"axpy", 12 * n, function () axpy(2, x, y) end},
+  {"sin(x*3 + y)", 12 * n, function () fused(x, y, z) end},
+  {"sum (cuda.reduction)", 4 * n, function () sum(x, {out = out}) end},
+  {"sum (x:sum)", 4 * n, function () x:sum({out = out}) end},
+}
+
+-- the anchor: one python3 run printing "name GB/s" lines
+local py = ([[
+import sys
+n = %d
+try:
+    import torch
+    x = torch.ones(n, device="cuda"); y = torch.full((n,), 2.0, device="cuda")
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    def t(f, b):
+        for _ in range(3): f()
+        ts = []
+        for _ in range(20):
+            s.record(); f(); e.record(); torch.cuda.synchronize(); ts.append(s.elapsed_time(e))
+        ts.sort(); print("%%.1f" %% (b / ts[10] / 1e6))
+    t(lambda: y.add_(x, alpha=2.0), 12 * n)
+    t(lambda: torch.sin(x * 3 + y), 12 * n)
+    t(lambda: x.sum(), 4 * n)
+    t(lambda: x.sum(), 4 * n)
+    print("PyTorch " + torch.__version__)
+except Exception as err:
+    print("none", err); sys.exit(0)
+]]):format(n)
+local anchor = {}
+local path = os.tmpname()
+local g = io.open(path, "w")
+if g then
+  g:write(py); g:close()
+  local p = io.popen("python3 " .. path .. " 2>/dev/null")
+  if p then
+    for line in p:lines() do anchor[#anchor + 1] = line end
+    p:close()
+  end
+end
+os.remove(path)
+local have = #anchor == 5
+print(("%-22s %10s %12s"):format("what", "culua GB/s", have and anchor[5] or "(no anchor)"))
+for i, r in ipairs(rows) do
+  local res = bench(r[3], {name = r[1]})
+  print(("%-22s %10.1f %12s"):format(r[1], gbs(r[2], res), have and anchor[i] or ""))
+end
+
+-- host time of a call on 2^16 elements (events cannot see it: the clock can)
+local m = 1 << 16
+local xs, ys = x:view(1, m), y:view(1, m)
+local function host_us(fn)
+  for _ = 1, 100 do fn() end
+  cuda.device():synchronize()
+  local reps = 2000
+  local t0 = os.clock()
+  for _ = 1, reps do fn() end
+  local t = (os.clock() - t0) / reps * 1e6
+  cuda.device():synchronize()
+  return t
+end
+print(("host time a call, 2^16 elements: cuda.elementwise %.2f us, cuda.map %.2f us"):format(
+  host_us(function () axpy(2, xs, ys) end),
+  host_us(function () cuda.map("y = a * x + y", {a = 2, x = xs, y = ys}) end)))
