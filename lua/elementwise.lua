@@ -167,7 +167,7 @@ local function bind(fname, decl, argv, ...)
         end
         fail(fname, "argument #%d (%s) is %s", j, p.name, len == "closed" and "closed" or "an array of a device reset by cuda.reset()")
       end
-      if v.pitch then fail(fname, "argument #%d (%s) is a pitched 2-D array: elementwise kernels take dense arrays", j, p.name) end
+      if v.pitched then fail(fname, "argument #%d (%s) is a pitched 2-D array: elementwise kernels take dense arrays", j, p.name) end
       if n == nil then n, dev, first = len, adev, p.name
       else
         if len ~= n then fail(fname, "argument #%d (%s) has %d elements but %s has %d", j, p.name, len, first, n) end
