@@ -1,7 +1,8 @@
 /*
 ** histogram.cu
 ** The histogram family of culua's catalog: equal-width bins over [lo, hi)
-** for uint8, uint16, int32, uint32, float32 and float64 input, counted into
+** for uint8, uint16, int32, uint32, float32 and float64 input (and, built
+** by NVRTC, float16, bfloat16, float8_e4m3 and float8_e5m2), counted into
 ** uint32 or uint64 counts.
 **
 ** The bin of v is floor((v - lo) * bins / (hi - lo)) for integers, exact:
@@ -44,6 +45,12 @@
 typedef unsigned long long u64;
 typedef long long i64;
 
+/* float16, bfloat16 and fp8 (NVRTC variants only, -D CULUA_LOWP): binned as their float values */
+#ifdef CULUA_LOWP
+#include <culua/lowp.cuh>
+#endif
+template <class T> __device__ __forceinline__ T culua_widen (T v) { return v; }
+
 #define FULL_MASK 0xffffffffu
 #define HIST_VEC 4
 #define HIST_WARPS 8   /* a copy of the bins a warp */
@@ -84,7 +91,8 @@ struct float_rule {
   static const bool always = false;
   double lo, hi, scale;
   int bins;
-  template <typename T> __device__ __forceinline__ int bin (T v) const {
+  template <typename T> __device__ __forceinline__ int bin (T x) const {
+    const auto v = culua_widen(x);   /* a low-precision value as its float */
     if (!(v >= lo && v < hi)) return -1;   /* NaN fails both */
     int b = (int)floor(__dmul_rn(__dsub_rn((double)v, lo), scale));
     return b >= bins ? bins - 1 : b;
@@ -180,6 +188,12 @@ __device__ unsigned count (const T *__restrict__ x, u64 n, C *counts, const R &r
 template <typename T> struct is_float { static const bool value = false; };
 template <> struct is_float<float> { static const bool value = true; };
 template <> struct is_float<double> { static const bool value = true; };
+#ifdef CULUA_LOWP
+template <> struct is_float<__half> { static const bool value = true; };
+template <> struct is_float<__nv_bfloat16> { static const bool value = true; };
+template <> struct is_float<__nv_fp8_e4m3> { static const bool value = true; };
+template <> struct is_float<__nv_fp8_e5m2> { static const bool value = true; };
+#endif
 
 /* the integer rule for these lo, hi and bins, then count */
 template <bool NARROW, typename T, typename C>
@@ -265,9 +279,16 @@ __device__ void histogram (const T *__restrict__ x, u64 n, C *counts, int bins,
 #define HIST2(TN, T) HIST(TN, T, u32, unsigned)
 #endif
 
+#ifndef CULUA_LOWP
 HIST2(u8, unsigned char)
 HIST2(u16, unsigned short)
 HIST2(i32, int)
 HIST2(u32, unsigned)
 HIST2(f32, float)
 HIST2(f64, double)
+#else   /* the low-precision floats, built by NVRTC when asked for (-DCULUA_LOWP) */
+HIST2(f16, __half)
+HIST2(bf16, __nv_bfloat16)
+HIST2(e4m3, __nv_fp8_e4m3)
+HIST2(e5m2, __nv_fp8_e5m2)
+#endif

@@ -32,6 +32,15 @@
 
 typedef unsigned long long u64;
 
+/* float16 and bfloat16 (NVRTC variants only, -D CULUA_LOWP): read as floats, summed in float32 */
+#ifdef CULUA_LOWP
+#include <culua/lowp.cuh>
+#endif
+template <class T> __device__ __forceinline__ T culua_widen (T v) { return v; }
+template <class T> __device__ __forceinline__ T culua_narrow (float v);   /* culua/lowp.cuh */
+template <class A, class B> struct same_type { static const bool value = false; };
+template <class A> struct same_type<A, A> { static const bool value = true; };
+
 /*
 ** The look-back tile: 32 four-byte items a thread, 16 eight-byte ones; 128
 ** threads, but 256 for the sums of 4-byte values, whose registers are bound
@@ -430,9 +439,12 @@ template <class T> struct Items { static const int n = sizeof(T) == 4 ? CULUA_IT
 ** 4-byte ones to sum, else 4096 4-byte or 2048 8-byte). y may be x (in place: a block reads its whole tile
 ** before writing it) or 0 (only the total, to out[0], for reduce); out, when
 ** not 0, gets the inclusive total's bits from the last tile.
+** T is the type the scan runs in; x holds L and y holds O, T itself but for
+** float16 and bfloat16 (float T, as many items as float's): L widened as it
+** is loaded, and y in L or in float, rounded once from the float.
 */
-template <class T, class Op, int THREADS>
-__device__ void scan_lookback (const T *x, T *y, u64 n, int exclusive, u64 initb, u64 *scratch, u64 *values, u64 base,
+template <class T, class Op, int THREADS, class L = T, class O = T>
+__device__ void scan_lookback (const L *x, O *y, u64 n, int exclusive, u64 initb, u64 *scratch, u64 *values, u64 base,
                                u64 epoch, u64 ntiles, u64 *out) {
   const int ITEMS = Items<T>::n, TILE = THREADS * ITEMS;
   __shared__ __align__(16) T buf[TILE + TILE / 32];
@@ -443,7 +455,13 @@ __device__ void scan_lookback (const T *x, T *y, u64 n, int exclusive, u64 initb
   long long tile = claim_tile(scratch, base, n, TILE, valid);
   u64 first = (u64)tile * TILE;
   T items[ITEMS];
-  load_tile<T, ITEMS, THREADS>(x + first, valid, id, items, buf);
+  if constexpr (same_type<L, T>::value) load_tile<T, ITEMS, THREADS>(x + first, valid, id, items, buf);
+  else {   /* narrower elements, in the same buffer; the identity past valid */
+    L narrow[ITEMS];
+    load_tile<L, ITEMS, THREADS>(x + first, valid, L(), narrow, (L *)buf);
+#pragma unroll
+    for (int k = 0; k < ITEMS; k++) items[k] = (int)threadIdx.x * ITEMS + k < valid ? culua_widen(narrow[k]) : id;
+  }
   T sum = items[0];
 #pragma unroll
   for (int k = 1; k < ITEMS; k++) sum = Op::apply(sum, items[k]);
@@ -465,7 +483,13 @@ __device__ void scan_lookback (const T *x, T *y, u64 n, int exclusive, u64 initb
     if (exclusive) { items[k] = run; run = Op::apply(run, v); }
     else { run = Op::apply(run, v); items[k] = run; }
   }
-  store_tile<T, ITEMS, THREADS>(y + first, valid, items, buf);
+  if constexpr (same_type<O, T>::value) store_tile<T, ITEMS, THREADS>(y + first, valid, items, buf);
+  else {
+    O narrow[ITEMS];
+#pragma unroll
+    for (int k = 0; k < ITEMS; k++) narrow[k] = culua_narrow<O>(items[k]);
+    store_tile<O, ITEMS, THREADS>(y + first, valid, narrow, (O *)buf);
+  }
 }
 
 
@@ -513,7 +537,7 @@ template <class F> struct FlagPred {
   template <class T> static __device__ __forceinline__ bool test (T) { return false; }
 };
 
-template <class T> struct SelItems { static const int n = sizeof(T) == 4 ? CULUA_SELECT_ITEMS4 : CULUA_SELECT_ITEMS4 / 2; };
+template <class T> struct SelItems { static const int n = sizeof(T) == 8 ? CULUA_SELECT_ITEMS4 / 2 : CULUA_SELECT_ITEMS4; };
 
 /* a vector of BYTES bytes, loaded whole */
 template <int BYTES> struct Vec;
@@ -521,6 +545,8 @@ template <> struct Vec<16> { typedef uint4 t; };
 template <> struct Vec<8> { typedef uint2 t; };
 template <> struct Vec<4> { typedef unsigned t; };
 template <> struct Vec<2> { typedef unsigned short t; };
+struct __align__(32) uint4x2 { uint4 a, b; };   /* int32 flags beside 2-byte elements: two 16-byte loads */
+template <> struct Vec<32> { typedef uint4x2 t; };
 
 /*
 ** A warp-striped tile of ITEMS elements a thread (VEC a vector, ITEMS/VEC
@@ -707,7 +733,7 @@ __device__ void select_lookback (const T *x, const F *flags, T *y, u64 n, int mo
   CULUA_SELECT_KERNEL(tn, T, u8, unsigned char, _c32, unsigned) \
   CULUA_SELECT_KERNEL(tn, T, i32, int, _c32, unsigned)
 
-#ifndef CULUA_PRED
+#if !defined(CULUA_PRED) && !defined(CULUA_LOWP_SCAN) && !defined(CULUA_SELECT16)
 
 CULUA_SCAN_OPS(i32, int)
 CULUA_SCAN_OPS(u32, unsigned)
@@ -726,6 +752,40 @@ CULUA_SELECT_FLAGS(u64, u64)
 CULUA_SELECT_FLAGS(f32, float)
 CULUA_SELECT_FLAGS(f64, double)
 
+#elif defined(CULUA_LOWP_SCAN)
+
+/*
+** A look-back scan of float16 or bfloat16, in float32 (lua/catalog/scan.lua):
+** built by NVRTC with -D CULUA_LOWP, CULUA_LOWP_SCAN (the kernel's name),
+** CULUA_LOWP_X and CULUA_LOWP_Y (x's and y's element types), CULUA_LOWP_OP
+** (0 add, 1 min, 2 max) and CULUA_LOWP_SMALL (1: a small sum), in float32's
+** shapes: the tile and the arguments are those of the float32 kernels.
+*/
+template <int OP, int SMALL> struct LowpShape { static const int threads = CULUA_THREADS, minb = 1; };
+template <> struct LowpShape<0, 0> { static const int threads = CULUA_ADD4_THREADS, minb = CULUA_SCAN_MINB; };
+template <> struct LowpShape<0, 1> { static const int threads = CULUA_THREADS, minb = CULUA_SMALL_MINB; };
+typedef LowpShape<CULUA_LOWP_OP, CULUA_LOWP_SMALL> LowpS;
+typedef OpAdd Op0;
+typedef OpMin Op1;
+typedef OpMax Op2;
+#define CULUA_LOWP_OPN(N) CULUA_LOWP_OPN_(N)
+#define CULUA_LOWP_OPN_(N) Op##N
+
+extern "C" __global__ void __launch_bounds__(LowpS::threads, LowpS::minb)
+CULUA_LOWP_SCAN (const CULUA_LOWP_X *x, CULUA_LOWP_Y *y, u64 n, int exclusive, u64 init, u64 *scratch, u64 *values,
+                 u64 base, u64 epoch, u64 ntiles, u64 *out) {
+  scan_lookback<float, CULUA_LOWP_OPN(CULUA_LOWP_OP), LowpS::threads, CULUA_LOWP_X, CULUA_LOWP_Y>(
+    x, y, n, exclusive, init, scratch, values, base, epoch, ntiles, out);
+}
+
+#elif defined(CULUA_SELECT16)
+
+/*
+** compact and split of 2-byte elements (float16, bfloat16) by a flags array:
+** their bits moved as unsigned short, built by NVRTC with -D CULUA_SELECT16
+*/
+CULUA_SELECT_FLAGS(u16, unsigned short)
+
 #else
 
 /*
@@ -739,7 +799,8 @@ CULUA_SELECT_FLAGS(f64, double)
 #endif
 struct ExprPred {
   static const bool flags = false;
-  template <class T> static __device__ __forceinline__ bool test (T x) { return (CULUA_PRED(x)); }
+  /* x is the element, but a float16 or bfloat16 one widened to its float */
+  template <class T> static __device__ __forceinline__ bool test (T v) { auto x = culua_widen(v); return (CULUA_PRED(x)); }
 };
 
 extern "C" __global__ void __launch_bounds__(CULUA_SELECT_THREADS, CULUA_SELECT_MINB)

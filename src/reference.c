@@ -73,7 +73,11 @@ static int ref_matmul (lua_State *L) {
 ** in their own width, added as unsigned so that they wrap as the GPU's do:
 ** exact. Floats accumulate in double and are rounded once an element, so
 ** float32 results are the float64 scan's rounded: the tests compare the
-** GPU's (a float32 sum, in another order) with a tolerance.
+** GPU's (a float32 sum, in another order) with a tolerance. float16 and
+** bfloat16 the same way, read and written through half.c's conversions
+** (culua_elem_double: the exact stored value; culua_elem_set_double: one
+** rounding, to nearest even), into hy of their dtype or of float32, init
+** rounded to float32 as the GPU's accumulator is.
 */
 #define SCAN_INT(T, U, LO, HI) {                                              \
     const T *x = (const T *)hx->data; T *y = (T *)hy->data;                  \
@@ -99,6 +103,19 @@ static int ref_matmul (lua_State *L) {
       y[i] = (T)(exclusive ? before : acc);                                   \
     } }
 
+static void scan_lowp (lua_State *L, const culua_HostArray *hx, culua_HostArray *hy, int op, int exclusive) {
+  size_t i, ex = culua_dtype_size[hx->dtype], ey = culua_dtype_size[hy->dtype];
+  double acc = op == 0 ? 0 : op == 1 ? HUGE_VAL : -HUGE_VAL;
+  if (!lua_isnoneornil(L, 5)) acc = (float)luaL_checknumber(L, 5);
+  for (i = 0; i < hx->n; i++) {
+    double v = culua_elem_double(hx->dtype, (const char *)hx->data + i * ex), before = acc;
+    if (op == 0) acc += v;
+    else if (op == 1) acc = v < acc ? v : acc;
+    else acc = acc < v ? v : acc;
+    culua_elem_set_double(hy->dtype, (char *)hy->data + i * ey, exclusive ? before : acc);
+  }
+}
+
 static int ref_scan (lua_State *L) {
   static const char *const ops[] = {"add", "min", "max", NULL};
   culua_HostArray *hx = culua_testhostarray(L, 1), *hy = culua_testhostarray(L, 2);
@@ -109,7 +126,7 @@ static int ref_scan (lua_State *L) {
   op = luaL_checkoption(L, 3, "add", ops);
   exclusive = lua_toboolean(L, 4);
   n = hx->n;
-  if (hy->dtype != hx->dtype || hy->n != n)
+  if ((hy->dtype != hx->dtype && !(culua_dtype_islowp(hx->dtype) && hy->dtype == CULUA_FLOAT32)) || hy->n != n)
     return luaL_error(L, "cuda.catalog.reference.scan: hx is %s[%d] but hy is %s[%d]", culua_dtype_names[hx->dtype],
                       (int)n, culua_dtype_names[hy->dtype], (int)hy->n);
   switch (hx->dtype) {
@@ -119,8 +136,10 @@ static int ref_scan (lua_State *L) {
     case CULUA_UINT64: SCAN_INT(uint64_t, uint64_t, 0, UINT64_MAX) break;
     case CULUA_FLOAT32: SCAN_FLOAT(float, HUGE_VAL) break;
     case CULUA_FLOAT64: SCAN_FLOAT(double, HUGE_VAL) break;
+    case CULUA_FLOAT16: case CULUA_BFLOAT16: scan_lowp(L, hx, hy, op, exclusive); break;
     default:
-      return luaL_error(L, "cuda.catalog.reference.scan: dtype %s is not scanned (int32, uint32, int64, uint64, float32, float64)",
+      return luaL_error(L, "cuda.catalog.reference.scan: dtype %s is not scanned (int32, uint32, int64, uint64, float32, "
+                        "float64, float16, bfloat16)",
                         culua_dtype_names[hx->dtype]);
   }
   lua_settop(L, 2);
@@ -182,13 +201,15 @@ static int ref_histogram (lua_State *L) {
   switch (hx->dtype) {
     case CULUA_UINT8: case CULUA_UINT16: case CULUA_INT32: case CULUA_UINT32:
       ilo = luaL_checkinteger(L, 4); ihi = luaL_checkinteger(L, 5); break;
-    case CULUA_FLOAT32: case CULUA_FLOAT64:
+    case CULUA_FLOAT32: case CULUA_FLOAT64: case CULUA_FLOAT16: case CULUA_BFLOAT16:
+    case CULUA_FLOAT8_E4M3: case CULUA_FLOAT8_E5M2:
       flo = luaL_checknumber(L, 4); fhi = luaL_checknumber(L, 5);
       scale = (double)bins / (fhi - flo);   /* as lua/catalog/histogram.lua works it out */
       break;
     default:
       return luaL_error(L, "cuda.catalog.reference.histogram: hx has dtype %s; expected one of "
-                        "uint8, uint16, int32, uint32, float32, float64", culua_dtype_names[hx->dtype]);
+                        "uint8, uint16, int32, uint32, float32, float64, float16, bfloat16, float8_e4m3, float8_e5m2",
+                        culua_dtype_names[hx->dtype]);
   }
   if (!accumulate) memset(hc->data, 0, (size_t)bins * culua_dtype_size[hc->dtype]);
   for (i = 0; i < hx->n; i++) {
@@ -199,7 +220,11 @@ static int ref_histogram (lua_State *L) {
       case CULUA_INT32: b = hist_bin_int(((const int32_t *)hx->data)[i], ilo, ihi, (uint64_t)bins); break;
       case CULUA_UINT32: b = hist_bin_int(((const uint32_t *)hx->data)[i], ilo, ihi, (uint64_t)bins); break;
       case CULUA_FLOAT32: b = hist_bin_float(((const float *)hx->data)[i], flo, fhi, scale, bins); break;
-      default: b = hist_bin_float(((const double *)hx->data)[i], flo, fhi, scale, bins); break;
+      case CULUA_FLOAT64: b = hist_bin_float(((const double *)hx->data)[i], flo, fhi, scale, bins); break;
+      default:   /* float16, bfloat16, fp8: the exact stored value (half.c) */
+        b = hist_bin_float(culua_elem_double(hx->dtype, (const char *)hx->data + i * culua_dtype_size[hx->dtype]),
+                           flo, fhi, scale, bins);
+        break;
     }
     if (b < 0) left++;
     else if (hc->dtype == CULUA_UINT32) ((uint32_t *)hc->data)[b]++;

@@ -72,7 +72,8 @@ end, "expected an expression", "a malformed expression gives NVRTC's message")
 local info = cat.list().scan
 T.is(info.default, "lookback", "list(): the default variant")
 T.is_deeply(info.ops, ops, "list(): ops")
-T.is_deeply(info.dtypes, dtypes, "list(): dtypes")
+T.is_deeply(info.dtypes, {"int32", "uint32", "int64", "uint64", "float32", "float64", "float16", "bfloat16"},
+            "list(): dtypes (the low-precision ones: t/037)")
 
 -- argument checks that need no device memory
 T.error_like(function () cat.scan("x") end, "cuda%.catalog%.scan: x must be a cuda%.array, got string", "scan: x not an array")

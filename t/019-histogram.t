@@ -79,7 +79,9 @@ end
 
 local info = cat.list().histogram
 T.is(info.default, "default", "list(): the default variant")
-T.is_deeply(info.dtypes, dtypes, "list(): dtypes")
+T.is_deeply(info.dtypes, {"uint8", "uint16", "int32", "uint32", "float32", "float64",
+                          "float16", "bfloat16", "float8_e4m3", "float8_e5m2"},
+            "list(): dtypes (the low-precision ones: t/037)")
 T.is_deeply(info.counts, cdtypes, "list(): counts dtypes")
 
 T.error_like(function () cat.histogram("x", nil) end,

@@ -172,6 +172,12 @@ case("reference.sort: a misspelt option", function () cuda.catalog.reference.sor
 case("reference.sort: a misspelt option after values", function () cuda.catalog.reference.sort(hk, cuda.host_array("int32", 4), {end_bits = 8}) end, "cuda%.catalog%.reference%.sort: unknown option 'end_bits'")
 case("reference.argsort: a misspelt option", function () cuda.catalog.reference.argsort(hk, {descnding = true}) end, "cuda%.catalog%.reference%.argsort: unknown option 'descnding'")
 case("reference.scan: a misspelt option", function () cuda.catalog.reference.scan(hk, hk, {exclusiv = true}) end, "cuda%.catalog%.reference%.scan: unknown option 'exclusiv' %(known: op, exclusive, init%)")
+case("reference.scan: float8_e4m3", function () cuda.catalog.reference.scan(cuda.host_array("float8_e4m3", 2), cuda.host_array("float8_e4m3", 2)) end,
+     "cuda%.catalog%.reference%.scan: dtype float8_e4m3 is not scanned")
+case("reference.scan: float16 into float64", function () cuda.catalog.reference.scan(cuda.host_array("float16", 2), cuda.host_array("float64", 2)) end,
+     "cuda%.catalog%.reference%.scan: hx is float16%[2%] but hy is float64%[2%]")
+case("reference.histogram: bfloat16 without lo", function () cuda.catalog.reference.histogram(cuda.host_array("bfloat16", 2), cuda.host_array("uint32", 4), {hi = 1}) end,
+     "cuda%.catalog%.reference%.histogram: lo is required for bfloat16 input")
 case("reference.histogram: a misspelt option", function () cuda.catalog.reference.histogram(hk, cuda.host_array("int32", 4), {bin = 4}) end, "cuda%.catalog%.reference%.histogram: unknown option 'bin'")
 case("bench: a misspelt option", function () cuda.bench(function () end, {rep = 3}) end, "cuda%.bench: unknown option 'rep'")
 
@@ -333,6 +339,30 @@ __constant__ float coef[4];
   case("compact: flags of float32", function () cuda.catalog.compact(x, cuda.array("float32", 1000), cuda.array("float32", 1000)) end, "cuda%.catalog%.compact")
   case("compact: y too short", function () cuda.catalog.compact(x, cuda.array("float32", 10), "x > 0") end, "cuda%.catalog%.compact")
   case("split: pred a number", function () cuda.catalog.split(x, cuda.array("float32", 1000), 5) end, "cuda%.catalog%.split")
+  -- the low-precision dtypes (issue 37): float16 and bfloat16 scan; fp8 only in histogram
+  local f16, e4m3 = cuda.array("float16", 100), cuda.array("float8_e4m3", 100)
+  case("scan: float8_e4m3", function () cuda.catalog.scan(e4m3) end, "cuda%.catalog%.scan: x has dtype float8_e4m3; expected one of .*float16, bfloat16")
+  case("scan: an unknown accumulate dtype", function () cuda.catalog.scan(f16, cuda.array("float32", 100), {accumulate = "float128"}) end,
+       "cuda%.catalog%.scan: accumulate must be one of float16, float32, got float128")
+  case("scan: accumulate float16 for float32 x", function () cuda.catalog.scan(x, {accumulate = "float16"}) end,
+       "cuda%.catalog%.scan: accumulate must be one of float32, got float16")
+  case("scan: accumulate float32 in place", function () cuda.catalog.scan(f16, {accumulate = "float32"}) end,
+       "cuda%.catalog%.scan: accumulate is float32 but y has dtype float16 %(in place: x's%)")
+  case("scan: float16 into float64", function () cuda.catalog.scan(f16, cuda.array("float64", 100)) end,
+       "cuda%.catalog%.scan: y has dtype float64 but x has float16 %(y may be float32%)")
+  case("scan: float16 with a seed variant", function () cuda.catalog.scan(f16, {variant = "naive"}) end,
+       "cuda%.catalog%.scan: variant 'naive' takes no float16")
+  case("reduce: float8_e5m2", function () cuda.catalog.reduce(cuda.array("float8_e5m2", 4)) end, "cuda%.catalog%.reduce: x has dtype float8_e5m2")
+  case("reduce: accumulate float64 for bfloat16", function () cuda.catalog.reduce(cuda.array("bfloat16", 4), {accumulate = "float64"}) end,
+       "cuda%.catalog%.reduce: accumulate must be one of bfloat16, float32, got float64")
+  case("compact: float8_e4m3", function () cuda.catalog.compact(e4m3, cuda.array("float8_e4m3", 100), "x > 0") end,
+       "cuda%.catalog%.compact: x has dtype float8_e4m3")
+  case("split: float16 into float32", function () cuda.catalog.split(f16, cuda.array("float32", 100), "x > 0") end,
+       "cuda%.catalog%.split: y has dtype float32 but x has float16")
+  case("histogram: float16 without lo", function () cuda.catalog.histogram(f16, cuda.array("uint32", 4), {hi = 1}) end,
+       "cuda%.catalog%.histogram: lo is required for float16 input")
+  case("histogram: float8_e5m2 with an infinite hi", function () cuda.catalog.histogram(cuda.array("float8_e5m2", 4), cuda.array("uint32", 4), {lo = 0, hi = math.huge}) end,
+       "cuda%.catalog%.histogram: lo and hi must be finite")
   case("sort: int16 keys", function () cuda.catalog.sort(ints) end, "cuda%.catalog%.sort: keys has dtype int16")
   case("sort: values of another length", function () cuda.catalog.sort(x, cuda.array("int32", 999)) end, "cuda%.catalog%.sort: values has 999 elements but keys has 1000")
   case("sort: 2-byte values", function () cuda.catalog.sort(x, cuda.array("int16", 1000)) end, "cuda%.catalog%.sort: values has dtype int16")

@@ -1,6 +1,6 @@
 -- culua.catalog.histogram: cuda.catalog.histogram (kernels/histogram.cu):
--- equal-width bins over [lo, hi) for 1-, 2-, 4- and 8-byte input counted
--- into uint32 or uint64 counts, from seed 003's shared-memory histogram to
+-- equal-width bins over [lo, hi) for 1-, 2-, 4- and 8-byte input (float16,
+-- bfloat16 and fp8 too, as floats) counted into uint32 or uint64 counts, from seed 003's shared-memory histogram to
 -- one that aggregates equal values within a warp before any atomic.
 
 local cuda = require "cuda"
@@ -11,10 +11,16 @@ local fail, one_of, ceil_div = core.fail, core.one_of, core.ceil_div
 
 local M = {}
 
-local dtypes = {"uint8", "uint16", "int32", "uint32", "float32", "float64"}
+local dtypes = {"uint8", "uint16", "int32", "uint32", "float32", "float64",
+                "float16", "bfloat16", "float8_e4m3", "float8_e5m2"}
 local count_dtypes = {"uint32", "uint64"}
 local short = {uint8 = "u8", uint16 = "u16", int32 = "i32", uint32 = "u32", float32 = "f32",
-               float64 = "f64", uint64 = "u64"}
+               float64 = "f64", uint64 = "u64", float16 = "f16", bfloat16 = "bf16",
+               float8_e4m3 = "e4m3", float8_e5m2 = "e5m2"}
+-- the low-precision floats' kernels are built by NVRTC on first use (-DCULUA_LOWP)
+local lowp = {float16 = true, bfloat16 = true, float8_e4m3 = true, float8_e5m2 = true}
+local DEFINES = {[false] = {[false] = nil, [true] = {"CULUA_HIST_COUNT64=1"}},
+                 [true] = {[false] = {"CULUA_LOWP=1"}, [true] = {"CULUA_LOWP=1", "CULUA_HIST_COUNT64=1"}}}
 local variants = {"default", "seed"}
 
 local THREADS = core.constants("histogram").HIST_WARPS * 32   -- kernels/histogram.cu: a copy of the bins a warp
@@ -34,7 +40,7 @@ local INT_LO, INT_HI = -(1 << 32), 1 << 33
 
 local open_dtype = core.open_dtype
 
-local function is_float(dt) return dt == "float32" or dt == "float64" end
+local function is_float(dt) return dt == "float32" or dt == "float64" or lowp[dt] == true end
 
 -- bins, lo and hi from the options, checked; counts holds `ncounts` elements
 local function range(fname, dt, ncounts, opts)
@@ -120,7 +126,7 @@ function M.histogram(x, counts, opts)
     -- 64-bit counters are built by NVRTC on first use (then cached on disk):
     -- prebuilding them doubled the family's build time for a rare case
     local kern = core.kernel("histogram", ("culua_histogram_%s_%s"):format(short[dt], short[cdt]),
-                             cdt == "uint64" and {"CULUA_HIST_COUNT64=1"} or nil, dev)
+                             DEFINES[lowp[dt] == true][cdt == "uint64"], dev)
     local mode = variant == "seed" and 2 or (bins <= SHARED_BINS and 0 or 1)
     local shared = mode == 1 and 0 or 4 * bins
     if mode == 0 and bins <= LANE_BINS then   -- a copy of the bins a lane

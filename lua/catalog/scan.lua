@@ -1,7 +1,8 @@
 -- culua.catalog.scan: cuda.catalog.scan, reduce, compact and split
 -- (kernels/scan.cu): prefix scans of add, min and max over 4- and 8-byte
--- integers and floats, from seed 003's one-block scans to a single pass with
--- decoupled look-back, and stream compaction on the same single pass.
+-- integers and floats (and float16, bfloat16 summed in float32), from seed
+-- 003's one-block scans to a single pass with decoupled look-back, and stream
+-- compaction on the same single pass.
 
 local cuda = require "cuda"
 local core = require "culua.catalog.core"
@@ -11,9 +12,18 @@ local fail, one_of, ceil_div = core.fail, core.one_of, core.ceil_div
 
 local M = {}
 
-local dtypes = {"int32", "uint32", "int64", "uint64", "float32", "float64"}
-local short = {int32 = "i32", uint32 = "u32", int64 = "i64", uint64 = "u64", float32 = "f32", float64 = "f64"}
-local ctypes = {int32 = "int", uint32 = "unsigned", int64 = "long long", uint64 = "u64", float32 = "float", float64 = "double"}
+local dtypes = {"int32", "uint32", "int64", "uint64", "float32", "float64", "float16", "bfloat16"}
+local short = {int32 = "i32", uint32 = "u32", int64 = "i64", uint64 = "u64", float32 = "f32", float64 = "f64",
+               float16 = "f16", bfloat16 = "bf16"}
+local ctypes = {int32 = "int", uint32 = "unsigned", int64 = "long long", uint64 = "u64", float32 = "float", float64 = "double",
+                float16 = "__half", bfloat16 = "__nv_bfloat16"}
+-- float16 and bfloat16 run in float32 (kernels/scan.cu's NVRTC variants): read
+-- widened, summed, compared and started (init) in float32; `accumulate` names the
+-- result's dtype, x's or float32 (other dtypes: only their own)
+local lowp = {float16 = true, bfloat16 = true}
+local function run_dtype(dt) return lowp[dt] and "float32" or dt end
+local accumulates = {}
+for _, dt in ipairs(dtypes) do accumulates[dt] = lowp[dt] and {dt, "float32"} or {dt} end
 local ops = {"add", "min", "max"}
 local variants = {"lookback", "naive", "blelloch", "global"}
 local flag_dtypes = {"uint8", "int32"}
@@ -127,7 +137,9 @@ local SELECT_TILE = {[4] = SELECT_THREADS * SELECT_ITEMS4, [8] = SELECT_THREADS 
 local PRED_THREADS = {[4] = 256, [8] = 128}
 local PRED_TILE = {[4] = PRED_THREADS[4] * SELECT_ITEMS4, [8] = PRED_THREADS[8] * SELECT_ITEMS4 // 2}
 local PRED_DEFINES = {[4] = {"CULUA_SELECT_THREADS=256", "CULUA_SELECT_MINB=5"}, [8] = {}}
-local function elem_size(dt) return (dt == "int64" or dt == "uint64" or dt == "float64") and 8 or 4 end
+-- 2-byte elements (float16, bfloat16) take as many items a thread as 4-byte ones
+SELECT_TILE[2], PRED_THREADS[2], PRED_TILE[2], PRED_DEFINES[2] = SELECT_TILE[4], PRED_THREADS[4], PRED_TILE[4], PRED_DEFINES[4]
+local function elem_size(dt) return (dt == "int64" or dt == "uint64" or dt == "float64") and 8 or lowp[dt] and 2 or 4 end
 
 -- the look-back kernels' names by dtype and op, formatted once
 local lookback_names = {}
@@ -148,10 +160,29 @@ local SMALL = 256
 local prepared = setmetatable({}, {__mode = "k"})
 local lookback_cfg = {}
 
-local function lookback(x, y, n, exclusive, initb, dt, op, stream, out, dev)
-  local threads, tile, suffix = lookback_shape(elem_size(dt), op, n)
+-- a float16 or bfloat16 scan's kernel (x dt, y ydt), built by NVRTC in float32's
+-- shape on first use: its name and defines, made once
+local lowp_kernels = {}
+local OP_NUMBER = {add = 0, min = 1, max = 2}
+local function lowp_lookback(dt, ydt, op, suffix, dev)
+  local key = dt .. "\0" .. ydt .. "\0" .. op .. suffix
+  local k = lowp_kernels[key]
+  if not k then
+    local name = ("culua_scan_lookback_%s_%s%s_%s"):format(short[dt], op, suffix, short[ydt])
+    k = {name, {"CULUA_LOWP=1", "CULUA_LOWP_SCAN=" .. name, "CULUA_LOWP_X=" .. ctypes[dt], "CULUA_LOWP_Y=" .. ctypes[ydt],
+                "CULUA_LOWP_OP=" .. OP_NUMBER[op], "CULUA_LOWP_SMALL=" .. (suffix == "_small" and 1 or 0)}}
+    lowp_kernels[key] = k
+  end
+  return core.kernel("scan", k[1], k[2], dev)
+end
+
+-- y (or, for reduce, nothing) of dtype ydt: dt's own, or float32 for float16 and bfloat16 x
+local function lookback(x, y, n, exclusive, initb, dt, op, stream, out, dev, ydt)
+  local threads, tile, suffix = lookback_shape(elem_size(run_dtype(dt)), op, n)
   local ntiles = ceil_div(n, tile)
-  local kern = core.kernel("scan", lookback_name(dt, op, suffix), nil, dev)
+  local kern
+  if lowp[dt] then kern = lowp_lookback(dt, ydt or dt, op, suffix, dev)
+  else kern = core.kernel("scan", lookback_name(dt, op, suffix), nil, dev) end
   local w, values, base, epoch = tiles_for(dev, stream, ntiles)
   if stream == nil and ntiles <= SMALL then
     local by = prepared[kern]
@@ -198,55 +229,81 @@ local function seed_scan(fname, variant, x, y, n, exclusive, initb, dt, op, stre
 end
 
 local XY = {"x", "y"}
-local SCAN_OPTIONS = {"exclusive", "op", "init", "variant", "stream"}
+local SCAN_OPTIONS = {"exclusive", "op", "init", "accumulate", "variant", "stream"}
 
 -- cuda.catalog.scan(x [, y] [, opts]) -> y (x when y is omitted: in place)
 --   opts: exclusive (false), op ("add" | "min" | "max"), init (exclusive or
 --   not: the value the scan starts from; the op's identity by default),
---   variant ("lookback" | "naive" | "blelloch" | "global"), stream
+--   variant ("lookback" | "naive" | "blelloch" | "global"), stream;
+--   accumulate: y's dtype, said again (float16 and bfloat16 x: theirs or float32)
 function M.scan(x, y, opts)
   local fname = "scan"
   if opts == nil and type(y) == "table" and cuda.type(y) == nil then y, opts = nil, y end
   opts = core.options(fname, opts, SCAN_OPTIONS)
   local dt, n, dev = open_dtype(fname, "x", x, dtypes)
+  local ydt = dt
   if y == nil then y = x end
   if not rawequal(y, x) then   -- in place: nothing more to check of y
-    local ydt, yn, ydev = open_dtype(fname, "y", y)
-    if ydt ~= dt then fail(fname, "y has dtype %s but x has %s", ydt, dt) end
+    local yn, ydev
+    ydt, yn, ydev = open_dtype(fname, "y", y)
+    if ydt ~= dt and not (lowp[dt] and ydt == "float32") then
+      fail(fname, "y has dtype %s but x has %s%s", ydt, dt, lowp[dt] and " (y may be float32)" or "")
+    end
     if yn ~= n then fail(fname, "y has %d elements but x has %d", yn, n) end
     if ydev ~= dev then core.same_device(fname, XY, x, y) end   -- raises, naming both
   end
   local stream = core.check_stream(fname, opts.stream, dev)
   local op = opts.op == nil and "add" or one_of(fname, "op", opts.op, ops)
   local variant = opts.variant == nil and "lookback" or one_of(fname, "variant", opts.variant, variants)
+  if lowp[dt] and variant ~= "lookback" then
+    fail(fname, "variant '%s' takes no %s (float16 and bfloat16 scan with 'lookback')", variant, dt)
+  end
+  if opts.accumulate ~= nil and one_of(fname, "accumulate", opts.accumulate, accumulates[dt]) ~= ydt then
+    fail(fname, "accumulate is %s but y has dtype %s%s", opts.accumulate, ydt, rawequal(y, x) and " (in place: x's)" or "")
+  end
   core.flag(fname, opts, "exclusive")
+  local rdt = run_dtype(dt)
   local init = check_init(fname, dt, opts.init)
-  local initb = init ~= nil and to_bits(dt, init) or identity_bits(dt, op)
+  local initb = init ~= nil and to_bits(rdt, init) or identity_bits(rdt, op)
   if n == 0 then return y end   -- a scan of nothing: no launch
   if variant == "lookback" then
-    lookback(x, y, n, opts.exclusive == true, initb, dt, op, stream, nil, dev)
+    lookback(x, y, n, opts.exclusive == true, initb, dt, op, stream, nil, dev, ydt)
   else
     seed_scan(fname, variant, x, y, n, opts.exclusive == true, initb, dt, op, stream)
   end
   return y
 end
 
+-- a float32 value rounded to float16 or bfloat16 as a cast does (never raising:
+-- past the largest finite value it is infinity)
+local round_from
+local function rounded(dt, v)
+  round_from = round_from or cuda.host_array("float32", 1)
+  round_from[1] = v
+  return round_from:astype(dt)[1]
+end
+
 -- cuda.catalog.reduce(x [, opts]) -> the sum, min or max of x as a Lua number
--- (an integer for integer dtypes); opts: op, stream. Waits for the caller's
--- stream (only that one) to read the result.
+-- (an integer for integer dtypes); opts: op, stream, accumulate (float16 and
+-- bfloat16 x: float32, the float32 sum, by default, or x's dtype: that sum
+-- rounded to it). Waits for the caller's stream (only that one) to read the result.
 function M.reduce(x, opts)
   local fname = "reduce"
-  opts = core.options(fname, opts, {"op", "stream"})
+  opts = core.options(fname, opts, {"op", "accumulate", "stream"})
   local dt, n, dev = open_dtype(fname, "x", x, dtypes)
   local stream = core.check_stream(fname, opts.stream, dev)
   local op = one_of(fname, "op", opts.op or "add", ops)
+  local rdt = run_dtype(dt)
+  local acc = opts.accumulate == nil and rdt or one_of(fname, "accumulate", opts.accumulate, accumulates[dt])
   if n == 0 then   -- a sum of nothing is 0; a min or max of nothing is no number
     if op ~= "add" then fail(fname, "the %s of an empty x is undefined", op) end
-    return from_bits(dt, identity_bits(dt, op))
+    return from_bits(rdt, identity_bits(rdt, op))
   end
   local word = core.scratch("scan_word", dev, stream, 1)
-  lookback(x, nil, n, false, identity_bits(dt, op), dt, op, stream, word, dev)
-  return from_bits(dt, core.read_word(word, stream))
+  lookback(x, nil, n, false, identity_bits(rdt, op), dt, op, stream, word, dev)
+  local v = from_bits(rdt, core.read_word(word, stream))
+  if acc ~= rdt then return rounded(acc, v) end
+  return v
 end
 
 -- }======================================================
@@ -287,6 +344,7 @@ local function pred_kernel(fname, expr, dt, dev, c32, es)
   end
   local prelude = ("#define CULUA_PRED(x) (%s)"):format(expr)
   local defines = {"CULUA_PRED_T=" .. ctypes[dt], "CULUA_PRED_C=" .. (c32 and "unsigned" or "u64"), "CULUA_PRED_NAME=" .. name}
+  if lowp[dt] then defines[#defines + 1] = "CULUA_LOWP=1" end   -- x: the element widened to float
   table.move(PRED_DEFINES[es], 1, #PRED_DEFINES[es], #defines + 1, defines)
   local ok, k = pcall(core.kernel, "scan", name, defines, dev, prelude)
   if not ok then
@@ -298,6 +356,7 @@ local function pred_kernel(fname, expr, dt, dev, c32, es)
 end
 
 local SELECT_OPTIONS, SELECT_NAMES = {"stream", "count"}, {"x", "y", "pred", "count"}
+local SELECT16 = {"CULUA_SELECT16=1"}
 
 local function select_common(fname, x, y, pred, opts, split)
   opts = core.options(fname, opts, SELECT_OPTIONS)
@@ -348,9 +407,10 @@ local function select_common(fname, x, y, pred, opts, split)
   -- counts in 32 bits below 2^32 elements: the look-back's one-word path
   local c32 = n < (1 << 32)
   local kern, threads, tile
-  if flags then
-    kern = core.kernel("scan", ("culua_scan_select_%s_%s%s"):format(short[dt], fdt == "uint8" and "u8" or "i32",
-                                                                    c32 and "_c32" or ""), nil, dev)
+  if flags then   -- float16 and bfloat16 moved as their bits, by NVRTC's u16 kernels
+    kern = core.kernel("scan", ("culua_scan_select_%s_%s%s"):format(lowp[dt] and "u16" or short[dt],
+                                                                    fdt == "uint8" and "u8" or "i32", c32 and "_c32" or ""),
+                       lowp[dt] and SELECT16 or nil, dev)
     threads, tile = SELECT_THREADS, SELECT_TILE[es]
   else
     kern = pred_kernel(fname, pred, dt, dev, c32, es)
@@ -402,7 +462,8 @@ M.info = {
   dtypes = dtypes,
   default = "lookback",
   limits = {naive = 1024, blelloch = 2048},
-  pred = "a uint8 or int32 flags array, or a CUDA C expression in x",
+  pred = "a uint8 or int32 flags array, or a CUDA C expression in x (a float for float16 and bfloat16)",
+  accumulate = "float32 for float16 and bfloat16 x (reduce's default), or x's dtype (scan's default)",
 }
 
 return M
