@@ -191,10 +191,9 @@ static void read_request (lua_State *L, Request *q) {
   if (culua_caller(L, &ar)) {
     q->callsrc = ar.source;                          /* the Proto's: alive during the call */
     q->callsrclen = ar.srclen;
-    q->callname = lua_pushstring(L, ar.short_src);   /* anchored on the stack */
-    lua_replace(L, 3);
+    q->callname = lua_pushstring(L, ar.short_src);   /* anchored at index 3 */
   }
-  lua_settop(L, 3);
+  lua_settop(L, 3);   /* (no caller: nil there) */
   q->usecache = 1;
   q->name = "kernel.cu";
   if (lua_isnil(L, 2)) goto defaults;
