@@ -17,14 +17,15 @@ local short = {uint8 = "u8", uint16 = "u16", int32 = "i32", uint32 = "u32", floa
                float64 = "f64", uint64 = "u64"}
 local variants = {"default", "seed"}
 
-local THREADS = core.constants("histogram").HIST_WARPS * 32   -- kernels/histogram.cu: a copy of the bins a warp
+local HC = core.constants("histogram")
+local THREADS = HC.HIST_WARPS * 32   -- kernels/histogram.cu: a copy of the bins a warp
 -- bins a block keeps in shared memory (4-byte words): 48 KiB, what a launch
 -- may ask for without opting in; beyond it the default variant counts in
 -- global memory and the seed's is refused
 local SHARED_BINS = 48 * 1024 // 4
 -- the default keeps a copy of the bins a lane up to LANE_BINS (32 KiB), else a copy a
 -- warp where they fit (kernels/histogram.cu says why)
-local LANE_BINS = 256
+local LANE_BINS = HC.HIST_LANE_BINS
 local COPIES = THREADS // 32
 local MAX_BINS = 1 << 30   -- keeps (v - lo) * bins within 64 bits (below)
 -- integer lo and hi: within these, v - lo < 2^34 and (v - lo) * bins < 2^64
