@@ -30,14 +30,18 @@ T.error_like(function () argsort(nil, {foo = 1}) end, "cuda%.catalog%.argsort: u
 T.error_like(function () sort(nil, nil, "fast") end, "cuda%.catalog%.sort: opts must be a table, got string", "opts not a table")
 
 -- the embedded source compiles by NVRTC, and the argument lists lua/catalog/sort.lua
--- launches with (pointers as integers here) fit its entry points
-local src = cuda._catalog.source("sort")
-local p
-T.lives_ok(function () p = cuda.compile(src, {options = {"-std=c++17", "-arch=compute_90"}, name = "sort.cu"}) end,
-           "kernels/sort.cu compiles under NVRTC")
+-- launches with (pointers as integers here) fit its entry points. compiled(file): the kernel
+-- file's source and its program as NVRTC builds it (nil if it does not), and whether a
+-- kernel of it takes an argument list
+local big = (1 << 40) + 3
+local function compiled(file)
+  local text, prog = cuda._catalog.source(file), nil
+  T.lives_ok(function () prog = cuda.compile(text, {options = {"-std=c++17", "-arch=compute_90"}, name = file .. ".cu"}) end,
+             "kernels/" .. file .. ".cu compiles under NVRTC")
+  return text, prog, function (name, ...) return cuda.check_args(cuda.signature(prog.ptx, name), ...) end
+end
+local src, p, fits = compiled("sort")
 if p then
-  local function fits(name, ...) return cuda.check_args(cuda.signature(p.ptx, name), ...) end
-  local big = (1 << 40) + 3
   -- 256 threads at the default items: prebuilt for 32-bit keys with 8-byte values,
   -- whose default it is; the other cases' are built by NVRTC when asked for, as
   -- lua/catalog/sort.lua asks (-DCULUA_SORT_ITEMS, every case at that count)
@@ -75,13 +79,9 @@ if p then
   end
 end
 -- the kernels outside the tiles (kernels/sort_counts.cu): no shape of theirs varies
-local csrc = cuda._catalog.source("sort_counts")
-local pc
-T.lives_ok(function () pc = cuda.compile(csrc, {options = {"-std=c++17", "-arch=compute_90"}, name = "sort_counts.cu"}) end,
-           "kernels/sort_counts.cu compiles under NVRTC")
+local _, pc, cfits = compiled("sort_counts")
 if pc then
-  local function fits(name, ...) return cuda.check_args(cuda.signature(pc.ptx, name), ...) end
-  local big = (1 << 40) + 3
+  local fits = cfits
   for _, k in ipairs{"u32", "u64"} do
     T.ok(fits("culua_sort_upfront_" .. k, 1, big, 2, 3, 4, 512, 5, 6, big, 8, 0, 64, 2, 16), "upfront_" .. k .. "'s arguments")
     T.ok(fits("culua_sort_lsd_count_" .. k, 1, big, 4608, 2, 56, 8, 1, 3), "lsd_count_" .. k .. "'s arguments")
