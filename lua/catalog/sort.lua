@@ -70,9 +70,15 @@ core.scratch_kind("sort_keys", "uint64")
 core.scratch_kind("sort_keys2", "uint64")
 core.scratch_kind("sort_values", "uint64")
 
-local HIST, DONE, SKIP = 0, 4096, 4104   -- word offsets in sort_state: onesweep's
-local FHIST, FDONE, BAR = 4160, 6208, 6272  -- fused's (u32 counts), a grid barrier's words
 local function pad64(words) return ceil_div(words, 64) * 64 end
+-- word offsets in sort_state: onesweep's (8 passes of u64 counts a digit, the ticket, a skip
+-- mark a pass), fused's (u32 counts, the ticket), a grid barrier's words
+local HIST = 0
+local DONE = HIST + 8 * RADIX * 2
+local SKIP = DONE + 8
+local FHIST = pad64(SKIP + 8)
+local FDONE = FHIST + 8 * RADIX
+local BAR = pad64(FDONE + 1)
 -- the first word past the flat grid barrier's (its pair: <culua/barrier.cuh>'s CULUA_GRID_PAIR, + 1)
 local FREE = pad64(BAR + core.constants("culua/barrier.cuh").CULUA_GRID_PAIR + 2)
 
@@ -202,7 +208,7 @@ local function run_fused(a, k, tiles)
     k0, v0 = a.keys, vals
     if passes % 2 == 0 then ka, kb, va, vb = sk, a.keys, sv, vals else ka, kb, va, vb = a.keys, sk, vals, sv end
   end
-  local state = core.scratch("sort_state", dev, stream, FREE + 256 * passes * tiles)
+  local state = core.scratch("sort_state", dev, stream, FREE + RADIX * passes * tiles)
   local base = state.ptr
   local flags = (a.desc and DESC or 0) | (a.out and (IOTA | NOKEYS) or 0)
   k:launch({grid = tiles, block = a.threads, stream = stream, cooperative = true},
@@ -259,10 +265,10 @@ local function run_onesweep(a)
   local portions = ceil_div(n, portion)
   local max_tiles = ceil_div(math.min(n, portion), tile)
   local launches = passes * portions
-  local ctr = FREE + 2 * 256 * portions * passes   -- after the digit offsets (8-byte words)
+  local ctr = FREE + 2 * RADIX * portions * passes   -- after the digit offsets (8-byte words)
   local lb0 = ctr + pad64(launches)
-  local lb1 = lb0 + 256 * max_tiles
-  local state = core.scratch("sort_state", dev, stream, lb1 + 256 * max_tiles)
+  local lb1 = lb0 + RADIX * max_tiles
+  local state = core.scratch("sort_state", dev, stream, lb1 + RADIX * max_tiles)
   local base = state.ptr
   local function at(word) return base + 4 * word end
   -- unsigned keys ascending over all their bits take the upfront kernel's plain copy
@@ -272,7 +278,7 @@ local function run_onesweep(a)
     local grid = math.max(1, math.min(ceil_div(n, LANES_THREADS * LANES_LOADS), core.sm_count(dev)))
     lanes:launch({grid = grid, block = LANES_THREADS, shared = LANES_SHARED, stream = stream,
                   programmatic = lanes.programmatic},
-                 a.keys, n, at(HIST), at(DONE), at(FREE), 256 * portions, at(SKIP), at(ctr), lb1 - ctr,
+                 a.keys, n, at(HIST), at(DONE), at(FREE), RADIX * portions, at(SKIP), at(ctr), lb1 - ctr,
                  passes, a.begin_bit, a.end_bit, a.kind, a.desc and DESC or 0)
   else
     local up = kernel(plain and "upfront_plain" or "upfront", a.kb == 4 and "_u32" or "_u64", dev)
@@ -280,7 +286,7 @@ local function run_onesweep(a)
     -- on the way to each multiprocessor, which the read of every key at full bandwidth needs
     local grid = math.max(1, math.min(ceil_div(n, RADIX * 8), 8 * core.sm_count(dev)))
     up:launch({grid = grid, block = RADIX, stream = stream, programmatic = up.programmatic},
-              a.keys, n, at(HIST), at(DONE), at(FREE), 256 * portions, at(SKIP), at(ctr), lb1 - ctr,
+              a.keys, n, at(HIST), at(DONE), at(FREE), RADIX * portions, at(SKIP), at(ctr), lb1 - ctr,
               passes, a.begin_bit, a.end_bit, a.kind, a.desc and DESC or 0)
   end
   local k = tile_kernel("onesweep", a)
@@ -294,8 +300,8 @@ local function run_onesweep(a)
       local first = q * portion
       local count = math.min(portion, n - first)
       local lb, lb_next = L % 2 == 0 and lb0 or lb1, L % 2 == 0 and lb1 or lb0
-      local bins_in = FREE + 2 * 256 * (p * portions + q)
-      local bins_out = q < portions - 1 and at(bins_in + 512) or 0
+      local bins_in = FREE + 2 * RADIX * (p * portions + q)
+      local bins_out = q < portions - 1 and at(bins_in + 2 * RADIX) or 0
       k:launch({grid = ceil_div(count, tile), block = a.threads, stream = stream, programmatic = k.programmatic},
                bufs[1], bufs[2], bufs[3], bufs[4], first, count, at(bins_in), bins_out,
                at(lb), at(lb_next), L < launches - 1 and max_tiles or 0, at(ctr + L), at(SKIP + p),
@@ -313,7 +319,7 @@ local function run_lsd(a)
   local blocks = math.min(tiles, 8 * core.sm_count(dev))
   local chunk = ceil_div(tiles, blocks) * tile
   blocks = ceil_div(n, chunk)
-  local state = core.scratch("sort_state", dev, stream, FREE + 2 * 256 * blocks)
+  local state = core.scratch("sort_state", dev, stream, FREE + 2 * RADIX * blocks)
   local counts = state.ptr + 4 * FREE
   local count = kernel("lsd_count", a.kb == 4 and "_u32" or "_u64", dev)
   local scan = kernel("lsd_scan", "", dev)
@@ -327,7 +333,7 @@ local function run_lsd(a)
     local flags = pass_flags(p, passes, a.desc, a.out)
     local bufs = a.plan[p + 1]
     count:launch(cfg, bufs[1], n, chunk, counts, shift, bits, a.kind, flags)
-    scan:launch(one, counts, 256 * blocks)
+    scan:launch(one, counts, RADIX * blocks)
     scatter:launch(wide, bufs[1], bufs[2], bufs[3], bufs[4], n, chunk, counts, shift, bits, a.kind, flags)
   end
 end
@@ -392,8 +398,9 @@ local function check_opts(fname, opts, width)
   end
   o.items = items
   local threads = opts.threads
-  if threads ~= nil and (math.type(threads) ~= "integer" or threads < 256 or threads > 1024 or threads % 32 ~= 0) then
-    fail(fname, "threads must be a multiple of 32 in 256..1024, got %s", tostring(threads))
+  if threads ~= nil and (math.type(threads) ~= "integer" or threads < RADIX or threads > 1024 or threads % 32 ~= 0) then
+    fail(fname, "threads must be a multiple of 32 in %d..1024 (kernels/sort.cu's static_assert), got %s", RADIX,
+         tostring(threads))
   end
   o.threads = threads
   local mb = opts.min_blocks
