@@ -54,6 +54,7 @@ template <class T> __device__ __forceinline__ T culua_widen (T v) { return v; }
 #define FULL_MASK 0xffffffffu
 #define HIST_VEC 4
 #define HIST_WARPS 8   /* a copy of the bins a warp */
+#define HIST_LANE_BINS 256   /* mode | 16, a copy a lane: at most this many bins (32 KiB) */
 
 /*
 ** How an integer's bin is found (see above), the way fixed at compile time
@@ -264,7 +265,7 @@ __device__ void histogram (const T *__restrict__ x, u64 n, C *counts, int bins,
 }
 
 #define HIST(TN, T, CN, C)                                                         \
-  extern "C" __global__ void __launch_bounds__(256, 6)                             \
+  extern "C" __global__ void __launch_bounds__(HIST_WARPS * 32, 6)                  \
   culua_histogram_##TN##_##CN (const T *x, u64 n, C *counts, int bins,             \
                                i64 ilo, i64 ihi, double flo, double fhi,           \
                                double scale, u64 *left, int mode) {                 \

@@ -158,16 +158,16 @@ __device__ void eye (int n, T *out) {
 template <typename T>
 __device__ void update_narrow (int m, int nc, int kb, const T *L, long long loff, int ldl,
                                const T *U, long long uoff, int ldu, T *C, long long coff, int ldc) {
-  __shared__ T ls[UPD_K][64 + 1], us[UPD_K][64];
+  __shared__ T ls[UPD_K][UPDATE_TILE + 1], us[UPD_K][UPDATE_TILE];
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
-  const int r0 = blockIdx.x * 64, c0 = blockIdx.y * 64;
+  const int r0 = blockIdx.x * UPDATE_TILE, c0 = blockIdx.y * UPDATE_TILE;
   L += loff; U += uoff; C += coff;
   T acc[4][4] = {};
   for (int k0 = 0; k0 < kb; k0 += UPD_K) {
-    for (int e = threadIdx.x; e < 64 * UPD_K; e += 256) {
+    for (int e = threadIdx.x; e < UPDATE_TILE * UPD_K; e += UPDATE_THREADS) {
       const int r = e / UPD_K, k = e % UPD_K;     /* L: a row's UPD_K values together */
       ls[k][r] = r0 + r < m && k0 + k < kb ? L[(size_t)(r0 + r) * ldl + k0 + k] : T(0);
-      const int uk = e / 64, uc = e % 64;         /* U: 64 columns of a row together */
+      const int uk = e / UPDATE_TILE, uc = e % UPDATE_TILE;   /* U: a row's columns together */
       us[uk][uc] = k0 + uk < kb && c0 + uc < nc ? U[(size_t)(k0 + uk) * ldu + c0 + uc] : T(0);
     }
     __syncthreads();
@@ -234,30 +234,30 @@ __device__ void narrow_step (int n, int i0, int kb, const T *L, long long loff, 
   T *const U = tri + kb * ts;         /* U[i * NSTEP_US + c]: the swapped rows, then U */
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int r1 = i0 + kb, r0 = r1 + blockIdx.x * NSTEP_ROWS;
-  const int cb = c0 + blockIdx.y * 64, w = min(64, c0 + nc - cb);
+  const int cb = c0 + blockIdx.y * NSTEP_COLS, w = min(NSTEP_COLS, c0 + nc - cb);
   const int tx = tid % 16, ty = tid / 16;   /* the update's 4 x 4 of the tile: rows ty + 16 i, columns tx + 16 j */
 
   culua_dep_wait();
   /* the loads that need no swaps first, in flight while the swaps are worked out */
-  for (int t = tid; t < kb; t += 256) piv[t] = ipiv[i0 + t] - 1;
+  for (int t = tid; t < kb; t += NSTEP_THREADS) piv[t] = ipiv[i0 + t] - 1;
 #pragma unroll 8
-  for (int e = tid; e < kb * kb; e += 256) {
+  for (int e = tid; e < kb * kb; e += NSTEP_THREADS) {
     const int i = e / kb, k = e % kb;
     tri[k * ts + i] = k < i ? L[loff + (size_t)i * ldl + k] : T(0);
   }
   /* chunk k0 of this block's rows of L21: UPD_K columns, a thread NSTEP_ROWS * UPD_K / 256 values */
-  auto lchunk = [&](int k0, T (&v)[NSTEP_ROWS * UPD_K / 256]) {
+  auto lchunk = [&](int k0, T (&v)[NSTEP_ROWS * UPD_K / NSTEP_THREADS]) {
 #pragma unroll
-    for (int u = 0; u < NSTEP_ROWS * UPD_K / 256; u++) {
-      const int e = tid + 256 * u, r = e / UPD_K, k = e % UPD_K;
+    for (int u = 0; u < NSTEP_ROWS * UPD_K / NSTEP_THREADS; u++) {
+      const int e = tid + NSTEP_THREADS * u, r = e / UPD_K, k = e % UPD_K;
       v[u] = r0 + r < n && k0 + k < kb ? L[loff + (size_t)(r0 + r - i0) * ldl + k0 + k] : T(0);
     }
   };
-  T lpre[NSTEP_ROWS * UPD_K / 256];
+  T lpre[NSTEP_ROWS * UPD_K / NSTEP_THREADS];
   lchunk(0, lpre);
-  for (int q = tid; q < NSTEP_ROWS; q += 256) { mine[q] = r0 + q; slot[q] = -1; }
+  for (int q = tid; q < NSTEP_ROWS; q += NSTEP_THREADS) { mine[q] = r0 + q; slot[q] = -1; }
   __syncthreads();
-  for (int t = tid; t < kb; t += 256) {   /* the last earlier swaps with t's pivot, and onto row i0 + t */
+  for (int t = tid; t < kb; t += NSTEP_THREADS) {   /* the last earlier swaps with t's pivot, and onto row i0 + t */
     const int p = piv[t];
     int sm = -1, on = -1;
     for (int s = t - 1; s >= 0 && (sm < 0 || on < 0); s--) {
@@ -269,13 +269,13 @@ __device__ void narrow_step (int n, int i0, int kb, const T *L, long long loff, 
     onto[t] = on;
   }
   __syncthreads();
-  for (int t = tid; t < kb; t += 256) {   /* g(t): down the chain of onto (each step a smaller t) */
+  for (int t = tid; t < kb; t += NSTEP_THREADS) {   /* g(t): down the chain of onto (each step a smaller t) */
     int v = t;
     while (onto[v] >= 0) v = onto[v];
     g[t] = i0 + v;
   }
   __syncthreads();
-  for (int t = tid; t < kb; t += 256) {
+  for (int t = tid; t < kb; t += NSTEP_THREADS) {
     const int p = piv[t];
     const int src = same[t] >= 0 ? g[same[t]] : p;
     top[t] = src;
@@ -288,8 +288,8 @@ __device__ void narrow_step (int n, int i0, int kb, const T *L, long long loff, 
   }
   __syncthreads();
 #pragma unroll 8
-  for (int e = tid; e < kb * 64; e += 256) {
-    const int i = e / 64, c = e % 64;
+  for (int e = tid; e < kb * NSTEP_COLS; e += NSTEP_THREADS) {
+    const int i = e / NSTEP_COLS, c = e % NSTEP_COLS;
     U[i * NSTEP_US + c] = c < w ? A[(size_t)top[i] * ld + cb + c] : T(0);
   }
   T base[4][4];   /* this thread's values of the tile after the swaps, loaded during the solve */
@@ -326,7 +326,7 @@ __device__ void narrow_step (int n, int i0, int kb, const T *L, long long loff, 
     const int d1 = d0 + 16;
     if (d1 >= kb) break;
     {
-      const int c = tid % 64, g4 = tid / 64, kn = min(16, kb - d0);
+      const int c = tid % NSTEP_COLS, g4 = tid / NSTEP_COLS, kn = min(16, kb - d0);
       T ub[16];
 #pragma unroll
       for (int k = 0; k < 16; k++) ub[k] = k < kn ? U[(d0 + k) * NSTEP_US + c] : T(0);
@@ -354,8 +354,8 @@ __device__ void narrow_step (int n, int i0, int kb, const T *L, long long loff, 
   for (int k0 = 0; k0 < kb; k0 += UPD_K) {
     __syncthreads();   /* the last chunk's products are done with ls */
 #pragma unroll
-    for (int u = 0; u < NSTEP_ROWS * UPD_K / 256; u++) {
-      const int e = tid + 256 * u, r = e / UPD_K, k = e % UPD_K;
+    for (int u = 0; u < NSTEP_ROWS * UPD_K / NSTEP_THREADS; u++) {
+      const int e = tid + NSTEP_THREADS * u, r = e / UPD_K, k = e % UPD_K;
       ls[k][r] = lpre[u];
     }
     __syncthreads();
@@ -389,8 +389,8 @@ __device__ void narrow_step (int n, int i0, int kb, const T *L, long long loff, 
   __syncthreads();
   if (!last) return;
   __threadfence();
-  for (int e = tid; e < kb * 64; e += 256) {
-    const int i = e / 64, c = e % 64;
+  for (int e = tid; e < kb * NSTEP_COLS; e += NSTEP_THREADS) {
+    const int i = e / NSTEP_COLS, c = e % NSTEP_COLS;
     if (c >= w) continue;
     A[(size_t)(i0 + i) * ld + cb + c] = U[i * NSTEP_US + c];
     if (top[i] >= r1) A[(size_t)top[i] * ld + cb + c] = __ldcg(&held[(size_t)i * nc + (cb - c0) + c]);
@@ -412,10 +412,10 @@ __device__ void narrow_step (int n, int i0, int kb, const T *L, long long loff, 
   { copy2d<T>(rows, cols, in, inoff, ldin, out, outoff, ldout); } \
   extern "C" __global__ void culua_solve_eye_##t (int n, T *out) \
   { eye<T>(n, out); } \
-  extern "C" __global__ void __launch_bounds__(256) culua_solve_update_narrow_##t (int m, int nc, int kb, \
+  extern "C" __global__ void __launch_bounds__(UPDATE_THREADS) culua_solve_update_narrow_##t (int m, int nc, int kb, \
       const T *L, long long loff, int ldl, const T *U, long long uoff, int ldu, T *C, long long coff, int ldc) \
   { update_narrow<T>(m, nc, kb, L, loff, ldl, U, uoff, ldu, C, coff, ldc); } \
-  extern "C" __global__ void __launch_bounds__(256, 2) culua_solve_narrow_step_##t (int n, int i0, int kb, const T *L, \
+  extern "C" __global__ void __launch_bounds__(NSTEP_THREADS, 2) culua_solve_narrow_step_##t (int n, int i0, int kb, const T *L, \
       long long loff, int ldl, int c0, int nc, T *A, int ld, const int *ipiv, T *held, unsigned *ticket) \
   { narrow_step<T>(n, i0, kb, L, loff, ldl, c0, nc, A, ld, ipiv, held, ticket); }
 

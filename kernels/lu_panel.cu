@@ -544,7 +544,7 @@ __device__ void panel_cluster (int n, int j0, int jb, T *A, int ld, int coff, in
 /* {====================================================== instances */
 
 #define CULUA_SOLVE_PANEL(t, T) \
-  extern "C" __global__ void __launch_bounds__(256) culua_solve_panel_##t (int n, int j0, int jb, int ju, int search, \
+  extern "C" __global__ void __launch_bounds__(COLUMNS_THREADS) culua_solve_panel_##t (int n, int j0, int jb, int ju, int search, \
       T *A, int ld, int coff, int *ipiv, int *status, double *part, unsigned *counter) \
   { panel<T>(n, j0, jb, ju, search, A, ld, coff, ipiv, status, part, counter); } \
   extern "C" __global__ void __launch_bounds__(PANEL_WARPS * 32) culua_solve_panel_fused_##t (int n, int j0, int jb, \

@@ -217,12 +217,14 @@ __device__ __forceinline__ void fetch_tiles (T *ra, T *rb, int tid, int bm, int 
 ** unrolled, 44-104). LU's update on an H100 (bench/RESULTS.md, session 21): k = 64
 ** 1.33x the kernel without it, k = 128 1.05x.
 */
+#define CULUA_MATMUL_STAGE_C_BYTES (16 * 16 * 256)   /* CS's shared memory: 2 TM chunks of 16 bytes a thread, NT threads */
 template <typename T, int BM, int BN, int BK, int TM, int TN, bool VEC, bool CS = false>
 __device__ void fast (int M, int N, int K, T alpha, const T *A, const T *B, T beta, T *C,
                       int lda, int ldb, int ldc) {
   constexpr int NT = (BM / TM) * (BN / TN);
   constexpr int LA = BM * BK / NT, LB = BK * BN / NT;   /* elements each thread loads */
   static_assert(!CS || (VEC && sizeof(T) == 4 && TN == 8), "C staged: float32, 16-byte chunks of 4");
+  static_assert(!CS || 2 * TM * 16 * NT == CULUA_MATMUL_STAGE_C_BYTES, "C staged: CULUA_MATMUL_STAGE_C_BYTES");
   __shared__ __align__(16) T as[2][BK][BM];
   __shared__ __align__(16) T bs[2][BK][BN];
   extern __shared__ float4 fast_cstage[];

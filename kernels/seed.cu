@@ -23,20 +23,20 @@ using namespace culua::solve;
 ** does, so that the solution is the right-hand columns over the diagonal).
 */
 
-/* out (cols x rows) = transpose of in (rows x cols), through 32 x 32 tiles */
+/* out (cols x rows) = transpose of in (rows x cols), through TRANSPOSE_TILE x TRANSPOSE_TILE tiles */
 template <typename T>
 __device__ void transpose (int rows, int cols, const T *in, long long inoff, int ldin,
                            T *out, long long outoff, int ldout) {
-  __shared__ T tile[32][33];
+  __shared__ T tile[TRANSPOSE_TILE][TRANSPOSE_TILE + 1];
   in += inoff;
   out += outoff;
-  int r0 = blockIdx.y * 32, c0 = blockIdx.x * 32;
-  for (int i = threadIdx.y; i < 32; i += blockDim.y) {
+  int r0 = blockIdx.y * TRANSPOSE_TILE, c0 = blockIdx.x * TRANSPOSE_TILE;
+  for (int i = threadIdx.y; i < TRANSPOSE_TILE; i += blockDim.y) {
     int r = r0 + i, c = c0 + threadIdx.x;
     if (r < rows && c < cols) tile[i][threadIdx.x] = in[(size_t)r * ldin + c];
   }
   __syncthreads();
-  for (int i = threadIdx.y; i < 32; i += blockDim.y) {
+  for (int i = threadIdx.y; i < TRANSPOSE_TILE; i += blockDim.y) {
     int c = c0 + i, r = r0 + threadIdx.x;
     if (r < rows && c < cols) out[(size_t)c * ldout + r] = tile[threadIdx.x][i];
   }
@@ -52,8 +52,8 @@ __device__ void transpose (int rows, int cols, const T *in, long long inoff, int
 */
 template <typename T>
 __device__ void seed_pivot (int n, int c0, int p, int lu, const T *ABT, int *ipiv, T *mult, int *status) {
-  __shared__ double sv[32];
-  __shared__ int si[32];
+  __shared__ double sv[SEED_PIVOT_THREADS / 32];
+  __shared__ int si[SEED_PIVOT_THREADS / 32];
   __shared__ int spiv;
   const T *col = ABT + (size_t)(p - c0) * n;
   double best = -1.0;

@@ -27,24 +27,24 @@ using namespace culua::solve;
 */
 template <typename T, bool UPPER>
 __device__ void trsm (int jb, int ncols, const T *Tr, long long toff, int ldt, T *X, long long xoff, int ldx) {
-  __shared__ T xs[MAXBLOCK][33];
+  __shared__ T xs[MAXBLOCK][TRSM_COLS + 1];
   extern __shared__ __align__(16) unsigned char trsm_tri[];
   T *ts = reinterpret_cast<T *>(trsm_tri);   /* ts[k * jb + i] = Tr(i, k): column k contiguous */
-  const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * 32 + tx;
-  const int c = blockIdx.x * 32 + tx;
+  const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * TRSM_COLS + tx;
+  const int c = blockIdx.x * TRSM_COLS + tx;
   const bool in = c < ncols;
   Tr += toff;
   X += xoff;
-  for (int e = tid; e < jb * jb; e += 256) {
+  for (int e = tid; e < jb * jb; e += TRSM_THREADS) {
     const int i = e / jb, k = e % jb;
     ts[k * jb + i] = Tr[(size_t)i * ldt + k];
   }
-  for (int i = ty; i < jb; i += 8) xs[i][tx] = in ? X[(size_t)i * ldx + c] : T(0);
+  for (int i = ty; i < jb; i += TRSM_ROWS) xs[i][tx] = in ? X[(size_t)i * ldx + c] : T(0);
   __syncthreads();
   if (!UPPER) {
     for (int k = 0; k < jb - 1; k++) {
       T xk = xs[k][tx];
-      for (int i = k + 1 + ty; i < jb; i += 8) xs[i][tx] -= ts[k * jb + i] * xk;
+      for (int i = k + 1 + ty; i < jb; i += TRSM_ROWS) xs[i][tx] -= ts[k * jb + i] * xk;
       __syncthreads();
     }
   }
@@ -53,7 +53,7 @@ __device__ void trsm (int jb, int ncols, const T *Tr, long long toff, int ldt, T
       if (ty == 0) xs[k][tx] /= ts[k * jb + k];
       __syncthreads();
       T xk = xs[k][tx];
-      for (int i = ty; i < k; i += 8) xs[i][tx] -= ts[k * jb + i] * xk;
+      for (int i = ty; i < k; i += TRSM_ROWS) xs[i][tx] -= ts[k * jb + i] * xk;
       __syncthreads();
     }
   }
@@ -344,10 +344,10 @@ __device__ void trsv (int n, int k, const T *__restrict__ A, T *X, unsigned *syn
 /* {====================================================== instances */
 
 #define CULUA_SOLVE_TRIANGULAR(t, T) \
-  extern "C" __global__ void __launch_bounds__(256) culua_solve_trsm_lower_##t (int jb, int ncols, const T *Tr, \
+  extern "C" __global__ void __launch_bounds__(TRSM_THREADS) culua_solve_trsm_lower_##t (int jb, int ncols, const T *Tr, \
       long long toff, int ldt, T *X, long long xoff, int ldx) \
   { trsm<T, false>(jb, ncols, Tr, toff, ldt, X, xoff, ldx); } \
-  extern "C" __global__ void __launch_bounds__(256) culua_solve_trsm_upper_##t (int jb, int ncols, const T *Tr, \
+  extern "C" __global__ void __launch_bounds__(TRSM_THREADS) culua_solve_trsm_upper_##t (int jb, int ncols, const T *Tr, \
       long long toff, int ldt, T *X, long long xoff, int ldx) \
   { trsm<T, true>(jb, ncols, Tr, toff, ldt, X, xoff, ldx); } \
   extern "C" __global__ void __launch_bounds__(TRSV_THREADS, 2) culua_solve_trsv_lower_##t (int n, int k, const T *LU, \

@@ -4,10 +4,11 @@ local T = require "culua.tap"
 local cuda = require "cuda"
 
 local list = cuda.catalog.list()
-T.is_deeply(list.families, {"matmul", "matmul_sm90", "matmul_sm90_fast", "barrier", "scan", "histogram", "sort", "solve",
-                            "lu", "lu_panel", "lu_multi", "triangular", "seed", "cast"}, "fourteen kernel files (cast: astype)")
-T.is_deeply(list.headers, {"culua/barrier.cuh", "culua/common.cuh", "culua/lowp.cuh", "culua/sm90.cuh", "culua/solve.cuh"},
-            "five device headers (lowp: float16, bfloat16, fp8)")
+T.is_deeply(list.families, {"matmul", "matmul_sm90", "matmul_sm90_fast", "barrier", "scan", "histogram", "sort", "sort_counts",
+                            "solve", "lu", "lu_panel", "lu_multi", "triangular", "seed", "cast"},
+            "fifteen kernel files (cast: astype)")
+T.is_deeply(list.headers, {"culua/barrier.cuh", "culua/common.cuh", "culua/lowp.cuh", "culua/sm90.cuh", "culua/solve.cuh",
+                           "culua/sort.cuh"}, "six device headers (lowp: float16, bfloat16, fp8)")
 T.is_deeply(list.matmul.variants, {"naive", "row", "column", "tiled", "fast", "tf32", "dmma"}, "matmul variants")
 T.is_deeply(list.matmul.dtypes.float64, {"naive", "tiled", "fast", "dmma"}, "float64 variants")
 T.is_deeply(list.barrier.kinds, {"seed", "seed_asm", "sense", "grid", "coop"}, "barrier kinds")
@@ -60,7 +61,7 @@ end
 -- them: a kernel a number stores it, and its PTX shows the value; and the families' copies
 -- of them are what they read
 local core = require "culua.catalog.core"
-for _, hdr in ipairs{{"culua/solve.cuh", "culua::solve::"}, {"culua/barrier.cuh", ""}} do
+for _, hdr in ipairs{{"culua/solve.cuh", "culua::solve::"}, {"culua/barrier.cuh", ""}, {"culua/sort.cuh", ""}} do
   local nums, names, src = core.constants(hdr[1]), {}, {"#include <" .. hdr[1] .. ">"}
   for name in pairs(nums) do names[#names + 1] = name end
   table.sort(names)
@@ -81,8 +82,10 @@ local solve_nums = core.constants("culua/solve.cuh")
 T.is(solve_nums.PANEL_SLOT, 2 + solve_nums.MAXBLOCK, "core.constants: an expression of names above it")
 T.is(cuda.catalog.barrier.words, core.constants("culua/barrier.cuh").CULUA_BARRIER_WORDS, "barrier.words is the header's")
 local sort_nums = core.constants("sort")
-T.ok(sort_nums.SORT_THREADS == 256 and sort_nums.SORT_COUNT == (1 << 30) - 1 and sort_nums.SORT_FULL == 0xffffffff,
-     "core.constants of a kernel file: a name given a name (#ifdef) then a number, suffixed and hex literals")
+local sort_shared = core.constants("culua/sort.cuh")
+T.ok(sort_nums.SORT_THREADS == 256 and sort_nums.SORT_SHARED == 48 * 1024 and sort_shared.SORT_COUNT == (1 << 30) - 1
+     and sort_shared.SORT_FULL == 0xffffffff,
+     "core.constants of a kernel file and a header: a name given a name (#ifdef) then a number, suffixed and hex literals")
 T.error_like(function () core.constants("culua/nope.cuh") end, "no device header or kernel file 'culua/nope.cuh'",
              "core.constants: an unknown header")
 

@@ -30,14 +30,18 @@ T.error_like(function () argsort(nil, {foo = 1}) end, "cuda%.catalog%.argsort: u
 T.error_like(function () sort(nil, nil, "fast") end, "cuda%.catalog%.sort: opts must be a table, got string", "opts not a table")
 
 -- the embedded source compiles by NVRTC, and the argument lists lua/catalog/sort.lua
--- launches with (pointers as integers here) fit its entry points
-local src = cuda._catalog.source("sort")
-local p
-T.lives_ok(function () p = cuda.compile(src, {options = {"-std=c++17", "-arch=compute_90"}, name = "sort.cu"}) end,
-           "kernels/sort.cu compiles under NVRTC")
+-- launches with (pointers as integers here) fit its entry points. compiled(file): the kernel
+-- file's source and its program as NVRTC builds it (nil if it does not), and whether a
+-- kernel of it takes an argument list
+local big = (1 << 40) + 3
+local function compiled(file)
+  local text, prog = cuda._catalog.source(file), nil
+  T.lives_ok(function () prog = cuda.compile(text, {options = {"-std=c++17", "-arch=compute_90"}, name = file .. ".cu"}) end,
+             "kernels/" .. file .. ".cu compiles under NVRTC")
+  return text, prog, function (name, ...) return cuda.check_args(cuda.signature(prog.ptx, name), ...) end
+end
+local src, p, fits = compiled("sort")
 if p then
-  local function fits(name, ...) return cuda.check_args(cuda.signature(p.ptx, name), ...) end
-  local big = (1 << 40) + 3
   -- 256 threads at the default items: prebuilt for 32-bit keys with 8-byte values,
   -- whose default it is; the other cases' are built by NVRTC when asked for, as
   -- lua/catalog/sort.lua asks (-DCULUA_SORT_ITEMS, every case at that count)
@@ -73,6 +77,11 @@ if p then
   for _, e in ipairs{"u32_keys_4", "u32_u32_4", "u32_u64_4", "u64_keys_4", "u64_u32_4", "u64_u64_4"} do
     T.ok(fits("culua_sort_fused_" .. e, 1, 2, 1, 0, 0, 0, 100000, 3, 4, 5, 6, 0, 64, 2, 28, 8), "fused_" .. e .. "'s arguments (small sorts' tiles)")
   end
+end
+-- the kernels outside the tiles (kernels/sort_counts.cu): no shape of theirs varies
+local _, pc, cfits = compiled("sort_counts")
+if pc then
+  local fits = cfits
   for _, k in ipairs{"u32", "u64"} do
     T.ok(fits("culua_sort_upfront_" .. k, 1, big, 2, 3, 4, 512, 5, 6, big, 8, 0, 64, 2, 16), "upfront_" .. k .. "'s arguments")
     T.ok(fits("culua_sort_lsd_count_" .. k, 1, big, 4608, 2, 56, 8, 1, 3), "lsd_count_" .. k .. "'s arguments")
@@ -97,6 +106,13 @@ T.ok(cuda.check_args(cuda.signature(p384.ptx, "culua_sort_onesweep_u32_u32_20_t3
 local p512 = cuda.compile(src, {options = {"-std=c++17", "-arch=compute_80", "-DCULUA_SORT_ITEMS=12",
                                            "-DCULUA_SORT_THREADS=512"}, name = "sort.cu"})
 T.like(p512.ptx, "%.entry culua_sort_lsd_u64_u32_12_t512%(", "threads = 512 compiles, named _t512")
+
+-- which file holds a kernel outside the tiles: read from the files' own entry points
+local sort_files = require("culua.catalog.core").kernel_files("culua_sort_", {"sort", "sort_counts"})
+T.ok(sort_files("upfront_lanes") == "sort_counts" and sort_files("lsd_scan") == "sort_counts"
+     and sort_files("warp") == "sort_counts" and sort_files("copy64") == "sort_counts",
+     "core.kernel_files: the upfront, scan, warp and copy kernels are kernels/sort_counts.cu's")
+T.error_like(function () sort_files("nope") end, "no kernel culua_sort_nope", "core.kernel_files: an unknown kernel")
 
 -- the C reference: its order, stability and NaNs
 local function host(dtype, t) return cuda.host_array(dtype, #t):copy_from(t) end

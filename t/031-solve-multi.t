@@ -311,10 +311,11 @@ local matmul = {matmul = function (A, B, C, o)
   return C
 end}
 
--- the core's reader of the kernels' constants, as it is (on the sources above)
+-- the core's readers of the kernels' constants and of which file holds a kernel, as they
+-- are (on the sources above)
 local real_core = assert(loadfile(srcdir .. "/lua/catalog/core.lua", "t",
                                   setmetatable({require = function () return cuda end}, {__index = _G})))()
-core.constants = real_core.constants
+core.constants, core.kernel_files = real_core.constants, real_core.kernel_files
 
 -- the family's own modules (solve.lua and its parts, lua/catalog/*.lua) load as they are,
 -- on the mocks

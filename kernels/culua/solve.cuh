@@ -27,6 +27,10 @@ constexpr int PANEL_WARPS = 8;
 constexpr int PANEL_THREADS = PANEL_WARPS * 32;
 constexpr int PANEL_SLOT = 2 + MAXBLOCK;
 
+/* the column panel (lu_panel.cu, panel = "columns"): its blocks, a warp a row */
+constexpr int COLUMNS_THREADS = 256;
+constexpr int COLUMNS_WARPS = COLUMNS_THREADS / 32;
+
 /* the cluster panel (lu_panel.cu): its blocks, the largest cluster (non-portable; 8
    is portable), and a row in shared memory: jb values rounded up to CPANEL_ALIGN,
    then CPANEL_PAD bytes more (lu_panel.cu says why) */
@@ -39,9 +43,17 @@ constexpr int CPANEL_PAD = 16;
 constexpr int SWAP_THREADS = 256;
 constexpr int SWAP_BYTES = 128;
 
-/* narrow_step (lu.cu): rows a block below the panel, and U's row stride in shared
-   memory (a warp's 4 rows x 8 columns on distinct banks) */
+/* update_narrow (lu.cu): a block's tile of C (UPDATE_TILE x UPDATE_TILE, a thread 4 x 4
+   of it) and its threads */
+constexpr int UPDATE_TILE = 64;
+constexpr int UPDATE_THREADS = 256;
+
+/* narrow_step (lu.cu): rows a block below the panel, columns a block (a column group,
+   a ticket each), its threads, and U's row stride in shared memory (a warp's 4 rows x 8
+   columns on distinct banks) */
 constexpr int NSTEP_ROWS = 64;
+constexpr int NSTEP_COLS = 64;
+constexpr int NSTEP_THREADS = 256;
 constexpr int NSTEP_US = 72;
 
 /* the substitutions (triangular.cu): rows a block of threads, its warps, right-hand
@@ -52,6 +64,22 @@ constexpr int TRSV_WARPS = 8;
 constexpr int TRSV_THREADS = TRSV_WARPS * 32;
 constexpr int TRSV_COLS = 4;
 constexpr int TRSV_SYNC = 32;
+
+/* trsm (triangular.cu): a block's columns of X, and its rows of threads (a thread a
+   column, TRSM_ROWS rows sharing the updates) */
+constexpr int TRSM_COLS = 32;
+constexpr int TRSM_ROWS = 8;
+constexpr int TRSM_THREADS = TRSM_COLS * TRSM_ROWS;
+
+/* lu_solve's permutation (triangular.cu) and the seed's pivot search (seed.cu): one
+   block of these threads (the pivot's warps meet in SEED_PIVOT_THREADS / 32 slots) */
+constexpr int PERM_THREADS = 1024;
+constexpr int SEED_PIVOT_THREADS = 1024;
+
+/* transpose (seed.cu): TRANSPOSE_TILE x TRANSPOSE_TILE tiles, TRANSPOSE_ROWS rows of
+   threads a block */
+constexpr int TRANSPOSE_TILE = 32;
+constexpr int TRANSPOSE_ROWS = 8;
 
 /* }====================================================== */
 

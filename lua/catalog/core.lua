@@ -82,6 +82,34 @@ function core.kernel(file, name, defines, dev, prelude)
   return k
 end
 
+-- which of a family's kernel files (kernels/<file>.cu, `files`) holds each kernel named
+-- <prefix><stem>..., read from their instances: an `extern "C" __global__` line names
+-- <prefix><stem>, <prefix><stem>_##t or <prefix><stem>##suffix (the stem: the name's
+-- letters, digits and underscores up to a macro's ##, less a trailing _). So a kernel
+-- moved between files needs no change in its family. Returns a function, stem -> file;
+-- the files are read on its first call, once a state.
+function core.kernel_files(prefix, files)
+  local pattern = prefix:gsub("%p", "%%%0") .. "([%w_]+)"
+  local file_of
+  return function (stem)
+    if not file_of then
+      local found = {}
+      for _, f in ipairs(files) do
+        for line in C.source(f):gmatch("[^\n]*__global__[^\n]*") do
+          local k = line:match(pattern)
+          if k then
+            k = k:gsub("_$", "")
+            assert(found[k] == nil or found[k] == f, prefix .. k .. " in two kernel files")
+            found[k] = f
+          end
+        end
+      end
+      file_of = found
+    end
+    return file_of[stem] or error("cuda.catalog: no kernel " .. prefix .. stem, 2)
+  end
+end
+
 --[[
 ** The integer constants of an embedded device header ("culua/solve.cuh") or
 ** kernel file ("sort"): {NAME = value} for each `#define NAME <expression>`

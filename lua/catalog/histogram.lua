@@ -23,14 +23,15 @@ local DEFINES = {[false] = {[false] = nil, [true] = {"CULUA_HIST_COUNT64=1"}},
                  [true] = {[false] = {"CULUA_LOWP=1"}, [true] = {"CULUA_LOWP=1", "CULUA_HIST_COUNT64=1"}}}
 local variants = {"default", "seed"}
 
-local THREADS = core.constants("histogram").HIST_WARPS * 32   -- kernels/histogram.cu: a copy of the bins a warp
+local HC = core.constants("histogram")
+local THREADS = HC.HIST_WARPS * 32   -- kernels/histogram.cu: a copy of the bins a warp
 -- bins a block keeps in shared memory (4-byte words): 48 KiB, what a launch
 -- may ask for without opting in; beyond it the default variant counts in
 -- global memory and the seed's is refused
 local SHARED_BINS = 48 * 1024 // 4
 -- the default keeps a copy of the bins a lane up to LANE_BINS (32 KiB), else a copy a
 -- warp where they fit (kernels/histogram.cu says why)
-local LANE_BINS = 256
+local LANE_BINS = HC.HIST_LANE_BINS
 local COPIES = THREADS // 32
 local MAX_BINS = 1 << 30   -- keeps (v - lo) * bins within 64 bits (below)
 -- integer lo and hi: within these, v - lo < 2^34 and (v - lo) * bins < 2^64

@@ -16,6 +16,8 @@ local dependent, shared_room, event_on, stream_on, check_block = S.dependent, S.
                                                                  S.check_block
 local panel_maker, panel_cluster, cluster_fit = panels.panel_maker, panels.panel_cluster, panels.cluster_fit
 local MAXBLOCK, NSTEP_ROWS, NSTEP_US = S.shapes.MAXBLOCK, S.shapes.NSTEP_ROWS, S.shapes.NSTEP_US
+local NSTEP_COLS, NSTEP_THREADS = S.shapes.NSTEP_COLS, S.shapes.NSTEP_THREADS
+local UPDATE_TILE, UPDATE_THREADS = S.shapes.UPDATE_TILE, S.shapes.UPDATE_THREADS
 local SWAP_THREADS, SWAP_BYTES = S.shapes.SWAP_THREADS, S.shapes.SWAP_BYTES
 local DEFAULT_BLOCK = S.DEFAULT_BLOCK
 
@@ -63,7 +65,8 @@ local function update_narrow(K, stream, m, nc, kb, L, loff, ldl, U, uoff, ldu, C
   if how == "matmul" or (how == nil and core.dmma_for(Cm.dtype, Cm.device)) then
     return gemm_sub(K, Cm.dtype, stream, m, nc, kb, L, loff, ldl, U, uoff, ldu, Cm, coff, ldc)
   end
-  K("update_narrow"):launch({grid = {ceil_div(m, 64), ceil_div(nc, 64)}, block = 256, stream = stream},
+  K("update_narrow"):launch({grid = {ceil_div(m, UPDATE_TILE), ceil_div(nc, UPDATE_TILE)}, block = UPDATE_THREADS,
+                             stream = stream},
                             m, nc, kb, L, loff, ldl, U, uoff, ldu, Cm, coff, ldc)
 end
 
@@ -84,8 +87,9 @@ local function narrow_step(K, dev, stream, n, ld, i0, kb, c0, nc, A, ipiv, L, lo
   if bytes > shared_room(k, dev) then return false end
   core.allow_shared(k, bytes)
   local held = core.scratch("solve_held_" .. A.dtype, dev, stream, kb * nc)
-  local ticket = core.scratch("solve_ticket", dev, stream, ceil_div(MAXBLOCK, 64))
-  k:launch({grid = {ceil_div(n - i0 - kb, NSTEP_ROWS), ceil_div(nc, 64)}, block = 256, shared = bytes, stream = stream,
+  local ticket = core.scratch("solve_ticket", dev, stream, ceil_div(MAXBLOCK, NSTEP_COLS))
+  k:launch({grid = {ceil_div(n - i0 - kb, NSTEP_ROWS), ceil_div(nc, NSTEP_COLS)}, block = NSTEP_THREADS, shared = bytes,
+            stream = stream,
             programmatic = dependent(k)},
            n, i0, kb, L, loff, ldl, c0, nc, A, ld, ipiv, held, ticket)
   return true

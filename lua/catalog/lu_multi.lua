@@ -13,6 +13,7 @@ local panel_maker = require("culua.catalog.lu_panel").panel_maker
 local trsm = require("culua.catalog.triangular").trsm
 
 local ceil_div = core.ceil_div
+local MAXBLOCK = S.shapes.MAXBLOCK
 local tune, kernels, grid_for, view, gemm_sub = S.tune, S.kernels, S.grid_for, S.view, S.gemm_sub
 local transport, move, pinned, keep, closing = sh_.transport, sh_.move, sh_.pinned, sh_.keep, sh_.closing
 local shares_on, home_stream, chunk_event, finish = sh_.shares_on, sh_.home_stream, sh_.chunk_event, sh_.finish
@@ -159,7 +160,7 @@ local lu_multi = closing(function (owned, fname, dev0, ustream, n, nb, dt, A, ip
         if R ~= S then R:wait(s.freed[bi]) end
         if t == "host" then buf:copy_from(o.HB, R)
         else buf:view(1, cnt):copy_from(o.SB[(k // G) % 2 + 1]:view(1, cnt), R) end
-        K("panel_pivots"):launch({grid = 1, block = 128, stream = R}, j0, jb, buf, s.ipiv)
+        K("panel_pivots"):launch({grid = 1, block = MAXBLOCK, stream = R}, j0, jb, buf, s.ipiv)   -- a thread a pivot
       end
       if R ~= S then
         s.u:record(R)

@@ -11,6 +11,7 @@ local tune, kernels, esize, dependent, shared_room = S.tune, S.kernels, S.esize,
 local PANEL_THREADS, PANEL_SLOT, BARRIER_WORDS = S.shapes.PANEL_THREADS, S.shapes.PANEL_SLOT, S.BARRIER_WORDS
 local CPANEL_THREADS, CLUSTER_MAX = S.shapes.CPANEL_THREADS, S.shapes.CLUSTER_MAX
 local CPANEL_ALIGN, CPANEL_PAD = S.shapes.CPANEL_ALIGN, S.shapes.CPANEL_PAD
+local COLUMNS_THREADS, COLUMNS_WARPS = S.shapes.COLUMNS_THREADS, S.shapes.COLUMNS_WARPS
 
 local P = {}
 
@@ -31,7 +32,7 @@ local function panel_columns(K, dev, stream, n, A, ipiv, status, ld)
       local search = ju + 1 < jend
       local rows = n - (ju + 1)
       if search or rows > 0 then
-        panel:launch({grid = math.min(ceil_div(rows, 8), cap), block = 256, stream = stream},
+        panel:launch({grid = math.min(ceil_div(rows, COLUMNS_WARPS), cap), block = COLUMNS_THREADS, stream = stream},
                      n, j0, jb, ju, search and 1 or 0, A, ld, coff, ipiv, status, part, counter)
       end
     end

@@ -16,8 +16,9 @@ local M = {}
 local matmul_variants = {"naive", "row", "column", "tiled", "fast", "tf32", "dmma"}
 local unrolls = {1, 2, 4, 8}
 
--- float32's fast kernel with C staged: 16 chunks of 16 bytes a thread, 256 threads
-local STAGE_C_BYTES = 16 * 16 * 256
+-- float32's fast kernel with C staged: its shared memory (16 chunks of 16 bytes a thread,
+-- 256 threads), kernels/matmul.cu's
+local STAGE_C_BYTES = core.constants("matmul").CULUA_MATMUL_STAGE_C_BYTES
 
 -- kernel name, -D values, grid and block for one variant (and the launch's shared memory)
 local function matmul_plan(fname, variant, t, m, n, A, B, opts)

@@ -120,6 +120,8 @@ local SK = core.constants("scan")
 -- SMALL_SUM elements (below, the _small kernels' 128 x 32 leave the GPU less to do
 -- than the host); threads, elements and the kernel name's suffix
 local SMALL_SUM = 1 << 21
+-- seed 003's one-block scans (CULUA_SEED_THREADS): naive an element a thread, blelloch two
+local SEED_THREADS = SK.CULUA_SEED_THREADS
 local THREADS, ADD4_THREADS, ITEMS4 = SK.CULUA_THREADS, SK.CULUA_ADD4_THREADS, SK.CULUA_ITEMS4
 local function lookback_shape(es, op, n)
   if es == 4 and op == "add" then
@@ -204,23 +206,26 @@ local function seed_scan(fname, variant, x, y, n, exclusive, initb, dt, op, stre
   local dev = x.device
   local suffix = ("%s_%s"):format(short[dt], op)
   if variant == "naive" then
-    if n > 1024 then fail(fname, "variant 'naive' handles at most 1024 elements (one block), got %d", n) end
+    if n > SEED_THREADS then
+      fail(fname, "variant 'naive' handles at most %d elements (one block), got %d", SEED_THREADS, n)
+    end
     local kern = core.kernel("scan", "culua_scan_naive_" .. suffix, nil, dev)
     kern:launch({grid = 1, block = ceil_div(n, 32) * 32, stream = stream}, x, y, n, exclusive and 1 or 0, initb)
     return
   end
   local blelloch = core.kernel("scan", "culua_scan_blelloch_" .. suffix, nil, dev)
-  if variant == "blelloch" and n > 2048 then
-    fail(fname, "variant 'blelloch' handles at most 2048 elements (one block of 1024 threads), got %d", n)
+  if variant == "blelloch" and n > 2 * SEED_THREADS then
+    fail(fname, "variant 'blelloch' handles at most %d elements (one block of %d threads), got %d", 2 * SEED_THREADS,
+         SEED_THREADS, n)
   end
   local function global(a, b, len, excl, init)
-    local blocks = ceil_div(len, 2048)
+    local blocks = ceil_div(len, 2 * SEED_THREADS)
     if blocks == 1 then
-      blelloch:launch({grid = 1, block = 1024, stream = stream}, a, b, len, excl and 1 or 0, init, 0)
+      blelloch:launch({grid = 1, block = SEED_THREADS, stream = stream}, a, b, len, excl and 1 or 0, init, 0)
       return
     end
     local sums = cuda.array(dt, blocks, {device = dev.ordinal})
-    blelloch:launch({grid = blocks, block = 1024, stream = stream}, a, b, len, excl and 1 or 0, init, sums)
+    blelloch:launch({grid = blocks, block = SEED_THREADS, stream = stream}, a, b, len, excl and 1 or 0, init, sums)
     global(sums, sums, blocks, true, init)   -- block b's prefix: init and the totals before it
     local prop = core.kernel("scan", "culua_scan_propagate_" .. suffix, nil, dev)
     prop:launch({grid = math.min(ceil_div(len, 256), 65535), block = 256, stream = stream}, b, len, sums)
@@ -461,7 +466,7 @@ M.info = {
   ops = ops,
   dtypes = dtypes,
   default = "lookback",
-  limits = {naive = 1024, blelloch = 2048},
+  limits = {naive = SEED_THREADS, blelloch = 2 * SEED_THREADS},
   pred = "a uint8 or int32 flags array, or a CUDA C expression in x (a float for float16 and bfloat16)",
   accumulate = "float32 for float16 and bfloat16 x (reduce's default), or x's dtype (scan's default)",
 }

@@ -10,6 +10,8 @@ local sh_ = require "culua.catalog.shares"
 
 local ceil_div = core.ceil_div
 local grid_for, take_status = S.grid_for, S.take_status
+local SEED_PIVOT_THREADS, TRANSPOSE_TILE, TRANSPOSE_ROWS = S.shapes.SEED_PIVOT_THREADS, S.shapes.TRANSPOSE_TILE,
+                                                     S.shapes.TRANSPOSE_ROWS
 local transport, move, pinned, keep, closing = sh_.transport, sh_.move, sh_.pinned, sh_.keep, sh_.closing
 local shares_on, home_stream, finish, close_all = sh_.shares_on, sh_.home_stream, sh_.finish, sh_.close_all
 
@@ -18,7 +20,7 @@ local shares_on, home_stream, finish, close_all = sh_.shares_on, sh_.home_stream
 local function seed_eliminate(K, dev, stream, n, ncols, ABT, ipiv, status, lu, mult, prow)
   local pivot, extract, elim = K("seed_pivot"), K("seed_extract"), K("seed_eliminate")
   for p = 0, n - 1 do
-    pivot:launch({grid = 1, block = 1024, stream = stream}, n, 0, p, lu, ABT, ipiv, mult, status)
+    pivot:launch({grid = 1, block = SEED_PIVOT_THREADS, stream = stream}, n, 0, p, lu, ABT, ipiv, mult, status)
     extract:launch({grid = grid_for(ncols, 256, dev), block = 256, stream = stream}, n, ncols, p, ipiv, ABT, prow)
     local lo = lu == 1 and p + 1 or 0
     if n - lo > 0 and ncols - p > 0 then
@@ -29,7 +31,8 @@ local function seed_eliminate(K, dev, stream, n, ncols, ABT, ipiv, status, lu, m
 end
 
 local function transpose(K, stream, rows, cols, src, soff, lds, dst, doff, ldd)
-  K("transpose"):launch({grid = {ceil_div(cols, 32), ceil_div(rows, 32)}, block = {32, 8}, stream = stream},
+  K("transpose"):launch({grid = {ceil_div(cols, TRANSPOSE_TILE), ceil_div(rows, TRANSPOSE_TILE)},
+                         block = {TRANSPOSE_TILE, TRANSPOSE_ROWS}, stream = stream},
                         rows, cols, src, soff, lds, dst, doff, ldd)
 end
 
@@ -77,7 +80,7 @@ local seed_multi = closing(function (owned, dev0, ustream, n, ncols, dt, ABT, ip
     if p > 0 then
       for _, s in ipairs(sh) do if s ~= o then o.S:wait(s.recv) end end
     end
-    o.K("seed_pivot"):launch({grid = 1, block = 1024, stream = o.S}, n, o.c0, p, lu, o.X, o.ipiv, o.mult, o.status)
+    o.K("seed_pivot"):launch({grid = 1, block = SEED_PIVOT_THREADS, stream = o.S}, n, o.c0, p, lu, o.X, o.ipiv, o.mult, o.status)
     if o.HI then
       o.ipiv:view(p + 1, 1):copy_to(o.HI, o.S)
       o.mult:copy_to(o.HM, o.S)

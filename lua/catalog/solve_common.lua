@@ -6,7 +6,6 @@
 
 local cuda = require "cuda"
 local core = require "culua.catalog.core"
-local C = cuda._catalog
 
 local ceil_div = core.ceil_div
 local fail = core.fail
@@ -105,28 +104,10 @@ S.tune = tune
 local function tname(dt) return dt == "float32" and "f32" or "f64" end
 
 -- the family's kernel files (kernels/<file>.cu, a file a part), and the file of each
--- kernel, read from their instances: an `extern "C" __global__` line names
--- culua_solve_<name>_##t (or culua_solve_<name>, untyped). So a kernel moved between
--- files needs no change here. Read on the first launch, once a state.
+-- kernel, read from their instances (core.kernel_files): an `extern "C" __global__`
+-- line names culua_solve_<name>_##t (or culua_solve_<name>, untyped)
 local FILES = {"solve", "lu", "lu_panel", "lu_multi", "triangular", "seed"}
-local file_of
-local function kernel_file(name)
-  if not file_of then
-    local found = {}
-    for _, f in ipairs(FILES) do
-      for line in C.source(f):gmatch("[^\n]*__global__[^\n]*") do
-        local k = line:match("culua_solve_([%w_]+)")
-        if k then
-          k = k:gsub("_$", "")
-          assert(found[k] == nil or found[k] == f, "culua_solve_" .. k .. " in two kernel files")
-          found[k] = f
-        end
-      end
-    end
-    file_of = found
-  end
-  return file_of[name] or error("cuda.catalog: no solve kernel " .. name, 2)
-end
+local kernel_file = core.kernel_files("culua_solve_", FILES)
 
 local function kernels(dev, dt)
   local t = tname(dt)

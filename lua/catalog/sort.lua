@@ -1,5 +1,7 @@
 -- culua.catalog.sort: cuda.catalog.sort and argsort, stable LSD radix sorts of
--- 32- and 64-bit keys with values carried along (kernels/sort.cu).
+-- 32- and 64-bit keys with values carried along (kernels/sort.cu, the tile kernels;
+-- kernels/sort_counts.cu, the digit counts, copies and the warp sort; what they share,
+-- kernels/culua/sort.cuh).
 --
 -- A sort is in place from the user's view: the passes move keys (and values)
 -- between the user's arrays and the catalog's scratch memory, and end in the
@@ -29,27 +31,32 @@ local elem_bytes = {int8 = 1, uint8 = 1, int16 = 2, uint16 = 2, int32 = 4, uint3
 local options = {"descending", "begin_bit", "end_bit", "variant", "stream", "items", "threads", "min_blocks",
                  "window", "fused", "portion", "upfront"}
 
--- kernels/sort.cu's numbers, read from its source (core.constants): a pass's flags, the
--- histogram kernels' blocks (SORT_RADIX), a tile's block as prebuilt (SORT_THREADS) and its
--- keys a thread by key width
-local K = core.constants("sort")
-local FIRST, LAST, IOTA, NOKEYS, DESC = K.SORT_FIRST, K.SORT_LAST, K.SORT_IOTA, K.SORT_NOKEYS, K.SORT_DESC
+-- the kernels' numbers, read from their sources (core.constants): a pass's flags, the
+-- histogram kernels' blocks (SORT_RADIX) and the look-back words' limits from
+-- <culua/sort.cuh>; from kernels/sort.cu, a tile's block as prebuilt (SORT_THREADS), its
+-- keys a thread by key width, the small sorts' fused tiles, a tile's shared memory
+local H, K = core.constants("culua/sort.cuh"), core.constants("sort")
+local FIRST, LAST, IOTA, NOKEYS, DESC = H.SORT_FIRST, H.SORT_LAST, H.SORT_IOTA, H.SORT_NOKEYS, H.SORT_DESC
 
-local RADIX = K.SORT_RADIX
+local RADIX = H.SORT_RADIX
 local THREADS = K.SORT_THREADS
 local default_items = {[4] = K.SORT_ITEMS32, [8] = K.SORT_ITEMS64}
--- the wider tiles prebuilt (kernels/sort.cu), threads and keys a thread by "<key>_<value>"
-local wide = {u32_keys = {384, 20}, u32_u32 = {512, 13}, u64_keys = {512, 10}, u64_u32 = {512, 10},
-              u64_u64 = {512, 10}}
-local FUSED_ITEMS, FUSED_WINDOW = K.SORT_FUSED_ITEMS, 8   -- small sorts' fused tiles
+-- the wider tiles prebuilt (kernels/sort.cu's SORT_WIDE_*), threads and keys a thread by
+-- "<key>_<value>"
+local wide = {}
+for _, case in ipairs{"u32_keys", "u32_u32", "u32_u64", "u64_keys", "u64_u32", "u64_u64"} do
+  local threads = K["SORT_WIDE_" .. case:upper() .. "_THREADS"]
+  if threads then wide[case] = {threads, K["SORT_WIDE_" .. case:upper() .. "_ITEMS"]} end
+end
+local FUSED_ITEMS, FUSED_WINDOW = K.SORT_FUSED_ITEMS, K.SORT_FUSED_WINDOW   -- small sorts' fused tiles
 local MAX_ITEMS = 32
-local SHARED = 48 * 1024                    -- a tile's static shared memory, at most
+local SHARED = K.SORT_SHARED                -- a tile's static shared memory, at most
 -- look-back words loaded at once (SORT_MAX_WINDOW at most): four for keys alone, one
 -- when values come along. A pass of pairs took 5% longer with four (2^28 uint32 pairs
 -- 9.56 against 9.08 ms on an H100; every key and value width alike, bench/RESULTS.md,
 -- session 23), keys alone 16% longer with one (5.44 against 6.23)
-local WINDOW_KEYS, WINDOW_VALUES, MAX_WINDOW = 4, 1, K.SORT_MAX_WINDOW
-local MAX_COUNT = K.SORT_COUNT              -- the look-back words' 30-bit counts
+local WINDOW_KEYS, WINDOW_VALUES, MAX_WINDOW = 4, 1, H.SORT_MAX_WINDOW
+local MAX_COUNT = H.SORT_COUNT              -- the look-back words' 30-bit counts
 local WARP_MAX = 32
 
 -- Scratch (core.scratch): "sort_state", uint32 words: the upfront histogram and
@@ -63,13 +70,23 @@ core.scratch_kind("sort_keys", "uint64")
 core.scratch_kind("sort_keys2", "uint64")
 core.scratch_kind("sort_values", "uint64")
 
-local HIST, DONE, SKIP = 0, 4096, 4104   -- word offsets in sort_state: onesweep's
-local FHIST, FDONE, BAR = 4160, 6208, 6272  -- fused's (u32 counts), a grid barrier's words
 local function pad64(words) return ceil_div(words, 64) * 64 end
+-- word offsets in sort_state: onesweep's (8 passes of u64 counts a digit, the ticket, a skip
+-- mark a pass), fused's (u32 counts, the ticket), a grid barrier's words
+local HIST = 0
+local DONE = HIST + 8 * RADIX * 2
+local SKIP = DONE + 8
+local FHIST = pad64(SKIP + 8)
+local FDONE = FHIST + 8 * RADIX
+local BAR = pad64(FDONE + 1)
 -- the first word past the flat grid barrier's (its pair: <culua/barrier.cuh>'s CULUA_GRID_PAIR, + 1)
 local FREE = pad64(BAR + core.constants("culua/barrier.cuh").CULUA_GRID_PAIR + 2)
 
-local function kernel(name, dev) return core.kernel("sort", name, nil, dev) end
+-- the tile kernels' file (the one NVRTC builds other shapes of: tile_kernel), and a
+-- kernel of the others by its stem (culua_sort_<stem><suffix>), in the file that holds it
+local TILES = "sort"
+local file_of = core.kernel_files("culua_sort_", {"sort", "sort_counts"})
+local function kernel(stem, suffix, dev) return core.kernel(file_of(stem), "culua_sort_" .. stem .. suffix, nil, dev) end
 
 -- "<key>_<value>" of a sort's arrays: u32_keys, u64_u32, ...
 local function case_of(kb, has_values, vb)
@@ -95,9 +112,9 @@ local function tile_kernel(what, a)
   if not a.min_blocks then
     local w = wide[case]
     if a.threads == THREADS and ((not w and a.items == default_items[a.kb]) or (what == "fused" and a.items == FUSED_ITEMS)) then
-      return kernel(name, a.dev)
+      return core.kernel(TILES, name, nil, a.dev)
     end
-    if w and a.threads == w[1] and a.items == w[2] then return kernel(name .. "_t" .. w[1], a.dev) end
+    if w and a.threads == w[1] and a.items == w[2] then return core.kernel(TILES, name .. "_t" .. w[1], nil, a.dev) end
   end
   local defines = {"CULUA_SORT_ITEMS=" .. a.items}
   if a.threads ~= THREADS then
@@ -108,7 +125,7 @@ local function tile_kernel(what, a)
     name = name .. "_b" .. a.min_blocks
     defines[#defines + 1] = "CULUA_SORT_MINBLOCKS=" .. a.min_blocks
   end
-  return core.kernel("sort", name, defines, a.dev)
+  return core.kernel(TILES, name, defines, a.dev)
 end
 
 -- the buffers of each pass: keys from the user's array back to it (sort), or
@@ -146,9 +163,9 @@ end
 -- odd passes end in scratch: copy the keys (and values) back to the user's arrays
 local function copy_back(c, n, kb, vb, dev, stream)
   local cfg = {grid = math.min(ceil_div(n, 256), 4 * core.sm_count(dev)), block = 256, stream = stream}
-  kernel(kb == 4 and "culua_sort_copy32" or "culua_sort_copy64", dev):launch(cfg, c[1], c[2], n)
+  kernel(kb == 4 and "copy32" or "copy64", "", dev):launch(cfg, c[1], c[2], n)
   if c[4] then
-    kernel(vb == 4 and "culua_sort_copy32" or "culua_sort_copy64", dev):launch(cfg, c[3], c[4], n)
+    kernel(vb == 4 and "copy32" or "copy64", "", dev):launch(cfg, c[3], c[4], n)
   end
 end
 
@@ -191,7 +208,7 @@ local function run_fused(a, k, tiles)
     k0, v0 = a.keys, vals
     if passes % 2 == 0 then ka, kb, va, vb = sk, a.keys, sv, vals else ka, kb, va, vb = a.keys, sk, vals, sv end
   end
-  local state = core.scratch("sort_state", dev, stream, FREE + 256 * passes * tiles)
+  local state = core.scratch("sort_state", dev, stream, FREE + RADIX * passes * tiles)
   local base = state.ptr
   local flags = (a.desc and DESC or 0) | (a.out and (IOTA | NOKEYS) or 0)
   k:launch({grid = tiles, block = a.threads, stream = stream, cooperative = true},
@@ -211,17 +228,18 @@ local function fused_tiles(k, a)
   return cap
 end
 
--- the upfront histogram with a column of counters a lane (kernels/sort.cu,
+-- the upfront histogram with a column of counters a lane (kernels/sort_counts.cu,
 -- upfront_lanes): one block of 1024 threads a multiprocessor and 128 KiB of shared
 -- memory; false where the device cannot give a block that much (the rows of
 -- upfront then, as `upfront = "rows"` asks). 2^28 uint32 keys sorted in 5.27-5.28
 -- ms so against 5.35-5.41, pairs 9.08-9.13 against 9.20-9.23, 2^27 uint64 keys
 -- 8.02-8.04 against 8.18 (H100, bench/RESULTS.md, session 24).
-local LANES_THREADS, LANES_LOADS = K.SORT_LANES_THREADS, K.SORT_LANES_LOADS
-local LANES_SHARED = K.SORT_LANES_COUNTERS * RADIX * 4   -- its counters, 128 KiB
+local KC = core.constants("sort_counts")
+local LANES_THREADS, LANES_LOADS = KC.SORT_LANES_THREADS, KC.SORT_LANES_LOADS
+local LANES_SHARED = KC.SORT_LANES_COUNTERS * RADIX * 4   -- its counters, 128 KiB
 local lanes_fit = setmetatable({}, {__mode = "k"})
 local function lanes_upfront(dev, plain, kb)
-  local k = kernel("culua_sort_upfront_lanes" .. (plain and "_plain" or "") .. (kb == 4 and "_u32" or "_u64"), dev)
+  local k = kernel("upfront_lanes", (plain and "_plain" or "") .. (kb == 4 and "_u32" or "_u64"), dev)
   local fit = lanes_fit[k]
   if fit == nil then
     fit = dev:attribute("max_shared_memory_per_block_optin") - k:attributes().shared_size_bytes >= LANES_SHARED
@@ -236,7 +254,7 @@ end
 -- portion (a portion: at most 2^30 - 1 keys, a whole number of tiles). Each is
 -- launched as a programmatic dependent where its device and driver can
 -- (k.programmatic): the next launch's blocks are scheduled as the last of the
--- one before start, and wait there for its end (kernels/sort.cu). A sort of
+-- one before start, and wait there for its end (kernels/sort*.cu). A sort of
 -- 2^20 uint32 pairs took 0.099 ms so against 0.104, 2^22 keys 0.143 against
 -- 0.148, 2^28 pairs 0.3% less (H100, bench/RESULTS.md, session 23).
 local function run_onesweep(a)
@@ -247,10 +265,10 @@ local function run_onesweep(a)
   local portions = ceil_div(n, portion)
   local max_tiles = ceil_div(math.min(n, portion), tile)
   local launches = passes * portions
-  local ctr = FREE + 2 * 256 * portions * passes   -- after the digit offsets (8-byte words)
+  local ctr = FREE + 2 * RADIX * portions * passes   -- after the digit offsets (8-byte words)
   local lb0 = ctr + pad64(launches)
-  local lb1 = lb0 + 256 * max_tiles
-  local state = core.scratch("sort_state", dev, stream, lb1 + 256 * max_tiles)
+  local lb1 = lb0 + RADIX * max_tiles
+  local state = core.scratch("sort_state", dev, stream, lb1 + RADIX * max_tiles)
   local base = state.ptr
   local function at(word) return base + 4 * word end
   -- unsigned keys ascending over all their bits take the upfront kernel's plain copy
@@ -260,15 +278,15 @@ local function run_onesweep(a)
     local grid = math.max(1, math.min(ceil_div(n, LANES_THREADS * LANES_LOADS), core.sm_count(dev)))
     lanes:launch({grid = grid, block = LANES_THREADS, shared = LANES_SHARED, stream = stream,
                   programmatic = lanes.programmatic},
-                 a.keys, n, at(HIST), at(DONE), at(FREE), 256 * portions, at(SKIP), at(ctr), lb1 - ctr,
+                 a.keys, n, at(HIST), at(DONE), at(FREE), RADIX * portions, at(SKIP), at(ctr), lb1 - ctr,
                  passes, a.begin_bit, a.end_bit, a.kind, a.desc and DESC or 0)
   else
-    local up = kernel("culua_sort_upfront" .. (plain and "_plain" or "") .. (a.kb == 4 and "_u32" or "_u64"), dev)
+    local up = kernel(plain and "upfront_plain" or "upfront", a.kb == 4 and "_u32" or "_u64", dev)
     -- eight blocks a multiprocessor of eight loads in flight a thread: 64 KiB of 32-bit keys
     -- on the way to each multiprocessor, which the read of every key at full bandwidth needs
     local grid = math.max(1, math.min(ceil_div(n, RADIX * 8), 8 * core.sm_count(dev)))
     up:launch({grid = grid, block = RADIX, stream = stream, programmatic = up.programmatic},
-              a.keys, n, at(HIST), at(DONE), at(FREE), 256 * portions, at(SKIP), at(ctr), lb1 - ctr,
+              a.keys, n, at(HIST), at(DONE), at(FREE), RADIX * portions, at(SKIP), at(ctr), lb1 - ctr,
               passes, a.begin_bit, a.end_bit, a.kind, a.desc and DESC or 0)
   end
   local k = tile_kernel("onesweep", a)
@@ -282,8 +300,8 @@ local function run_onesweep(a)
       local first = q * portion
       local count = math.min(portion, n - first)
       local lb, lb_next = L % 2 == 0 and lb0 or lb1, L % 2 == 0 and lb1 or lb0
-      local bins_in = FREE + 2 * 256 * (p * portions + q)
-      local bins_out = q < portions - 1 and at(bins_in + 512) or 0
+      local bins_in = FREE + 2 * RADIX * (p * portions + q)
+      local bins_out = q < portions - 1 and at(bins_in + 2 * RADIX) or 0
       k:launch({grid = ceil_div(count, tile), block = a.threads, stream = stream, programmatic = k.programmatic},
                bufs[1], bufs[2], bufs[3], bufs[4], first, count, at(bins_in), bins_out,
                at(lb), at(lb_next), L < launches - 1 and max_tiles or 0, at(ctr + L), at(SKIP + p),
@@ -301,10 +319,10 @@ local function run_lsd(a)
   local blocks = math.min(tiles, 8 * core.sm_count(dev))
   local chunk = ceil_div(tiles, blocks) * tile
   blocks = ceil_div(n, chunk)
-  local state = core.scratch("sort_state", dev, stream, FREE + 2 * 256 * blocks)
+  local state = core.scratch("sort_state", dev, stream, FREE + 2 * RADIX * blocks)
   local counts = state.ptr + 4 * FREE
-  local count = kernel(a.kb == 4 and "culua_sort_lsd_count_u32" or "culua_sort_lsd_count_u64", dev)
-  local scan = kernel("culua_sort_lsd_scan", dev)
+  local count = kernel("lsd_count", a.kb == 4 and "_u32" or "_u64", dev)
+  local scan = kernel("lsd_scan", "", dev)
   local scatter = tile_kernel("lsd", a)
   local cfg = {grid = blocks, block = RADIX, stream = stream}
   local one = {grid = 1, block = RADIX, stream = stream}
@@ -315,7 +333,7 @@ local function run_lsd(a)
     local flags = pass_flags(p, passes, a.desc, a.out)
     local bufs = a.plan[p + 1]
     count:launch(cfg, bufs[1], n, chunk, counts, shift, bits, a.kind, flags)
-    scan:launch(one, counts, 256 * blocks)
+    scan:launch(one, counts, RADIX * blocks)
     scatter:launch(wide, bufs[1], bufs[2], bufs[3], bufs[4], n, chunk, counts, shift, bits, a.kind, flags)
   end
 end
@@ -380,8 +398,9 @@ local function check_opts(fname, opts, width)
   end
   o.items = items
   local threads = opts.threads
-  if threads ~= nil and (math.type(threads) ~= "integer" or threads < 256 or threads > 1024 or threads % 32 ~= 0) then
-    fail(fname, "threads must be a multiple of 32 in 256..1024, got %s", tostring(threads))
+  if threads ~= nil and (math.type(threads) ~= "integer" or threads < RADIX or threads > 1024 or threads % 32 ~= 0) then
+    fail(fname, "threads must be a multiple of 32 in %d..1024 (kernels/sort.cu's static_assert), got %s", RADIX,
+         tostring(threads))
   end
   o.threads = threads
   local mb = opts.min_blocks
@@ -421,7 +440,7 @@ local function run(fname, keys, values, out, n, kdt, vb, o, dev)
     if kdt ~= "uint32" then fail(fname, "variant 'warp' sorts uint32 keys only, got %s", kdt) end
     if n > WARP_MAX then fail(fname, "variant 'warp' sorts at most %d keys (one warp), got %d", WARP_MAX, n) end
     local vs = (values or out) and (vb == 4 and "u32" or "u64") or "keys"
-    local k = core.kernel("sort", "culua_sort_warp_" .. vs, nil, dev)
+    local k = kernel("warp", "_" .. vs, dev)
     local flags = o.desc and DESC or 0
     if out then flags = flags | IOTA | NOKEYS end
     k:launch({grid = 1, block = 32, stream = stream}, keys, keys, values or 0, values or out or 0,
@@ -439,7 +458,7 @@ local function run(fname, keys, values, out, n, kdt, vb, o, dev)
              begin_bit = o.begin_bit, end_bit = o.end_bit, items = items or default_items[kb],
              threads = threads or THREADS, min_blocks = o.min_blocks, window = o.window or (has_values and WINDOW_VALUES or WINDOW_KEYS),
              portion = o.portion, upfront = o.upfront}
-  -- kernels/sort.cu's TileShared: the warps' counters or the tile's keys or values, then
+  -- <culua/sort.cuh>'s TileShared: the warps' counters or the tile's keys or values, then
   -- the digits' places (8 bytes each), the warps' sums and the tile's ticket
   local tile = a.threads * a.items
   local bytes = math.max(a.threads // 32 * 1024, tile * math.max(kb, a.has_values and vb or 0)) + 2048 + a.threads // 8 + 8

@@ -11,6 +11,7 @@ local tune, view, gemm_sub, esize, copy, grid_for = S.tune, S.view, S.gemm_sub, 
 local MAXBLOCK = S.shapes.MAXBLOCK
 local TRSV_ROWS, TRSV_THREADS, TRSV_COLS, TRSV_SYNC = S.shapes.TRSV_ROWS, S.shapes.TRSV_THREADS, S.shapes.TRSV_COLS,
                                                       S.shapes.TRSV_SYNC
+local TRSM_COLS, TRSM_ROWS, PERM_THREADS = S.shapes.TRSM_COLS, S.shapes.TRSM_ROWS, S.shapes.PERM_THREADS
 
 -- X (jb x ncols) = inv(Tr) * X for Tr's unit lower (which = "lower") or upper triangle;
 -- the kernel keeps the triangle in the launch's shared memory (up to MAXBLOCK^2 elements)
@@ -18,7 +19,7 @@ local function trsm(K, which, stream, jb, ncols, Tr, toff, ldt, X, xoff, ldx)
   if ncols <= 0 then return end
   local k, size = K("trsm_" .. which), esize(X.dtype)
   core.allow_shared(k, MAXBLOCK * MAXBLOCK * size)
-  k:launch({grid = ceil_div(ncols, 32), block = {32, 8}, shared = jb * jb * size, stream = stream},
+  k:launch({grid = ceil_div(ncols, TRSM_COLS), block = {TRSM_COLS, TRSM_ROWS}, shared = jb * jb * size, stream = stream},
            jb, ncols, Tr, toff, ldt, X, xoff, ldx)
 end
 
@@ -51,7 +52,7 @@ local function solve_factored(K, dev, stream, n, k, nb, LU, ipiv, B)
   local pk = K("permutation", false)
   local shared = n * 4 <= 96 * 1024
   if shared and n * 4 > 48 * 1024 then core.allow_shared(pk, 96 * 1024) end
-  pk:launch({grid = 1, block = 1024, shared = shared and n * 4 or 0, stream = stream}, n, ipiv, perm, shared and 1 or 0)
+  pk:launch({grid = 1, block = PERM_THREADS, shared = shared and n * 4 or 0, stream = stream}, n, ipiv, perm, shared and 1 or 0)
   local W = core.scratch("solve_rhs_" .. dt, dev, stream, n * k)
   K("gather"):launch({grid = grid_for(n * k, 256, dev), block = 256, stream = stream}, n, k, perm, B, W)
   copy(K, dev, stream, n * k, W, B)
