@@ -90,17 +90,28 @@ __device__ __forceinline__ void wgmma_m64n256k8 (float *d, const unsigned *a, un
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
 }
 
+/* the tf32 kernel's shape, which lua/catalog/matmul.lua reads: C's BM x BN
+** tile, BK of k a stage in STAGES stages; A's TMA boxes BM x BK, swizzled
+** 128 bytes; B's BK x BPANEL panels, a row of BPANEL floats one 128-byte swizzle */
+#define CULUA_TF32_BM 256
+#define CULUA_TF32_BN 128
+#define CULUA_TF32_BK 32
+#define CULUA_TF32_STAGES 4
+#define CULUA_TF32_BPANEL 32
+#define CULUA_TF32_SWIZZLE 128
+static_assert(CULUA_TF32_BPANEL * 4 == CULUA_TF32_SWIZZLE, "a B panel's row is one swizzle span");
+
 extern "C" __global__ void __launch_bounds__(384, 1)
 culua_matmul_tf32_wgmma (int M, int N, int K, float alpha, const __grid_constant__ culua_tmap tmA,
                          const __grid_constant__ culua_tmap tmB, float beta, float *C, float *W, int splits,
                          int sk, unsigned *counts, int ldc) {
-  constexpr int BM = 256, BN = 128, BK = 32, B_BYTES = BK * BN * 4;
+  constexpr int BM = CULUA_TF32_BM, BN = CULUA_TF32_BN, BK = CULUA_TF32_BK, B_BYTES = BK * BN * 4;
   const int ct = threadIdx.x - 128, wg = ct >> 7, warp = (ct >> 5) & 3, lane = ct & 31, g = lane >> 2, t = lane & 3;
   const int r0 = wg * 64 + warp * 16 + g;    /* the tile column of fragment rows r0 and r0 + 8 */
-  pipeline<BM, BN, BK, 4, 2, BM / 2>(M, N, K, splits, sk, W, counts, [&] (const auto &ring, int s, int kt, int m0, int n0) {
+  pipeline<BM, BN, BK, CULUA_TF32_STAGES, 2, BM / 2>(M, N, K, splits, sk, W, counts, [&] (const auto &ring, int s, int kt, int m0, int n0) {
     tma_load(ring.abuf(s), &tmA, ring.full(s), kt * BK, m0);
-    for (int q = 0; q < BN / 32; q++)   /* B in 32-column panels: a swizzled row is 128 bytes */
-      tma_load(ring.bbuf(s) + q * (B_BYTES / 4), &tmB, ring.full(s), n0 + 32 * q, kt * BK);
+    for (int q = 0; q < BN / CULUA_TF32_BPANEL; q++)   /* B in 32-column panels: a swizzled row is 128 bytes */
+      tma_load(ring.bbuf(s) + q * (B_BYTES / 4), &tmB, ring.full(s), n0 + CULUA_TF32_BPANEL * q, kt * BK);
   }, [&] (const auto &ring, float (&d)[BM / 2], int q0, int KT) {   /* one release per consumer warpgroup */
     /* element (k, n) of B's tile: panel n / 32, row k, 16-byte chunk swizzled by k % 8 */
     auto boff = [] (int k, int n) {

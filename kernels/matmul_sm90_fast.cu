@@ -26,20 +26,32 @@ using namespace culua::sm90;
 
 /* {====================================================== fast: FFMA */
 
+/* the kernel's shape, which lua/catalog/matmul.lua reads: C's BM x BN tile, BK
+** of k a stage in STAGES stages; A's TMA boxes BM x BK, swizzled 64 bytes (a
+** row of BK floats); B's BK x BHALF boxes unswizzled, two a stage */
+#define CULUA_FAST_BM 128
+#define CULUA_FAST_BN 256
+#define CULUA_FAST_BK 16
+#define CULUA_FAST_STAGES 8
+#define CULUA_FAST_BHALF 128
+#define CULUA_FAST_SWIZZLE 64
+static_assert(CULUA_FAST_BK * 4 == CULUA_FAST_SWIZZLE && 2 * CULUA_FAST_BHALF == CULUA_FAST_BN,
+              "A's row is one swizzle span; B comes in two halves");
+
 extern "C" __global__ void __launch_bounds__(384, 1)
 culua_matmul_fast_tma (int M, int N, int K, float alpha, const __grid_constant__ culua_tmap tmA,
                        const __grid_constant__ culua_tmap tmB, float beta, float *C, float *W, int splits,
                        int sk, unsigned *counts, int ldc) {
   /* k-tiles of 16 in 8 stages halve the unrolled loop of 32 in 4: 6% faster at
   ** n = 4096 and 1% at 8192 (H100), the instruction cache missing less */
-  constexpr int BM = 128, BN = 256, BK = 16, B_BYTES = BK * BN * 4;
+  constexpr int BM = CULUA_FAST_BM, BN = CULUA_FAST_BN, BK = CULUA_FAST_BK, B_BYTES = BK * BN * 4;
   /* 8 consumer warps as 2 x 4 of 64 x 64; a thread: rows lm + 8i, columns 4ln + 16j (+0..3) */
   const int ct = threadIdx.x - 128, warp = ct >> 5, lane = ct & 31, lm = lane & 7, ln = lane >> 3;
   const int wm = (warp >> 2) * 64, wn = (warp & 3) * 64;
-  pipeline<BM, BN, BK, 8, 8, 128>(M, N, K, splits, sk, W, counts, [&] (const auto &ring, int s, int kt, int m0, int n0) {
+  pipeline<BM, BN, BK, CULUA_FAST_STAGES, 8, 128>(M, N, K, splits, sk, W, counts, [&] (const auto &ring, int s, int kt, int m0, int n0) {
     tma_load(ring.abuf(s), &tmA, ring.full(s), kt * BK, m0);
     tma_load(ring.bbuf(s), &tmB, ring.full(s), n0, kt * BK);   /* two 128-column halves */
-    tma_load(ring.bbuf(s) + B_BYTES / 2, &tmB, ring.full(s), n0 + 128, kt * BK);
+    tma_load(ring.bbuf(s) + B_BYTES / 2, &tmB, ring.full(s), n0 + CULUA_FAST_BHALF, kt * BK);
   }, [&] (const auto &ring, float (&acc)[128], int q0, int KT) {   /* one release per consumer warp */
     /* The 8 lanes of a quarter-warp read 8 rows of A, two a 128-byte line, whose
     ** swizzled chunks differ, and one 16-byte piece of B (a broadcast): no bank

@@ -530,7 +530,7 @@ __device__ __forceinline__ void lsd_scatter (const K *kin, K *kout, const V *vin
 ** shared memory builds an entry point that traps (lua/catalog/sort.lua
 ** never launches it), so that one NVRTC build serves the dtypes it fits.
 */
-#define SORT_FITS(K, V, I, T) (sizeof(TileShared<K, V, I, T>) <= SORT_SHARED)
+#define SORT_FITS(K, V, I, T) (tile_bytes<K, V, I, T>() <= SORT_SHARED)
 
 template <typename K, typename V, bool VALUES, int ITEMS, int THREADS>
 __device__ __forceinline__ void onesweep_entry (const K *kin, K *kout, const V *vin, V *vout, u64 base, u32 count,

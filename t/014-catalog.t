@@ -63,7 +63,9 @@ end
 local core = require "culua.catalog.core"
 for _, hdr in ipairs{{"culua/solve.cuh", "culua::solve::"}, {"culua/barrier.cuh", ""}, {"culua/sort.cuh", ""}} do
   local nums, names, src = core.constants(hdr[1]), {}, {"#include <" .. hdr[1] .. ">"}
-  for name in pairs(nums) do names[#names + 1] = name end
+  for name, v in pairs(nums) do
+    if math.type(v) == "integer" then names[#names + 1] = name end   -- (functions: below)
+  end
   table.sort(names)
   for _, name in ipairs(names) do
     src[#src + 1] = ('extern "C" __global__ void k_%s(long long *x) { *x = %s%s; }'):format(name, hdr[2], name)
@@ -77,6 +79,30 @@ for _, hdr in ipairs{{"culua/solve.cuh", "culua::solve::"}, {"culua/barrier.cuh"
   end
   T.ok(#names >= 8 and #bad == 0, ("core.constants(%q): %d numbers, as the compiler has them"):format(hdr[1], #names),
        table.concat(bad, "; "))
+end
+-- a function-like macro is a Lua function of integers, evaluated as the compiler does
+do
+  local cases = {{"culua/sort.cuh", "SORT_TILE_REST", {384}}, {"culua/sort.cuh", "SORT_TILE_ITEMS", {512, 13, 4}},
+                 {"culua/sm90.cuh", "CULUA_SM90_SHARED", {256, 128, 32, 4}}}
+  local src, want = {}, {}
+  for i, c in ipairs(cases) do
+    do
+      local args = table.concat(c[3], ", ")
+      src[#src + 1] = ('#include <%s>\nextern "C" __global__ void f%d(long long *x) { *x = %s(%s); }'):format(c[1], i, c[2], args)
+      want[i] = core.constants(c[1])[c[2]](table.unpack(c[3]))
+    end
+  end
+  local ptx = cuda.compile(table.concat(src, "\n"), {options = {"-std=c++17", "-arch=compute_90a"}}).ptx
+  local bad = {}
+  for i in pairs(want) do
+    local body = ptx:match("%.entry f" .. i .. "%(.-\n}") or ""
+    local v = body:match("mov%.[bu]64%s+%%rd%d+,%s*(%-?%d+);") or body:match("st%.global%.[bu]64%s+%[[^%]]+%],%s*(%-?%d+);")
+    if math.tointeger(v) ~= want[i] then bad[#bad + 1] = ("%s: %s, the compiler %s"):format(cases[i][2], want[i], v) end
+  end
+  T.ok(#bad == 0, "core.constants: function-like macros (SORT_TILE_*, CULUA_SM90_SHARED) as the compiler has them",
+       table.concat(bad, "; "))
+  T.is(#core.instances("matmul", "CULUA_DMMA"), 4, "core.instances: matmul.cu's four dmma tiles")
+  T.is_deeply(core.instances("matmul", "CULUA_DMMA")[2], {"128x64", 128, 64, 2, 2, 3, 2}, "with their shapes")
 end
 local solve_nums = core.constants("culua/solve.cuh")
 T.is(solve_nums.PANEL_SLOT, 2 + solve_nums.MAXBLOCK, "core.constants: an expression of names above it")

@@ -515,7 +515,7 @@ do
     {function () sort(k, {upfront = "cols"}) end, "upfront must be one of lanes, rows, got cols", "unknown upfront"},
     {function () sort(k, {upfront = false}) end, "upfront must be one of lanes, rows, got false", "upfront false"},
     {function () sort(cuda.array("uint64", 10), cuda.array("uint32", 10), {items = 24}) end,
-     "items x threads %(24 x 256%) need 51240 bytes of shared memory for 8%-byte keys or values; at most 49152", "a tile too big"},
+     "items x threads %(24 x 256%) need 51304 bytes of shared memory for 8%-byte keys or values; at most 49152", "a tile too big"},
     {function () sort(k, {portion = 0}) end, "portion must be an integer", "empty portion"},
     {function () sort(cuda.array("uint32", 33), {variant = "warp"}) end, "variant 'warp' sorts at most 32 keys %(one warp%), got 33", "warp: 33 keys"},
     {function () sort(cuda.array("int32", 8), {variant = "warp"}) end, "variant 'warp' sorts uint32 keys only, got int32", "warp: int32 keys"},

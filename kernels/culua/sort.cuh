@@ -316,6 +316,22 @@ struct TileShared {
   u32 tile;
 };
 
+/* a tile's shared memory as a formula, which lua/catalog/sort.lua reads to
+** refuse a shape that cannot fit: the larger of the warps' counters and the
+** tile's keys or values (E bytes each), then the digits' places, the warps'
+** sums and the ticket, padded to 8 bytes; tile_bytes holds it to the struct */
+#define SORT_TILE_COUNTERS(T) ((T) / 32 * SORT_RADIX * 4)
+#define SORT_TILE_ITEMS(T, I, E) ((T) * (I) * (E))
+#define SORT_TILE_REST(T) ((SORT_RADIX * 8 + (T) / 32 * 12 + 4 + 7) / 8 * 8)
+template <typename K, typename V, int ITEMS, int THREADS>
+__host__ __device__ constexpr int tile_bytes () {
+  constexpr int e = sizeof(K) > sizeof(V) ? (int)sizeof(K) : (int)sizeof(V);
+  constexpr int a = SORT_TILE_COUNTERS(THREADS), b = SORT_TILE_ITEMS(THREADS, ITEMS, e);
+  static_assert(sizeof(TileShared<K, V, ITEMS, THREADS>) == (a > b ? a : b) + SORT_TILE_REST(THREADS),
+                "SORT_TILE_* say TileShared's size");
+  return (a > b ? a : b) + SORT_TILE_REST(THREADS);
+}
+
 /* a tile's ranks (see warp_count): rank[i] is item i's place among the tile's
 ** keys; returns digit tid's count in the tile (tid < 256) and sets *local to
 ** its first place; whist's rows are free to zero (no reads of the union

@@ -115,11 +115,14 @@ end
 ** kernel file ("sort"): {NAME = value} for each `#define NAME <expression>`
 ** and `constexpr int NAME = <expression>;` whose expression is integers,
 ** names defined above it, + - * / (C's integer division; the operands are not
-** negative here), %, << and >>, and parentheses. Anything else (a function-like macro, a
-** suffixed literal, a name from elsewhere) is no number here and left out; a
-** name given two values (#if branches) raises, since which one holds is not
-** for this reader to guess. So a number that a family's Lua and its kernels
-** both need is written once, in the CUDA. Read once a state, then kept.
+** negative here), %, << and >>, and parentheses. A function-like macro of such
+** an expression, `#define NAME(A, B) <expression in A, B>`, is a Lua function of
+** as many integers (a formula both sides need: a kernel's shared memory from its
+** tile shape). Anything else (a suffixed literal, a name from elsewhere) is no
+** number here and left out; a name given two values (#if branches) raises, since
+** which one holds is not for this reader to guess. So a number that a family's
+** Lua and its kernels both need is written once, in the CUDA. Read once a
+** state, then kept.
 ]]
 local constants = {}
 local function evaluate(expr, known)
@@ -142,7 +145,18 @@ function core.constants(from)
   local text = from:find("%.cuh$") and C.headers()[from] or files[from] and C.source(from)
   if not text then error(("cuda.catalog: no device header or kernel file '%s'"):format(tostring(from)), 2) end
   t = {}
-  for line in text:gmatch("[^\n]+") do
+  for line in text:gsub("\\\n", " "):gmatch("[^\n]+") do   -- continued lines joined
+    local fname, params, body = line:match("^%s*#%s*define%s+([%a_][%w_]*)%(([%w_,%s]*)%)%s+(.-)%s*$")
+    if fname then
+      local names = {}
+      for p in params:gmatch("[%a_][%w_]*") do names[#names + 1] = p end
+      body = body:gsub("/%*.*", ""):gsub("//.*", "")
+      t[fname] = function (...)
+        local args = setmetatable({}, {__index = t})
+        for i, p in ipairs(names) do args[p] = select(i, ...) end
+        return evaluate(body, args) or error(("cuda.catalog: %s's %s is no integer formula"):format(from, fname), 2)
+      end
+    end
     local name, expr = line:match("^%s*#%s*define%s+([%a_][%w_]*)%s+(.-)%s*$")
     if not name then name, expr = line:match("^%s*constexpr%s+int%s+([%a_][%w_]*)%s*=%s*([^;]+);") end
     if name then
@@ -155,6 +169,24 @@ function core.constants(from)
   end
   constants[from] = t
   return t
+end
+
+-- the argument lists of the lines of kernel file `file` that instantiate macro
+-- `name` at the start of a line (`CULUA_DMMA(128x64, 128, 64, 2, 2, 3, 2)`):
+-- {{"128x64", 128, 64, 2, 2, 3, 2}, ...}, numerals as integers. So the shapes a
+-- family launches are read from the lines that build them, never copied.
+function core.instances(file, name)
+  if not files[file] then error(("cuda.catalog: no kernel file '%s'"):format(tostring(file)), 2) end
+  local list = {}
+  for args in ("\n" .. C.source(file)):gmatch("\n" .. name .. "(%b())") do
+    local t = {}
+    for a in args:sub(2, -2):gmatch("[^,]+") do
+      a = a:match("^%s*(.-)%s*$")
+      t[#t + 1] = math.tointeger(tonumber(a)) or a
+    end
+    list[#list + 1] = t
+  end
+  return list
 end
 
 -- a table a family keeps per device under `key` (made empty on first use and

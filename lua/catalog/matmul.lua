@@ -61,16 +61,21 @@ end
 -- operands: 16-byte aligned bases and rows 16 bytes apart (lda and ldb multiples of 4; the
 -- tensor maps give the sizes, so K and N need not be). Elsewhere, and for blocks that
 -- start or are strided off that grain, they are matmul.cu's kernels.
-local function sm90_shared(bm, bn, bk, stages)   -- CULUA_SM90_SHARED(BM, BN, BK, STAGES)
-  return stages * (bm * bk * 4 + bk * bn * 4) + 2 * stages * 8 + 1024
-end
+-- Their shapes (tiles, stages, TMA boxes and swizzles) are read from the kernel
+-- files, their shared memory from <culua/sm90.cuh>'s CULUA_SM90_SHARED.
+local sm90_shared = core.constants("culua/sm90.cuh").CULUA_SM90_SHARED
+local T9, F9 = core.constants("matmul_sm90"), core.constants("matmul_sm90_fast")
 local sm90 = {
-  tf32 = {family = "matmul_sm90", kernel = "culua_matmul_tf32_wgmma", bm = 256, bn = 128,
-          abox = {256, 32, 128}, bbox = {32, 32, 128}, shared = sm90_shared(256, 128, 32, 4), rate = 2.8e12,
-          streamk = {0.1}, min_k = 0},
-  fast = {family = "matmul_sm90_fast", kernel = "culua_matmul_fast_tma", bm = 128, bn = 256,
-          abox = {128, 16, 64}, bbox = {16, 128, 0}, shared = sm90_shared(128, 256, 16, 8), rate = 0.35e12,
-          streamk = {0, 0.1}, min_k = 2048},
+  tf32 = {family = "matmul_sm90", kernel = "culua_matmul_tf32_wgmma", bm = T9.CULUA_TF32_BM, bn = T9.CULUA_TF32_BN,
+          abox = {T9.CULUA_TF32_BM, T9.CULUA_TF32_BK, T9.CULUA_TF32_SWIZZLE},
+          bbox = {T9.CULUA_TF32_BK, T9.CULUA_TF32_BPANEL, T9.CULUA_TF32_SWIZZLE},
+          shared = sm90_shared(T9.CULUA_TF32_BM, T9.CULUA_TF32_BN, T9.CULUA_TF32_BK, T9.CULUA_TF32_STAGES),
+          rate = 2.8e12, streamk = {0.1}, min_k = 0},
+  fast = {family = "matmul_sm90_fast", kernel = "culua_matmul_fast_tma", bm = F9.CULUA_FAST_BM, bn = F9.CULUA_FAST_BN,
+          abox = {F9.CULUA_FAST_BM, F9.CULUA_FAST_BK, F9.CULUA_FAST_SWIZZLE},
+          bbox = {F9.CULUA_FAST_BK, F9.CULUA_FAST_BHALF, 0},
+          shared = sm90_shared(F9.CULUA_FAST_BM, F9.CULUA_FAST_BN, F9.CULUA_FAST_BK, F9.CULUA_FAST_STAGES),
+          rate = 0.35e12, streamk = {0, 0.1}, min_k = 2048},
 }
 
 -- Where C has two waves of tiles or more, the fast TMA kernel loses to matmul.cu's
@@ -171,14 +176,14 @@ local function matmul_sm90(plan, dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, b
 end
 
 -- dmma, float64 on tensor cores (compute capability 8.0 and later; kernels/matmul.cu): the
--- tile shapes built, {rows, columns, threads, shared memory (CULUA_DMMA_SHARED: four stages
--- for 128 x 128, three for the others)}; require("culua.catalog.matmul").tune.dmma_tile
--- (nil: by k, dmma_tile below) picks one.
-local function dmma_shared(bm, bn, stages) return stages * (bm * 20 + 16 * (bn + 4)) * 8 end
-local dmma_tiles = {["128x128"] = {128, 128, 256, dmma_shared(128, 128, 4)},
-                    ["128x64"] = {128, 64, 128, dmma_shared(128, 64, 3)},
-                    ["64x128"] = {64, 128, 128, dmma_shared(64, 128, 3)},
-                    ["128x64w8"] = {128, 64, 256, dmma_shared(128, 64, 3)}}
+-- tile shapes built, {rows, columns, threads, shared memory}, read from the file's
+-- CULUA_DMMA(NAME, BM, BN, WM, WN, STAGES, MINB) lines and its CULUA_DMMA_SHARED;
+-- require("culua.catalog.matmul").tune.dmma_tile (nil: by k, dmma_tile below) picks one.
+local dmma_tiles = {}
+for _, d in ipairs(core.instances("matmul", "CULUA_DMMA")) do
+  local name, bm, bn, wm, wn, stages = table.unpack(d)
+  dmma_tiles[name] = {bm, bn, wm * wn * 32, core.constants("matmul").CULUA_DMMA_SHARED(bm, bn, stages)}
+end
 M.tune = {dmma_tile = nil, stage_c = nil}
 
 -- 128 x 64 in 8 warps for k under 1024 (LU's update), in 4 warps past it, unless

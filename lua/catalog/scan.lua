@@ -136,9 +136,10 @@ end
 local SELECT_ITEMS4 = SK.CULUA_SELECT_ITEMS4
 local SELECT_THREADS = SK.CULUA_SELECT_THREADS
 local SELECT_TILE = {[4] = SELECT_THREADS * SELECT_ITEMS4, [8] = SELECT_THREADS * SELECT_ITEMS4 // 2}
-local PRED_THREADS = {[4] = 256, [8] = 128}
+local PRED4_THREADS, PRED4_MINB = 256, 5   -- the 4-byte expression kernel's variant (-D, this file's)
+local PRED_THREADS = {[4] = PRED4_THREADS, [8] = SELECT_THREADS}
 local PRED_TILE = {[4] = PRED_THREADS[4] * SELECT_ITEMS4, [8] = PRED_THREADS[8] * SELECT_ITEMS4 // 2}
-local PRED_DEFINES = {[4] = {"CULUA_SELECT_THREADS=256", "CULUA_SELECT_MINB=5"}, [8] = {}}
+local PRED_DEFINES = {[4] = {"CULUA_SELECT_THREADS=" .. PRED4_THREADS, "CULUA_SELECT_MINB=" .. PRED4_MINB}, [8] = {}}
 -- 2-byte elements (float16, bfloat16) take as many items a thread as 4-byte ones
 SELECT_TILE[2], PRED_THREADS[2], PRED_TILE[2], PRED_DEFINES[2] = SELECT_TILE[4], PRED_THREADS[4], PRED_TILE[4], PRED_DEFINES[4]
 local function elem_size(dt) return (dt == "int64" or dt == "uint64" or dt == "float64") and 8 or lowp[dt] and 2 or 4 end

@@ -458,10 +458,12 @@ local function run(fname, keys, values, out, n, kdt, vb, o, dev)
              begin_bit = o.begin_bit, end_bit = o.end_bit, items = items or default_items[kb],
              threads = threads or THREADS, min_blocks = o.min_blocks, window = o.window or (has_values and WINDOW_VALUES or WINDOW_KEYS),
              portion = o.portion, upfront = o.upfront}
-  -- <culua/sort.cuh>'s TileShared: the warps' counters or the tile's keys or values, then
-  -- the digits' places (8 bytes each), the warps' sums and the tile's ticket
+  -- <culua/sort.cuh>'s TileShared by its formula (SORT_TILE_*, which the kernels hold
+  -- to the struct's size): the larger of the warps' counters and the tile's keys or
+  -- values, then the digits' places, the warps' sums and the tile's ticket
   local tile = a.threads * a.items
-  local bytes = math.max(a.threads // 32 * 1024, tile * math.max(kb, a.has_values and vb or 0)) + 2048 + a.threads // 8 + 8
+  local bytes = math.max(H.SORT_TILE_COUNTERS(a.threads), H.SORT_TILE_ITEMS(a.threads, a.items, math.max(kb, a.has_values and vb or 0)))
+                + H.SORT_TILE_REST(a.threads)
   if bytes > SHARED then
     fail(fname, "items x threads (%d x %d) need %d bytes of shared memory for %d-byte %s; at most %d",
          a.items, a.threads, bytes, math.max(kb, a.has_values and vb or 0), a.has_values and "keys or values" or "keys",
