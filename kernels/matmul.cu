@@ -350,10 +350,13 @@ __device__ __forceinline__ unsigned to_tf32 (float x) {
 ** m16n8k8 TF32 mma tiles (64 accumulators a thread). Shared rows are padded
 ** so that the fragment reads hit 32 different banks.
 */
+/* tf32's tile and threads, for lua/catalog/matmul.lua */
+#define CULUA_TF32_TILE 128
+#define CULUA_TF32_THREADS 256
 template <bool VEC>
 __device__ void tf32 (int M, int N, int K, float alpha, const float *A, const float *B, float beta, float *C,
                       int lda, int ldb, int ldc) {
-  constexpr int BM = 128, BN = 128, BK = 16, NT = 256, PA = 4, PB = 8;
+  constexpr int BM = CULUA_TF32_TILE, BN = CULUA_TF32_TILE, BK = 16, NT = CULUA_TF32_THREADS, PA = 4, PB = 8;
   constexpr int LA = BM * BK / NT, LB = BK * BN / NT;   /* 8 and 8 */
   __shared__ __align__(16) float as[2][BM][BK + PA];
   __shared__ __align__(16) float bs[2][BK][BN + PB];
@@ -655,16 +658,20 @@ CULUA_TILED(f64, 16, 1)
 
 /* fast: 128 x 128 x 8 tiles, 8 x 8 per thread, 256 threads, at most 128
 ** registers so that two blocks share a multiprocessor (float: 27 -> 40
-** TFLOP/s at n = 4096 on an H100); 64 x 64 x 8, 4 x 4 (double) */
-extern "C" __global__ void __launch_bounds__(256, 2) culua_matmul_fast_f32_vec (CULUA_PARAMS(float))
-{ fast<float, 128, 128, 8, 8, 8, true>(CULUA_ARGS); }
-extern "C" __global__ void __launch_bounds__(256, 2) culua_matmul_fast_f32 (CULUA_PARAMS(float))
-{ fast<float, 128, 128, 8, 8, 8, false>(CULUA_ARGS); }
+** TFLOP/s at n = 4096 on an H100); 64 x 64 x 8, 4 x 4 (double). The tiles
+** and threads are named for lua/catalog/matmul.lua, which reads them */
+#define CULUA_FAST_THREADS 256
+#define CULUA_FAST_F32_TILE 128
+#define CULUA_FAST_F64_TILE 64
+extern "C" __global__ void __launch_bounds__(CULUA_FAST_THREADS, 2) culua_matmul_fast_f32_vec (CULUA_PARAMS(float))
+{ fast<float, CULUA_FAST_F32_TILE, CULUA_FAST_F32_TILE, 8, 8, 8, true>(CULUA_ARGS); }
+extern "C" __global__ void __launch_bounds__(CULUA_FAST_THREADS, 2) culua_matmul_fast_f32 (CULUA_PARAMS(float))
+{ fast<float, CULUA_FAST_F32_TILE, CULUA_FAST_F32_TILE, 8, 8, 8, false>(CULUA_ARGS); }
 /* with C staged in 64 KiB of the launch's shared memory (fast's CS) */
-extern "C" __global__ void __launch_bounds__(256, 2) culua_matmul_fast_f32_vec_cs (CULUA_PARAMS(float))
-{ fast<float, 128, 128, 8, 8, 8, true, true>(CULUA_ARGS); }
-extern "C" __global__ void __launch_bounds__(256) culua_matmul_fast_f64 (CULUA_PARAMS(double))
-{ fast<double, 64, 64, 8, 4, 4, false>(CULUA_ARGS); }
+extern "C" __global__ void __launch_bounds__(CULUA_FAST_THREADS, 2) culua_matmul_fast_f32_vec_cs (CULUA_PARAMS(float))
+{ fast<float, CULUA_FAST_F32_TILE, CULUA_FAST_F32_TILE, 8, 8, 8, true, true>(CULUA_ARGS); }
+extern "C" __global__ void __launch_bounds__(CULUA_FAST_THREADS) culua_matmul_fast_f64 (CULUA_PARAMS(double))
+{ fast<double, CULUA_FAST_F64_TILE, CULUA_FAST_F64_TILE, 8, 4, 4, false>(CULUA_ARGS); }
 
 /* dmma, float64 on tensor cores: culua_matmul_dmma_<shape>[_v16]. 128x128: 8 warps of 64 x
 ** 32 of C (64 accumulators, about 230 registers), one block a multiprocessor; 128x64 and
@@ -683,9 +690,9 @@ CULUA_DMMA(64x128, 64, 128, 1, 4, 3, 2)
 CULUA_DMMA(128x64w8, 128, 64, 4, 2, 3, 2)
 
 
-extern "C" __global__ void __launch_bounds__(256) culua_matmul_tf32_vec (CULUA_PARAMS(float))
+extern "C" __global__ void __launch_bounds__(CULUA_TF32_THREADS) culua_matmul_tf32_vec (CULUA_PARAMS(float))
 { tf32<true>(CULUA_ARGS); }
-extern "C" __global__ void __launch_bounds__(256) culua_matmul_tf32 (CULUA_PARAMS(float))
+extern "C" __global__ void __launch_bounds__(CULUA_TF32_THREADS) culua_matmul_tf32 (CULUA_PARAMS(float))
 { tf32<false>(CULUA_ARGS); }
 
 #endif

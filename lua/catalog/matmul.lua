@@ -16,9 +16,10 @@ local M = {}
 local matmul_variants = {"naive", "row", "column", "tiled", "fast", "tf32", "dmma"}
 local unrolls = {1, 2, 4, 8}
 
--- float32's fast kernel with C staged: its shared memory (16 chunks of 16 bytes a thread,
--- 256 threads), kernels/matmul.cu's
-local STAGE_C_BYTES = core.constants("matmul").CULUA_MATMUL_STAGE_C_BYTES
+-- kernels/matmul.cu's shapes (fast's and tf32's tiles and threads), and float32's fast
+-- kernel with C staged: its shared memory (16 chunks of 16 bytes a thread, 256 threads)
+local MK = core.constants("matmul")
+local STAGE_C_BYTES = MK.CULUA_MATMUL_STAGE_C_BYTES
 
 -- kernel name, -D values, grid and block for one variant (and the launch's shared memory)
 local function matmul_plan(fname, variant, t, m, n, A, B, opts)
@@ -45,15 +46,16 @@ local function matmul_plan(fname, variant, t, m, n, A, B, opts)
               and (A.ptr % 16 == 0) and (B.ptr % 16 == 0) and (opts.cptr % 16 == 0)
   if variant == "tf32" then
     if t ~= "f32" then fail(fname, "variant 'tf32' is float32 only") end
-    return vec and "culua_matmul_tf32_vec" or "culua_matmul_tf32", nil, {ceil_div(n, 128), ceil_div(m, 128)}, {256}
+    return vec and "culua_matmul_tf32_vec" or "culua_matmul_tf32", nil,
+           {ceil_div(n, MK.CULUA_TF32_TILE), ceil_div(m, MK.CULUA_TF32_TILE)}, {MK.CULUA_TF32_THREADS}
   end
-  if t == "f64" then
-    return "culua_matmul_fast_f64", nil, {ceil_div(n, 64), ceil_div(m, 64)}, {256}
-  end
+  local tile = t == "f64" and MK.CULUA_FAST_F64_TILE or MK.CULUA_FAST_F32_TILE
+  local grid, block = {ceil_div(n, tile), ceil_div(m, tile)}, {MK.CULUA_FAST_THREADS}
+  if t == "f64" then return "culua_matmul_fast_f64", nil, grid, block end
   if vec and opts.stage_c then   -- C staged in shared memory (kernels/matmul.cu's fast, CS)
-    return "culua_matmul_fast_f32_vec_cs", nil, {ceil_div(n, 128), ceil_div(m, 128)}, {256}, STAGE_C_BYTES
+    return "culua_matmul_fast_f32_vec_cs", nil, grid, block, STAGE_C_BYTES
   end
-  return vec and "culua_matmul_fast_f32_vec" or "culua_matmul_fast_f32", nil, {ceil_div(n, 128), ceil_div(m, 128)}, {256}
+  return vec and "culua_matmul_fast_f32_vec" or "culua_matmul_fast_f32", nil, grid, block
 end
 
 -- fast and tf32 in float32 on compute capability 9.0: kernels/matmul_sm90_fast.cu
@@ -182,7 +184,7 @@ end
 local dmma_tiles = {}
 for _, d in ipairs(core.instances("matmul", "CULUA_DMMA")) do
   local name, bm, bn, wm, wn, stages = table.unpack(d)
-  dmma_tiles[name] = {bm, bn, wm * wn * 32, core.constants("matmul").CULUA_DMMA_SHARED(bm, bn, stages)}
+  dmma_tiles[name] = {bm, bn, wm * wn * 32, MK.CULUA_DMMA_SHARED(bm, bn, stages)}
 end
 M.tune = {dmma_tile = nil, stage_c = nil}
 
