@@ -4,8 +4,8 @@ local T = require "culua.tap"
 local cuda = require "cuda"
 
 local list = cuda.catalog.list()
-T.is_deeply(list.families, {"matmul", "matmul_sm90", "matmul_sm90_fast", "barrier", "scan", "histogram", "sort", "solve",
-                            "lu", "lu_panel", "lu_multi", "triangular", "seed", "cast"}, "fourteen kernel files (cast: astype)")
+T.is_deeply(list.families, {"matmul", "matmul_sm90", "matmul_sm90_fast", "matmul_lowp", "barrier", "scan", "histogram", "sort", "solve",
+                            "lu", "lu_panel", "lu_multi", "triangular", "seed", "cast"}, "fifteen kernel files (cast: astype; matmul_lowp: float16, bfloat16, fp8)")
 T.is_deeply(list.headers, {"culua/barrier.cuh", "culua/common.cuh", "culua/sm90.cuh", "culua/solve.cuh"}, "four device headers")
 T.is_deeply(list.matmul.variants, {"naive", "row", "column", "tiled", "fast", "tf32", "dmma"}, "matmul variants")
 T.is_deeply(list.matmul.dtypes.float64, {"naive", "tiled", "fast", "dmma"}, "float64 variants")
