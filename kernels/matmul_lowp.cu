@@ -21,11 +21,7 @@
 ** the few conversions are PTX's cvt. When beta == 0, C is never read.
 */
 
-#define CULUA_F16 0
-#define CULUA_BF16 1
-#define CULUA_E4M3 2
-#define CULUA_E5M2 3
-#define CULUA_F32 4
+#include <culua/lowp.cuh>
 
 /* BM x BN tiles of C, K through them LOWP_KBYTES bytes at a time (32 elements of 16 bits,
 ** 64 of fp8), LOWP_STAGES deep; each stage A's tile (BM rows of LOWP_KBYTES, padded by 16
@@ -40,11 +36,6 @@
 #define LOWP_BROW16 272        /* LOWP_BN * 2 + 16: 68 words, conflict-free too */
 #define LOWP_STAGE_BYTES 20480 /* LOWP_BM * LOWP_ROW + LOWP_BN * LOWP_ROW (>= 32 * LOWP_BROW16) */
 #define LOWP_SHARED (LOWP_STAGES * LOWP_STAGE_BYTES)
-
-typedef unsigned char culua_u8;
-typedef unsigned short culua_u16;
-
-template <int T> struct lowp_size { enum { value = T == CULUA_F32 ? 4 : T >= CULUA_E4M3 ? 1 : 2 }; };
 
 
 /* {====================================================== pieces */
@@ -91,31 +82,6 @@ __device__ __forceinline__ void lowp_mma (float *d, const unsigned *a, const uns
   else __trap();   /* fp8 below 8.9: the catalog refuses it before a launch */
 #endif
 #undef LOWP_MMA
-}
-
-/* C's elements: read as float, written rounded to nearest even (NaN: the format's
-** canonical one, 0x7fff, as src/half.c gives it) */
-template <int TC> __device__ __forceinline__ float lowp_load (const void *p);
-template <> __device__ __forceinline__ float lowp_load<CULUA_F32> (const void *p) { return *(const float *)p; }
-template <> __device__ __forceinline__ float lowp_load<CULUA_F16> (const void *p) {
-  float f;
-  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(*(const culua_u16 *)p));
-  return f;
-}
-template <> __device__ __forceinline__ float lowp_load<CULUA_BF16> (const void *p) {
-  return __uint_as_float((unsigned)*(const culua_u16 *)p << 16);
-}
-template <int TC> __device__ __forceinline__ void lowp_store (void *p, float x);
-template <> __device__ __forceinline__ void lowp_store<CULUA_F32> (void *p, float x) { *(float *)p = x; }
-template <> __device__ __forceinline__ void lowp_store<CULUA_F16> (void *p, float x) {
-  culua_u16 h;
-  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(x));
-  *(culua_u16 *)p = x != x ? (culua_u16)0x7fff : h;
-}
-template <> __device__ __forceinline__ void lowp_store<CULUA_BF16> (void *p, float x) {
-  culua_u16 h;
-  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(x));
-  *(culua_u16 *)p = x != x ? (culua_u16)0x7fff : h;
 }
 
 /* }====================================================== */
@@ -300,11 +266,11 @@ __device__ __forceinline__ void lowp (int M, int N, int K, float alpha, const vo
 /* a pair asked for by the catalog, compiled by NVRTC (both paths: they share the compile) */
 LOWP_KERNELS_(CULUA_LOWP_A, CULUA_LOWP_B, CULUA_LOWP_C)
 #else
-/* prebuilt by nvcc: 16-bit A and B with C in their dtype or float32 */
+/* prebuilt by nvcc: 16-bit A, B and C of one dtype (on 9.0 the aligned ones go to
+** matmul_lowp_sm90.cu, so these are 8.x's, and 9.0's blocks off 16 bytes); the rest by
+** NVRTC, to keep the build short */
 LOWP_KERNELS(f16, f16, f16)
-LOWP_KERNELS(f16, f16, f32)
 LOWP_KERNELS(bf16, bf16, bf16)
-LOWP_KERNELS(bf16, bf16, f32)
 #endif
 
 /* }====================================================== */

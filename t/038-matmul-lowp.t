@@ -38,10 +38,19 @@ for _, list in ipairs{{pairs16, "compute_80"}, {pairs8, "compute_89"}, {{pairs8[
 end
 -- the prebuilt ones are in the fatbin's entries
 local entries = cuda._catalog.entries("matmul_lowp")
-for _, c in ipairs(pairs16) do
+for _, c in ipairs{pairs16[1], pairs16[3]} do
   local name = ("culua_matmul_lowp_%s_%s_%s_vec"):format(c[1], c[2], c[3])
   T.like(entries, "%.entry " .. name .. "%(", name .. " is prebuilt")
 end
+local entries90 = cuda._catalog.entries("matmul_lowp_sm90")
+for _, t in ipairs{"f16", "bf16"} do
+  local name = "culua_matmul_lowp_wgmma_" .. t
+  T.is_deeply(cuda.signature(entries90, name), {"u32", "u32", "u32", "f32", "b8[128]", "b8[128]", "f32", "u64", "u32", "u32"},
+              name .. " is prebuilt (sm_90a): two tensor maps by value")
+end
+local n90 = core.constants("matmul_lowp_sm90")
+T.ok(n90.LOWP_SM90_SHARED == n90.LOWP_SM90_STAGES * (n90.LOWP_SM90_BM + n90.LOWP_SM90_BN) * n90.LOWP_SM90_BK * 2 + 2 * n90.LOWP_SM90_STAGES * 8 + 1024
+     and n90.LOWP_SM90_SHARED <= 227 * 1024, "core.constants: LOWP_SM90_SHARED, the ring and its barriers, within 227 KiB")
 -- the shared memory Lua asks for is the kernel's
 local nums = core.constants("matmul_lowp")
 T.is(nums.LOWP_SHARED, nums.LOWP_STAGES * nums.LOWP_STAGE_BYTES, "core.constants: LOWP_SHARED")
@@ -96,7 +105,8 @@ do
     {h100, e4, e4, f32, {scale_b = "2"}, "scale_b must be a number, got string", "scale_b a string"},
     {h100, f16, f16, f32, {variant = "tf32"}, "variant 'tf32' is for float32 and float64; float16 takes 'mma'", "a float32 variant"},
     {h100, bf16, bf16, f32, {splits = 2}, "splits is for float32 and float64, not bfloat16", "splits"},
-    {h100, e5, e4, f32, {tma = true}, "tma is for float32 and float64, not float8_e5m2", "tma"},
+    {h100, e5, e4, f32, {streamk = true}, "streamk is for float32 and float64, not float8_e5m2", "streamk"},
+    {h100, f16, f16, f32, {tma = 1}, "tma must be a boolean, got number", "tma a number"},
   } do
     T.error_like(function () check(c[1], c[2], c[3], c[4], c[5]) end, "cuda%.catalog%.matmul: " .. c[6], "refused: " .. c[7])
   end
@@ -134,16 +144,20 @@ T.gpu_part(function ()
   if cc < 80 then T.skip("low-precision matmul needs compute capability 8.0", 1); return end
 
   -- m, n, k: odd ones (element-by-element copies), and rows of whole 16 bytes (cp.async)
-  local sizes = {{1, 1, 1}, {17, 33, 65}, {257, 129, 31}, {130, 136, 72}, {64, 256, 512}, {255, 48, 1040}, {0, 5, 7}, {9, 7, 0}}
+  -- (on 9.0, float16 and bfloat16 with rows of whole 16 bytes take wgmma; tma = false, mma.sync)
+  local sizes = {{1, 1, 1}, {17, 33, 65}, {257, 129, 31}, {130, 136, 72}, {64, 256, 512}, {255, 48, 1040},
+                 {300, 520, 200}, {513, 264, 1000}, {0, 5, 7}, {9, 7, 0}}
   if not T.sanitizer then sizes[#sizes + 1] = {1000, 999, 1001} end
   local stream = cuda.stream()
   for _, cfg in ipairs(configs) do
     local da, db, dc = cfg[1], cfg[2], cfg[3]
     local fp8 = da:find("float8") ~= nil
     local scale = fp8 and {scale_a = 0.5, scale_b = 4} or {}
-    for si, s in ipairs(sizes) do
+    local paths = (not fp8 and cc == 90) and {true, false} or {true}
+    for si, s in ipairs(sizes) do for _, tma in ipairs(paths) do
       local m, n, k = s[1], s[2], s[3]
-      local tag = ("%s x %s -> %s, %dx%dx%d"):format(da, db, dc, m, k, n)
+      local tag = ("%s x %s -> %s, %dx%dx%d%s"):format(da, db, dc, m, k, n, tma and "" or ", tma = false")
+      scale.tma = (not tma) and false or nil
       local seed = 100 * si + #da
       local hA = cuda.host_array(da, {m, k}):random(seed, -1, 1)
       local hB = cuda.host_array(db, {k, n}):random(seed + 1, -1, 1)
@@ -153,31 +167,32 @@ T.gpu_part(function ()
       local tol = tolerance(da, dc, k)
       if m == 0 or n == 0 then
         Cd:fill(7)
-        mm(A, B, Cd, {alpha = 2, scale_a = scale.scale_a, scale_b = scale.scale_b})
+        mm(A, B, Cd, {alpha = 2, scale_a = scale.scale_a, scale_b = scale.scale_b, tma = scale.tma})
         T.ok(true, tag .. ": nothing to do")
       else
         -- beta = 0 over a poisoned C (NaN: never read), alpha and the scales
         local R = cuda.host_array("float64", {m, n})
         ref(hA, hB, R, 1.5, 0, scale.scale_a, scale.scale_b)
         Cd:fill(0 / 0)
-        mm(A, B, Cd, {alpha = 1.5, scale_a = scale.scale_a, scale_b = scale.scale_b})
+        mm(A, B, Cd, {alpha = 1.5, scale_a = scale.scale_a, scale_b = scale.scale_b, tma = scale.tma})
         local _, _, rel = cuda.compare(Cd, R)
         T.ok(rel <= tol, ("%s: beta 0 over NaN, error %.2e (<= %.1e)"):format(tag, rel, tol))
         -- beta ~= 0, on a stream
         local R2 = cuda.host_array("float64", {m, n}):copy_from(hC:totable())
         ref(hA, hB, R2, -1, 0.75, scale.scale_a, scale.scale_b)
         Cd:copy_from(hC)
-        mm(A, B, Cd, {alpha = -1, beta = 0.75, stream = stream, scale_a = scale.scale_a, scale_b = scale.scale_b})
+        mm(A, B, Cd, {alpha = -1, beta = 0.75, stream = stream, scale_a = scale.scale_a, scale_b = scale.scale_b, tma = scale.tma})
         stream:synchronize()
         _, _, rel = cuda.compare(Cd, R2)
         T.ok(rel <= tol, ("%s: beta 0.75 on a stream, error %.2e"):format(tag, rel))
       end
-    end
+    end end
+    scale.tma = nil
 
     -- blocks of larger matrices (lda, ldb, ldc past the rows) through views that start off
     -- 16 bytes: the element-by-element path; and at 16-byte offsets, the cp.async one
     for _, off in ipairs{3, fp8 and 16 or 8} do
-      local m, n, k = 70, 45, 90
+      local m, n, k = 70, 40, 96
       local lda, ldb, ldc = k + 16, n + 24, n + 5
       local hA = cuda.host_array(da, {m, k}):random(7, -1, 1)
       local hB = cuda.host_array(db, {k, n}):random(8, -1, 1)

@@ -225,7 +225,7 @@ local lowp_in = {float16 = "f16", bfloat16 = "bf16", float8_e4m3 = "e4m3", float
 local lowp_out = {float16 = "f16", bfloat16 = "bf16", float32 = "f32"}
 local lowp_size = {float16 = 2, bfloat16 = 2, float8_e4m3 = 1, float8_e5m2 = 1}
 -- the options of the float32 and float64 kernels, which the low-precision one has not
-local lowp_refused = {"unroll", "tile", "block", "threads", "tma", "splits", "streamk"}
+local lowp_refused = {"unroll", "tile", "block", "threads", "splits", "streamk"}
 
 local function is_fp8(dt) return lowp_size[dt] == 1 end
 
@@ -247,6 +247,7 @@ local function lowp_check(fname, dev, A, B, Cm, opts)
   for _, o in ipairs(lowp_refused) do
     if opts[o] ~= nil then fail(fname, "%s is for float32 and float64, not %s", o, da) end
   end
+  core.flag(fname, opts, "tma")
   for _, o in ipairs{"scale_a", "scale_b"} do
     local v = opts[o]
     if v ~= nil then
@@ -261,12 +262,33 @@ local function lowp_check(fname, dev, A, B, Cm, opts)
   end
 end
 
+-- float16 and bfloat16 on compute capability 9.0: kernels/matmul_lowp_sm90.cu (wgmma fed by
+-- TMA) where TMA can address A and B (16-byte aligned first elements, rows a multiple of 16
+-- bytes apart), unless tma = false; C's dtype goes as a code (culua/lowp.cuh's CULUA_F16 ...)
+local lowp_ctype = {float16 = 0, bfloat16 = 1, float32 = 4}
+local LOWP90 = nil
+local function matmul_lowp_sm90(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, opts)
+  LOWP90 = LOWP90 or core.constants("matmul_lowp_sm90")
+  local bm, bn, bk = LOWP90.LOWP_SM90_BM, LOWP90.LOWP_SM90_BN, LOWP90.LOWP_SM90_BK
+  local kern = core.kernel("matmul_lowp_sm90", "culua_matmul_lowp_wgmma_" .. lowp_in[A.dtype], nil, dev)
+  core.allow_shared(kern, LOWP90.LOWP_SM90_SHARED)
+  local amap = A:tensor_map(bm, bk, 128, {rows = m, cols = k, stride = lda * 2})
+  local bmap = B:tensor_map(bk, 64, 128, {rows = k, cols = n, stride = ldb * 2})
+  kern:launch({grid = ceil_div(m, bm) * ceil_div(n, bn), block = 384, shared = LOWP90.LOWP_SM90_SHARED, stream = opts.stream},
+              m, n, k, alpha, amap, bmap, beta, Cm, ldc, lowp_ctype[Cm.dtype])
+  return Cm
+end
+
 local LOWP = nil   -- kernels/matmul_lowp.cu's tile and shared memory, read once
 local function matmul_lowp(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, opts)
+  local es = lowp_size[A.dtype]
+  if es == 2 and opts.tma ~= false and dev.major == 9 and dev.minor == 0 and k > 0
+     and (lda * 2) % 16 == 0 and (ldb * 2) % 16 == 0 and A.ptr % 16 == 0 and B.ptr % 16 == 0 then
+    return matmul_lowp_sm90(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, opts)
+  end
   LOWP = LOWP or core.constants("matmul_lowp")
   local bm, bn = LOWP.LOWP_BM, LOWP.LOWP_BN
   if ceil_div(m, bm) > 65535 then fail("matmul", "m = %d is more than %d rows of tiles (%d rows)", m, 65535, 65535 * bm) end
-  local es = lowp_size[A.dtype]
   -- 16-byte copies where every row starts on 16 bytes
   local vec = (lda * es) % 16 == 0 and (ldb * es) % 16 == 0 and A.ptr % 16 == 0 and B.ptr % 16 == 0
   local a, b, c = lowp_in[A.dtype], lowp_in[B.dtype], lowp_out[Cm.dtype]
@@ -426,7 +448,7 @@ M.info = {
            ldc = "elements from one row of C to the next (n when packed); with m and n",
            scale_a = "fp8 A and B: D = alpha * scale_a * scale_b * A*B + beta * C, as cuBLASLt's (default 1)",
            scale_b = "fp8 A and B: see scale_a",
-           mma = "float16, bfloat16 (compute capability 8.0 and later) and fp8 (8.9 and later) on tensor cores, float32 sums; C in A's dtype or float32 (fp8: bfloat16, float16 or float32)",
+           mma = "float16, bfloat16 (compute capability 8.0 and later) and fp8 (8.9 and later) on tensor cores, float32 sums; C in A's dtype or float32 (fp8: bfloat16, float16 or float32); float16 and bfloat16 on 9.0: wgmma fed by TMA where A and B rows are 16-byte aligned (tma = false: mma.sync)",
            dmma = "float64 on tensor cores (compute capability 8.0 and later): 128 x 64 tiles; require('culua.catalog.matmul').tune.dmma_tile = '128x128', '128x64', '64x128' or '128x64w8' fixes the shape"},
   default = "fast (float64: dmma on compute capability 8.0 and later; float16, bfloat16 and fp8: mma, tensor cores with float32 sums)",
 }
