@@ -21,7 +21,7 @@
 ** the few conversions are PTX's cvt. When beta == 0, C is never read.
 */
 
-#include <culua/lowp.cuh>
+#include <culua/matmul_lowp.cuh>
 
 /* BM x BN tiles of C, K through them LOWP_KBYTES bytes at a time (32 elements of 16 bits,
 ** 64 of fp8), LOWP_STAGES deep; each stage A's tile (BM rows of LOWP_KBYTES, padded by 16

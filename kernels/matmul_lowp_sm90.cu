@@ -10,7 +10,7 @@
 **   culua_matmul_lowp_wgmma_<f16|bf16> (int M, int N, int K, float alpha,
 **     tensor map of A, tensor map of B, float beta, void *C, int ldc, int ctype)
 **
-** C = alpha * A * B + beta * C, row-major, C's elements of ctype (culua/lowp.cuh's
+** C = alpha * A * B + beta * C, row-major, C's elements of ctype (culua/matmul_lowp.cuh's
 ** CULUA_F16, CULUA_BF16 or CULUA_F32), its rows ldc elements apart; C is not read
 ** when beta == 0. 384 threads, LOWP_SM90_SHARED bytes of dynamic shared memory.
 **
@@ -27,7 +27,7 @@
 */
 
 #include <culua/sm90.cuh>
-#include <culua/lowp.cuh>
+#include <culua/matmul_lowp.cuh>
 
 /* tiles and ring (lua/catalog/matmul.lua reads these): 256 x 128 of C, 64 of K a stage */
 #define LOWP_SM90_BM 256
@@ -114,18 +114,28 @@ __device__ __forceinline__ void lowp_sm90 (int M, int N, int K, float alpha, con
     ** w0 + 8 (i % 2) .. + 7 at k + 8 (i / 2) .. + 7, so the registers are the m16n8k16 A
     ** fragment of B^T: (n g, k 2t), (n g + 8, k 2t), (n g, k 2t + 8), (n g + 8, k 2t + 8) */
     const int lk = (lane & 7) + ((lane >> 4) << 3), ln = w0 + ((lane >> 3) & 1) * 8;
-    for (int kt = 0; kt < KT; kt++) {
-      const int s = ring.wait(q0 + kt);
-      const unsigned as = ring.abuf(s), bs = ring.bbuf(s);
-      unsigned a[4][4];
+    /* k-tile kt + 1's fragments are read while kt's wgmmas run */
+    unsigned a[2][4][4];
+    auto fragments = [&] (unsigned (&f)[4][4], unsigned bs) {
 #pragma unroll
-      for (int kk = 0; kk < 4; kk++) lowp_ldsm_x4_trans(a[kk], bs + boff(kk * 16 + lk, ln));
-      asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+      for (int kk = 0; kk < 4; kk++) lowp_ldsm_x4_trans(f[kk], bs + boff(kk * 16 + lk, ln));
+    };
+    if (KT > 0) fragments(a[0], ring.bbuf(ring.wait(q0)));
+    for (int kt = 0; kt < KT; kt += 2) {
 #pragma unroll
-      for (int kk = 0; kk < 4; kk++) lowp_wgmma<TA>(d, a[kk], lowp_desc_k128(as + kk * 32));
-      asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-      asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-      if ((ct & 127) == 0) mbar_arrive(ring.empty(s));
+      for (int h = 0; h < 2; h++) {
+        if (kt + h < KT) {
+          const int s = (q0 + kt + h) % LOWP_SM90_STAGES;
+          const unsigned as = ring.abuf(s);
+          asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+          for (int kk = 0; kk < 4; kk++) lowp_wgmma<TA>(d, a[h][kk], lowp_desc_k128(as + kk * 32));
+          asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+          if (kt + h + 1 < KT) fragments(a[h ^ 1], ring.bbuf(ring.wait(q0 + kt + h + 1)));
+          asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+          if ((ct & 127) == 0) mbar_arrive(ring.empty(s));
+        }
+      }
     }
   }, [&] (const float (&d)[BM / 2], int m0, int n0, int) {
     /* accumulator 4j + q: C^T row r0 (+8 for q >= 2), column 8j + 2t (+1 for odd q) */

@@ -6,7 +6,7 @@ local cuda = require "cuda"
 local list = cuda.catalog.list()
 T.is_deeply(list.families, {"matmul", "matmul_sm90", "matmul_sm90_fast", "matmul_lowp", "matmul_lowp_sm90", "barrier", "scan", "histogram", "sort", "solve",
                             "lu", "lu_panel", "lu_multi", "triangular", "seed", "cast"}, "sixteen kernel files (cast: astype; matmul_lowp and matmul_lowp_sm90: float16, bfloat16, fp8)")
-T.is_deeply(list.headers, {"culua/barrier.cuh", "culua/common.cuh", "culua/lowp.cuh", "culua/sm90.cuh", "culua/solve.cuh"}, "five device headers")
+T.is_deeply(list.headers, {"culua/barrier.cuh", "culua/common.cuh", "culua/matmul_lowp.cuh", "culua/sm90.cuh", "culua/solve.cuh"}, "five device headers (matmul_lowp: the low-precision matmul kernels)")
 T.is_deeply(list.matmul.variants, {"naive", "row", "column", "tiled", "fast", "tf32", "dmma"}, "matmul variants")
 T.is_deeply(list.matmul.dtypes.float64, {"naive", "tiled", "fast", "dmma"}, "float64 variants")
 T.is_deeply(list.barrier.kinds, {"seed", "seed_asm", "sense", "grid", "coop"}, "barrier kinds")

@@ -264,7 +264,7 @@ end
 
 -- float16 and bfloat16 on compute capability 9.0: kernels/matmul_lowp_sm90.cu (wgmma fed by
 -- TMA) where TMA can address A and B (16-byte aligned first elements, rows a multiple of 16
--- bytes apart), unless tma = false; C's dtype goes as a code (culua/lowp.cuh's CULUA_F16 ...)
+-- bytes apart), unless tma = false; C's dtype goes as a code (culua/matmul_lowp.cuh's CULUA_F16 ...)
 local lowp_ctype = {float16 = 0, bfloat16 = 1, float32 = 4}
 local LOWP90 = nil
 local function matmul_lowp_sm90(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, opts)

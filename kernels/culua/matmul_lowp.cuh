@@ -1,5 +1,5 @@
 /*
-** culua/lowp.cuh
+** culua/matmul_lowp.cuh
 ** What the low-precision matmul kernels share (matmul_lowp.cu, mma.sync;
 ** matmul_lowp_sm90.cu, wgmma): the dtypes' codes, and C's elements read as
 ** float and written rounded to nearest even, the NaN canonical (0x7fff), as
@@ -7,8 +7,8 @@
 ** PTX's cvt (NVRTC may lack cuda_fp16.h).
 */
 
-#ifndef culua_lowp_cuh
-#define culua_lowp_cuh
+#ifndef culua_matmul_lowp_cuh
+#define culua_matmul_lowp_cuh
 
 #define CULUA_F16 0
 #define CULUA_BF16 1
