@@ -51,6 +51,8 @@ end
 local n90 = core.constants("matmul_lowp_sm90")
 T.ok(n90.LOWP_SM90_SHARED == n90.LOWP_SM90_STAGES * (n90.LOWP_SM90_BM + n90.LOWP_SM90_BN) * n90.LOWP_SM90_BK * 2 + 2 * n90.LOWP_SM90_STAGES * 8 + 1024
      and n90.LOWP_SM90_SHARED <= 227 * 1024, "core.constants: LOWP_SM90_SHARED, the ring and its barriers, within 227 KiB")
+local codes = core.constants("culua/matmul_lowp.cuh")
+T.ok(codes.CULUA_F16 == 0 and codes.CULUA_BF16 == 1 and codes.CULUA_F32 == 4, "core.constants: C's dtype codes for the wgmma kernel")
 -- the shared memory Lua asks for is the kernel's
 local nums = core.constants("matmul_lowp")
 T.is(nums.LOWP_SHARED, nums.LOWP_STAGES * nums.LOWP_STAGE_BYTES, "core.constants: LOWP_SHARED")

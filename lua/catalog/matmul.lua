@@ -265,10 +265,14 @@ end
 -- float16 and bfloat16 on compute capability 9.0: kernels/matmul_lowp_sm90.cu (wgmma fed by
 -- TMA) where TMA can address A and B (16-byte aligned first elements, rows a multiple of 16
 -- bytes apart), unless tma = false; C's dtype goes as a code (culua/matmul_lowp.cuh's CULUA_F16 ...)
-local lowp_ctype = {float16 = 0, bfloat16 = 1, float32 = 4}
+local lowp_ctype = nil
 local LOWP90 = nil
 local function matmul_lowp_sm90(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, opts)
   LOWP90 = LOWP90 or core.constants("matmul_lowp_sm90")
+  if not lowp_ctype then
+    local codes = core.constants("culua/matmul_lowp.cuh")
+    lowp_ctype = {float16 = codes.CULUA_F16, bfloat16 = codes.CULUA_BF16, float32 = codes.CULUA_F32}
+  end
   local bm, bn, bk = LOWP90.LOWP_SM90_BM, LOWP90.LOWP_SM90_BN, LOWP90.LOWP_SM90_BK
   local kern = core.kernel("matmul_lowp_sm90", "culua_matmul_lowp_wgmma_" .. lowp_in[A.dtype], nil, dev)
   core.allow_shared(kern, LOWP90.LOWP_SM90_SHARED)
