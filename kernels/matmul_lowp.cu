@@ -96,7 +96,10 @@ __device__ __forceinline__ void lowp_mma (float *d, const unsigned *a, const uns
 ** fragments come by ldmatrix.trans. B's, fp8: ldmatrix has no transpose of bytes, and
 ** the mma wants 4 consecutive k of one column in a register, so B goes in transposed,
 ** BN rows (n) of 64 k: a thread reads 32 k of one column (consecutive threads,
-** consecutive columns) and writes them as 2 16-byte rows.
+** consecutive columns) and writes them as 2 16-byte rows; with VEC, a thread reads two
+** blocks of 4 k x 4 columns as 4-byte words (a warp: 4 blocks of k by 8 of columns, 32
+** bytes of a row each), transposes them by byte permutes and writes each column's 4 k
+** as a word.
 **
 ** Fragments: a k-step is 32 bytes of K for every type (16 elements of 16 bits, 32 of
 ** fp8), and one ldmatrix.x4 gives A's 16 x (32 bytes) as the mma's four registers in
@@ -168,6 +171,34 @@ __device__ __forceinline__ void lowp (int M, int N, int K, float alpha, const vo
             if (rowin && nc + e < N) u.h[e] = src[e];
           *(uint4 *)dst = u.v;
         }
+      }
+    }
+    else if (VEC) {   /* fp8 B, transposed by 4 x 4 bytes: two blocks a thread (see above) */
+#pragma unroll
+      for (int q = 0; q < 2; q++) {
+        const int b = tid + q * LOWP_THREADS, l = b & 31, wq = b >> 5;
+        const int kg = (l & 3) + 4 * (wq & 3), ng = (l >> 2) + 8 * (wq >> 2), k = k0 + 4 * kg, n = bn + 4 * ng;
+        unsigned w[4];
+#pragma unroll
+        for (int r = 0; r < 4; r++) {
+          const culua_u8 *src = (const culua_u8 *)b8 + (size_t)(k + r) * ldb + n;
+          w[r] = 0;
+          if (k + r < K) {
+            if (n + 3 < N) w[r] = *(const unsigned *)src;
+            else
+#pragma unroll
+              for (int e = 0; e < 3; e++)
+                if (n + e < N) w[r] |= (unsigned)src[e] << (8 * e);
+          }
+        }
+        /* column c's 4 k: byte c of w[0] .. w[3] */
+        const unsigned lo01 = __byte_perm(w[0], w[1], 0x5140), hi01 = __byte_perm(w[0], w[1], 0x7362);
+        const unsigned lo23 = __byte_perm(w[2], w[3], 0x5140), hi23 = __byte_perm(w[2], w[3], 0x7362);
+        unsigned char *dst = sb + 4 * ng * LOWP_ROW + 4 * kg;
+        *(unsigned *)(dst) = __byte_perm(lo01, lo23, 0x5410);
+        *(unsigned *)(dst + LOWP_ROW) = __byte_perm(lo01, lo23, 0x7632);
+        *(unsigned *)(dst + 2 * LOWP_ROW) = __byte_perm(hi01, hi23, 0x5410);
+        *(unsigned *)(dst + 3 * LOWP_ROW) = __byte_perm(hi01, hi23, 0x7632);
       }
     }
     else {   /* fp8 B, transposed: column n = tid % 128, k from 32 * (tid / 128) */
@@ -254,11 +285,19 @@ __device__ __forceinline__ void lowp (int M, int N, int K, float alpha, const vo
 #define LOWP_CODE_e5m2 CULUA_E5M2
 #define LOWP_CODE_f32 CULUA_F32
 #define LOWP_CODE(t) LOWP_CODE_##t
+/* blocks a multiprocessor, as __launch_bounds__ asks: two for 16-bit (at most 128 registers,
+** none spilled); one for fp8, whose transposing loads spilled up to 136 bytes under sm_90's
+** 128 (sm_89's had room) */
+#define LOWP_MINB_f16 2
+#define LOWP_MINB_bf16 2
+#define LOWP_MINB_e4m3 1
+#define LOWP_MINB_e5m2 1
+#define LOWP_MINB(t) LOWP_MINB_##t
 /* culua_matmul_lowp_<a>_<b>_<c> (element by element) and ..._vec (cp.async) */
 #define LOWP_KERNELS(a, b, c) \
-  extern "C" __global__ void __launch_bounds__(LOWP_THREADS, 2) culua_matmul_lowp_##a##_##b##_##c (LOWP_PARAMS) \
+  extern "C" __global__ void __launch_bounds__(LOWP_THREADS, LOWP_MINB(a)) culua_matmul_lowp_##a##_##b##_##c (LOWP_PARAMS) \
   { lowp<LOWP_CODE(a), LOWP_CODE(b), LOWP_CODE(c), false>(LOWP_ARGS); } \
-  extern "C" __global__ void __launch_bounds__(LOWP_THREADS, 2) culua_matmul_lowp_##a##_##b##_##c##_vec (LOWP_PARAMS) \
+  extern "C" __global__ void __launch_bounds__(LOWP_THREADS, LOWP_MINB(a)) culua_matmul_lowp_##a##_##b##_##c##_vec (LOWP_PARAMS) \
   { lowp<LOWP_CODE(a), LOWP_CODE(b), LOWP_CODE(c), true>(LOWP_ARGS); }
 #define LOWP_KERNELS_(a, b, c) LOWP_KERNELS(a, b, c)
 
