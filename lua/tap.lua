@@ -207,15 +207,20 @@ function T.need_gpu()
   return cuda.device(0)
 end
 
+-- the scratch memory that the catalog and the elementwise kernels keep for reuse
+-- between calls (lua/catalog/core.lua's) is no leak: give it back before counting
+function T.free_scratch()
+  local core = package.loaded["culua.catalog.core"]
+  if core then core.free_scratch() end
+end
+
 -- a file's GPU half: run fn where there is a device, then check that the file
 -- left no device memory behind; else skip it, saying what is skipped
 function T.gpu_part(fn, what)
   local cuda = require "cuda"
   if cuda.device_count() > 0 then
     fn()
-    -- the catalog's scratch, kept for reuse between calls, is no leak: given back first
-    local cat = package.loaded["culua.catalog"]
-    if cat then cat.free_scratch() end
+    T.free_scratch()
     collectgarbage()
     collectgarbage()
     T.is(cuda.memory_in_use(), 0, "no device memory leaked by this file")

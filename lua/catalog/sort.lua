@@ -399,7 +399,7 @@ local function check_opts(fname, opts, width)
   o.items = items
   local threads = opts.threads
   if threads ~= nil and (math.type(threads) ~= "integer" or threads < RADIX or threads > 1024 or threads % 32 ~= 0) then
-    fail(fname, "threads must be a multiple of 32 in %d..1024 (kernels/sort.cu's static_assert), got %s", RADIX,
+    fail(fname, "threads must be a multiple of 32 in %d..1024, got %s", RADIX,
          tostring(threads))
   end
   o.threads = threads
