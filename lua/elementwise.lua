@@ -499,6 +499,14 @@ local function run_elementwise(fname, decl, argv, ...)
   launch(e, e.k, dev, n, stream, argv, np + 1)
 end
 
+-- a call's arguments are kept in a table reused from call to call (no table a
+-- call on the hot path); emptied as the call returns, so that it keeps no array
+-- (a user's, or the scratch that free_scratch gives back) alive after it
+local function released(argv, ...)
+  for i in pairs(argv) do argv[i] = nil end
+  return ...
+end
+
 local function outputs(decl, argv)
   local o = decl.outs
   if #o == 1 then return argv[o[1]] end
@@ -532,7 +540,7 @@ local function elementwise(fname, spec, decl)
   return setmetatable({decl = decl}, {
     __call = function (_, ...)
       run_elementwise(fname, decl, argv, ...)
-      return outputs(decl, argv)
+      return released(argv, outputs(decl, argv))
     end,
     __name = "cuda.elementwise",
     __tostring = function () return ("cuda.elementwise '%s' (%s)"):format(decl.name, decl.names) end,
@@ -641,9 +649,9 @@ function M.map(body, args, opts)
   for j, name in ipairs(k.order) do argv[j] = args[name] end
   if opts ~= nil then
     argv[#k.order + 1] = opts
-    return k(table.unpack(argv, 1, #k.order + 1))
+    return released(argv, k(table.unpack(argv, 1, #k.order + 1)))
   end
-  return k(table.unpack(argv, 1, #k.order))
+  return released(argv, k(table.unpack(argv, 1, #k.order)))
 end
 
 -- }======================================================
@@ -764,7 +772,7 @@ local function reduction(fname, spec)
   decl.source = reduction_source
   local argv = {}
   local r = setmetatable({decl = decl}, {
-    __call = function (_, ...) return run_reduction(fname, decl, argv, ...) end,
+    __call = function (_, ...) return released(argv, run_reduction(fname, decl, argv, ...)) end,
     __name = "cuda.reduction",
     __tostring = function () return ("cuda.reduction '%s' (%s)"):format(decl.name, decl.names) end,
     __index = {source = function (_, sig) return (reduction_source(decl, sig)) end},
