@@ -500,10 +500,12 @@ local function run_elementwise(fname, decl, argv, ...)
 end
 
 -- a call's arguments are kept in a table reused from call to call (no table a
--- call on the hot path); emptied as the call returns, so that it keeps no array
--- (a user's, or the scratch that free_scratch gives back) alive after it
-local function released(argv, ...)
+-- call on the hot path); emptied as the call returns or raises, so that it keeps
+-- no array (a user's, or the scratch that free_scratch gives back) alive after
+-- it. finish(argv, pcall(f, ...)): f's results, or its error raised again as it was
+local function finish(argv, ok, ...)
   for i in pairs(argv) do argv[i] = nil end
+  if not ok then error((...), 0) end
   return ...
 end
 
@@ -513,6 +515,11 @@ local function outputs(decl, argv)
   local r = {}
   for k, j in ipairs(o) do r[k] = argv[j] end
   return table.unpack(r)
+end
+
+local function run_outputs(fname, decl, argv, ...)
+  run_elementwise(fname, decl, argv, ...)
+  return outputs(decl, argv)
 end
 
 local function elementwise(fname, spec, decl)
@@ -539,8 +546,7 @@ local function elementwise(fname, spec, decl)
   local argv = {}
   return setmetatable({decl = decl}, {
     __call = function (_, ...)
-      run_elementwise(fname, decl, argv, ...)
-      return released(argv, outputs(decl, argv))
+      return finish(argv, pcall(run_outputs, fname, decl, argv, ...))
     end,
     __name = "cuda.elementwise",
     __tostring = function () return ("cuda.elementwise '%s' (%s)"):format(decl.name, decl.names) end,
@@ -649,9 +655,9 @@ function M.map(body, args, opts)
   for j, name in ipairs(k.order) do argv[j] = args[name] end
   if opts ~= nil then
     argv[#k.order + 1] = opts
-    return released(argv, k(table.unpack(argv, 1, #k.order + 1)))
+    return finish(argv, pcall(k, table.unpack(argv, 1, #k.order + 1)))
   end
-  return released(argv, k(table.unpack(argv, 1, #k.order)))
+  return finish(argv, pcall(k, table.unpack(argv, 1, #k.order)))
 end
 
 -- }======================================================
@@ -772,7 +778,7 @@ local function reduction(fname, spec)
   decl.source = reduction_source
   local argv = {}
   local r = setmetatable({decl = decl}, {
-    __call = function (_, ...) return released(argv, run_reduction(fname, decl, argv, ...)) end,
+    __call = function (_, ...) return finish(argv, pcall(run_reduction, fname, decl, argv, ...)) end,
     __name = "cuda.reduction",
     __tostring = function () return ("cuda.reduction '%s' (%s)"):format(decl.name, decl.names) end,
     __index = {source = function (_, sig) return (reduction_source(decl, sig)) end},

@@ -214,6 +214,13 @@ function T.free_scratch()
   if core then core.free_scratch() end
 end
 
+-- say which device arrays are alive, and where each was made (after a leak check failed)
+function T.diag_live()
+  for _, e in ipairs(require("cuda").live("arrays")) do
+    T.diag(("alive: %s, made at %s"):format(tostring(e[1]), e[2]))
+  end
+end
+
 -- a file's GPU half: run fn where there is a device, then check that the file
 -- left no device memory behind; else skip it, saying what is skipped
 function T.gpu_part(fn, what)
@@ -223,7 +230,7 @@ function T.gpu_part(fn, what)
     T.free_scratch()
     collectgarbage()
     collectgarbage()
-    T.is(cuda.memory_in_use(), 0, "no device memory leaked by this file")
+    if not T.is(cuda.memory_in_use(), 0, "no device memory leaked by this file") then T.diag_live() end
   else
     T.skip("no CUDA device: " .. what, 1)
   end

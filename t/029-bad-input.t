@@ -433,7 +433,9 @@ T.ok(true, "the process goes on after " .. #cases .. " bad calls")
 if gpu then
   T.free_scratch()
   collectgarbage(); collectgarbage()
-  T.is(cuda.memory_in_use(), before_bytes, "no device memory leaked by the cases (cuda.memory_in_use)")
+  if not T.is(cuda.memory_in_use(), before_bytes, "no device memory leaked by the cases (cuda.memory_in_use)") then
+    T.diag_live()
+  end
   -- a second round must leave nothing more alive than the first: this state's own
   -- accounting (arrays and their bytes, kernels), never the device's free memory,
   -- which other processes on the GPU move (prove -j8)
