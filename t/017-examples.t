@@ -202,10 +202,21 @@ do
   local dir = os.tmpname()
   os.remove(dir)
   os.execute("mkdir -p " .. dir)
+  -- a script that starts MPI before it asks for a GPU is left out where the run
+  -- says MPI is (under memcheck and ASan, whose reports of Open MPI's own leaks and
+  -- whose hwloc warnings are not the script's: CULUA_TEST_SKIP_MPI, as t/026)
+  local skip_mpi = os.getenv("CULUA_TEST_SKIP_MPI")
   for _, f in ipairs(need) do
-    local o, st = T.run(("cd %s && %s %s %s/%s"):format(dir, nogpu, culua, abs(srcdir), f))
-    T.is(st, SKIPPED, f .. " exits 77 without a GPU")
-    T.like(o, skipped_line(f), f .. " says so in the one line: " .. o:gsub("\n", " | "))
+    local fh = io.open(abs(srcdir) .. "/" .. f)
+    local starts_mpi = fh and fh:read("a"):find("cuda%.mpi") ~= nil
+    if fh then fh:close() end
+    if starts_mpi and skip_mpi and skip_mpi ~= "" then
+      T.skip(f .. " starts MPI: " .. skip_mpi, 2)
+    else
+      local o, st = T.run(("cd %s && %s %s %s/%s"):format(dir, nogpu, culua, abs(srcdir), f))
+      T.is(st, SKIPPED, f .. " exits 77 without a GPU")
+      T.like(o, skipped_line(f), f .. " says so in the one line: " .. o:gsub("\n", " | "))
+    end
   end
   p = io.popen("ls -A " .. dir)
   local left = p:read("a")
