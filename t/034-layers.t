@@ -22,6 +22,10 @@ local layers = {
 local rank = {}
 for i, f in ipairs(layers) do rank[f] = i end
 
+-- under memcheck, CI leaves this check of the build to the plain pass
+local skip_nm = os.getenv("CULUA_TEST_SKIP_NM")
+if skip_nm and skip_nm ~= "" then T.skip_all(skip_nm) end
+
 local builddir = os.getenv("CULUA_BUILDDIR") or "."
 -- libtool's objects (pic-only: one each, in .libs)
 local dir = builddir .. "/src/.libs"
