@@ -20,8 +20,8 @@
 
 
 typedef struct Scalar {
+  _Alignas(8) unsigned char bits[8];   /* culua_toelem stores a double here */
   culua_Dtype dtype;
-  unsigned char bits[8];
 } Scalar;
 
 
