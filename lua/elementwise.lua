@@ -158,8 +158,8 @@ local function bind(fname, decl, argv, ...)
     local v = select(j, ...)
     local dt
     if p.array then
-      local len, adev, ptr
-      dt, len, adev, ptr = array_info(v)
+      local len, adev, ptr, pitched
+      dt, len, adev, ptr, pitched = array_info(v)
       if not dt then
         if len == "type" then
           fail(fname, "argument #%d (%s) must be a cuda.array, got %s", j, p.name,
@@ -167,7 +167,7 @@ local function bind(fname, decl, argv, ...)
         end
         fail(fname, "argument #%d (%s) is %s", j, p.name, len == "closed" and "closed" or "an array of a device reset by cuda.reset()")
       end
-      if v.pitched then fail(fname, "argument #%d (%s) is a pitched 2-D array: elementwise kernels take dense arrays", j, p.name) end
+      if pitched then fail(fname, "argument #%d (%s) is a pitched 2-D array: elementwise kernels take dense arrays", j, p.name) end
       if n == nil then n, dev, first = len, adev, p.name
       else
         if len ~= n then fail(fname, "argument #%d (%s) has %d elements but %s has %d", j, p.name, len, first, n) end
@@ -210,7 +210,21 @@ local function bind(fname, decl, argv, ...)
   end
   if n == nil then fail(fname, "no array among the arguments") end
   argv[np + 1] = n
-  return table.concat(parts, ",", 1, np), n, dev
+  -- the signature string: the last call's where the dtypes are the same (a call in a
+  -- loop makes no string then)
+  local last = decl.last_parts
+  if last then
+    local same = true
+    for j = 1, np do if last[j] ~= parts[j] then same = false; break end end
+    if same then return decl.last_sig, n, dev end
+  else
+    last = {}
+    decl.last_parts = last
+  end
+  local sig = table.concat(parts, ",", 1, np)
+  table.move(parts, 1, np, 1, last)
+  decl.last_sig = sig
+  return sig, n, dev
 end
 
 -- }======================================================
@@ -500,14 +514,12 @@ local function run_elementwise(fname, decl, argv, ...)
 end
 
 -- a call's arguments are kept in a table reused from call to call (no table a
--- call on the hot path); emptied as the call returns or raises, so that it keeps
--- no array (a user's, or the scratch that free_scratch gives back) alive after
--- it. finish(argv, pcall(f, ...)): f's results, or its error raised again as it was
-local function finish(argv, ok, ...)
-  for i in pairs(argv) do argv[i] = nil end
-  if not ok then error((...), 0) end
-  return ...
-end
+-- call on the hot path). Its values are weak: every one is also an argument or a
+-- local of the running call, so none goes while the call runs, and after it the
+-- table keeps no array alive (a user's, or the scratch that free_scratch gives
+-- back), whether the call returned or raised. (An earlier version emptied it
+-- through a pcall a call, which cost host time on every call.)
+local function new_argv() return setmetatable({}, {__mode = "v"}) end
 
 local function outputs(decl, argv)
   local o = decl.outs
@@ -543,11 +555,9 @@ local function elementwise(fname, spec, decl)
   if #params == 0 then fail(fname, "declares no arguments (params, out)") end
   decl.names = table.concat(names, ", ")
   decl.source = elementwise_source
-  local argv = {}
+  local argv = new_argv()
   return setmetatable({decl = decl}, {
-    __call = function (_, ...)
-      return finish(argv, pcall(run_outputs, fname, decl, argv, ...))
-    end,
+    __call = function (_, ...) return run_outputs(fname, decl, argv, ...) end,
     __name = "cuda.elementwise",
     __tostring = function () return ("cuda.elementwise '%s' (%s)"):format(decl.name, decl.names) end,
     __index = {
@@ -648,16 +658,16 @@ function M.map(body, args, opts)
     k = elementwise(fname, {params = table.concat(ins, ", "), out = table.concat(outs, ", "), body = body}, decl)
     k.order = {}
     for _, p in ipairs(k.decl.params) do k.order[#k.order + 1] = p.name end
-    k.argv = {}
+    k.argv = new_argv()
     var.by[key] = k
   end
   local argv = k.argv
   for j, name in ipairs(k.order) do argv[j] = args[name] end
   if opts ~= nil then
     argv[#k.order + 1] = opts
-    return finish(argv, pcall(k, table.unpack(argv, 1, #k.order + 1)))
+    return k(table.unpack(argv, 1, #k.order + 1))
   end
-  return finish(argv, pcall(k, table.unpack(argv, 1, #k.order)))
+  return k(table.unpack(argv, 1, #k.order))
 end
 
 -- }======================================================
@@ -776,9 +786,9 @@ local function reduction(fname, spec)
   end
   decl.acc = acc
   decl.source = reduction_source
-  local argv = {}
+  local argv = new_argv()
   local r = setmetatable({decl = decl}, {
-    __call = function (_, ...) return finish(argv, pcall(run_reduction, fname, decl, argv, ...)) end,
+    __call = function (_, ...) return run_reduction(fname, decl, argv, ...) end,
     __name = "cuda.reduction",
     __tostring = function () return ("cuda.reduction '%s' (%s)"):format(decl.name, decl.names) end,
     __index = {source = function (_, sig) return (reduction_source(decl, sig)) end},
@@ -911,6 +921,31 @@ local function method_reduction(method, acc)
   r = reduction("x:" .. method, spec)
   r.decl.file, r.decl.line = "culua.elementwise", 1
   method_reductions[key] = r
+  return r
+end
+
+-- cuda.catalog.reduce's kernels (lua/catalog/scan.lua): op "add", "min" or "max" in
+-- dtype acc (x's own, or float32 for float16 and bfloat16), the one implementation of
+-- an array's reduction that the catalog and the methods share. Integer sums wrap in
+-- acc, as the catalog says (signed overflow is undefined in C++, unsigned is not).
+local WRAP_ADD = {int32 = "(int)((unsigned)a + (unsigned)b)",
+                  int64 = "(long long)((unsigned long long)a + (unsigned long long)b)"}
+local catalog_reductions = {}
+function M.catalog_reduction(op, acc)
+  local key = op .. ":" .. acc
+  local r = catalog_reductions[key]
+  if r then return r end
+  local spec
+  if op == "add" then
+    spec = {params = "T *x", map = "x", reduce = WRAP_ADD[acc] or "a + b", identity = "0"}
+  else
+    local s = METHOD_SPECS[op == "min" and "min" or "max"]
+    spec = {params = s.params, map = s.map, reduce = s.reduce, identity = LIMITS[acc][s.identity]}
+  end
+  spec.dtype, spec.name = acc, "culua_reduce_" .. op
+  r = reduction("cuda.catalog.reduce", spec)
+  r.decl.file, r.decl.line = "culua.elementwise", 1
+  catalog_reductions[key] = r
   return r
 end
 

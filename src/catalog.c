@@ -67,7 +67,7 @@ static int catalog_headers (lua_State *L) {
 
 
 /*
-** C.array(x) -> dtype, n, device, ptr: what a catalog call checks of each array,
+** C.array(x) -> dtype, n, device, ptr, pitched: what a catalog call checks of each array,
 ** in one crossing into C (a small call is bound by the host, and these were
 ** five field reads an array); nil and "type", "closed" or "reset" where x is
 ** no usable array, for the family to raise with its function's name.
@@ -84,7 +84,8 @@ static int catalog_array (lua_State *L) {
   lua_pushinteger(L, (lua_Integer)a->n);
   culua_pushdevice(L, a->c.ordinal, "cuda.catalog");
   lua_pushinteger(L, (lua_Integer)a->ptr);
-  return 4;
+  lua_pushboolean(L, a->pitch != 0);   /* padded rows: not one dense run */
+  return 5;
 }
 
 

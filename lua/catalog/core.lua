@@ -217,10 +217,15 @@ function core.dmma_for(dt, dev)
 end
 
 -- multiprocessors, asked of the driver once a device
+-- (by the device object, one an ordinal: no call into C to read its ordinal)
 local sm_counts = {}
 function core.sm_count(dev)
-  sm_counts[dev.ordinal] = sm_counts[dev.ordinal] or dev:attribute("multiprocessor_count")
-  return sm_counts[dev.ordinal]
+  local c = sm_counts[dev]
+  if not c then
+    c = dev:attribute("multiprocessor_count")
+    sm_counts[dev] = c
+  end
+  return c
 end
 
 -- }======================================================

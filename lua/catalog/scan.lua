@@ -293,6 +293,10 @@ end
 -- (an integer for integer dtypes); opts: op, stream, accumulate (float16 and
 -- bfloat16 x: float32, the float32 sum, by default, or x's dtype: that sum
 -- rounded to it). Waits for the caller's stream (only that one) to read the result.
+-- The kernels are the reduction kernels of lua/elementwise.lua (one pass, a last
+-- block's finish), the same that x:sum(), x:min() and x:max() run: one
+-- implementation of a reduction. A min or max with a NaN in x is NaN.
+local reductions
 function M.reduce(x, opts)
   local fname = "reduce"
   opts = core.options(fname, opts, {"op", "accumulate", "stream"})
@@ -305,9 +309,10 @@ function M.reduce(x, opts)
     if op ~= "add" then fail(fname, "the %s of an empty x is undefined", op) end
     return from_bits(rdt, identity_bits(rdt, op))
   end
-  local word = core.scratch("scan_word", dev, stream, 1)
-  lookback(x, nil, n, false, identity_bits(rdt, op), dt, op, stream, word, dev)
-  local v = from_bits(rdt, core.read_word(word, stream))
+  reductions = reductions or require("culua.elementwise").catalog_reduction
+  local r = reductions(op, rdt)
+  local v
+  if stream then v = r(x, {stream = stream}) else v = r(x) end
   if acc ~= rdt then return rounded(acc, v) end
   return v
 end
