@@ -4,13 +4,18 @@
 -- 2^16 elements. The anchor column comes from python3 with CuPy or PyTorch
 -- where one imports, else it is left out.
 --
---   culua bench/elementwise.lua [LOG2N]
+--   culua bench/elementwise.lua [LOG2N] [sweep]
+-- "sweep" first times axpy, sin(x*3 + y) and the sum with each tuning of the
+-- generated loops (chunks a thread an iteration, blocks a multiprocessor), a line each.
 
 local cuda = require "cuda"
 local bench = require "culua.bench"
 bench.need_devices(1)
 
-local n = 1 << math.tointeger(tonumber(arg and arg[1] or "28"))
+local E = require "culua.elementwise"
+local SWEEP = false
+for _, a in ipairs(arg or {}) do if a == "sweep" then SWEEP = true end end
+local n = 1 << math.tointeger(tonumber(arg and arg[1] and arg[1] ~= "sweep" and arg[1] or "28"))
 local x = cuda.array("float32", n):fill(1)
 local y = cuda.array("float32", n):fill(2)
 local z = cuda.array("float32", n)
@@ -21,6 +26,23 @@ local sum = cuda.reduction{params = "T *x", map = "x", reduce = "a + b", identit
 local out = cuda.array("float32", 1)
 
 local function gbs(bytes, r) return bytes / r.median / 1e6 end
+
+if SWEEP then
+  local u0, b0 = E.unroll, E.blocks_per_sm
+  for _, u in ipairs{1, 2, 4} do
+    for _, b in ipairs{4, 8, 16, 32} do
+      E.unroll, E.blocks_per_sm = u, b
+      -- new kernels: the unroll is in their source (each a compile, through the cache)
+      local a2 = cuda.elementwise{params = "T a, T *x", out = "T y", body = "y = a * x + y", name = "axpy_u" .. u}
+      local f2 = cuda.elementwise{params = "T *x, T *y", out = "T z", body = "z = sin(x * 3 + y)", name = "fused_u" .. u}
+      local s2 = cuda.reduction{params = "T *x", map = "x", reduce = "a + b", identity = 0, dtype = "float32", name = "sum_u" .. u}
+      print(("sweep unroll %d, %2d blocks/SM: axpy %7.1f  sin %7.1f  sum %7.1f GB/s"):format(u, b,
+        gbs(12 * n, bench(function () a2(2, x, y) end)), gbs(12 * n, bench(function () f2(x, y, z) end)),
+        gbs(4 * n, bench(function () s2(x, {out = out}) end))))
+    end
+  end
+  E.unroll, E.blocks_per_sm = u0, b0
+end
 local rows = {
   {"axpy", 12 * n, function () axpy(2, x, y) end},
   {"sin(x*3 + y)", 12 * n, function () fused(x, y, z) end},

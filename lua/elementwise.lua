@@ -19,7 +19,10 @@ local array_info = cuda._catalog.array
 local M = {}
 
 local THREADS = 256
-local BLOCKS_PER_SM = 8   -- 2048 threads an SM resident; the loops stride past
+-- blocks a multiprocessor at most (8: 2048 threads an SM resident; the loops stride
+-- past), and chunks a thread an iteration of the vector loop (loops, below): tuning
+-- knobs that bench/elementwise.lua's sweep sets before it makes its kernels
+M.blocks_per_sm = 8
 
 -- {====================================================== dtypes
 
@@ -317,7 +320,11 @@ local function vector_types(decl, types, width)
 end
 
 -- the two loops over 0 .. n-1: scalar (grid-stride), and vector chunks then
--- the tail; `stmt` is the per-element statement
+-- the tail; `stmt` is the per-element statement. The vector loop takes M.unroll
+-- chunks a thread an iteration (each a grid's stride from the last): all their
+-- loads are issued before the first element is computed, so more bytes are in
+-- flight a thread; the chunks past the last whole round go one at a time.
+M.unroll = 1
 local function loops(decl, types, stmt, width, vector)
   local ix = function (p) return ("culua_p_%s[i]"):format(p.name) end
   local one = element(decl, types, stmt, ix)
@@ -326,25 +333,41 @@ local function loops(decl, types, stmt, width, vector)
   if not vector then
     return head .. ("  for (long long i = culua_t; i < n; i += culua_stride) { %s }\n"):format(one)
   end
-  local ld, st = {}, {}
-  for _, p in ipairs(decl.params) do
-    if p.array then
-      if not p.out or p.read then
-        ld[#ld + 1] = ("culua_c_%s culua_k_%s = ((const culua_c_%s *)culua_p_%s)[culua_j];"):format(p.name, p.name, p.name, p.name)
-      else
-        ld[#ld + 1] = ("culua_c_%s culua_k_%s;"):format(p.name, p.name)
+  local U = M.unroll
+  -- one round of u chunks (u: 1 or U), the chunk of index u at culua_j + u * stride
+  local function round(u)
+    local decls, ld, st = {}, {}, {}
+    for _, p in ipairs(decl.params) do
+      if p.array then
+        decls[#decls + 1] = ("culua_c_%s culua_k_%s[%d];"):format(p.name, p.name, u)
+        if not p.out or p.read then
+          ld[#ld + 1] = ("culua_k_%s[culua_u] = ((const culua_c_%s *)culua_p_%s)[culua_j + culua_u * culua_stride];"):format(
+            p.name, p.name, p.name)
+        end
+        if p.out then
+          st[#st + 1] = ("((culua_c_%s *)culua_p_%s)[culua_j + culua_u * culua_stride] = culua_k_%s[culua_u];"):format(
+            p.name, p.name, p.name)
+        end
       end
-      if p.out then st[#st + 1] = ("((culua_c_%s *)culua_p_%s)[culua_j] = culua_k_%s;"):format(p.name, p.name, p.name) end
     end
+    local inner = element(decl, types, stmt, function (p) return ("culua_k_%s[culua_u].e[culua_e]"):format(p.name) end)
+    local loop = ("    #pragma unroll\n    for (int culua_u = 0; culua_u < %d; ++culua_u) {"):format(u)
+    return "    " .. table.concat(decls, " ") .. "\n" ..
+      (#ld > 0 and (loop .. " " .. table.concat(ld, " ") .. " }\n") or "") ..
+      loop .. "\n" ..
+      ("      #pragma unroll\n      for (int culua_e = 0; culua_e < %d; ++culua_e) {\n"):format(width) ..
+      ("        const long long i = (culua_j + culua_u * culua_stride) * %d + culua_e; %s\n      }\n    }\n"):format(width, inner) ..
+      (#st > 0 and (loop .. " " .. table.concat(st, " ") .. " }\n") or "")
   end
-  local inner = element(decl, types, stmt, function (p) return ("culua_k_%s.e[culua_e]"):format(p.name) end)
-  return head ..
+  local out = head ..
     ("  const long long culua_nv = n / %d;\n"):format(width) ..
-    "  for (long long culua_j = culua_t; culua_j < culua_nv; culua_j += culua_stride) {\n" ..
-    "    " .. table.concat(ld, " ") .. "\n" ..
-    ("    #pragma unroll\n    for (int culua_e = 0; culua_e < %d; ++culua_e) {\n"):format(width) ..
-    ("      const long long i = culua_j * %d + culua_e; %s\n    }\n"):format(width, inner) ..
-    "    " .. table.concat(st, " ") .. "\n  }\n" ..
+    "  long long culua_j = culua_t;\n"
+  if U > 1 then
+    out = out .. ("  for (; culua_j + %d * culua_stride < culua_nv; culua_j += %d * culua_stride) {\n"):format(U - 1, U) ..
+      round(U) .. "  }\n"
+  end
+  return out ..
+    "  for (; culua_j < culua_nv; culua_j += culua_stride) {\n" .. round(1) .. "  }\n" ..
     ("  for (long long i = culua_nv * %d + culua_t; i < n; i += culua_stride) { %s }\n"):format(width, one)
 end
 
@@ -414,7 +437,7 @@ end
 
 local function grid_for(dev, items)
   local g = (items + THREADS - 1) // THREADS
-  local cap = core.sm_count(dev) * BLOCKS_PER_SM
+  local cap = core.sm_count(dev) * M.blocks_per_sm
   if g > cap then g = cap end
   if g < 1 then g = 1 end
   return g
@@ -858,7 +881,7 @@ function run_reduction(fname, decl, argv, ...)
   local word = out or core.scratch("elementwise_result_" .. acc, dev, stream, 1)
   if axis then
     argv[np1 + 1], argv[np1 + 2], argv[np1 + 3], argv[np1 + 4], argv[np1 + 5] = 0, 0, word, rows, cols
-    local g = axis == 2 and math.min(rows, core.sm_count(dev) * BLOCKS_PER_SM) or grid_for(dev, cols)
+    local g = axis == 2 and math.min(rows, core.sm_count(dev) * M.blocks_per_sm) or grid_for(dev, cols)
     rcfg.grid, rcfg.stream = g, stream
     e[axis == 2 and "kr" or "kc"]:launch(rcfg, table.unpack(argv, 1, np1 + 5))
     rcfg.stream = nil
