@@ -30,7 +30,7 @@ end
 
 local catalog = {
   kernel = core.kernel,   -- catalog.kernel(file, name [, defines, device])
-  clear = core.clear,     -- called by cuda.reset()
+  clear = core.clear,     -- what cuda.reset() calls (as culua.catalog.core.clear)
   free_scratch = core.free_scratch,
   reference = {},
 }

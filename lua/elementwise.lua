@@ -422,7 +422,10 @@ end
 -- the compiled kernels of a signature on a device: {k =, kv =, width =, align = {...}}
 local function entry_for(fname, decl, sig, dev)
   local by = decl.kernels[dev]
-  if not by then by = {}; decl.kernels[dev] = by end
+  if not by or by[0] ~= core.epoch then   -- none yet, or a cuda.reset() since: their modules are gone
+    by = {[0] = core.epoch}
+    decl.kernels[dev] = by
+  end
   local e = by[sig]
   if e then return e end
   local src, width = decl.source(decl, sig)

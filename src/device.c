@@ -394,9 +394,10 @@ static int cuda_reset (lua_State *L) {
     S->peers[ordinal] = 0;
     for (i = 0; i < CULUA_MAXDEVICES; i++) S->peers[i] &= ~(1ULL << ordinal);
   }
-  /* the catalog's loaded modules are gone with everything else */
+  /* the catalog's loaded modules are gone with everything else, and the
+  ** elementwise kernels (both kept by culua.catalog.core, loaded by either) */
   lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
-  if (lua_getfield(L, -1, "culua.catalog") == LUA_TTABLE &&
+  if (lua_getfield(L, -1, "culua.catalog.core") == LUA_TTABLE &&
       lua_getfield(L, -1, "clear") == LUA_TFUNCTION)
     lua_call(L, 0, 0);
   lua_settop(L, 1);

@@ -25,7 +25,11 @@ local readback_dev = {}
 
 -- forget every loaded module, and the memory kept a device or stream (cuda.reset()
 -- calls this: they are all gone with the context)
+-- core.epoch counts the resets: whoever keeps kernels outside this cache (the
+-- elementwise kernels) drops those of an earlier epoch
+core.epoch = 0
 function core.clear()
+  core.epoch = core.epoch + 1
   cache = {}
   per_device = {}
   readback_dev = {}
@@ -139,6 +143,34 @@ local function evaluate(expr, known)
   return good and math.type(v) == "integer" and v or nil
 end
 
+-- a function-like macro as a Lua function of its parameters, compiled on its first
+-- call (by then every name of the file is read) and kept: a family calls these on
+-- every call of its own (sort's tile size), where a load() a call cost 10 us and more
+local function formula(from, fname, names, body, t)
+  local f
+  local function bad() error(("cuda.catalog: %s's %s is no integer formula"):format(from, fname), 3) end
+  return function (...)
+    if not f then
+      local params = {}
+      for _, p in ipairs(names) do params[p] = true end
+      if body:find("[^%w_%s%+%-%*/%%%(%)<>]") then bad() end
+      local ok = true
+      local src = body:gsub("%f[%w_](%d%w*)", function (lit) return (lit:gsub("[uUlL]+$", "")) end)
+      src = src:gsub("%f[%w_][%a_][%w_]*", function (name)
+        if params[name] then return name end
+        if math.type(t[name]) ~= "integer" then ok = false; return name end
+        return tostring(t[name])
+      end)
+      if not ok then bad() end
+      f = load(("local %s = ...; return %s"):format(table.concat(names, ", "), (src:gsub("/", "//"))), "=" .. fname, "t", {})
+      if not f then bad() end
+    end
+    local good, v = pcall(f, ...)
+    if not good or math.type(v) ~= "integer" then bad() end
+    return v
+  end
+end
+
 function core.constants(from)
   local t = constants[from]
   if t then return t end
@@ -151,11 +183,7 @@ function core.constants(from)
       local names = {}
       for p in params:gmatch("[%a_][%w_]*") do names[#names + 1] = p end
       body = body:gsub("/%*.*", ""):gsub("//.*", "")
-      t[fname] = function (...)
-        local args = setmetatable({}, {__index = t})
-        for i, p in ipairs(names) do args[p] = select(i, ...) end
-        return evaluate(body, args) or error(("cuda.catalog: %s's %s is no integer formula"):format(from, fname), 2)
-      end
+      t[fname] = formula(from, fname, names, body, t)
     end
     local name, expr = line:match("^%s*#%s*define%s+([%a_][%w_]*)%s+(.-)%s*$")
     if not name then name, expr = line:match("^%s*constexpr%s+int%s+([%a_][%w_]*)%s*=%s*([^;]+);") end
