@@ -67,14 +67,30 @@ static int catalog_headers (lua_State *L) {
 
 
 /*
-** C.array(x) -> dtype, n, device, ptr: what a catalog call checks of each array,
-** in one crossing into C (a small call is bound by the host, and these were
-** five field reads an array); nil and "type", "closed" or "reset" where x is
-** no usable array, for the family to raise with its function's name.
+** C.array(x [, mapped]) -> dtype, n, device, ptr: what a catalog call checks of
+** each array, in one crossing into C (a small call is bound by the host, and
+** these were five field reads an array); nil and "type", "closed" or "reset"
+** where x is no usable array, for the family to raise with its function's
+** name. With mapped true, an open mapped host array counts too (elementwise
+** kernels take it in place; the catalog's families take device arrays only).
 */
 static int catalog_array (lua_State *L) {
   const char *why;
   culua_Array *a = culua_peekarray(L, 1, &why);
+  culua_HostArray *h;
+  if (a == NULL && lua_toboolean(L, 2) &&
+      (h = (culua_HostArray *)luaL_testudata(L, 1, CULUA_HOSTARRAY)) != NULL && h->mapped) {
+    if (h->data == NULL || culua_ctx_stale(&h->c)) {
+      lua_pushnil(L);
+      lua_pushstring(L, h->data == NULL ? "closed" : "reset");
+      return 2;
+    }
+    lua_pushstring(L, culua_dtype_names[h->dtype]);
+    lua_pushinteger(L, (lua_Integer)h->n);
+    culua_pushdevice(L, h->c.ordinal, "cuda.catalog");
+    lua_pushinteger(L, (lua_Integer)h->dptr);
+    return 4;
+  }
   if (a == NULL) {
     lua_pushnil(L);
     lua_pushstring(L, why);
