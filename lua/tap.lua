@@ -236,13 +236,14 @@ function T.gpu_part(fn, what)
   end
 end
 
--- t/cudashim.c built with cc (once a file) into a temporary .so: a driver that
--- hides features of the real one (it says how), for tests of the messages culua
--- gives where a device or driver lacks them. Returns the path, or nil and why.
+-- t/cudashim.c, beside the test file that runs, built with cc (once a file) into
+-- a temporary .so: a driver that hides features of the real one (it says how),
+-- for tests of the messages culua gives where a device or driver lacks them.
+-- Returns the path, or nil and why.
 local shim, shim_why, shim_gone
 function T.cuda_shim()
   if shim or shim_why then return shim, shim_why end
-  local src = (os.getenv("CULUA_SRCDIR") or ".") .. "/t/cudashim.c"
+  local src = ((arg and arg[0] or ""):match("^(.*)/[^/]*$") or ".") .. "/cudashim.c"
   local base = os.tmpname()
   local so = base .. ".so"
   local out, status = T.run(("cc -shared -fPIC -O1 -o %s %s -ldl"):format(so, src))

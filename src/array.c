@@ -808,7 +808,7 @@ static int array_advise (lua_State *L) {
     luaL_error(L, "advise: the driver has no cuMemAdvise that takes a CUmemLocation (CUDA 12.2 or newer)");
   if (x->n > 0)
     culua_check(L, cu->cuMemAdvise(x->ptr, nbytes(x), a->code, loc), "advise",
-                "advising '%s'%s%s for %d bytes of managed memory", name, a->place ? " for " : "",
+                "advising '%s'%s%s over %d bytes of managed memory", name, a->place ? " for " : "",
                 a->place ? where(L, loc) : "", (int)nbytes(x));
   lua_settop(L, 1);
   return 1;
