@@ -97,14 +97,6 @@ void culua_ctx_enter (lua_State *L, culua_Ctx *c, const char *tname) {
 }
 
 
-int culua_devattr (CUdevice dev, CUdevice_attribute attr) {
-  const culua_Driver *cu = culua_load_driver(NULL);
-  int v = 0;
-  if (cu == NULL || cu->cuDeviceGetAttribute(&v, attr, dev) != CUDA_SUCCESS) v = 0;
-  return v;
-}
-
-
 int culua_need_attr (lua_State *L, CUdevice dev, int ordinal, CUdevice_attribute attr,
                      const char *attrname, const char *fname, const char *cannot) {
   int v = 0;

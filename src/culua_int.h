@@ -204,7 +204,7 @@ CUresult culua_enable_peer (lua_State *L, int from, CUcontext to, int toord);
 
 /*
 ** A device attribute that a feature needs: its value, or, where it is 0,
-** "fname: device N <cannot>: <CU_DEVICE_ATTRIBUTE_X> is 0" raised, so that a
+** "fname: device N <cannot>: its CU_DEVICE_ATTRIBUTE_X is 0" raised, so that a
 ** missing feature is named, not left to the driver's INVALID_VALUE later.
 ** culua_need stringifies the attribute's name.
 */
@@ -212,8 +212,6 @@ int culua_need_attr (lua_State *L, CUdevice dev, int ordinal, CUdevice_attribute
                      const char *attrname, const char *fname, const char *cannot);
 #define culua_need(L, dev, ordinal, attr, fname, cannot) \
   culua_need_attr(L, dev, ordinal, attr, #attr, fname, cannot)
-/* the value of a device attribute, 0 where the driver does not answer */
-int culua_devattr (CUdevice dev, CUdevice_attribute attr);
 
 /* luaL_checkudata for objects that start with a culua_Ctx, refusing closed ones */
 void *culua_checkobj (lua_State *L, int i, const char *tname);
