@@ -77,29 +77,21 @@ static int catalog_headers (lua_State *L) {
 static int catalog_array (lua_State *L) {
   const char *why;
   culua_Array *a = culua_peekarray(L, 1, &why);
-  culua_HostArray *h;
-  if (a == NULL && lua_toboolean(L, 2) &&
-      (h = (culua_HostArray *)luaL_testudata(L, 1, CULUA_HOSTARRAY)) != NULL && h->mapped) {
-    if (h->data == NULL || culua_ctx_stale(&h->c)) {
-      lua_pushnil(L);
-      lua_pushstring(L, h->data == NULL ? "closed" : "reset");
-      return 2;
-    }
-    lua_pushstring(L, culua_dtype_names[h->dtype]);
-    lua_pushinteger(L, (lua_Integer)h->n);
-    culua_pushdevice(L, h->c.ordinal, "cuda.catalog");
-    lua_pushinteger(L, (lua_Integer)h->dptr);
-    return 4;
-  }
-  if (a == NULL) {
+  culua_HostArray *h = a == NULL && lua_toboolean(L, 2)
+                       ? (culua_HostArray *)luaL_testudata(L, 1, CULUA_HOSTARRAY) : NULL;
+  if (h != NULL && h->mapped)
+    why = h->data == NULL ? "closed" : culua_ctx_stale(&h->c) ? "reset" : NULL;
+  else
+    h = NULL;
+  if (why != NULL) {
     lua_pushnil(L);
     lua_pushstring(L, why);
     return 2;
   }
-  lua_pushstring(L, culua_dtype_names[a->dtype]);
-  lua_pushinteger(L, (lua_Integer)a->n);
-  culua_pushdevice(L, a->c.ordinal, "cuda.catalog");
-  lua_pushinteger(L, (lua_Integer)a->ptr);
+  lua_pushstring(L, culua_dtype_names[a ? a->dtype : h->dtype]);
+  lua_pushinteger(L, (lua_Integer)(a ? a->n : h->n));
+  culua_pushdevice(L, a ? a->c.ordinal : h->c.ordinal, "cuda.catalog");
+  lua_pushinteger(L, (lua_Integer)(a ? a->ptr : h->dptr));
   return 4;
 }
 
