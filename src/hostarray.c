@@ -61,13 +61,12 @@ static int cuda_host_array (lua_State *L) {
     static const char *const known[] = {"pinned", "mapped", "device", NULL};
     luaL_checktype(L, 3, LUA_TTABLE);
     culua_checkoptions(L, 3, "cuda.host_array", known);
-    lua_getfield(L, 3, "pinned");
-    pinned = lua_toboolean(L, -1);
-    if (!lua_isnil(L, -1) && !pinned && culua_optflag(L, 3, "cuda.host_array", "mapped", 0))
-      luaL_error(L, "cuda.host_array: mapped memory is pinned (pinned = false and mapped = true contradict)");
-    lua_settop(L, 3);
     mapped = culua_optflag(L, 3, "cuda.host_array", "mapped", 0);
-    pinned = pinned || mapped;
+    lua_getfield(L, 3, "pinned");
+    if (mapped && !lua_isnil(L, -1) && !lua_toboolean(L, -1))
+      luaL_error(L, "cuda.host_array: mapped memory is pinned (pinned = false and mapped = true contradict)");
+    pinned = mapped || lua_toboolean(L, -1);
+    lua_settop(L, 3);
     ordinal = culua_optdevice(L, 3, "cuda.host_array");
   }
   h = (culua_HostArray *)lua_newuserdatauv(L, sizeof(culua_HostArray), 0);
