@@ -824,6 +824,35 @@ static void push_processor (lua_State *L, int d) {
 
 
 /*
+** The place that a pair of typed range attributes (CUDA 12.2: a location
+** type and an id) gives, as push_processor does; a host NUMA node is the
+** host. A driver without them (no CUmemLocation advice either) answers
+** the one older attribute, whose CU_DEVICE_CPU cannot say a NUMA node.
+*/
+static void push_place (lua_State *L, const culua_Driver *cu, const culua_Array *x, CUmem_range_attribute typed,
+                        CUmem_range_attribute id, CUmem_range_attribute old) {
+  int t = 0, v = 0;
+  CUresult r = CUDA_SUCCESS;
+  if (cu->cuMemAdvise == NULL) {
+    r = cu->cuMemRangeGetAttribute(&v, sizeof(v), old, x->ptr, nbytes(x));
+    if (r == CUDA_SUCCESS) push_processor(L, v);
+  }
+  else {
+    r = cu->cuMemRangeGetAttribute(&t, sizeof(t), typed, x->ptr, nbytes(x));
+    if (r == CUDA_SUCCESS) r = cu->cuMemRangeGetAttribute(&v, sizeof(v), id, x->ptr, nbytes(x));
+    if (r == CUDA_SUCCESS) {
+      if (t == CU_MEM_LOCATION_TYPE_DEVICE) lua_pushinteger(L, v);
+      else if (t == CU_MEM_LOCATION_TYPE_HOST || t == CU_MEM_LOCATION_TYPE_HOST_NUMA ||
+               t == CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT) lua_pushliteral(L, "host");
+      else lua_pushnil(L);   /* none, or not the same for every page */
+    }
+  }
+  if (r != CUDA_SUCCESS)
+    culua_cufail(L, r, "range_attributes", "reading attribute %d of %d bytes", (int)typed, (int)nbytes(x));
+}
+
+
+/*
 ** x:range_attributes() -> {read_mostly = b, preferred_location = p,
 ** accessed_by = {p, ...}, last_prefetch = p}, the driver's account of a
 ** managed array's range (a p is an ordinal or "host"; nil where none is
@@ -836,33 +865,30 @@ static int array_range_attributes (lua_State *L) {
   check_managed(L, x, "range_attributes");
   lua_createtable(L, 0, 4);
   lua_newtable(L);
-  if (x->n > 0) {
-#define RANGE(attr, p, size) \
-    culua_check(L, cu->cuMemRangeGetAttribute(p, size, attr, x->ptr, nbytes(x)), "range_attributes", \
-                "reading %s of %d bytes", #attr, (int)nbytes(x))
-    RANGE(CU_MEM_RANGE_ATTRIBUTE_ACCESSED_BY, by, sizeof(by));
-    for (i = 0; i < CULUA_MAXDEVICES + 1; i++)
-      if (by[i] != (int)CU_DEVICE_INVALID) {
-        push_processor(L, by[i]);
-        lua_rawseti(L, -2, ++k);
-      }
-    lua_setfield(L, -2, "accessed_by");
-    RANGE(CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, &v, sizeof(v));
-    lua_pushboolean(L, v);
-    lua_setfield(L, -2, "read_mostly");
-    RANGE(CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION, &v, sizeof(v));
-    push_processor(L, v);
-    lua_setfield(L, -2, "preferred_location");
-    RANGE(CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION, &v, sizeof(v));
-    push_processor(L, v);
-    lua_setfield(L, -2, "last_prefetch");
-#undef RANGE
-  }
-  else {
+  if (x->n == 0) {   /* no pages: no advice, no prefetch */
     lua_setfield(L, -2, "accessed_by");
     lua_pushboolean(L, 0);
     lua_setfield(L, -2, "read_mostly");
+    return 1;
   }
+  culua_check(L, cu->cuMemRangeGetAttribute(by, sizeof(by), CU_MEM_RANGE_ATTRIBUTE_ACCESSED_BY, x->ptr, nbytes(x)),
+              "range_attributes", "reading who accesses %d bytes", (int)nbytes(x));
+  for (i = 0; i < CULUA_MAXDEVICES + 1; i++)
+    if (by[i] != (int)CU_DEVICE_INVALID) {
+      push_processor(L, by[i]);
+      lua_rawseti(L, -2, ++k);
+    }
+  lua_setfield(L, -2, "accessed_by");
+  culua_check(L, cu->cuMemRangeGetAttribute(&v, sizeof(v), CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, x->ptr, nbytes(x)),
+              "range_attributes", "reading read-mostly of %d bytes", (int)nbytes(x));
+  lua_pushboolean(L, v);
+  lua_setfield(L, -2, "read_mostly");
+  push_place(L, cu, x, CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE, CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_ID,
+             CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION);
+  lua_setfield(L, -2, "preferred_location");
+  push_place(L, cu, x, CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_TYPE,
+             CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_ID, CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION);
+  lua_setfield(L, -2, "last_prefetch");
   return 1;
 }
 
