@@ -28,6 +28,10 @@ typedef Result (*GetProc) (const char *, void **, int, unsigned long long, int *
 typedef Result (*GetAttr) (int *, int, int);
 typedef Result (*GetVersion) (int *);
 
+/* the two names culua's loader looks up in the library it opens */
+Result cuDriverGetVersion (int *v);
+Result cuGetProcAddress_v2 (const char *sym, void **pfn, int ver, unsigned long long flags, int *status);
+
 static void *real;
 static GetAttr real_getattr;
 
