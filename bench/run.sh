@@ -63,6 +63,8 @@ grid_part2 () {
   echo
   step "$culua" bench/copy.lua bench/anchor
   echo
+  step "$culua" bench/managed.lua
+  echo
   step "$culua" bench/nvrtc_cache.lua
   echo
   step "$culua" bench/matmul.lua bench/anchor_cublas

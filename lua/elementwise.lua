@@ -10,7 +10,8 @@
 -- that a call again costs a table look-up, the argument checks and a prepared
 -- launch. Bodies see their arguments as locals of a compute type (the dtype's own
 -- type; float for the four low-precision dtypes): inputs are read at i, the body
--- runs, outputs are written back at i.
+-- runs, outputs are written back at i. Arrays are cuda.arrays (device or managed
+-- memory) or mapped cuda.host_arrays, which kernels reach in place (doc/memory.md).
 
 local cuda = require "cuda"
 local core = require "culua.catalog.core"
@@ -147,6 +148,13 @@ end
 
 -- {====================================================== arguments
 
+-- what a kernel cannot take, for the messages: a host array says why
+local function kind_of(v)
+  local t = cuda.type(v)
+  if t == "cuda.host_array" then return "cuda.host_array (not mapped: make it with {mapped = true})" end
+  return t or type(v)
+end
+
 -- Check the arguments against the declarations, bind placeholders, and fill
 -- `argv` (the launch's arguments in order). Returns the signature key, the
 -- length and the device; each array's address and end go to ptrs and ends.
@@ -162,11 +170,11 @@ local function bind(fname, decl, argv, ...)
     local dt
     if p.array then
       local len, adev, ptr, pitched
-      dt, len, adev, ptr, pitched = array_info(v)
+      dt, len, adev, ptr, pitched = array_info(v, true)
       if not dt then
         if len == "type" then
           fail(fname, "argument #%d (%s) must be a cuda.array, got %s", j, p.name,
-               type(v) == "number" and "a number (it is declared an array: '*')" or (cuda.type(v) or type(v)))
+               type(v) == "number" and "a number (it is declared an array: '*')" or kind_of(v))
         end
         fail(fname, "argument #%d (%s) is %s", j, p.name, len == "closed" and "closed" or "an array of a device reset by cuda.reset()")
       end
@@ -657,8 +665,13 @@ function M.map(body, args, opts)
     local name = names[j]
     local a = args[name]
     if not scalar[name] then
-      local dt = array_info(a)   -- one call into C, not two (a call in a loop is bound by the host)
-      if not dt then fail(fname, "argument '%s' must be a cuda.array or a number, got %s", name, cuda.type(a) or type(a)) end
+      local dt, why = array_info(a, true)   -- one call into C, not two (a call in a loop is bound by the host)
+      if not dt then
+        if why ~= "type" then
+          fail(fname, "argument '%s' is %s", name, why == "closed" and "closed" or "an array of a device reset by cuda.reset()")
+        end
+        fail(fname, "argument '%s' must be a cuda.array or a number, got %s", name, kind_of(a))
+      end
       if dt == "float64" then widest = "float64"
       elseif DT[dt][5] == "f" and widest == nil then widest = "float32" end
       sig[j] = dt
@@ -881,8 +894,8 @@ function run_reduction(fname, decl, argv, ...)
   local odt
   if out ~= nil then
     local olen, odev
-    odt, olen, odev = array_info(out)
-    if not odt then fail(fname, "out must be an open cuda.array, got %s", cuda.type(out) or type(out)) end
+    odt, olen, odev = array_info(out, true)
+    if not odt then fail(fname, "out must be an open cuda.array, got %s", kind_of(out)) end
     if olen < outlen then fail(fname, "out has %d elements; the result needs %d", olen, outlen) end
     if odev ~= dev then fail(fname, "out is on device %d but the arrays are on device %d", odev.ordinal, dev.ordinal) end
   else

@@ -54,7 +54,7 @@ def("devices", "", "the GPUs with their memory", function ()
   print("(utilisation: the driver API does not report it; nvidia-smi does)")
 end)
 
-def("mem", "", "live device arrays, largest first, with where each was made", function ()
+def("mem", "", "live device, managed and mapped arrays, largest first", function ()
   local rows, total = {}, 0
   collectgarbage()
   for _, e in ipairs(cuda.live("arrays")) do
@@ -66,14 +66,16 @@ def("mem", "", "live device arrays, largest first, with where each was made", fu
     end
   end
   table.sort(rows, function (x, y) return x.size > y.size end)
-  if #rows == 0 then print("no live device arrays"); return end
-  print(("%12s  %-9s %-16s %-6s %s"):format("size", "dtype", "shape", "device", "made at"))
+  if #rows == 0 then print("no live arrays (device, managed or mapped)"); return end
+  print(("%12s  %-9s %-16s %-6s %-7s %s"):format("size", "dtype", "shape", "device", "memory", "made at"))
   for _, r in ipairs(rows) do
     local shape = table.concat(r.a.shape, " x ")
-    print(("%12s  %-9s %-16s %-6d %s"):format(bytes(r.size), r.a.dtype, shape, r.a.device.ordinal, r.where))
+    print(("%12s  %-9s %-16s %-6d %-7s %s"):format(bytes(r.size), r.a.dtype, shape, r.a.device.ordinal,
+          r.a.memory, r.where))
   end
-  print(("%12s  in %d array%s (cuda.memory_in_use: %s)"):format(bytes(total), #rows, #rows == 1 and "" or "s",
-        bytes(cuda.memory_in_use())))
+  print(("%12s  in %d array%s (cuda.memory_in_use: %s; device %s, managed %s, mapped %s)"):format(bytes(total),
+        #rows, #rows == 1 and "" or "s", bytes(cuda.memory_in_use()), bytes(cuda.memory_in_use("device")),
+        bytes(cuda.memory_in_use("managed")), bytes(cuda.memory_in_use("mapped"))))
 end)
 
 def("kernels", "", "loaded kernels with registers, shared and local memory", function ()

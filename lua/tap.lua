@@ -236,6 +236,60 @@ function T.gpu_part(fn, what)
   end
 end
 
+-- t/cudashim.c, beside the test file that runs, built with cc (once a file) into
+-- a temporary .so: a driver that hides features of the real one (it says how),
+-- for tests of the messages culua gives where a device or driver lacks them.
+-- Returns the path, or nil and why.
+local shim, shim_why, shim_gone
+function T.cuda_shim()
+  if shim or shim_why then return shim, shim_why end
+  local src = ((arg and arg[0] or ""):match("^(.*)/[^/]*$") or ".") .. "/cudashim.c"
+  local base = os.tmpname()
+  local so = base .. ".so"
+  local out, status = T.run(("cc -shared -fPIC -O1 -o %s %s -ldl"):format(so, src))
+  if status ~= 0 then
+    os.remove(base)
+    shim_why = "cannot build t/cudashim.c with cc: " .. out:gsub("\n", " "):sub(1, 200)
+    return nil, shim_why
+  end
+  shim = so
+  shim_gone = setmetatable({}, {__gc = function () os.remove(so); os.remove(base) end})   -- when the file ends
+  return shim
+end
+
+-- the value of an enumerator of the toolkit's cuda.h ("CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY"),
+-- read from the header rather than copied here; nil and why where none is found
+local cuda_h
+function T.cuda_enum(name)
+  if not cuda_h then
+    local dirs = {os.getenv("CULUA_CUDA_INCLUDE"), os.getenv("CUDA_HOME") and os.getenv("CUDA_HOME") .. "/include",
+                  "/usr/local/cuda/include"}
+    for i = 1, 3 do
+      local f = dirs[i] and dirs[i] ~= "" and io.open(dirs[i] .. "/cuda.h")
+      if f then cuda_h = f:read("a"); f:close(); break end
+    end
+    if not cuda_h then return nil, "no cuda.h (CULUA_CUDA_INCLUDE, $CUDA_HOME/include, /usr/local/cuda/include)" end
+  end
+  local v = cuda_h:match("%f[%w_]" .. name .. "%s*=%s*(%w+)")
+  if not v then return nil, "cuda.h has no " .. name end
+  return math.tointeger(tonumber(v))
+end
+
+-- run Lua code in a child culua over the shim: zero, a list of device attributes
+-- (their names in cuda.h) it answers 0 for, and hide, a list of entry points it does
+-- not find. Returns the output and status, or nil and why the shim cannot run.
+function T.run_shimmed(code, zero, hide)
+  local so, why = T.cuda_shim()
+  if not so then return nil, why end
+  local nums = {}
+  for i, name in ipairs(zero or {}) do
+    nums[i], why = T.cuda_enum(name)
+    if not nums[i] then return nil, why end
+  end
+  return T.run(("CULUA_LIBCUDA=%s CULUA_SHIM_ZERO=%s CULUA_SHIM_HIDE=%s %s -"):format(
+               so, table.concat(nums, ","), table.concat(hide or {}, ","), T.culua), code)
+end
+
 -- the culua binary under test, as child processes run it; CULUA_TEST_WRAP puts
 -- a command before it (bench/sanitize.sh runs MPI ranks under compute-sanitizer)
 T.culua = (arg and arg[-1]) or "culua"

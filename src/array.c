@@ -5,10 +5,13 @@
 ** A pitched 2-D array (cuMemAllocPitch) pads each row to the driver's
 ** pitch, as 2-D textures want; copies move its rows with cuMemcpy2D and
 ** leave the padding out, so to Lua it holds n packed elements like any other.
+** A managed array (cuMemAllocManaged) is unified memory: the same calls,
+** plus host indexing, prefetch and advice (doc/memory.md).
 */
 
 #include "config.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,6 +40,33 @@ static size_t held_bytes (const culua_Array *a) {
   return a->pitch ? a->pitch * a->rows : nbytes(a);
 }
 
+
+/*
+** Before the host reads or writes a managed array (x[i], totable, bytes, a
+** copy without a stream): wait for all work on the array's device, unless
+** it was made with sync = false. A device without concurrent managed
+** access faults the host (SIGBUS) when it touches managed memory while any
+** kernel runs, and one with it gives whatever a running kernel has written
+** so far; waiting for the one stream the host knows of would not be enough,
+** since kernels of every stream may use the array (it is attached globally).
+** For a kernel that never touches the array, the wait is the price of a
+** rule a user can keep in mind; doc/memory.md states it.
+*/
+static void host_ready (lua_State *L, const culua_Array *x, const char *fname) {
+  culua_Ctx c = x->c;   /* entering only reads it */
+  if (!x->managed || !x->host_sync) return;
+  culua_ctx_enter(L, &c, CULUA_ARRAY);
+  culua_check(L, culua_cu(L, fname)->cuCtxSynchronize(), fname,
+              "waiting for device %d before the host touches managed memory", x->c.ordinal);
+}
+
+
+/* the state's count of bytes that a (an owner) adds to: device or managed */
+static size_t *account (lua_State *L, const culua_Array *a) {
+  culua_State *S = culua_state(L);
+  return a->managed ? &S->managed_bytes : &S->device_bytes;
+}
+
 /* }====================================================== */
 
 
@@ -45,20 +75,23 @@ static size_t held_bytes (const culua_Array *a) {
 /*
 ** Allocate, and on out-of-memory run a full collection (unreachable arrays
 ** give their memory back in __gc) and try once more before raising.
+** Managed memory is attached globally: any stream of any device may use it,
+** as kernels take arrays without saying which streams they run on.
 */
-static CUdeviceptr alloc (lua_State *L, size_t bytes, int ordinal, const char *fname) {
+static CUdeviceptr alloc (lua_State *L, size_t bytes, int ordinal, int managed, const char *fname) {
   const culua_Driver *cu = culua_cu(L, fname);
   CUdeviceptr p = 0;
   CUresult r;
   if (bytes == 0) return 0;   /* cuMemAlloc refuses 0: an empty array holds nothing, ptr 0 */
-  r = cu->cuMemAlloc(&p, bytes);
+  r = managed ? cu->cuMemAllocManaged(&p, bytes, CU_MEM_ATTACH_GLOBAL) : cu->cuMemAlloc(&p, bytes);
   if (r == CUDA_ERROR_OUT_OF_MEMORY) {
     lua_gc(L, LUA_GCCOLLECT);
-    r = cu->cuMemAlloc(&p, bytes);
+    r = managed ? cu->cuMemAllocManaged(&p, bytes, CU_MEM_ATTACH_GLOBAL) : cu->cuMemAlloc(&p, bytes);
   }
   if (r != CUDA_SUCCESS) {
     char buf[32];
-    culua_cufail(L, r, fname, "allocating %s on device %d", culua_bytes(buf, (double)bytes), ordinal);
+    culua_cufail(L, r, fname, "allocating %s%s on device %d", culua_bytes(buf, (double)bytes),
+                 managed ? " of managed memory" : "", ordinal);
   }
   return p;
 }
@@ -94,16 +127,21 @@ static culua_Array *newarray (lua_State *L) {
 }
 
 
-/* cuda.array(dtype, n | {rows, cols} [, {device = d, pitched = b}]) -> array */
+/*
+** cuda.array(dtype, n | {rows, cols} [, {device = d, pitched = b, managed = b,
+** sync = b}]) -> array. A managed array's host access waits for its device
+** unless sync = false, which only a device that shares managed memory with
+** the host while kernels run may take (doc/memory.md says why).
+*/
 static int cuda_array (lua_State *L) {
   culua_Dtype t = culua_checkdtype(L, 1);
   int twod;
   size_t rows, cols, n = culua_checkshape(L, 2, t, &rows, &cols, &twod);
-  int ordinal = -1, pitched = 0;
+  int ordinal = -1, pitched = 0, managed = 0, sync = 1;
   size_t pitch = 0;
   culua_Array *a;
   if (!lua_isnoneornil(L, 3)) {
-    static const char *const known[] = {"device", "pitched", NULL};
+    static const char *const known[] = {"device", "pitched", "managed", "sync", NULL};
     luaL_checktype(L, 3, LUA_TTABLE);
     culua_checkoptions(L, 3, "cuda.array", known);
     ordinal = culua_optdevice(L, 3, "cuda.array");
@@ -111,22 +149,38 @@ static int cuda_array (lua_State *L) {
     pitched = lua_getfield(L, 3, "pitched") != LUA_TNIL && lua_toboolean(L, -1);
     lua_settop(L, 3);
     luaL_argcheck(L, !pitched || twod, 2, "a pitched array needs a {rows, cols} shape");
+    managed = culua_optflag(L, 3, "cuda.array", "managed", 0);
+    sync = culua_optflag(L, 3, "cuda.array", "sync", 1);
+    if (lua_getfield(L, 3, "sync") != LUA_TNIL && !managed)
+      luaL_error(L, "cuda.array: sync is an option of managed arrays (give managed = true too)");
+    lua_settop(L, 3);
+    if (managed && pitched)
+      luaL_error(L, "cuda.array: a managed array is not pitched (give one of managed and pitched)");
   }
   a = newarray(L);
   culua_ctx_open(L, &a->c, ordinal, "cuda.array");
+  if (managed) {
+    culua_need(L, a->c.dev, a->c.ordinal, CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, "cuda.array",
+               "cannot allocate managed memory");
+    if (!sync)
+      culua_need(L, a->c.dev, a->c.ordinal, CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, "cuda.array",
+                 "cannot let the host touch managed memory while kernels run (sync = false)");
+  }
   /* the fields after the allocation: a failed one leaves nothing to give back */
   if (pitched && n > 0)
     a->ptr = alloc_pitch(L, rows, cols * culua_dtype_size[t], culua_dtype_size[t], &pitch,
                          a->c.ordinal, "cuda.array");
   else
-    a->ptr = alloc(L, n * culua_dtype_size[t], a->c.ordinal, "cuda.array");
+    a->ptr = alloc(L, n * culua_dtype_size[t], a->c.ordinal, managed, "cuda.array");
   a->n = n;
   a->rows = rows;
   a->cols = cols;
   a->twod = twod;
   a->dtype = t;
   a->pitch = pitch;
-  culua_state(L)->device_bytes += held_bytes(a);
+  a->managed = managed;
+  a->host_sync = sync;
+  *account(L, a) += held_bytes(a);
   culua_track(L, -1, CULUA_TRACK_ARRAYS);
   return 1;
 }
@@ -154,6 +208,8 @@ static int array_view (lua_State *L) {
   v->n = v->cols = (size_t)count;
   v->dtype = a->dtype;
   v->parent = a->parent ? a->parent : a;
+  v->managed = a->managed;
+  v->host_sync = a->host_sync;
   return 1;
 }
 
@@ -177,7 +233,7 @@ static int array_close (lua_State *L) {
   culua_Array *a = (culua_Array *)luaL_checkudata(L, 1, CULUA_ARRAY);
   if (a->c.ctx != NULL && a->parent == NULL && !a->borrowed) {
     if (culua_ctx_live(&a->c) && a->ptr != 0) culua_load_driver(NULL)->cuMemFree(a->ptr);
-    culua_state(L)->device_bytes -= held_bytes(a);
+    *account(L, a) -= held_bytes(a);
   }
   culua_ctx_close(&a->c);
   return 0;
@@ -359,6 +415,7 @@ static CUresult read_first (const culua_Driver *cu, const culua_Array *a, void *
 
 
 void culua_array_read (lua_State *L, const culua_Array *a, void *buf, const char *fname) {
+  host_ready(L, a, fname);
   culua_check(L, read_first(culua_cu(L, fname), a, buf, a->n), fname,
               "copying %d bytes from device %d", (int)nbytes(a), a->c.ordinal);
 }
@@ -462,6 +519,10 @@ static int copy (lua_State *L, int incoming, const char *fname) {
   CUstream s = culua_optstream(L, 3, fname);
   End e;
   other_end(L, 2, x, incoming, &e, fname);
+  if (s == NULL) {   /* the copy is done on return: so is the device's work on managed ends */
+    host_ready(L, x, fname);
+    if (e.array != NULL) host_ready(L, e.array, fname);
+  }
   do_copy(L, x, &e, incoming, s, fname);
   lua_settop(L, incoming ? 1 : 2);
   return 1;
@@ -603,6 +664,250 @@ static int array_fill (lua_State *L) {
 /* }====================================================== */
 
 
+/* {====================================================== managed memory */
+
+static void check_managed (lua_State *L, const culua_Array *x, const char *fname) {
+  if (!x->managed)
+    luaL_error(L, "%s: the array is device memory, not managed (make it with cuda.array(dtype, n, "
+               "{managed = true}))", fname);
+}
+
+
+/*
+** A place for managed pages at index i: "host", or a device (a cuda.device
+** or an ordinal) that can take them, which is one with concurrent managed
+** access (the driver refuses the others with a bare CUDA_ERROR_INVALID_DEVICE).
+*/
+static CUmemLocation checklocation (lua_State *L, int i, const char *fname) {
+  CUmemLocation loc;
+  lua_Integer ord = -1;
+  CUdevice dev;
+  memset(&loc, 0, sizeof(loc));
+  if (lua_type(L, i) == LUA_TSTRING && strcmp(lua_tostring(L, i), "host") == 0) {
+    loc.type = CU_MEM_LOCATION_TYPE_HOST;   /* id ignored */
+    return loc;
+  }
+  if (lua_isinteger(L, i)) ord = lua_tointeger(L, i);
+  else if (luaL_testudata(L, i, CULUA_DEVICE) && lua_getfield(L, i, "ordinal") == LUA_TNUMBER) {
+    ord = lua_tointeger(L, -1);
+    lua_pop(L, 1);
+  }
+  else
+    luaL_argerror(L, i, lua_pushfstring(L, "a cuda.device, a device ordinal or \"host\" expected, got %s",
+                                        lua_type(L, i) == LUA_TSTRING
+                                          ? lua_pushfstring(L, "'%s'", lua_tostring(L, i))
+                                          : luaL_typename(L, i)));
+  if (ord < INT_MIN || ord > INT_MAX) luaL_error(L, "%s: no CUDA device %I", fname, ord);
+  dev = culua_ctx_device(L, (int)ord, fname);   /* raises for one not present */
+  culua_need(L, dev, (int)ord, CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, fname,
+             "cannot take managed memory by prefetch or advice");
+  loc.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  loc.id = (int)ord;
+  return loc;
+}
+
+
+static const char *where (lua_State *L, CUmemLocation loc) {
+  return loc.type == CU_MEM_LOCATION_TYPE_HOST ? "the host" : lua_pushfstring(L, "device %d", loc.id);
+}
+
+
+/*
+** x:prefetch(where [, {stream = s}]) -> x: move a managed array's pages to
+** device `where` (a cuda.device or an ordinal) or to "host" before they are
+** used there, so that a kernel (or the host) finds them in place instead of
+** faulting them over a page at a time. Enqueued on s (default: the default
+** stream of x's device) and returning at once, like a launch: a kernel
+** after it on the same stream finds the pages moved.
+*/
+static int array_prefetch (lua_State *L) {
+  culua_Array *x = check_array(L, 1);
+  const culua_Driver *cu = culua_cu(L, "prefetch");
+  culua_Ctx from = x->c;   /* the context that issues it: the stream's, else x's */
+  CUstream s = NULL;
+  CUmemLocation loc;
+  char buf[32];
+  check_managed(L, x, "prefetch");
+  loc = checklocation(L, 2, "prefetch");
+  if (!lua_isnoneornil(L, 3)) {
+    static const char *const known[] = {"stream", NULL};
+    culua_Stream *st;
+    luaL_checktype(L, 3, LUA_TTABLE);
+    culua_checkoptions(L, 3, "prefetch", known);
+    if (lua_getfield(L, 3, "stream") != LUA_TNIL) {
+      if ((st = (culua_Stream *)luaL_testudata(L, -1, CULUA_STREAM)) == NULL)
+        luaL_error(L, "prefetch: stream must be a cuda.stream, got %s", luaL_typename(L, -1));
+      s = culua_optstream(L, -1, "prefetch");   /* refuses a closed or reset one */
+      from = st->c;
+    }
+    lua_pop(L, 1);
+  }
+  culua_need(L, from.dev, from.ordinal, CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, "prefetch",
+             "cannot prefetch managed memory on its streams");
+  if (cu->cuMemPrefetchAsync == NULL)
+    luaL_error(L, "prefetch: the driver has no cuMemPrefetchAsync that takes a CUmemLocation "
+               "(CUDA 12.2 or newer)");
+  if (x->n > 0) {
+    culua_ctx_enter(L, &from, CULUA_ARRAY);
+    culua_check(L, cu->cuMemPrefetchAsync(x->ptr, nbytes(x), loc, 0, s), "prefetch",
+                "prefetching %s of managed memory to %s", culua_bytes(buf, (double)nbytes(x)), where(L, loc));
+  }
+  lua_settop(L, 1);
+  return 1;
+}
+
+
+/* the advice x:advise takes, with CUDA's code, and whether it names a place */
+static const struct Advice {
+  const char *name;
+  CUmem_advise code;
+  int place;   /* 1: give a place; 0: CUDA applies it to every processor (give none) */
+} advices[] = {
+  {"read_mostly", CU_MEM_ADVISE_SET_READ_MOSTLY, 0},
+  {"unset_read_mostly", CU_MEM_ADVISE_UNSET_READ_MOSTLY, 0},
+  {"preferred_location", CU_MEM_ADVISE_SET_PREFERRED_LOCATION, 1},
+  {"unset_preferred_location", CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION, 0},
+  {"accessed_by", CU_MEM_ADVISE_SET_ACCESSED_BY, 1},
+  {"unset_accessed_by", CU_MEM_ADVISE_UNSET_ACCESSED_BY, 1},
+  {NULL, CU_MEM_ADVISE_SET_READ_MOSTLY, 0}
+};
+
+
+/*
+** x:advise(advice [, where]) -> x: tell the driver how a managed array will
+** be used (cuMemAdvise over its range). "read_mostly": each processor that
+** reads it keeps a copy; "preferred_location", where: its pages live there
+** and others map them rather than fault them over; "accessed_by", where:
+** that processor keeps a mapping wherever the pages go. Each has its
+** "unset_" form. where is "host" or a device.
+*/
+static int array_advise (lua_State *L) {
+  culua_Array *x = check_array(L, 1);
+  const char *name = luaL_checkstring(L, 2);
+  const culua_Driver *cu = culua_cu(L, "advise");
+  const struct Advice *a;
+  CUmemLocation loc;
+  check_managed(L, x, "advise");
+  for (a = advices; a->name != NULL && strcmp(a->name, name) != 0; a++) ;
+  if (a->name == NULL)
+    luaL_error(L, "advise: unknown advice '%s' (known: read_mostly, preferred_location, accessed_by, "
+               "and each with unset_ before it)", name);
+  if (a->place) {
+    if (lua_isnoneornil(L, 3))
+      luaL_error(L, "advise: '%s' needs a place: a cuda.device, a device ordinal or \"host\"", name);
+    loc = checklocation(L, 3, "advise");
+  }
+  else {
+    if (!lua_isnoneornil(L, 3))
+      luaL_error(L, "advise: '%s' takes no place (CUDA applies it for every processor)", name);
+    memset(&loc, 0, sizeof(loc));
+    loc.type = CU_MEM_LOCATION_TYPE_DEVICE;   /* ignored, but a valid one */
+    loc.id = x->c.ordinal;
+  }
+  if (cu->cuMemAdvise == NULL)
+    luaL_error(L, "advise: the driver has no cuMemAdvise that takes a CUmemLocation (CUDA 12.2 or newer)");
+  if (x->n > 0)
+    culua_check(L, cu->cuMemAdvise(x->ptr, nbytes(x), a->code, loc), "advise",
+                "advising '%s'%s%s over %d bytes of managed memory", name, a->place ? " for " : "",
+                a->place ? where(L, loc) : "", (int)nbytes(x));
+  lua_settop(L, 1);
+  return 1;
+}
+
+
+/* a processor as cuMemRangeGetAttribute gives it: an ordinal, "host", or nil for none */
+static void push_processor (lua_State *L, int d) {
+  if (d == (int)CU_DEVICE_CPU) lua_pushliteral(L, "host");
+  else if (d < 0) lua_pushnil(L);   /* CU_DEVICE_INVALID: none, or not the same for every page */
+  else lua_pushinteger(L, d);
+}
+
+
+/*
+** The place that a pair of typed range attributes (CUDA 12.2: a location
+** type and an id) gives, as push_processor does; a host NUMA node is the
+** host. A driver without them (no CUmemLocation advice either) answers
+** the one older attribute, whose CU_DEVICE_CPU cannot say a NUMA node.
+*/
+static void push_place (lua_State *L, const culua_Driver *cu, const culua_Array *x, CUmem_range_attribute typed,
+                        CUmem_range_attribute id, CUmem_range_attribute old) {
+  int t = 0, v = 0;
+  CUresult r = CUDA_SUCCESS;
+  if (cu->cuMemAdvise == NULL) {
+    r = cu->cuMemRangeGetAttribute(&v, sizeof(v), old, x->ptr, nbytes(x));
+    if (r == CUDA_SUCCESS) push_processor(L, v);
+  }
+  else {
+    r = cu->cuMemRangeGetAttribute(&t, sizeof(t), typed, x->ptr, nbytes(x));
+    if (r == CUDA_SUCCESS) r = cu->cuMemRangeGetAttribute(&v, sizeof(v), id, x->ptr, nbytes(x));
+    if (r == CUDA_SUCCESS) {
+      if (t == CU_MEM_LOCATION_TYPE_DEVICE) lua_pushinteger(L, v);
+      else if (t == CU_MEM_LOCATION_TYPE_HOST || t == CU_MEM_LOCATION_TYPE_HOST_NUMA ||
+               t == CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT) lua_pushliteral(L, "host");
+      else lua_pushnil(L);   /* none, or not the same for every page */
+    }
+  }
+  if (r != CUDA_SUCCESS)
+    culua_cufail(L, r, "range_attributes", "reading attribute %d of %d bytes", (int)typed, (int)nbytes(x));
+}
+
+
+/*
+** x:range_attributes() -> {read_mostly = b, preferred_location = p,
+** accessed_by = {p, ...}, last_prefetch = p}, the driver's account of a
+** managed array's range (a p is an ordinal or "host"; nil where none is
+** set, or the pages differ): what prefetch and advise did.
+*/
+static int array_range_attributes (lua_State *L) {
+  culua_Array *x = check_array(L, 1);
+  const culua_Driver *cu = culua_cu(L, "range_attributes");
+  int v = 0, by[CULUA_MAXDEVICES + 1], i, k = 0;
+  check_managed(L, x, "range_attributes");
+  lua_createtable(L, 0, 4);
+  lua_newtable(L);
+  if (x->n == 0) {   /* no pages: no advice, no prefetch */
+    lua_setfield(L, -2, "accessed_by");
+    lua_pushboolean(L, 0);
+    lua_setfield(L, -2, "read_mostly");
+    return 1;
+  }
+  culua_check(L, cu->cuMemRangeGetAttribute(by, sizeof(by), CU_MEM_RANGE_ATTRIBUTE_ACCESSED_BY, x->ptr, nbytes(x)),
+              "range_attributes", "reading who accesses %d bytes", (int)nbytes(x));
+  for (i = 0; i < CULUA_MAXDEVICES + 1; i++)
+    if (by[i] != (int)CU_DEVICE_INVALID) {
+      push_processor(L, by[i]);
+      lua_rawseti(L, -2, ++k);
+    }
+  lua_setfield(L, -2, "accessed_by");
+  culua_check(L, cu->cuMemRangeGetAttribute(&v, sizeof(v), CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, x->ptr, nbytes(x)),
+              "range_attributes", "reading read-mostly of %d bytes", (int)nbytes(x));
+  lua_pushboolean(L, v);
+  lua_setfield(L, -2, "read_mostly");
+  push_place(L, cu, x, CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE, CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_ID,
+             CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION);
+  lua_setfield(L, -2, "preferred_location");
+  push_place(L, cu, x, CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_TYPE,
+             CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_ID, CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION);
+  lua_setfield(L, -2, "last_prefetch");
+  return 1;
+}
+
+
+/* the host address of element i (1-based, at index k) of x, which must be
+** managed; host_ready before touching it */
+static char *host_elem (lua_State *L, const culua_Array *x, int k) {
+  lua_Integer i = luaL_checkinteger(L, k);
+  if (!x->managed)
+    luaL_error(L, "cuda.array: x[i] reaches managed arrays only; this one is device memory (read it with "
+               "x:totable() or x:copy_to(h), or make it with {managed = true})");
+  if (i < 1 || (size_t)i > x->n)
+    luaL_error(L, "cuda.array: index %I outside 1..%I", i, (lua_Integer)x->n);
+  return (char *)(uintptr_t)x->ptr + (size_t)(i - 1) * culua_dtype_size[x->dtype];
+}
+
+/* }====================================================== */
+
+
 /* {====================================================== tensor maps */
 
 /* the TMA element type that moves `d` unchanged (signedness does not matter to a copy) */
@@ -734,7 +1039,16 @@ static culua_Array *check_record (lua_State *L, int i) {
 
 static int array_index (lua_State *L) {
   culua_Array *x;
-  const char *k = lua_tostring(L, 2);
+  const char *k;
+  if (lua_type(L, 2) == LUA_TNUMBER) {   /* x[i]: a managed array's element, from the host */
+    char *p;
+    x = check_record(L, 1);
+    p = host_elem(L, x, 2);
+    host_ready(L, x, "cuda.array");
+    culua_pushelem(L, x->dtype, p);
+    return 1;
+  }
+  k = lua_tostring(L, 2);
   if (culua_pushmethod(L, CULUA_ARRAY, 2) && !lua_isnil(L, -1)) return 1;  /* close works when closed */
   x = check_record(L, 1);
   if (k == NULL) return culua_pushmethod(L, CULUA_ARRAY, 2);
@@ -748,9 +1062,27 @@ static int array_index (lua_State *L) {
     else lua_pushinteger(L, (lua_Integer)(x->pitch ? x->pitch : x->cols * culua_dtype_size[x->dtype]));
   }
   else if (strcmp(k, "pitched") == 0) lua_pushboolean(L, x->pitch != 0);
+  else if (strcmp(k, "managed") == 0) lua_pushboolean(L, x->managed);
+  else if (strcmp(k, "memory") == 0) lua_pushstring(L, x->managed ? "managed" : "device");
   else if (strcmp(k, "device") == 0) culua_pushdevice(L, x->c.ordinal, "cuda.array");
   else return culua_pushmethod(L, CULUA_ARRAY, 2);
   return 1;
+}
+
+
+/* x[i] = v: a managed array's element, from the host; arrays have no other fields to set */
+static int array_newindex (lua_State *L) {
+  culua_Array *x = check_record(L, 1);
+  union { uint64_t u; double d; } v;   /* culua_toelem may store a double: aligned */
+  char *p;
+  if (lua_type(L, 2) != LUA_TNUMBER)
+    return luaL_error(L, "cuda.array: cannot set field '%s' (only a managed array's elements can be set)",
+                      luaL_tolstring(L, 2, NULL));
+  p = host_elem(L, x, 2);
+  culua_toelem(L, 3, x->dtype, &v, "cuda.array");   /* a bad value raises before the wait */
+  host_ready(L, x, "cuda.array");
+  memcpy(p, &v, culua_dtype_size[x->dtype]);
+  return 0;
 }
 
 
@@ -776,19 +1108,22 @@ static int array_tostring (lua_State *L) {
     return 1;
   }
   r = cu->cuCtxSetCurrent(x->c.ctx);
+  if (r == CUDA_SUCCESS && x->managed && x->host_sync) r = cu->cuCtxSynchronize();   /* as host_ready */
   if (r == CUDA_SUCCESS) r = read_first(cu, x, buf, k);
   if (r != CUDA_SUCCESS) {
-    lua_pushfstring(L, "cuda.array(%s, %I) (unreadable: %s)", culua_dtype_names[x->dtype],
-                    (lua_Integer)x->n, culua_cuname(r));
+    lua_pushfstring(L, "cuda.array(%s, %I%s) (unreadable: %s)", culua_dtype_names[x->dtype],
+                    (lua_Integer)x->n, x->managed ? ", managed" : "", culua_cuname(r));
     return 1;
   }
-  culua_push_preview(L, CULUA_ARRAY, x->dtype, x->twod, x->rows, x->cols, buf, k, x->n);
+  culua_push_preview(L, CULUA_ARRAY, x->managed ? "managed" : NULL, x->dtype, x->twod, x->rows, x->cols,
+                     buf, k, x->n);
   return 1;
 }
 
 
 static const luaL_Reg array_meta[] = {
   {"__index", array_index},
+  {"__newindex", array_newindex},
   {"__len", array_len},
   {"__tostring", array_tostring},
   {"__gc", array_close},
@@ -812,14 +1147,28 @@ static const luaL_Reg array_methods[] = {
   {"dot", array_dot},
   {"map", array_map},
   {"tensor_map", array_tensor_map},
+  {"prefetch", array_prefetch},
+  {"advise", array_advise},
+  {"range_attributes", array_range_attributes},
   {"close", array_close},
   {NULL, NULL}
 };
 
 
-/* cuda.memory_in_use() -> bytes held by this state's live device arrays */
+/*
+** cuda.memory_in_use([kind]) -> bytes held by this state's live arrays: of
+** one kind ("device", "managed" or "mapped": mapped host arrays), or of all
+** three (a file's leak check counts them all)
+*/
 static int cuda_memory_in_use (lua_State *L) {
-  lua_pushinteger(L, (lua_Integer)culua_state(L)->device_bytes);
+  static const char *const kinds[] = {"all", "device", "managed", "mapped", NULL};
+  culua_State *S = culua_state(L);
+  size_t by[4];
+  by[1] = S->device_bytes;
+  by[2] = S->managed_bytes;
+  by[3] = S->mapped_bytes;
+  by[0] = by[1] + by[2] + by[3];
+  lua_pushinteger(L, (lua_Integer)by[luaL_checkoption(L, 1, "all", kinds)]);
   return 1;
 }
 

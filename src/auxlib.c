@@ -48,7 +48,7 @@ culua_State *culua_state (lua_State *L) {
 ** the user called, as they wrote it, then says what is wrong, lowercase,
 ** with no final period, quoting the bad value:
 **   cuda.array: CUDA_ERROR_OUT_OF_MEMORY allocating 1.00 TiB on device 0
-**   cuda.host_array: unknown option 'pinnned' (known: pinned, device)
+**   cuda.host_array: unknown option 'pinnned' (known: pinned, mapped, device)
 **   cuda.array: bad argument #2 (number expected, got string)
 **   copy_from: bad argument #1 (cuda.host_array expected, got number)
 ** Module functions are named in full (cuda.array, cuda.nccl.comm), methods
@@ -343,9 +343,22 @@ void culua_checkfield (lua_State *L, const char *fname, const char *key, int typ
   int ok = type == LUA_TNUMBER ? lua_isinteger(L, -1) : lua_type(L, -1) == type;
   if (!ok)
     luaL_error(L, "%s: %s must be %s, got %s", fname, key,
-               type == LUA_TNUMBER ? "an integer" : type == LUA_TTABLE ? "a table" : "a string",
+               type == LUA_TNUMBER ? "an integer" : type == LUA_TTABLE ? "a table"
+               : type == LUA_TBOOLEAN ? "a boolean" : "a string",
                lua_type(L, -1) == LUA_TNUMBER ? lua_pushfstring(L, "%s", luaL_tolstring(L, -1, NULL))
                                                : luaL_typename(L, -1));
+}
+
+
+/* the boolean option `key` of the table at t; def when absent, raising on another type */
+int culua_optflag (lua_State *L, int t, const char *fname, const char *key, int def) {
+  int v = def;
+  if (lua_getfield(L, t, key) != LUA_TNIL) {
+    culua_checkfield(L, fname, key, LUA_TBOOLEAN);
+    v = lua_toboolean(L, -1);
+  }
+  lua_pop(L, 1);
+  return v;
 }
 
 

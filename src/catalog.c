@@ -67,24 +67,33 @@ static int catalog_headers (lua_State *L) {
 
 
 /*
-** C.array(x) -> dtype, n, device, ptr, pitched: what a catalog call checks of each array,
-** in one crossing into C (a small call is bound by the host, and these were
-** five field reads an array); nil and "type", "closed" or "reset" where x is
-** no usable array, for the family to raise with its function's name.
+** C.array(x [, mapped]) -> dtype, n, device, ptr, pitched: what a catalog call
+** checks of each array, in one crossing into C (a small call is bound by the
+** host, and these were five field reads an array); nil and "type", "closed" or
+** "reset" where x is no usable array, for the family to raise with its
+** function's name. With mapped true, an open mapped host array counts too
+** (elementwise kernels take it in place; the catalog's families take device
+** arrays only). pitched: a 2-D array with padded rows, not one dense run.
 */
 static int catalog_array (lua_State *L) {
   const char *why;
   culua_Array *a = culua_peekarray(L, 1, &why);
-  if (a == NULL) {
+  culua_HostArray *h = a == NULL && lua_toboolean(L, 2)
+                       ? (culua_HostArray *)luaL_testudata(L, 1, CULUA_HOSTARRAY) : NULL;
+  if (h != NULL && h->mapped)
+    why = h->data == NULL ? "closed" : culua_ctx_stale(&h->c) ? "reset" : NULL;
+  else
+    h = NULL;
+  if (why != NULL) {
     lua_pushnil(L);
     lua_pushstring(L, why);
     return 2;
   }
-  lua_pushstring(L, culua_dtype_names[a->dtype]);
-  lua_pushinteger(L, (lua_Integer)a->n);
-  culua_pushdevice(L, a->c.ordinal, "cuda.catalog");
-  lua_pushinteger(L, (lua_Integer)a->ptr);
-  lua_pushboolean(L, a->pitch != 0);   /* padded rows: not one dense run */
+  lua_pushstring(L, culua_dtype_names[a ? a->dtype : h->dtype]);
+  lua_pushinteger(L, (lua_Integer)(a ? a->n : h->n));
+  culua_pushdevice(L, a ? a->c.ordinal : h->c.ordinal, "cuda.catalog");
+  lua_pushinteger(L, (lua_Integer)(a ? a->ptr : h->dptr));
+  lua_pushboolean(L, a != NULL && a->pitch != 0);
   return 5;
 }
 

@@ -97,6 +97,17 @@ void culua_ctx_enter (lua_State *L, culua_Ctx *c, const char *tname) {
 }
 
 
+int culua_need_attr (lua_State *L, CUdevice dev, int ordinal, CUdevice_attribute attr,
+                     const char *attrname, const char *fname, const char *cannot) {
+  int v = 0;
+  culua_check(L, culua_cu(L, fname)->cuDeviceGetAttribute(&v, attr, dev), fname,
+              "reading %s of device %d", attrname, ordinal);
+  if (v == 0)
+    luaL_error(L, "%s: device %d %s: its %s is 0", fname, ordinal, cannot, attrname);
+  return v;
+}
+
+
 void *culua_checkobj (lua_State *L, int i, const char *tname) {
   culua_Ctx *c = (culua_Ctx *)luaL_checkudata(L, i, tname);
   culua_ctx_enter(L, c, tname);

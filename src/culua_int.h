@@ -117,7 +117,9 @@ typedef struct culua_State {
   long objects;            /* CUDA objects made so far in this state */
   unsigned journal_next;   /* launches recorded so far */
   culua_Launch journal[CULUA_JOURNAL];
-  size_t device_bytes;     /* held by this state's live device arrays */
+  size_t device_bytes;     /* held by this state's live device arrays (cuMemAlloc) */
+  size_t managed_bytes;    /* ... managed arrays (cuMemAllocManaged) */
+  size_t mapped_bytes;     /* ... mapped host arrays (cuMemHostAlloc, DEVICEMAP) */
   unsigned long long peers[CULUA_MAXDEVICES];   /* bit j of peers[i]: kernels on i may read j's memory */
   int nvtx_depth;          /* NVTX ranges this state has open */
 } culua_State;
@@ -200,6 +202,17 @@ int culua_ctx_live (culua_Ctx *c);
 */
 CUresult culua_enable_peer (lua_State *L, int from, CUcontext to, int toord);
 
+/*
+** A device attribute that a feature needs: its value, or, where it is 0,
+** "fname: device N <cannot>: its CU_DEVICE_ATTRIBUTE_X is 0" raised, so that a
+** missing feature is named, not left to the driver's INVALID_VALUE later.
+** culua_need stringifies the attribute's name.
+*/
+int culua_need_attr (lua_State *L, CUdevice dev, int ordinal, CUdevice_attribute attr,
+                     const char *attrname, const char *fname, const char *cannot);
+#define culua_need(L, dev, ordinal, attr, fname, cannot) \
+  culua_need_attr(L, dev, ordinal, attr, #attr, fname, cannot)
+
 /* luaL_checkudata for objects that start with a culua_Ctx, refusing closed ones */
 void *culua_checkobj (lua_State *L, int i, const char *tname);
 
@@ -261,14 +274,17 @@ void culua_table_to_elems (lua_State *L, int i, culua_Dtype t, void *dst, size_t
                            size_t cols, const char *fname);
 void culua_elems_to_table (lua_State *L, culua_Dtype t, const void *src, int twod, size_t rows,
                            size_t cols);
-/* "tname(dtype, shape): {a, b, ...}" from the first nfirst of n elements */
-void culua_push_preview (lua_State *L, const char *tname, culua_Dtype t, int twod, size_t rows,
-                         size_t cols, const void *first, size_t nfirst, size_t n);
+/* "tname(dtype, shape[, tag]): {a, b, ...}" from the first nfirst of n elements;
+** tag (NULL: none) names the memory when it is not the type's plain kind */
+void culua_push_preview (lua_State *L, const char *tname, const char *tag, culua_Dtype t, int twod,
+                         size_t rows, size_t cols, const void *first, size_t nfirst, size_t n);
 
 /* raise "fname: unknown option 'k' (known: ...)" for a key of table t not in known (NULL-ended) */
 void culua_checkoptions (lua_State *L, int t, const char *fname, const char *const known[]);
 /* the option `key` on top of the stack must be of type (LUA_TNUMBER: an integer), naming it if not */
 void culua_checkfield (lua_State *L, const char *fname, const char *key, int type);
+/* the boolean option `key` of table t: def when absent, raising on another type */
+int culua_optflag (lua_State *L, int t, const char *fname, const char *key, int def);
 /* the `device` option of table t: an ordinal (>= 0) or a cuda.device; -1 when absent */
 int culua_optdevice (lua_State *L, int t, const char *fname);
 
@@ -295,6 +311,8 @@ typedef struct culua_Array {
   culua_Dtype dtype;
   struct culua_Array *parent;  /* a view's owner (kept alive by the user value) */
   int borrowed;                /* memory owned by another object (a module global) */
+  int managed;                 /* unified memory (cuMemAllocManaged): the host may index it */
+  int host_sync;               /* managed: host access waits for the device first (doc/memory.md) */
 } culua_Array;
 
 /* cuda.host_array: pageable (malloc) or pinned (cuMemHostAlloc) memory */
@@ -305,6 +323,8 @@ typedef struct culua_HostArray {
   int twod;
   culua_Dtype dtype;
   int pinned;
+  int mapped;                  /* pinned and mapped: kernels reach it at dptr */
+  CUdeviceptr dptr;            /* mapped: the address kernels use (cuMemHostGetDevicePointer) */
 } culua_HostArray;
 
 /* cuda.stream */

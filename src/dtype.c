@@ -363,16 +363,17 @@ void culua_elems_to_table (lua_State *L, culua_Dtype t, const void *src, int two
 
 
 /* a few elements for __tostring: "dtype[shape] {a, b, c, ...}" */
-void culua_push_preview (lua_State *L, const char *tname, culua_Dtype t, int twod, size_t rows,
-                         size_t cols, const void *first, size_t nfirst, size_t n) {
+void culua_push_preview (lua_State *L, const char *tname, const char *tag, culua_Dtype t, int twod,
+                         size_t rows, size_t cols, const void *first, size_t nfirst, size_t n) {
   luaL_Buffer b;
   size_t k;
   luaL_buffinit(L, &b);
   if (twod)
-    lua_pushfstring(L, "%s(%s, {%I, %I}): {", tname, culua_dtype_names[t],
-                    (lua_Integer)rows, (lua_Integer)cols);
+    lua_pushfstring(L, "%s(%s, {%I, %I}%s%s): {", tname, culua_dtype_names[t], (lua_Integer)rows,
+                    (lua_Integer)cols, tag ? ", " : "", tag ? tag : "");
   else
-    lua_pushfstring(L, "%s(%s, %I): {", tname, culua_dtype_names[t], (lua_Integer)cols);
+    lua_pushfstring(L, "%s(%s, %I%s%s): {", tname, culua_dtype_names[t], (lua_Integer)cols,
+                    tag ? ", " : "", tag ? tag : "");
   luaL_addvalue(&b);
   for (k = 0; k < nfirst; k++) {
     if (k > 0) luaL_addstring(&b, ", ");

@@ -2,6 +2,7 @@
 ** hostarray.c
 ** cuda.host_array: typed host memory, pageable or pinned, for staging copies
 ** and for CPU references. Bulk work (fill, iota, random, compare) is in C.
+** Pinned memory may also be mapped, for kernels to read and write in place.
 */
 
 #include "config.h"
@@ -43,21 +44,28 @@ static size_t checkindex (lua_State *L, const culua_HostArray *h, int i) {
 
 /* {====================================================== making host arrays */
 
-/* cuda.host_array(dtype, n | {rows, cols} [, {pinned = true, device = d}]) */
+/*
+** cuda.host_array(dtype, n | {rows, cols} [, {pinned = true, mapped = true,
+** device = d}]). Mapped is pinned memory that kernels reach over the bus
+** (zero-copy): a kernel takes it as it takes a device array.
+*/
 static int cuda_host_array (lua_State *L) {
   culua_Dtype t = culua_checkdtype(L, 1);
   int twod;
   size_t rows, cols, n = culua_checkshape(L, 2, t, &rows, &cols, &twod);
   size_t bytes = n * culua_dtype_size[t];
   size_t held = bytes ? bytes : 1;   /* data == NULL means closed: an empty array holds a byte */
-  int pinned = 0, ordinal = -1;
+  int pinned = 0, mapped = 0, ordinal = -1;
   culua_HostArray *h;
   if (!lua_isnoneornil(L, 3)) {
-    static const char *const known[] = {"pinned", "device", NULL};
+    static const char *const known[] = {"pinned", "mapped", "device", NULL};
     luaL_checktype(L, 3, LUA_TTABLE);
     culua_checkoptions(L, 3, "cuda.host_array", known);
+    mapped = culua_optflag(L, 3, "cuda.host_array", "mapped", 0);
     lua_getfield(L, 3, "pinned");
-    pinned = lua_toboolean(L, -1);
+    if (mapped && !lua_isnil(L, -1) && !lua_toboolean(L, -1))
+      luaL_error(L, "cuda.host_array: mapped memory is pinned (pinned = false and mapped = true contradict)");
+    pinned = mapped || lua_toboolean(L, -1);
     lua_settop(L, 3);
     ordinal = culua_optdevice(L, 3, "cuda.host_array");
   }
@@ -65,14 +73,26 @@ static int cuda_host_array (lua_State *L) {
   memset(h, 0, sizeof(*h));
   luaL_setmetatable(L, CULUA_HOSTARRAY);
   if (pinned) {
+    const culua_Driver *cu = culua_cu(L, "cuda.host_array");
     CUresult r;
+    char buf[32];
     culua_ctx_open(L, &h->c, ordinal, "cuda.host_array");
-    /* portable: usable for copies with any context, not only this one */
-    r = culua_cu(L, "cuda.host_array")->cuMemHostAlloc(&h->data, held, CU_MEMHOSTALLOC_PORTABLE);
+    if (mapped)
+      culua_need(L, h->c.dev, h->c.ordinal, CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY, "cuda.host_array",
+                 "cannot map host memory (mapped = true)");
+    /* portable: usable for copies with any context, not only this one; and
+    ** mapped into every context's address space when asked, as UVA does */
+    r = cu->cuMemHostAlloc(&h->data, held, CU_MEMHOSTALLOC_PORTABLE | (mapped ? CU_MEMHOSTALLOC_DEVICEMAP : 0));
     if (r != CUDA_SUCCESS) {
-      char buf[32];
       h->data = NULL;
-      culua_cufail(L, r, "cuda.host_array", "pinning %s of host memory", culua_bytes(buf, (double)bytes));
+      culua_cufail(L, r, "cuda.host_array", "pinning %s of host memory%s", culua_bytes(buf, (double)bytes),
+                   mapped ? " (mapped)" : "");
+    }
+    if (mapped && (r = cu->cuMemHostGetDevicePointer(&h->dptr, h->data, 0)) != CUDA_SUCCESS) {
+      cu->cuMemFreeHost(h->data);
+      h->data = NULL;
+      culua_cufail(L, r, "cuda.host_array", "mapping %s of pinned memory for device %d",
+                   culua_bytes(buf, (double)bytes), h->c.ordinal);
     }
   }
   else if ((h->data = calloc(1, held)) == NULL) {
@@ -85,13 +105,22 @@ static int cuda_host_array (lua_State *L) {
   h->twod = twod;
   h->dtype = t;
   h->pinned = pinned;
+  h->mapped = mapped;
+  if (mapped) {   /* counted and listed with the arrays kernels use */
+    culua_state(L)->mapped_bytes += bytes;
+    culua_track(L, -1, CULUA_TRACK_ARRAYS);
+  }
   return 1;
 }
 
 
 static int host_close (lua_State *L) {
   culua_HostArray *h = (culua_HostArray *)luaL_checkudata(L, 1, CULUA_HOSTARRAY);
-  if (h->data == NULL) return 0;
+  if (h->data == NULL) {   /* closed, or its allocation failed: the context may still be held */
+    culua_ctx_close(&h->c);
+    return 0;
+  }
+  if (h->mapped) culua_state(L)->mapped_bytes -= h->n * culua_dtype_size[h->dtype];
   if (h->pinned) {
     if (culua_ctx_live(&h->c)) culua_load_driver(NULL)->cuMemFreeHost(h->data);
     culua_ctx_close(&h->c);
@@ -342,6 +371,17 @@ static int host_index (lua_State *L) {
   else if (strcmp(k, "nbytes") == 0) lua_pushinteger(L, (lua_Integer)(h->n * culua_dtype_size[h->dtype]));
   else if (strcmp(k, "size") == 0) lua_pushinteger(L, (lua_Integer)h->n);
   else if (strcmp(k, "pinned") == 0) lua_pushboolean(L, h->pinned);
+  else if (strcmp(k, "mapped") == 0) lua_pushboolean(L, h->mapped);
+  else if (strcmp(k, "memory") == 0)
+    lua_pushstring(L, h->mapped ? "mapped" : h->pinned ? "pinned" : "pageable");
+  else if (strcmp(k, "ptr") == 0) {   /* the address kernels use: mapped only */
+    if (h->mapped) lua_pushinteger(L, (lua_Integer)h->dptr);
+    else lua_pushnil(L);
+  }
+  else if (strcmp(k, "device") == 0) {   /* the device whose context pinned it, or nil */
+    if (h->pinned) culua_pushdevice(L, h->c.ordinal, "cuda.host_array");
+    else lua_pushnil(L);
+  }
   else return culua_pushmethod(L, CULUA_HOSTARRAY, 2);
   return 1;
 }
@@ -367,7 +407,7 @@ static int host_tostring (lua_State *L) {
     lua_pushliteral(L, "cuda.host_array (closed)");
     return 1;
   }
-  culua_push_preview(L, CULUA_HOSTARRAY, h->dtype, h->twod, h->rows, h->cols, h->data,
+  culua_push_preview(L, CULUA_HOSTARRAY, h->mapped ? "mapped" : NULL, h->dtype, h->twod, h->rows, h->cols, h->data,
                      h->n < PREVIEW ? h->n : PREVIEW, h->n);
   return 1;
 }

@@ -499,6 +499,7 @@ static void refuse_untyped (lua_State *L, int pos, const Param *p) {
 */
 static void putarg (lua_State *L, int i, int pos, const Param *p, char *buf, int ordinal) {
   culua_Array *a;
+  culua_HostArray *h;
   unsigned long long tex;
   culua_Dtype st;
   const void *sbits;
@@ -523,12 +524,23 @@ static void putarg (lua_State *L, int i, int pos, const Param *p, char *buf, int
     if (p->bytes != 8 || p->kind == 'f')
       luaL_error(L, "launch: argument %d is a cuda.array but parameter %d is %c%d, not a pointer",
                  pos, pos, p->kind, (int)p->bits);
-    if (ordinal >= 0 && a->c.ordinal != ordinal &&
+    /* managed memory is attached globally: every device reaches it */
+    if (ordinal >= 0 && a->c.ordinal != ordinal && !a->managed &&
         !(ordinal < 64 && a->c.ordinal < 64 && (culua_state(L)->peers[ordinal] >> a->c.ordinal & 1)))
       luaL_error(L, "launch: argument %d is an array on device %d but the kernel runs on device %d "
                  "(copy it over, or cuda.device(%d):enable_peer_access(cuda.device(%d)))", pos,
                  a->c.ordinal, ordinal, ordinal, a->c.ordinal);
     memcpy(buf, &a->ptr, 8);
+    return;
+  }
+  if (t == LUA_TUSERDATA && (h = culua_testhostarray(L, i)) != NULL) {
+    if (p->bytes != 8 || p->kind == 'f')
+      luaL_error(L, "launch: argument %d is a cuda.host_array but parameter %d is %c%d, not a pointer",
+                 pos, pos, p->kind, (int)p->bits);
+    if (!h->mapped)
+      luaL_error(L, "launch: argument %d is a cuda.host_array that is not mapped: kernels cannot reach it "
+                 "(make it with {mapped = true}, or copy it to a cuda.array)", pos);
+    memcpy(buf, &h->dptr, 8);   /* portable and mapped: valid in every context */
     return;
   }
   if (t == LUA_TUSERDATA && culua_totexture(L, i, &tex)) {   /* a cudaTextureObject_t */

@@ -45,6 +45,9 @@
   X(cuMemFree, 3020) \
   X(cuMemHostAlloc, 2020) \
   X(cuMemFreeHost, 2000) \
+  X(cuMemHostGetDevicePointer, 3020) \
+  X(cuMemAllocManaged, 6000) \
+  X(cuMemRangeGetAttribute, 8000) \
   X(cuMemcpyHtoD, 3020) \
   X(cuMemcpyDtoH, 3020) \
   X(cuMemcpyDtoD, 3020) \
@@ -98,13 +101,20 @@
   X(cuLaunchCooperativeKernel, 9000) \
   X(cuOccupancyMaxActiveBlocksPerMultiprocessor, 6050)
 
-/* entry points culua can do without on an older driver (NULL when missing) */
+/*
+** Entry points culua can do without on an older driver (NULL when missing).
+** cuMemPrefetchAsync and cuMemAdvise at 12020 are the forms that take a
+** CUmemLocation (the host, a NUMA node or a device), the only ones CUDA 13
+** declares; a 12.0 or 12.1 driver has only the CUdevice forms.
+*/
 #define CULUA_DRIVER_OPTIONAL(X) \
   X(cuDeviceGetUuid, 11040) \
   X(cuFuncGetParamInfo, 12040) \
   X(cuTensorMapEncodeTiled, 12000) \
   X(cuLaunchKernelEx, 11060) \
-  X(cuOccupancyMaxActiveClusters, 11070)
+  X(cuOccupancyMaxActiveClusters, 11070) \
+  X(cuMemPrefetchAsync, 12020) \
+  X(cuMemAdvise, 12020)
 
 typedef struct culua_Driver {
 #define CULUA_FIELD(name, ver) PFN_##name##_v##ver name;

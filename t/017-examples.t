@@ -32,7 +32,7 @@ local function wanted(f, tests)
 end
 
 for _, f in ipairs{"examples/devices.lua", "examples/embed.lua", "examples/grid_barrier.lua", "examples/matmul_lab.lua",
-                   "examples/scan.lua", "bench/scan.lua", "examples/histogram.lua", "bench/histogram.lua", "examples/sort.lua", "bench/sort.lua", "bench/launch.lua", "bench/copy.lua", "bench/nvrtc_cache.lua", "bench/matmul.lua", "bench/barrier.lua",
+                   "examples/scan.lua", "bench/scan.lua", "examples/histogram.lua", "bench/histogram.lua", "examples/sort.lua", "bench/sort.lua", "bench/launch.lua", "bench/copy.lua", "bench/managed.lua", "bench/nvrtc_cache.lua", "bench/matmul.lua", "bench/barrier.lua",
                    "examples/gauss.lua", "bench/solve.lua", "bench/solve_profile.lua"} do
   local chunk, err = loadfile(srcdir .. "/" .. f)
   T.ok(chunk ~= nil, f .. " parses", err)

@@ -40,17 +40,21 @@ local cf = os.tmpname() .. ".cu"
 f = assert(io.open(cf, "w")); f:write('extern "C" __global__ void scale(float *x, float a, int n) {\n  int i = threadIdx.x;\n  if (i < n) x[i] *= a;\n}\n'); f:close()
 
 if gpu then
-  out = T.run(repl, "c = require 'cuda'\na = c.array('float32', 1000)\nb = c.array('float64', {20, 30})\n:mem\n")
-  T.like(out, "3%.91 KiB%s+float32%s+1000%s+0%s+stdin:1", ":mem lists the array with where it was made")
+  out = T.run(repl, "c = require 'cuda'\na = c.array('float32', 1000)\nb = c.array('float64', {20, 30})\n"
+              .. "m = c.array('int32', 256, {managed = true})\nh = c.host_array('uint8', 100, {mapped = true})\n:mem\n")
+  T.like(out, "3%.91 KiB%s+float32%s+1000%s+0%s+device%s+stdin:1", ":mem lists the array with where it was made")
   T.like(out, "4%.69 KiB%s+float64%s+20 x 30", ":mem shows a 2-D shape")
-  T.like(out, "in 2 arrays", ":mem counts them")
+  T.like(out, "1%.00 KiB%s+int32%s+256%s+0%s+managed%s+stdin:1", ":mem lists a managed array, marked so")
+  T.like(out, "100 B%s+uint8%s+100%s+0%s+mapped%s+stdin:1", ":mem lists a mapped host array, marked so")
+  T.like(out, "in 4 arrays %(cuda%.memory_in_use: 9%.69 KiB; device 8%.59 KiB, managed 1%.00 KiB, mapped 100 B%)",
+         ":mem counts them, by kind")
   -- :reload of a .cu file rebinds the globals that hold its kernels; :kernels lists them
   local g = io.open(cf, "a"); g:write('extern "C" __global__ void twice(float *x) { x[threadIdx.x] *= 2; }\n'); g:close()
   out = T.run(repl, ("c = require 'cuda'\nk = c.compile(io.open('%s'):read('a')):module():kernel('scale')\n:reload %s\n:kernels\nk.name\n"):format(cf, cf))
   T.like(out, "reloaded [^\n]*; globals rebound: k", ":reload of a .cu file rebinds k")
   T.like(out, "\nscale%s+%d+%s+[%d.]+ B", ":kernels lists scale with its registers")
 else
-  T.like(T.run(repl, ":mem\n"), "no live device arrays", ":mem without arrays")
+  T.like(T.run(repl, ":mem\n"), "no live arrays %(device, managed or mapped%)", ":mem without arrays")
   out = T.run(repl, (":reload %s\n"):format(cf))
   T.like(out, "> :reload: cuda%.load: no CUDA driver", ":reload of a .cu file without a GPU says why, naming the command")
   T.unlike(out, "%[culua%.", "and no line inside culua")
