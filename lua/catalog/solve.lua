@@ -22,7 +22,7 @@ local cuda = require "cuda"
 local core = require "culua.catalog.core"
 local S = require "culua.catalog.solve_common"
 local lu = require "culua.catalog.lu"
-local lu_multi = require "culua.catalog.lu_multi"
+local lu_devices = require("culua.catalog.lu_multi").devices
 local seed = require "culua.catalog.seed"
 local triangular = require "culua.catalog.triangular"
 local C = cuda._catalog
@@ -160,7 +160,7 @@ local lu_options = {"stream", "method", "block", "panel", "devices", "peer", "gr
 -- bad pivot
 local function factor(fname, K, dev, stream, n, nb, A, ipiv, status, pk, multi, list, peer, info, taper)
   if multi then
-    pivot_verdict(fname, lu_multi(fname, dev, stream, n, nb, A.dtype, A, ipiv, pk, list, peer, info))
+    pivot_verdict(fname, lu_devices(fname, dev, stream, n, nb, A.dtype, A, ipiv, pk, list, peer, info))
   else
     lu_blocked(fname, K, dev, stream, n, nb, A, ipiv, status, pk, taper, info)
     check_pivots(fname, stream, status)
