@@ -22,12 +22,7 @@ local keep, closing = sh_.keep, sh_.closing
 local panel_factory, lookahead_step, swaps, column_swaps = lu.panel_factory, lu.lookahead_step, lu.swaps, lu.column_swaps
 
 -- the columns share g (0-based) of G holds when n columns are dealt out in blocks of nb
-local function cyclic_columns(n, nb, G, g)
-  local P = ceil_div(n, nb)
-  local nloc = 0
-  for q = g, P - 1, G do nloc = nloc + math.min(nb, n - q * nb) end
-  return nloc
-end
+local cyclic_columns = require("culua.catalog.block_cyclic").columns_of
 
 --[[
 ** The transport tp, what the algorithm asks of whatever moves its data:
@@ -197,4 +192,4 @@ local devices = closing(function (owned, fname, dev0, ustream, n, nb, dt, A, ipi
   return lu_multi(owned, fname, n, nb, dt, pk, tp)
 end)
 
-return {lu_multi = lu_multi, devices = devices, cyclic_columns = cyclic_columns}
+return {lu_multi = lu_multi, devices = devices}
