@@ -679,6 +679,13 @@ for _, np in ipairs{2, 4} do
   end
 end
 
+-- the manual's one script, over two ranks sharing GPU 0
+do
+  local out, status = launch(2, true, srcdir .. "/examples/solve_scale.lua", "600 ranks")
+  T.is(status, 0, "examples/solve_scale.lua 600 ranks under mpirun -np 2 exits 0")
+  T.like(out, "solve n = 600, 2 ranks: .-residual ratio %d+%.%d+; data by nccl\n", "  and solves, within LAPACK's ratio")
+end
+
 -- a rank that fails mid-call (its panels' buffer cannot be made) ends the job, named
 local failing = script([[
 local cuda = require "cuda"
