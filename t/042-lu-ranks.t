@@ -493,13 +493,15 @@ if not mpirun or mpirun == "" then
 end
 if not mpirun then skip("no mpirun on PATH") end
 
--- N ranks under mpirun: on one GPU (each rank its own NCCL_HOSTID, GPU 0), or one GPU a rank
+-- N ranks under mpirun: on one GPU (each rank its own NCCL_HOSTID, GPU 0: NCCL then takes the
+-- ranks for nodes of their own and joins them by its socket transport, the only one that
+-- needs no second GPU; NVLink across nodes, IB, P2P and shared memory off), or one GPU a rank
 local function launch(np, shared, script, args)
   local env = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 " ..
               "NCCL_NVLS_ENABLE=0 "
   local cmd = T.culua .. " " .. script .. " " .. (args or "")
   if shared then
-    env = env .. "CULUA_DEVICE=0 NCCL_IB_DISABLE=1 "
+    env = env .. "CULUA_DEVICE=0 NCCL_MNNVL_ENABLE=0 NCCL_IB_DISABLE=1 NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 "
     cmd = "sh -c 'NCCL_HOSTID=culua-rank-${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}} exec " .. cmd .. "'"
   end
   return T.run(env .. "timeout 600 " .. mpirun .. " -np " .. np .. " " .. cmd)
@@ -526,7 +528,11 @@ local function check(name, cond, detail)
   io.write(("%d %s: %s\n"):format(me, name, cond and "ok" or ("FAIL " .. tostring(detail))))
   io.flush()
 end
-local function host(x) local h = cuda.host_array(x.dtype, x.shape); x:copy_to(h); return h end
+local function host(x)
+  local h = cuda.host_array(x.dtype, #x.shape == 2 and x.shape or #x)
+  x:copy_to(h)
+  return h
+end
 local EPS = {float32 = 2.0 ^ -24, float64 = 2.0 ^ -53}
 local function max_diff(a, b)
   local ta, tb = host(a):totable(), host(b):totable()
