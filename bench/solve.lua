@@ -23,7 +23,8 @@
 -- the default at 128 from n = N (solve.tune.wide_from; an explicit block does neither),
 -- "+pdl0" launches the chain's kernels without the programmatic attribute (solve.tune.programmatic),
 -- "+chunksN" the several-GPU LU's first distribution to a peer in N chunks
--- (solve.tune.start_chunks, 8; "+chunks1": one piece).
+-- (solve.tune.start_chunks, 8; "+chunks1": one piece), "+p2p" over ranks sends each panel
+-- to each rank in an NCCL group rather than broadcasting it (solve.tune.rank_panels).
 -- DEVICES: "0,1" (or "all") also times float32 lu + lu_solve with devices =
 -- that list (peer copies where the pair allows; "0,1:host" forces pinned-host
 -- staging), beside the one-GPU time. DEVICES "comm", under mpirun (one GPU a
@@ -154,8 +155,8 @@ local function over_ranks(n, nb, pname, panel, A0, b0, A, b, ms)
       tflops(n, rms)))
   local want = ({[4] = {[32768] = 2.7, [49152] = 3.3}, [2] = {[32768] = 1.7}})[G]
   want = want and want[n]
-  print(("  %.2fx one GPU%s; block %d; %s"):format(ms / rms, want and (" (target >= %.1fx)"):format(want) or "", info.block,
-        moved(info)))
+  print(("  %.2fx one GPU%s; block %d, panels by %s; %s"):format(ms / rms, want and (" (target >= %.1fx)"):format(want) or "",
+        info.block, info.panels_by, moved(info)))
   -- already dealt out: each rank's columns (scattered once, untimed), solve over the ranks
   local d = cat.block_cyclic(n, G, info.block)
   local X0 = d:array("float32", me)
@@ -221,6 +222,8 @@ for _, dt in ipairs(DTYPES) do
       tune.step_on = panel:match("%+stepS") and "S" or "Q"
       -- "+chunksN": the first distribution to a peer in N chunks (solve.tune.start_chunks; 8)
       tune.start_chunks = math.tointeger(tonumber(panel:match("%+chunks(%d+)") or 8))
+      -- "+p2p": over ranks, each panel sent to each rank rather than broadcast (solve.tune.rank_panels)
+      tune.rank_panels = panel:match("%+p2p") and "send" or "broadcast"
       -- "+trsmK" / "+trsmP": the full-width triangular solve by its kernel / as a product
       tune.trsm = ({K = "kernel", P = "product"})[panel:match("%+trsm(%u)") or ""]
       -- "+taperC": the default block of 128 narrowed to 64 for the last C columns

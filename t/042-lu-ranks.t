@@ -319,6 +319,11 @@ mock.M.tune.narrow = nil
 mock.M.tune.step_on = "S"
 check(23, 4, 2, {0, 1}, 1)
 mock.M.tune.step_on = "Q"
+-- the panels sent to each rank (solve.tune.rank_panels = "send") rather than broadcast
+mock.M.tune.rank_panels = "send"
+check(20, 3, 3, {0, 1, 2}, 1)
+check(40, 8, 4, {0}, 2)
+mock.M.tune.rank_panels = "broadcast"
 
 -- block_cyclic: the columns a rank holds, both ways, and its moves as the root layout's
 do

@@ -170,17 +170,30 @@ local function transport(owned, comm, s, ustream, n, nb, dt, layout, A, root, ip
     s.Q:wait(s.u)
   end
 
+  -- (solve.tune.rank_panels: one broadcast, or a send to each rank in one group)
+  local by_send = S.tune.rank_panels == "send"
+  info.panels_by = by_send and "send" or "broadcast"
+
   function tp.send(o, buf, cnt)
     o.ready:record(o.Q)
     o.C:wait(o.ready)
-    comm:broadcast(view(buf, 0, cnt), {root = me, stream = o.C})
-    moved.panels = moved.panels + cnt * esz
+    local v = view(buf, 0, cnt)
+    if by_send then
+      cuda.nccl.group(function ()
+        for r = 0, G - 1 do if r ~= me then comm:send(v, r, {stream = o.C}) end end
+      end)
+      moved.panels = moved.panels + (G - 1) * cnt * esz
+    else
+      comm:broadcast(v, {root = me, stream = o.C})
+      moved.panels = moved.panels + cnt * esz
+    end
   end
 
   function tp.stream(x) return x.C end
 
   function tp.take(_, o, R, buf, cnt)
-    comm:broadcast(view(buf, 0, cnt), {root = o.g - 1, stream = R})
+    if by_send then comm:recv(view(buf, 0, cnt), o.g - 1, {stream = R})
+    else comm:broadcast(view(buf, 0, cnt), {root = o.g - 1, stream = R}) end
     moved.panels = moved.panels + cnt * esz
   end
 
@@ -340,7 +353,7 @@ end
 -- job is ending (cuda.mpi's report of the failing rank aborts it)
 local function factor(fname, comm, p, A, L, ipiv, info)
   local owned = {}
-  local s = share_on(comm.rank + 1, p.dev, 1, p.dt, true)
+  local s = share_on(comm.rank + 1, p.dev, 1, p.dt, true)   -- (with C, at the panels' priority)
   s.L = L
   local ok, bad = pcall(function ()
     local tp = transport(owned, comm, s, p.stream, p.n, p.nb, p.dt, p.layout, A, p.root, ipiv, info)

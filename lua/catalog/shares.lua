@@ -97,7 +97,7 @@ end
 
 -- share g on device d, the slot-th of that device in this call: its device, kernels, streams
 -- (S the steps, Q the panels at a higher priority, G the gathers; C a transport's own, where
--- own_stream asks for it) and
+-- own_stream asks for it, at Q's priority: its kernels carry panels to and from Q) and
 -- events (kept a device for the next call: the streams, their events and so the catalog's
 -- scratch memory a stream are made once, not each call; a device listed twice has two)
 local function share_on(g, d, slot, dt, own_stream)
@@ -108,7 +108,7 @@ local function share_on(g, d, slot, dt, own_stream)
          done = event_on(d), recv = event_on(d), w = event_on(d), freed = {event_on(d), event_on(d)}}
     slots[slot] = k
   end
-  if own_stream then k.C = k.C or stream_on(d) end
+  if own_stream then k.C = k.C or stream_on(d, -1) end
   return {g = g, dev = d, K = kernels(d, dt), S = k.S, Q = k.Q, G = k.G, C = k.C, ready = k.ready, u = k.u,
           done = k.done, recv = k.recv, w = k.w, freed = k.freed, mine = true}
 end

@@ -155,7 +155,7 @@ end
 --         array of A's n and dtype, left as it was) or distribution (a block_cyclic
 --         descriptor: A is this rank's columns, n x d:columns(rank), factored in place);
 --         block, panel, stream as above
---   ipiv on every rank; info: ranks, rank, shares, transfer ("nccl"), layout ("root" |
+--   ipiv on every rank; info: ranks, rank, shares, transfer ("nccl"), panels_by, layout ("root" |
 --         "distributed"), root, block, moved = {start =, panels =, finish =} (the bytes that
 --         left or reached this rank by NCCL)
 function M.lu(A, opts)

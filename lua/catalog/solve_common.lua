@@ -91,10 +91,14 @@ core.scratch_kind("solve_absmax", "float64", true)     -- absmax's word (a doubl
 -- wide_from, taper: lu_block's default block on one GPU, per dtype: 128 from n = wide_from,
 -- narrowed to 64 by the look-ahead once at most taper columns are left (taper false or 0:
 -- never; lu_block says why).
+-- rank_panels: how a panel goes from its owner to the other ranks over comm (ranks.lua):
+-- "broadcast" (the default: one NCCL broadcast, a ring, each rank's part forwarding it) or
+-- "send" (the owner sends it to each rank in one NCCL group: more of the owner's bandwidth,
+-- but a rank takes it without waiting for the ranks after it in the ring). Not measured yet.
 local tune = {cluster_rows = 256, cluster_bytes = nil, cluster_spill = 0.25, lookahead = true, split_at = nil,
           trsv_max = 16, fused_keep = true, fused_rows = 16, narrow = nil, trsm = nil, tall_split = 16, tall_spill = 0,
           cluster_whole = nil, step_on = "Q", wide_from = {float32 = 8192, float64 = 8192},
-          taper = {float32 = 6656, float64 = 6656}, programmatic = nil, start_chunks = 8}
+          taper = {float32 = 6656, float64 = 6656}, programmatic = nil, start_chunks = 8, rank_panels = "broadcast"}
 S.tune = tune
 
 -- }======================================================
