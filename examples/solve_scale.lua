@@ -19,11 +19,12 @@ local opts, me, mpi = {}, 0, nil
 if mode == "ranks" then
   mpi = cuda.mpi                                  -- each rank's GPU: its node-local rank
   me = mpi.rank
-  local id = mpi.bcast(me == 0 and cuda.nccl.unique_id() or nil, {root = 0})
-  opts.comm = cuda.nccl.comm(id, mpi.size, me, {device = cuda.device().ordinal})
 end
 require("culua.bench").need_devices(1, {quiet = me ~= 0})
-if mode == "devices" then
+if mode == "ranks" then
+  local id = mpi.bcast(me == 0 and cuda.nccl.unique_id() or nil, {root = 0})
+  opts.comm = cuda.nccl.comm(id, mpi.size, me, {device = cuda.device().ordinal})
+elseif mode == "devices" then
   opts.devices = {}
   for d = 0, cuda.device_count() - 1 do opts.devices[#opts.devices + 1] = d end
 end

@@ -43,7 +43,8 @@ local function new(n, ranks, block)
   end
   local P = ceil_div(n, block)
   if P < ranks then
-    fail(fname, "n = %d in blocks of %d makes %d block%s, fewer than the %d ranks: every rank needs one (a narrower block, or fewer ranks)",
+    fail(fname, "n = %d in blocks of %d makes %d block%s, fewer than the %d ranks: every rank needs one " ..
+         "(a narrower block, or fewer ranks)",
          n, block, P, P == 1 and "" or "s", ranks)
   end
   return setmetatable({n = n, ranks = ranks, block = block, panels = P}, D)

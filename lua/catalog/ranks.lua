@@ -340,7 +340,8 @@ local function plan(fname, call, comm, A, B, opts, keys)
   p.nb = stated(words, G, "block") or (p.layout == "root" and words[p.root].nb) or p.word.nb
   local P = ceil_div(p.n, p.nb)
   if p.n > 0 and P < G then
-    fail(fname, "n = %d in blocks of %d makes %d block%s, fewer than the %d ranks: every rank needs one (a narrower block, or fewer ranks)",
+    fail(fname, "n = %d in blocks of %d makes %d block%s, fewer than the %d ranks: every rank needs one " ..
+         "(a narrower block, or fewer ranks)",
          p.n, p.nb, P, P == 1 and "" or "s", G)
   end
   return p
