@@ -23,19 +23,32 @@
 -- the default at 128 from n = N (solve.tune.wide_from; an explicit block does neither),
 -- "+pdl0" launches the chain's kernels without the programmatic attribute (solve.tune.programmatic),
 -- "+chunksN" the several-GPU LU's first distribution to a peer in N chunks
--- (solve.tune.start_chunks, 8; "+chunks1": one piece).
+-- (solve.tune.start_chunks, 8; "+chunks1": one piece), "+p2p" over ranks sends each panel
+-- to each rank in an NCCL group rather than broadcasting it (solve.tune.rank_panels).
 -- DEVICES: "0,1" (or "all") also times float32 lu + lu_solve with devices =
 -- that list (peer copies where the pair allows; "0,1:host" forces pinned-host
--- staging), beside the one-GPU time. DTYPES: "float32", "float64" or both (the
+-- staging), beside the one-GPU time. DEVICES "comm", under mpirun (one GPU a
+-- rank), times float32 lu + lu_solve over the ranks (comm = an NCCL communicator
+-- set up through cuda.mpi) beside rank 0's one GPU: A whole on rank 0 (root
+-- layout: dealt out, factored, gathered, lu_solve there) and already dealt out
+-- (solve with distribution =: the triangular solves over the ranks too); rank 0
+-- prints. DTYPES: "float32", "float64" or both (the
 -- default). Target on two H200s (issue 12): n = 32768
 -- float32 >= 1.7x one GPU:  culua bench/solve.lua "" 64 32768 auto all
+-- Targets over ranks (issue 39, x4 and x2 kinds, NCCL_NVLS_ENABLE=0):
+--   mpirun -np 4 culua bench/solve.lua "" "" 32768,49152 auto comm float32
+--     (>= 3.3x one GPU at 49152, >= 2.7x at 32768)
+--   mpirun -np 2 culua bench/solve.lua "" "" 32768 auto comm float32   (>= 1.7x)
 -- TFLOP/s = (2/3) n^3 / t. Targets on the H100 (issue 12): float32 solve
 -- (getrf + getrs) >= 1.0x cuSOLVER at n = 8192 and 16384; float64 LU >= 0.8x
 -- dgetrf. Ours includes its two read-backs (the input check and the pivots'
 -- status), which synchronize. The seed's method (three kernels a column) is
 -- timed once at n <= 8192 as the baseline.
 local cuda = require "cuda"
-require("culua.bench").need_devices()
+local COMM_MODE = arg[5] == "comm"
+local mpi = COMM_MODE and cuda.mpi or nil
+local me = COMM_MODE and mpi.rank or 0   -- (cuda.mpi picks each rank's GPU: its node-local rank)
+require("culua.bench").need_devices(1, {quiet = me ~= 0})
 local cat = cuda.catalog
 local ANCHOR = arg[1]
 if ANCHOR == "" then ANCHOR = nil end
@@ -50,8 +63,11 @@ local TALL0, TSPILL0 = tune.tall_split, tune.tall_spill
 local TAPER0, WIDE0 = {}, {}
 for k, v in pairs(tune.taper) do TAPER0[k] = v end
 for k, v in pairs(tune.wide_from) do WIDE0[k] = v end
-local DEVICES, PEER
-if arg[5] and arg[5] ~= "" then
+local DEVICES, PEER, COMM
+if COMM_MODE then
+  local id = mpi.bcast(me == 0 and cuda.nccl.unique_id() or nil, {root = 0})
+  COMM = cuda.nccl.comm(id, mpi.size, me, {device = cuda.device().ordinal})
+elseif arg[5] and arg[5] ~= "" then
   DEVICES = {}
   if arg[5]:match("^all") then
     for i = 0, cuda.device_count() - 1 do DEVICES[#DEVICES + 1] = i end
@@ -70,8 +86,16 @@ if ANCHOR then
   if not f then print(("anchor %s is missing: ours alone"):format(ANCHOR)); ANCHOR = nil else f:close() end
 end
 
+-- rank 0 alone prints, under mpirun
+local print = me == 0 and print or function () end
+
 print(("cuda.catalog lu on %s, median of %d%s"):format(dev.name, REPS,
       ANCHOR and (", anchor " .. ANCHOR) or " (no anchor given: ours alone)"))
+if COMM then
+  local major, minor, patch = cuda.nccl.version()
+  print(("mpirun -np %d: %d ranks, NCCL %d.%d.%d, one GPU a rank (rank 0: device %d)"):format(COMM.size, COMM.size,
+        major, minor, patch, dev.ordinal))
+end
 
 local function tflops(n, ms) return 2 / 3 * n ^ 3 / (ms * 1e-3) / 1e12 end
 
@@ -90,19 +114,83 @@ local function line(what, n, ms, anchor_ms, target)
   print(s)
 end
 
+-- the median over REPS (after a warm-up) of the slowest rank's time (ms) for f, every rank
+-- starting together (setup, untimed, before each)
+local function time_ranks(reps, setup, f)
+  local ts = {}
+  for i = 0, reps do
+    setup()
+    dev:synchronize()
+    mpi.barrier()
+    local t0 = cuda.clock()
+    f()
+    dev:synchronize()
+    local t = mpi.allreduce((cuda.clock() - t0) * 1e3, {op = "max"})
+    if i > 0 then ts[#ts + 1] = t end
+  end
+  table.sort(ts)
+  return ts[(#ts + 1) // 2]
+end
+
+local function moved(info)
+  local m = info.moved
+  return ("rank 0 moved %.2f GB at the start, %.2f GB of panels, %.2f GB at the end"):format(m.start / 1e9,
+         m.panels / 1e9, m.finish / 1e9)
+end
+
+-- float32 lu + lu_solve over the ranks, both layouts, beside one GPU's ms (rank 0's)
+-- (A0, b0: the matrix and right-hand side, A, b the arrays timed: rank 0's, nil elsewhere)
+local function over_ranks(n, nb, pname, panel, A0, b0, A, b, ms)
+  local G = COMM.size
+  local ropts = {block = nb or nil, panel = pname or panel, comm = COMM}
+  local info
+  local rms = time_ranks(REPS, function ()
+    if me == 0 then A:copy_from(A0); b:copy_from(b0) end
+  end, function ()
+    local piv
+    piv, info = cat.lu(A, ropts)
+    if me == 0 then cat.lu_solve(A, piv, b, {block = nb or nil}) end
+  end)
+  print(("%-44s %10.2f ms %7.2f TFLOP/s"):format(("  mpirun -np %d, comm, A on rank 0: lu + lu_solve"):format(G), rms,
+      tflops(n, rms)))
+  local want = ({[4] = {[32768] = 2.7, [49152] = 3.3}, [2] = {[32768] = 1.7}})[G]
+  want = want and want[n]
+  print(("  %.2fx one GPU%s; block %d, panels by %s; %s"):format(ms / rms, want and (" (target >= %.1fx)"):format(want) or "",
+        info.block, info.panels_by, moved(info)))
+  -- already dealt out: each rank's columns (scattered once, untimed), solve over the ranks
+  local d = cat.block_cyclic(n, G, info.block)
+  local X0 = d:array("float32", me)
+  d:scatter(A0, X0, COMM)
+  local X, bx = d:array("float32", me), cuda.array("float32", n)
+  local dopts = {comm = COMM, distribution = d, overwrite = true, panel = pname or panel}
+  local dms = time_ranks(REPS, function ()
+    X:copy_from(X0)
+    if me == 0 then bx:copy_from(b0) end
+  end, function ()
+    local _, _, i = cat.solve(X, bx, dopts)
+    info = i
+  end)
+  print(("%-44s %10.2f ms %7.2f TFLOP/s"):format(("  mpirun -np %d, comm, dealt out: solve"):format(G), dms, tflops(n, dms)))
+  print(("  %.2fx one GPU; %s"):format(ms / dms, moved(info)))
+  X0:close(); X:close(); bx:close()
+  collectgarbage()
+end
+
 local DTYPES = {}
 for d in (arg[6] or "float32,float64"):gmatch("float%d+") do DTYPES[#DTYPES + 1] = d end
 for _, dt in ipairs(DTYPES) do
   local t = dt == "float32" and "f32" or "f64"
   for _, n in ipairs(SIZES) do
-    local hA = cuda.host_array(dt, {n, n}):random(1, -1, 1)
-    local hb = cuda.host_array(dt, n):random(2, -1, 1)
-    local A0, b0 = cuda.array(dt, {n, n}):copy_from(hA), cuda.array(dt, n):copy_from(hb)
+    -- (over ranks, rank 0 alone holds the matrix and times one GPU)
+    local one = me == 0
+    local hA = one and cuda.host_array(dt, {n, n}):random(1, -1, 1)
+    local hb = one and cuda.host_array(dt, n):random(2, -1, 1)
+    local A0, b0 = one and cuda.array(dt, {n, n}):copy_from(hA), one and cuda.array(dt, n):copy_from(hb)
     hA = nil
     collectgarbage()
-    local A, b = cuda.array(dt, {n, n}), cuda.array(dt, n)
+    local A, b = one and cuda.array(dt, {n, n}), one and cuda.array(dt, n)
     local getrf, getrs
-    if ANCHOR then
+    if ANCHOR and one then
       getrf = run_anchor(ANCHOR, ("%s %d %d"):format(t, n, REPS), "getrf_ms")
       getrs = run_anchor(ANCHOR, ("%s %d %d"):format(t, n, REPS), "getrs_ms")
     end
@@ -134,6 +222,8 @@ for _, dt in ipairs(DTYPES) do
       tune.step_on = panel:match("%+stepS") and "S" or "Q"
       -- "+chunksN": the first distribution to a peer in N chunks (solve.tune.start_chunks; 8)
       tune.start_chunks = math.tointeger(tonumber(panel:match("%+chunks(%d+)") or 8))
+      -- "+p2p": over ranks, each panel sent to each rank rather than broadcast (solve.tune.rank_panels)
+      tune.rank_panels = panel:match("%+p2p") and "send" or "broadcast"
       -- "+trsmK" / "+trsmP": the full-width triangular solve by its kernel / as a product
       tune.trsm = ({K = "kernel", P = "product"})[panel:match("%+trsm(%u)") or ""]
       -- "+taperC": the default block of 128 narrowed to 64 for the last C columns
@@ -146,8 +236,9 @@ for _, dt in ipairs(DTYPES) do
       local lopts = {block = nb or nil, panel = pname or panel}
       local what = ("%s n = %d block %s %s"):format(dt, n, nb or "default", panel)
       if dt == "float32" then
-        local ms = time(A0, b0, A, b, REPS, function (a, x) local piv = cat.lu(a, lopts); cat.lu_solve(a, piv, x, opts) end)
-        line(what .. ": lu + lu_solve", n, ms, getrf and getrs and getrf + getrs, 1.0)
+        local ms = one and time(A0, b0, A, b, REPS, function (a, x) local piv = cat.lu(a, lopts); cat.lu_solve(a, piv, x, opts) end)
+        line(what .. ": lu + lu_solve", n, ms or 0, getrf and getrs and getrf + getrs, 1.0)
+        if COMM then over_ranks(n, nb, pname, panel, A0 or nil, b0 or nil, A or nil, b or nil, mpi.bcast(ms or 0)) end
         if DEVICES then
           local mopts = {block = nb or nil, panel = pname or panel, devices = DEVICES, peer = PEER}
           local info
@@ -160,22 +251,24 @@ for _, dt in ipairs(DTYPES) do
           print(("  %.2fx one GPU (target on two H200s at n = 32768: >= 1.7x); transfer %s%s"):format(
                 ms / mms, info.transfer, info.why and (" (" .. info.why .. ")") or ""))
         end
-      else
+      elseif one then
         local ms = time(A0, b0, A, b, REPS, function (a) cat.lu(a, lopts) end)
         line(what .. ": lu", n, ms, getrf, 0.8)
       end
     end end
     -- the residual of one solve, so that a fast wrong answer shows
-    local x = cat.solve(A0, b0)
-    local hx = cuda.host_array(dt, n)
-    x:copy_to(hx)
-    hA = cuda.host_array(dt, {n, n})
-    A0:copy_to(hA)
-    local ratio = cat.reference.lu_residual(hA, hx, hb) / (n * (dt == "float32" and 2.0 ^ -24 or 2.0 ^ -53))
-    print(("%-44s ratio %.3f%s"):format("  residual ||b - A x|| / (||A|| ||x|| n eps)", ratio, ratio <= 10 and "" or "  WRONG"))
-    if n <= 8192 and dt == "float32" then
-      local ms = time(A0, b0, A, b, 1, function (a, bb) cat.solve(a, bb, {method = "seed", overwrite = true}) end)
-      line(("  seed method (Gauss-Jordan, 3 kernels a column)"), n, ms)
+    local x = one and cat.solve(A0, b0)
+    if one then
+      local hx = cuda.host_array(dt, n)
+      x:copy_to(hx)
+      hA = cuda.host_array(dt, {n, n})
+      A0:copy_to(hA)
+      local ratio = cat.reference.lu_residual(hA, hx, hb) / (n * (dt == "float32" and 2.0 ^ -24 or 2.0 ^ -53))
+      print(("%-44s ratio %.3f%s"):format("  residual ||b - A x|| / (||A|| ||x|| n eps)", ratio, ratio <= 10 and "" or "  WRONG"))
+      if n <= 8192 and dt == "float32" then
+        local ms = time(A0, b0, A, b, 1, function (a, bb) cat.solve(a, bb, {method = "seed", overwrite = true}) end)
+        line(("  seed method (Gauss-Jordan, 3 kernels a column)"), n, ms)
+      end
     end
     A0, b0, A, b, x, hA = nil, nil, nil, nil, nil, nil
     collectgarbage()

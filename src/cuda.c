@@ -143,7 +143,7 @@ static int cuda_bench (lua_State *L) {
 static int cuda_type (lua_State *L) {
   static const char *const names[] = {
     CULUA_DEVICE, CULUA_ARRAY, CULUA_HOSTARRAY, CULUA_STREAM, CULUA_EVENT,
-    CULUA_MODULE, CULUA_KERNEL, CULUA_PROGRAM, CULUA_GRAPH, CULUA_TEXTURE, CULUA_SCALAR, NULL
+    CULUA_MODULE, CULUA_KERNEL, CULUA_PROGRAM, CULUA_GRAPH, CULUA_TEXTURE, CULUA_SCALAR, CULUA_NCCLCOMM, NULL
   };
   int i;
   luaL_checkany(L, 1);

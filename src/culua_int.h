@@ -68,6 +68,7 @@ int culua_checkoption (lua_State *L, int arg, const char *def, const char *const
 #define CULUA_GRAPH      "cuda.graph"
 #define CULUA_TEXTURE    "cuda.texture"
 #define CULUA_SCALAR     "cuda.scalar"
+#define CULUA_NCCLCOMM   "cuda.nccl.comm"
 
 #define CULUA_MAXDEVICES 64
 

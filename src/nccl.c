@@ -11,8 +11,6 @@
 
 #include "culua_int.h"
 
-#define CULUA_NCCLCOMM "cuda.nccl.comm"
-
 
 typedef struct Comm {
   culua_Ctx c;          /* the device's context, retained while the comm lives */

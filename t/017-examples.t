@@ -33,7 +33,7 @@ end
 
 for _, f in ipairs{"examples/devices.lua", "examples/embed.lua", "examples/grid_barrier.lua", "examples/matmul_lab.lua",
                    "examples/scan.lua", "bench/scan.lua", "examples/histogram.lua", "bench/histogram.lua", "examples/sort.lua", "bench/sort.lua", "bench/launch.lua", "bench/copy.lua", "bench/managed.lua", "bench/nvrtc_cache.lua", "bench/matmul.lua", "bench/barrier.lua",
-                   "examples/gauss.lua", "bench/solve.lua", "bench/solve_profile.lua"} do
+                   "examples/gauss.lua", "bench/solve.lua", "bench/solve_profile.lua", "examples/solve_scale.lua"} do
   local chunk, err = loadfile(srcdir .. "/" .. f)
   T.ok(chunk ~= nil, f .. " parses", err)
 end
@@ -87,6 +87,14 @@ if cuda.device_count() > 0 then
     T.is(status, 0, "gauss.lua (N = 300) exits 0")
     T.like(out, "sequential CPU.-one GPU, method seed.-one GPU, method lu.-SUCCESS!!",
            "gauss.lua: the CPU, the seed's kernels and the blocked LU, each within LAPACK's ratio")
+  end
+  -- one script from one GPU to all of them (t/042-lu-ranks.t runs the catalog over ranks)
+  if wanted("examples/solve_scale.lua", 4) then
+    for _, mode in ipairs{"one", "devices"} do
+      out, status = T.run(("%s %s/examples/solve_scale.lua 700 %s"):format(T.culua, srcdir, mode))
+      T.is(status, 0, "solve_scale.lua 700 " .. mode .. " exits 0")
+      T.like(out, "^solve n = 700, .-residual ratio %d+%.%d+; data by %a+\n$", "  and solves, within LAPACK's ratio")
+    end
   end
 else
   T.like(out, skipped_line("examples/devices.lua"), "devices.lua says plainly that there is none, in one line")

@@ -52,6 +52,7 @@ local function filled(dtype, n, v) return cuda.array(dtype, n):fill(v) end
 
 local c = nccl.comm_all{0}[1]
 T.like(tostring(c), "^cuda%.nccl%.comm: rank 0 of 1 on device 0$", "__tostring")
+T.is(cuda.type(c), "cuda.nccl.comm", "cuda.type names it (the catalog's comm = option checks so)")
 T.is(c.rank, 0, "rank")
 T.is(c.size, 1, "size")
 T.is(c.device.ordinal, 0, "device")

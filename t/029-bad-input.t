@@ -194,6 +194,16 @@ case("bench: a misspelt option", function () cuda.bench(function () end, {rep = 
 case("nccl.comm: a short id", function () cuda.nccl.comm("x", 1, 0) end, "cuda%.nccl%.comm: bad argument #1 %(an id from cuda%.nccl%.unique_id%(%) is 128 bytes, got 1%)")
 case("nccl.group: a number", function () cuda.nccl.group(1) end, "cuda%.nccl%.group: bad argument #1 %(function expected, got number%)")
 case("nccl.comm_all: no devices", function () cuda.nccl.comm_all({}) end, "cuda%.nccl%.comm_all: bad argument #1")
+-- lu and solve over ranks: the communicator and the layout's options (t/042-lu-ranks.t has the rest)
+case("lu: comm a number", function () cuda.catalog.lu(nil, {comm = 5}) end, "cuda%.catalog%.lu: comm must be a cuda%.nccl%.comm, got number")
+case("solve: comm a table", function () cuda.catalog.solve(nil, nil, {comm = {}}) end, "cuda%.catalog%.solve: comm must be a cuda%.nccl%.comm, got table")
+case("lu: root without comm", function () cuda.catalog.lu(nil, {root = 0}) end, "cuda%.catalog%.lu: root goes with comm")
+case("solve: distribution without comm", function () cuda.catalog.solve(nil, nil, {distribution = 1}) end, "cuda%.catalog%.solve: distribution goes with comm")
+case("block_cyclic: n 0", function () cuda.catalog.block_cyclic(0, 2, 64) end, "cuda%.catalog%.block_cyclic: n must be an integer >= 1, got 0")
+case("block_cyclic: block 129", function () cuda.catalog.block_cyclic(1000, 2, 129) end, "cuda%.catalog%.block_cyclic: block must be an integer 1%.%.128, got 129")
+case("block_cyclic: fewer blocks than ranks", function () cuda.catalog.block_cyclic(100, 4, 64) end, "n = 100 in blocks of 64 makes 2 blocks, fewer than the 4 ranks")
+case("block_cyclic: a rank past the ranks", function () cuda.catalog.block_cyclic(100, 2, 8):columns(2) end, "cuda%.catalog%.block_cyclic%.columns: rank must be an integer 0%.%.1, got 2")
+case("block_cyclic: column 0", function () cuda.catalog.block_cyclic(100, 2, 8):owner(0) end, "cuda%.catalog%.block_cyclic%.owner: column must be an integer 1%.%.100, got 0")
 
 
 -- kernels from expressions (t/036-elementwise.t has each too)

@@ -174,7 +174,7 @@ T.ok(info.knobs.panel:find("fused", 1, true) and info.knobs.panel:find("cluster"
 
 T.error_like(function () cat.lu(1) end, "cuda%.catalog%.lu: A must be a cuda%.array, got number", "lu: A not an array")
 T.error_like(function () cat.lu(cuda.host_array("float32", {2, 2})) end, "A must be a cuda%.array, got cuda%.host_array", "lu: a host array")
-T.error_like(function () cat.lu(nil, {blok = 64}) end, "cuda%.catalog%.lu: unknown option 'blok' %(known: stream, method, block, panel, devices, peer, growth%)", "lu: unknown option")
+T.error_like(function () cat.lu(nil, {blok = 64}) end, "cuda%.catalog%.lu: unknown option 'blok' %(known: stream, method, block, panel, devices, peer, growth, comm, root, distribution%)", "lu: unknown option")
 T.error_like(function () cat.solve(nil, nil, {overwrite = true, x = 1}) end, "cuda%.catalog%.solve: unknown option 'x'", "solve: unknown option")
 T.error_like(function () cat.lu_solve(nil, nil, nil, {method = "seed"}) end, "cuda%.catalog%.lu_solve: unknown option 'method'", "lu_solve: no method")
 T.error_like(function () cat.lu_solve(1, 2, 3, "x") end, "lu_solve: opts must be a table, got string", "lu_solve: opts not a table")

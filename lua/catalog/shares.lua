@@ -1,15 +1,19 @@
--- culua.catalog.shares: a solve spread over several GPUs (devices = {...}):
--- its shares, each with its device, kernels and streams; how data moves
--- between two devices (peer copies, a copy within one, or pinned host
--- staging: the transport beneath the algorithms); and the arrays a call makes
--- and closes. The several-GPU LU (lu_multi.lua) and the seed's P2P program
--- (seed.lua) are the algorithms on it.
+-- culua.catalog.shares: a solve spread over several GPUs of one process
+-- (devices = {...}): its shares, each with its device, kernels and streams; how
+-- data moves between two devices (peer copies, a copy within one, or pinned
+-- host staging: the transport beneath the algorithms), and the LU's transport
+-- made of it (lu_transport, the table lu_multi.lua asks for); and the arrays a
+-- call makes and closes. The several-GPU LU (lu_multi.lua) and the seed's P2P
+-- program (seed.lua) are the algorithms on it; ranks.lua is the LU's other
+-- transport, NCCL between processes.
 
 local cuda = require "cuda"
 local core = require "culua.catalog.core"
 local S = require "culua.catalog.solve_common"
 
-local kernels, take_status, event_on, stream_on = S.kernels, S.take_status, S.event_on, S.stream_on
+local ceil_div = core.ceil_div
+local kernels, take_status, event_on, stream_on, grid_for, view = S.kernels, S.take_status, S.event_on, S.stream_on,
+                                                                 S.grid_for, S.view
 
 -- the result's info: the devices and how data travelled between them
 local function new_info(list)
@@ -91,25 +95,32 @@ local function closing(f)
   end
 end
 
--- shares set up on the listed devices: each with its device, kernels and streams, the
--- transport from the arrays' device, and the events it records
--- (kept a device for the next call: the streams, their events and so the catalog's
+-- share g on device d, the slot-th of that device in this call: its device, kernels, streams
+-- (S the steps, Q the panels at a higher priority, G the gathers; C a transport's own, where
+-- own_stream asks for it, at Q's priority: its kernels carry panels to and from Q) and
+-- events (kept a device for the next call: the streams, their events and so the catalog's
 -- scratch memory a stream are made once, not each call; a device listed twice has two)
+local function share_on(g, d, slot, dt, own_stream)
+  local slots = core.device_state("solve_shares", d)
+  local k = slots[slot]
+  if not k then
+    k = {S = stream_on(d), Q = stream_on(d, -1), G = stream_on(d), ready = event_on(d), u = event_on(d),
+         done = event_on(d), recv = event_on(d), w = event_on(d), freed = {event_on(d), event_on(d)}}
+    slots[slot] = k
+  end
+  if own_stream then k.C = k.C or stream_on(d, -1) end
+  return {g = g, dev = d, K = kernels(d, dt), S = k.S, Q = k.Q, G = k.G, C = k.C, ready = k.ready, u = k.u,
+          done = k.done, recv = k.recv, w = k.w, freed = k.freed, mine = true}
+end
+
+-- shares set up on the listed devices, each with the transport from the arrays' device
 local function shares_on(list, G, dev0, dt, info, peer)
   local sh = {}
   local used = {}
   for g = 1, G do
     local d = cuda.device(list[g])
-    local slots = core.device_state("solve_shares", d)
     used[d.ordinal] = (used[d.ordinal] or 0) + 1
-    local k = slots[used[d.ordinal]]
-    if not k then
-      k = {S = stream_on(d), Q = stream_on(d, -1), G = stream_on(d), ready = event_on(d), u = event_on(d),
-           done = event_on(d), recv = event_on(d), w = event_on(d), freed = {event_on(d), event_on(d)}}
-      slots[used[d.ordinal]] = k
-    end
-    local s = {g = g, dev = d, K = kernels(d, dt), S = k.S, Q = k.Q, G = k.G, ready = k.ready, u = k.u,
-               done = k.done, recv = k.recv, w = k.w, freed = k.freed}
+    local s = share_on(g, d, used[d.ordinal], dt)
     s.home = transport(info, peer, dev0.ordinal, d.ordinal)
     sh[g] = s
   end
@@ -156,5 +167,128 @@ local function finish(sh, n, ipiv, ipiv_hbuf, HS, hev, ustream, owned, which)
   return first_bad(words)
 end
 
+
+-- {====================================================== the LU's transport
+
+--[[
+** lu_multi.lua's transport over the listed devices of this process, A (n x n) and ipiv on
+** dev0 (its home stream HS after the caller's stream). A panel goes from its owner's send
+** buffer to each share by a peer copy (or a copy within the device), or from the owner's
+** pinned host copy. The columns go out at the start and come back a block row at a time,
+** as each becomes final.
+]]
+local function lu_transport(owned, dev0, ustream, n, nb, dt, A, ipiv, list, peer, info)
+  local G = math.min(#list, ceil_div(n, nb))   -- a share beyond the panels would have no columns
+  info.shares = G
+  local sh = shares_on(list, G, dev0, dt, info, peer)
+  local HS, hev = home_stream(dev0, ustream)
+  local cyclic = kernels(dev0, dt)("cyclic")
+  local tp = {G = G, shares = sh, mine = sh}
+
+  -- a pinned copy of the panels for the shares reached through the host
+  function tp.setup(s, _, size)
+    for h = 1, G do
+      if transport(info, peer, s.dev.ordinal, sh[h].dev.ordinal) == "host" then
+        s.HB = s.HB or keep(owned, pinned(dt, size))
+      end
+    end
+  end
+
+  -- distribute: each share's columns packed out of A into its L. A share on the arrays'
+  -- device packs its own on its S; the arrays' device writes a peer's straight into the
+  -- peer's L over peer access (writes over the link), in tune.start_chunks chunks of whole
+  -- panels, each with an event (s.chunks), so that the peer's first step takes each as it
+  -- comes rather than idle until all of its columns are there (two H200s at 32768: 2.1 GB,
+  -- 5.5 ms of NVLink; session 22: 455.25 and 451.89 ms against 456.21 and 454.91 in one
+  -- piece); the first chunk holds the columns its Q works on in that step. A share
+  -- reached through the host gets them packed on the arrays' device (W), staged and copied
+  function tp.start(lstart)
+    hev:record(HS)   -- the start, after the caller's stream
+    local nev = 0
+    for _, s in ipairs(sh) do
+      local count = n * s.nloc
+      local grid = {grid = grid_for(count, 256, dev0), block = 256, stream = HS}
+      if s.home == "local" then
+        s.S:wait(hev)
+        grid.stream = s.S
+        cyclic:launch(grid, n, n, nb, G, s.g - 1, s.nloc, 0, s.nloc, A, s.L, 0)
+      elseif s.home == "peer" then
+        s.chunks = {}
+        local per = ceil_div(ceil_div(s.nloc, math.max(S.tune.start_chunks or 1, 1)), nb) * nb
+        local c0 = 0
+        while c0 < s.nloc do
+          local c1 = math.min(s.nloc, c0 == 0 and math.max(per, lstart(s, 2)) or c0 + per)
+          grid.grid = grid_for(n * (c1 - c0), 256, dev0)
+          cyclic:launch(grid, n, n, nb, G, s.g - 1, s.nloc, c0, c1 - c0, A, s.L, 0)
+          nev = nev + 1
+          local ev = chunk_event(dev0, nev)
+          ev:record(HS)
+          s.chunks[#s.chunks + 1] = {c0 = c0, c1 = c1, ev = ev}
+          c0 = c1
+        end
+        s.S:wait(s.chunks[1].ev)
+      else
+        s.W = keep(owned, cuda.array(dt, count, {device = dev0.ordinal}))
+        s.HW = keep(owned, pinned(dt, count))
+        cyclic:launch(grid, n, n, nb, G, s.g - 1, s.nloc, 0, s.nloc, A, s.W, 0)
+        move(s.home, s.W, HS, hev, s.L, s.S, s.HW)
+      end
+      s.u:record(s.S)
+      s.Q:wait(s.u)
+    end
+  end
+
+  -- the owner's pinned copy, for the shares reached through the host (o.sent: the buffer the
+  -- others take from; o sends again only once every share took this one, in the step after)
+  function tp.send(o, buf, cnt)
+    if o.HB then buf:view(1, cnt):copy_to(o.HB, o.Q) end
+    o.ready:record(o.Q)
+    o.sent = buf
+  end
+
+  function tp.stream(s) return s.S end
+
+  function tp.take(s, o, R, buf, cnt)
+    R:wait(o.ready)
+    if transport(info, peer, o.dev.ordinal, s.dev.ordinal) == "host" then buf:copy_from(o.HB, R)
+    else buf:view(1, cnt):copy_from(o.sent:view(1, cnt), R) end
+  end
+
+  -- rows [j0, j0 + rows) of share s's columns are final now (every later step works on the
+  -- rows below): into A on G, beside the steps that follow, rather than all at the end
+  -- (two H200s, float32 32768: 5.5 ms of NVLink for a share's 2.1 GB). The next panel's
+  -- owner wrote those rows of its columns on Q, before it recorded `ready`. (A peer writes
+  -- into A over peer access; a share reached through the host sends them all at the end)
+  function tp.rows(s, j0, rows, nxt)
+    if s.home == "host" then return end
+    s.G:wait(s.w)
+    if nxt then s.G:wait(s.ready) end
+    s.K("cyclic"):launch({grid = grid_for(rows * s.nloc, 256, s.dev), block = 256, stream = s.G}, n, rows, nb, G,
+                         s.g - 1, s.nloc, 0, s.nloc, view(A, j0 * n, rows * n), view(s.L, j0 * s.nloc, rows * s.nloc), 1)
+  end
+
+  -- the columns back into A (a share's rows went on its G as they became final; one reached
+  -- through the host stages them all now, into W, and the arrays' device unpacks them), and
+  -- share 1's pivots (every share has them all)
+  function tp.finish()
+    local ipiv_hbuf = sh[1].home == "host" and keep(owned, pinned("int32", n)) or nil
+    for _, s in ipairs(sh) do
+      if s.home == "host" then
+        move(s.home, s.L, s.S, s.done, s.W, HS, s.HW)
+        cyclic:launch({grid = grid_for(n * s.nloc, 256, dev0), block = 256, stream = HS}, n, n, nb, G, s.g - 1, s.nloc,
+                      0, s.nloc, A, s.W, 1)
+      else
+        s.done:record(s.G)
+        HS:wait(s.done)
+      end
+    end
+    return finish(sh, n, ipiv, ipiv_hbuf, HS, hev, ustream, owned, "Q")
+  end
+  return tp
+end
+
+-- }======================================================
+
 return {new_info = new_info, transport = transport, move = move, pinned = pinned, close_all = close_all, keep = keep,
-        closing = closing, shares_on = shares_on, home_stream = home_stream, chunk_event = chunk_event, finish = finish}
+        closing = closing, share_on = share_on, shares_on = shares_on, home_stream = home_stream, chunk_event = chunk_event,
+        finish = finish, first_bad = first_bad, lu_transport = lu_transport}

@@ -12,7 +12,10 @@
 -- does the work. The parts, each with its kernels (kernels/<part>.cu):
 --   lu.lua          LU on one GPU: blocked, the look-ahead, the default block
 --   lu_panel.lua    the panel factorizations (cluster, fused, columns)
---   lu_multi.lua    LU on several GPUs, over shares.lua's shares and transport
+--   lu_multi.lua    LU spread over shares: the algorithm, over a transport
+--   shares.lua      its transport over the GPUs of one process (devices =)
+--   ranks.lua       its transport over ranks (comm =: NCCL), and lu and solve there
+--   block_cyclic.lua  the columns a rank holds (distribution =), moved by NCCL
 --   triangular.lua  trsm and lu_solve's substitutions
 --   seed.lua        the seed's method, on one GPU or several
 --   solve_common.lua  what they share: the kernels' shapes (kernels/culua/solve.cuh),
@@ -22,7 +25,7 @@ local cuda = require "cuda"
 local core = require "culua.catalog.core"
 local S = require "culua.catalog.solve_common"
 local lu = require "culua.catalog.lu"
-local lu_multi = require "culua.catalog.lu_multi"
+local lu_devices = require("culua.catalog.lu_multi").devices
 local seed = require "culua.catalog.seed"
 local triangular = require "culua.catalog.triangular"
 local C = cuda._catalog
@@ -32,7 +35,9 @@ local kernels, grid_for, take_status, check_block, copy = S.kernels, S.grid_for,
 local lu_blocked, lu_block, solve_factored = lu.lu_blocked, lu.lu_block, triangular.solve_factored
 local seed_run, transpose = seed.seed_run, seed.transpose
 local new_info = require("culua.catalog.shares").new_info
+local ranks = require "culua.catalog.ranks"
 local MAXBLOCK = S.shapes.MAXBLOCK
+local square, rhs, check_finite, pivot_verdict = S.square, S.rhs, S.check_finite, S.pivot_verdict
 
 local M = {}
 
@@ -46,37 +51,6 @@ M.panel_factor = require("culua.catalog.lu_panel").panel_factor
 
 
 -- {====================================================== checks
-
--- n of a square matrix: a 2-D n x n array, or a 1-D array (a view) of n*n elements
-local function square(fname, what, A)
-  check_array(fname, what, A)
-  core.dtype_of(fname, what, A, {"float32", "float64"})
-  if A.pitched then fail(fname, "%s is pitched: the catalog expects packed arrays", what) end
-  local shape = A.shape
-  if #shape == 2 then
-    if shape[1] ~= shape[2] then fail(fname, "%s must be square, got %dx%d", what, shape[1], shape[2]) end
-    return shape[1]
-  end
-  local n = math.tointeger(math.floor(math.sqrt(#A) + 0.5))
-  if n * n ~= #A then fail(fname, "%s is 1-D with %d elements, not a square number (n*n)", what, #A) end
-  return n
-end
-
--- k, the right-hand sides of B (n x k, or a vector / 1-D array of n*k elements)
-local function rhs(fname, B, n, dt)
-  check_array(fname, "B", B)
-  if B.dtype ~= dt then fail(fname, "B has dtype %s but A has %s", B.dtype, dt) end
-  if B.pitched then fail(fname, "B is pitched: the catalog expects packed arrays") end
-  local shape = B.shape
-  if #shape == 2 then
-    if shape[1] ~= n then fail(fname, "B is %dx%d but A is %dx%d: B must have %d rows", shape[1], shape[2], n, n, n) end
-    return shape[2]
-  end
-  if #B == 0 or #B % n ~= 0 then
-    fail(fname, "B is 1-D with %d elements, not a multiple of n = %d", #B, n)
-  end
-  return #B // n
-end
 
 local function check_method(fname, opts)
   return core.one_of(fname, "method", opts.method or "lu", methods)
@@ -119,22 +93,6 @@ local function check_devices(fname, opts)
   return list
 end
 
--- raise unless the arrays are finite: one pass, read back (so that A is untouched when it raises)
-local function check_finite(fname, K, dev, stream, status, what, X, count)
-  K("check"):launch({grid = grid_for(count, 256, dev), block = 256, stream = stream}, count, X, status)
-  if core.read_word(status, stream) ~= 0 then
-    status:fill(0, stream)
-    fail(fname, "%s contains NaN or inf", what)
-  end
-end
-
--- the status word after a factorization: raise on a zero or non-finite pivot
-local function pivot_verdict(fname, s)
-  if s == 0 then return end
-  if s > 0 then fail(fname, "the matrix is singular: pivot %d is zero", s) end
-  fail(fname, "the factorization overflowed: pivot %d is not finite", -s)
-end
-
 local function check_pivots(fname, stream, status)
   pivot_verdict(fname, take_status(status, stream))
 end
@@ -154,13 +112,20 @@ end
 
 -- {====================================================== lu, lu_solve, solve
 
-local lu_options = {"stream", "method", "block", "panel", "devices", "peer", "growth"}
+local lu_options = {"stream", "method", "block", "panel", "devices", "peer", "growth", "comm", "root", "distribution"}
+
+-- root and distribution are comm's (ranks.lua); without it, refused
+local function check_ranks_only(fname, opts)
+  for _, k in ipairs{"root", "distribution"} do
+    if opts[k] ~= nil then fail(fname, "%s goes with comm (lu and solve over ranks)", k) end
+  end
+end
 
 -- blocked LU of A in place, on its device or spread over the listed ones; raises on a
 -- bad pivot
 local function factor(fname, K, dev, stream, n, nb, A, ipiv, status, pk, multi, list, peer, info, taper)
   if multi then
-    pivot_verdict(fname, lu_multi(fname, dev, stream, n, nb, A.dtype, A, ipiv, pk, list, peer, info))
+    pivot_verdict(fname, lu_devices(fname, dev, stream, n, nb, A.dtype, A, ipiv, pk, list, peer, info))
   else
     lu_blocked(fname, K, dev, stream, n, nb, A, ipiv, status, pk, taper, info)
     check_pivots(fname, stream, status)
@@ -184,9 +149,20 @@ end
 --   info: devices (the list), shares, transfer ("local" | "peer" | "host"), pairs, why;
 --         growth = max|U| / max|A| when asked; block (method lu: the panel width), and
 --         narrow_columns when the default block narrowed to 64 for that many last columns
+-- Over ranks (ranks.lua; every rank of the communicator calls it):
+--   opts: comm (a cuda.nccl.comm, one GPU a rank: the arrays on its device), and either
+--         root (the rank that holds A whole, 0 by default: A there, nil elsewhere, or an
+--         array of A's n and dtype, left as it was) or distribution (a block_cyclic
+--         descriptor: A is this rank's columns, n x d:columns(rank), factored in place);
+--         block, panel, stream as above
+--   ipiv on every rank; info: ranks, rank, shares, transfer ("nccl"), panels_by, layout ("root" |
+--         "distributed"), root, block, moved = {start =, panels =, finish =} (the bytes that
+--         left or reached this rank by NCCL)
 function M.lu(A, opts)
   local fname = "lu"
+  if type(opts) == "table" and opts.comm ~= nil then return ranks.lu(A, opts) end
   opts = core.options(fname, opts, lu_options)
+  check_ranks_only(fname, opts)
   local growth = core.flag(fname, opts, "growth")
   local list = check_devices(fname, opts)
   local n = square(fname, "A", A)
@@ -244,7 +220,8 @@ function M.lu_solve(LU, ipiv, B, opts)
   return B
 end
 
-local solve_options = {"stream", "method", "block", "panel", "overwrite", "devices", "peer", "growth"}
+local solve_options = {"stream", "method", "block", "panel", "overwrite", "devices", "peer", "growth", "comm", "root",
+                       "distribution"}
 
 -- cuda.catalog.solve(A, B [, opts]) -> X, ipiv, info: A X = B. A and B are left as they were
 -- (X is a new array shaped as B) unless overwrite = true: then A holds the factors and X is B.
@@ -252,9 +229,16 @@ local solve_options = {"stream", "method", "block", "panel", "overwrite", "devic
 --         (as lu's), stream, overwrite, devices and peer (as lu's: the factorization, or the
 --         seed's elimination, spread over them; lu_solve's substitutions on the arrays' device),
 --         growth (as lu's; method lu only: the seed's Gauss-Jordan keeps no U)
+-- Over ranks (comm =, as lu's): with root, A and B on root (nil elsewhere), the factors
+-- gathered there and lu_solve's substitutions run there: X on root, nil elsewhere; with
+-- distribution, A is this rank's columns (a copy factored, unless overwrite) and B (n x k)
+-- is on every rank, root's (0 by default) taken: the triangular solves run over the ranks'
+-- columns and X is on every rank
 function M.solve(A, B, opts)
   local fname = "solve"
+  if type(opts) == "table" and opts.comm ~= nil then return ranks.solve(A, B, opts) end
   opts = core.options(fname, opts, solve_options)
+  check_ranks_only(fname, opts)
   local growth = core.flag(fname, opts, "growth")
   local list = check_devices(fname, opts)
   local n = square(fname, "A", A)
@@ -307,6 +291,11 @@ end
 
 -- }======================================================
 
+-- cuda.catalog.block_cyclic(n, ranks, block) -> the descriptor of columns dealt out to ranks
+-- (lua/catalog/block_cyclic.lua): d:columns(rank), d:owner(j), d:column(rank, lc),
+-- d:array(dtype, rank), d:fill(X, rank, body), d:scatter(A, X, comm), d:gather(X, A, comm)
+M.block_cyclic = require("culua.catalog.block_cyclic").new
+
 -- on host arrays, in double precision, in C (src/catalog.c)
 M.reference = {
   -- lu(hA, hipiv) -> info: hA (n x n, float32/float64) factored in place, hipiv (int32, n) the
@@ -323,7 +312,8 @@ M.info = {
   dtypes = {"float32", "float64"},
   knobs = {block = "panel width 1.." .. MAXBLOCK .. " (default: 64; with the cluster panel 128 from n = 8192 in float32, from n = 12288 in float64)",
            panel = "auto (cluster where the device has thread-block clusters, else fused; the default) | cluster (a panel in one cluster, its rows in shared memory) | fused (one cooperative launch a panel) | columns (a launch a column)",
-           devices = "a list of device ordinals (repeats: shares of one GPU); peer = false stages through the host"},
+           devices = "a list of device ordinals (repeats: shares of one GPU); peer = false stages through the host",
+           comm = "a cuda.nccl.comm: over ranks, one GPU a rank; root = the rank holding A, or distribution = a block_cyclic descriptor"},
   default = "lu",
 }
 

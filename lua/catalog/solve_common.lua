@@ -2,7 +2,8 @@
 -- entry, lua/catalog/solve.lua, says which part is where): the kernels' shapes,
 -- read from kernels/culua/solve.cuh; finding a kernel's file; the knobs
 -- (solve.tune); the scratch kinds; views, the GEMM and other small launches;
--- streams and events of a device.
+-- streams and events of a device; the checks of a matrix, its right-hand sides,
+-- their values and the pivots.
 
 local cuda = require "cuda"
 local core = require "culua.catalog.core"
@@ -90,10 +91,14 @@ core.scratch_kind("solve_absmax", "float64", true)     -- absmax's word (a doubl
 -- wide_from, taper: lu_block's default block on one GPU, per dtype: 128 from n = wide_from,
 -- narrowed to 64 by the look-ahead once at most taper columns are left (taper false or 0:
 -- never; lu_block says why).
+-- rank_panels: how a panel goes from its owner to the other ranks over comm (ranks.lua):
+-- "broadcast" (the default: one NCCL broadcast, a ring, each rank's part forwarding it) or
+-- "send" (the owner sends it to each rank in one NCCL group: more of the owner's bandwidth,
+-- but a rank takes it without waiting for the ranks after it in the ring). Not measured yet.
 local tune = {cluster_rows = 256, cluster_bytes = nil, cluster_spill = 0.25, lookahead = true, split_at = nil,
           trsv_max = 16, fused_keep = true, fused_rows = 16, narrow = nil, trsm = nil, tall_split = 16, tall_spill = 0,
           cluster_whole = nil, step_on = "Q", wide_from = {float32 = 8192, float64 = 8192},
-          taper = {float32 = 6656, float64 = 6656}, programmatic = nil, start_chunks = 8}
+          taper = {float32 = 6656, float64 = 6656}, programmatic = nil, start_chunks = 8, rank_panels = "broadcast"}
 S.tune = tune
 
 -- }======================================================
@@ -209,8 +214,60 @@ end
 
 -- }======================================================
 
+-- {====================================================== checks (the family's entry's and ranks.lua's)
+
+-- n of a square matrix: a 2-D n x n array, or a 1-D array (a view) of n*n elements
+local function square(fname, what, A)
+  core.check_array(fname, what, A)
+  core.dtype_of(fname, what, A, {"float32", "float64"})
+  if A.pitched then fail(fname, "%s is pitched: the catalog expects packed arrays", what) end
+  local shape = A.shape
+  if #shape == 2 then
+    if shape[1] ~= shape[2] then fail(fname, "%s must be square, got %dx%d", what, shape[1], shape[2]) end
+    return shape[1]
+  end
+  local n = math.tointeger(math.floor(math.sqrt(#A) + 0.5))
+  if n * n ~= #A then fail(fname, "%s is 1-D with %d elements, not a square number (n*n)", what, #A) end
+  return n
+end
+
+-- k, the right-hand sides of B (n x k, or a vector / 1-D array of n*k elements)
+local function rhs(fname, B, n, dt)
+  core.check_array(fname, "B", B)
+  if B.dtype ~= dt then fail(fname, "B has dtype %s but A has %s", B.dtype, dt) end
+  if B.pitched then fail(fname, "B is pitched: the catalog expects packed arrays") end
+  local shape = B.shape
+  if #shape == 2 then
+    if shape[1] ~= n then fail(fname, "B is %dx%d but A is %dx%d: B must have %d rows", shape[1], shape[2], n, n, n) end
+    return shape[2]
+  end
+  if #B == 0 or #B % n ~= 0 then
+    fail(fname, "B is 1-D with %d elements, not a multiple of n = %d", #B, n)
+  end
+  return #B // n
+end
+
+-- raise unless the arrays are finite: one pass, read back (so that A is untouched when it raises)
+local function check_finite(fname, K, dev, stream, status, what, X, count)
+  K("check"):launch({grid = grid_for(count, 256, dev), block = 256, stream = stream}, count, X, status)
+  if core.read_word(status, stream) ~= 0 then
+    status:fill(0, stream)
+    fail(fname, "%s contains NaN or inf", what)
+  end
+end
+
+-- the status word after a factorization: raise on a zero or non-finite pivot
+local function pivot_verdict(fname, s)
+  if s == 0 then return end
+  if s > 0 then fail(fname, "the matrix is singular: pivot %d is zero", s) end
+  fail(fname, "the factorization overflowed: pivot %d is not finite", -s)
+end
+
+-- }======================================================
+
 S.tname, S.kernels, S.grid_for, S.take_status, S.check_block = tname, kernels, grid_for, take_status, check_block
 S.view, S.gemm_sub, S.esize, S.copy = view, gemm_sub, esize, copy
 S.dependent, S.shared_room, S.event_on, S.stream_on = dependent, shared_room, event_on, stream_on
+S.square, S.rhs, S.check_finite, S.pivot_verdict = square, rhs, check_finite, pivot_verdict
 
 return S

@@ -43,11 +43,9 @@ local function substitute(K, dev, stream, n, k, LU, B)
   K(name .. "upper"):launch(cfg, n, k, LU, B, view(sync, words, words))
 end
 
--- permute B's rows by the pivots, then the two triangular solves: for at most
--- tune.trsv_max right-hand sides by substitute, else by blocks (a trsm launch and
--- a matmul a block row each way: about 4 n / nb launches)
-local function solve_factored(K, dev, stream, n, k, nb, LU, ipiv, B)
-  local dt = LU.dtype
+-- B's rows (n x k) permuted by the pivots, as getrs does first
+local function permute(K, dev, stream, n, k, ipiv, B)
+  local dt = B.dtype
   local perm = core.scratch("solve_perm", dev, stream, n)
   local pk = K("permutation", false)
   local shared = n * 4 <= 96 * 1024
@@ -56,6 +54,14 @@ local function solve_factored(K, dev, stream, n, k, nb, LU, ipiv, B)
   local W = core.scratch("solve_rhs_" .. dt, dev, stream, n * k)
   K("gather"):launch({grid = grid_for(n * k, 256, dev), block = 256, stream = stream}, n, k, perm, B, W)
   copy(K, dev, stream, n * k, W, B)
+end
+
+-- permute B's rows by the pivots, then the two triangular solves: for at most
+-- tune.trsv_max right-hand sides by substitute, else by blocks (a trsm launch and
+-- a matmul a block row each way: about 4 n / nb launches)
+local function solve_factored(K, dev, stream, n, k, nb, LU, ipiv, B)
+  local dt = LU.dtype
+  permute(K, dev, stream, n, k, ipiv, B)
   -- (gridDim.y, the column groups, is at most 65535)
   if k <= math.min(tune.trsv_max, 65535 * TRSV_COLS) then return substitute(K, dev, stream, n, k, LU, B) end
   -- L y = P b: each block row solved, then taken from the rows below
@@ -74,4 +80,4 @@ local function solve_factored(K, dev, stream, n, k, nb, LU, ipiv, B)
   end
 end
 
-return {trsm = trsm, solve_factored = solve_factored}
+return {trsm = trsm, permute = permute, solve_factored = solve_factored}

@@ -1,0 +1,474 @@
+-- culua.catalog.ranks: cuda.catalog.lu and solve over ranks (comm = a cuda.nccl
+-- communicator, one GPU a rank: a process a rank under mpirun or srun). The ranks
+-- first agree on the call: each states what it was asked and whether its own checks
+-- passed, in one all-gather, so that a refusal is every rank's and none waits on
+-- another. Then lu_multi.lua's algorithm runs on the transport here: a panel goes
+-- from its owner to every rank by an NCCL broadcast, on streams; the columns are
+-- dealt out and gathered by NCCL sends and receives (block_cyclic.lua) where A is
+-- whole on one rank (root =), or are the ranks' own (distribution =), where solve's
+-- triangular solves run over them too.
+
+local cuda = require "cuda"
+local core = require "culua.catalog.core"
+local S = require "culua.catalog.solve_common"
+local sh_ = require "culua.catalog.shares"
+local lu = require "culua.catalog.lu"
+local lu_multi = require("culua.catalog.lu_multi").lu_multi
+local triangular = require "culua.catalog.triangular"
+local bc = require "culua.catalog.block_cyclic"
+
+local fail, ceil_div = core.fail, core.ceil_div
+local kernels, view, esize, copy, gemm_sub, check_block = S.kernels, S.view, S.esize, S.copy, S.gemm_sub, S.check_block
+local square, rhs, check_finite, pivot_verdict = S.square, S.rhs, S.check_finite, S.pivot_verdict
+local keep, close_all, share_on, stream_on = sh_.keep, sh_.close_all, sh_.share_on, S.stream_on
+local trsm, permute, solve_factored = triangular.trsm, triangular.permute, triangular.solve_factored
+
+local M = {}
+
+
+-- {====================================================== the ranks' word on a call
+
+-- what every rank states (-1: it does not say): whether its own checks failed, the call,
+-- the layout, the root, n, the dtype, an explicit block, the block root would take, and
+-- solve's right-hand sides; and, where its checks failed, why (MSG bytes of it)
+local FIELDS = {"failed", "call", "layout", "root", "n", "dtype", "block", "nb", "k"}
+local CODES = {call = {"lu", "solve"}, layout = {"root", "distributed"}, dtype = {"float32", "float64"}}
+local SHOWN = {call = "the call", layout = "the layout", root = "root", n = "n", dtype = "the dtype",
+               block = "block", k = "the right-hand sides (B's columns)"}
+local MSG = 240
+
+local function code(f, v)
+  if v == nil then return -1 end
+  local list = CODES[f]
+  if not list then return v end
+  for i, x in ipairs(list) do if x == v then return i end end
+  return -1
+end
+
+-- the stream the agreement travels on, kept a device
+local function agree_stream(dev)
+  local st = core.device_state("solve_ranks", dev)
+  st.stream = st.stream or stream_on(dev)
+  return st.stream
+end
+
+--[[
+** Every rank's word, gathered on each (two NCCL all-gathers on a stream of the rank's own,
+** read back), then one verdict that every rank reaches alike: the rank whose checks failed
+** raises its own error, the others that it refused (with its reason); ranks that disagree
+** on the call, the layout, root, n, the dtype, the block or the right-hand sides all raise
+** naming the first two that differ. Returns the words, by rank.
+]]
+local function agree(fname, comm, word, err)
+  local G, dev = comm.size, comm.device
+  local F = #FIELDS
+  word.failed = err and 1 or 0
+  local hv, hm = cuda.host_array("int64", F), cuda.host_array("uint8", MSG):fill(0)
+  for i, f in ipairs(FIELDS) do hv[i] = code(f, word[f]) end
+  local text = err and (tostring(err):match("cuda%.catalog%.[%w_.]+: (.*)$") or tostring(err)) or ""
+  for i = 1, math.min(#text, MSG - 1) do hm[i] = text:byte(i) end
+  local st = agree_stream(dev)
+  local o = {device = dev.ordinal}
+  local dv, dm = cuda.array("int64", F, o), cuda.array("uint8", MSG, o)
+  local rv, rm = cuda.array("int64", F * G, o), cuda.array("uint8", MSG * G, o)
+  dv:copy_from(hv, st)
+  dm:copy_from(hm, st)
+  comm:all_gather(dv, rv, {stream = st})
+  comm:all_gather(dm, rm, {stream = st})
+  local hrv, hrm = cuda.host_array("int64", F * G), cuda.host_array("uint8", MSG * G)
+  rv:copy_to(hrv, st)
+  rm:copy_to(hrm, st)
+  st:synchronize()
+  close_all{dv, dm, rv, rm}
+  local words = {}
+  for r = 0, G - 1 do
+    local w, t = {}, {}
+    for i, f in ipairs(FIELDS) do
+      local c = math.tointeger(hrv[r * F + i])
+      if c ~= -1 then w[f] = CODES[f] and CODES[f][c] or c end
+    end
+    for i = 1, MSG do
+      local b = math.tointeger(hrm[r * MSG + i])
+      if b == 0 then break end
+      t[i] = string.char(b)
+    end
+    w.msg = table.concat(t)
+    words[r] = w
+  end
+  if err then error(err, 0) end
+  for r = 0, G - 1 do
+    if words[r].failed == 1 then fail(fname, "rank %d of %d refused the call: %s", r, G, words[r].msg) end
+  end
+  for _, f in ipairs{"call", "layout", "root", "n", "dtype", "block", "k"} do
+    local first, fr
+    for r = 0, G - 1 do
+      local v = words[r][f]
+      if v ~= nil then
+        if first == nil then first, fr = v, r
+        elseif v ~= first then
+          fail(fname, "the ranks disagree on %s: rank %d has %s, rank %d has %s", SHOWN[f], fr, tostring(first), r,
+               tostring(v))
+        end
+      end
+    end
+  end
+  return words
+end
+
+-- the first stated value of field f, by rank (0 .. G - 1)
+local function stated(words, G, f)
+  for r = 0, G - 1 do if words[r][f] ~= nil then return words[r][f] end end
+end
+
+-- }======================================================
+
+
+-- {====================================================== the transport
+
+--[[
+** lu_multi.lua's transport over the ranks of comm, share s this rank's (its device's first
+** shares slot, with a stream C of its own for NCCL). A panel goes out by an NCCL broadcast
+** from its owner, on C after the owner's Q packed it (o.ready), and comes in on the stream
+** lu_multi names (C, or Q for the next panel's owner). NCCL runs a communicator's calls in
+** the order a rank makes them, whatever their streams; every rank makes them in the order
+** of the panels (the owner of panel k + 1 sends it in step k, after it took panel k; the
+** others take it in step k + 1), so they pair up. A rank's S and Q wait for no other rank
+** but through the panels they take; C holds the rank's part of each broadcast.
+** The root layout deals A's columns out from root at the start (block_cyclic.lua's scatter,
+** on C; root packs its own on S) and gathers them back at the end; the distributed one
+** factors the ranks' own columns in place. info.moved counts the bytes that left or
+** reached this rank by NCCL, at the start, in panels and at the end.
+]]
+local function transport(owned, comm, s, ustream, n, nb, dt, layout, A, root, ipiv, info)
+  local G, me = comm.size, comm.rank
+  local sh = {}
+  for g = 1, G do sh[g] = {g = g} end
+  sh[me + 1] = s
+  local tp = {G = G, shares = sh, mine = {s}}
+  local esz, moved = esize(dt), info.moved
+  local cols = {n = n, ranks = G, block = nb}   -- block_cyclic.lua's descriptor, as its moves read it
+  local W
+  local function make(t, count) return keep(owned, cuda.array(t, count, {device = s.dev.ordinal})) end
+
+  function tp.setup() end
+
+  function tp.start()
+    s.recv:record(ustream)   -- the start, after the caller's stream
+    s.S:wait(s.recv)
+    s.Q:wait(s.recv)
+    s.C:wait(s.recv)
+    if layout == "root" then
+      local m = {0}
+      W = bc.scatter(cols, comm, root, A, s.L, dt, s.C, make, s.S, nil, m)
+      moved.start = m[1]
+      if me ~= root then
+        s.u:record(s.C)
+        s.S:wait(s.u)
+      end
+    end
+    s.u:record(s.S)
+    s.Q:wait(s.u)
+  end
+
+  -- (solve.tune.rank_panels: one broadcast, or a send to each rank in one group)
+  local by_send = S.tune.rank_panels == "send"
+  info.panels_by = by_send and "send" or "broadcast"
+
+  function tp.send(o, buf, cnt)
+    o.ready:record(o.Q)
+    o.C:wait(o.ready)
+    local v = view(buf, 0, cnt)
+    if by_send then
+      cuda.nccl.group(function ()
+        for r = 0, G - 1 do if r ~= me then comm:send(v, r, {stream = o.C}) end end
+      end)
+      moved.panels = moved.panels + (G - 1) * cnt * esz
+    else
+      comm:broadcast(v, {root = me, stream = o.C})
+      moved.panels = moved.panels + cnt * esz
+    end
+  end
+
+  function tp.stream(x) return x.C end
+
+  function tp.take(_, o, R, buf, cnt)
+    if by_send then comm:recv(view(buf, 0, cnt), o.g - 1, {stream = R})
+    else comm:broadcast(view(buf, 0, cnt), {root = o.g - 1, stream = R}) end
+    moved.panels = moved.panels + cnt * esz
+  end
+
+  function tp.rows() end
+
+  -- after the last step (S) and panel (Q): the columns back to root (root layout), every
+  -- rank's status word to every rank, this rank's pivots into ipiv; the caller's stream
+  -- after it all. Returns the first bad pivot of any rank, the same on every rank
+  function tp.finish()
+    s.done:record(s.S)
+    s.C:wait(s.done)
+    s.u:record(s.Q)
+    s.C:wait(s.u)
+    if layout == "root" then
+      local m = {0}
+      bc.gather(cols, comm, root, s.L, A, dt, s.C, make, W or {}, m)
+      moved.finish = m[1]
+    end
+    local words = make("int32", G)
+    comm:all_gather(view(s.status, 0, 1), words, {stream = s.C})
+    ipiv:view(1, n):copy_from(s.ipiv, s.C)
+    s.done:record(s.C)
+    if ustream then ustream:wait(s.done) end
+    local h = cuda.host_array("int32", G)
+    words:copy_to(h, s.C)
+    s.C:synchronize()
+    local first = 0
+    for r = 1, G do
+      local v = math.tointeger(h[r])
+      if v ~= 0 and (first == 0 or math.abs(v) < math.abs(first)) then first = v end
+    end
+    if math.tointeger(h[me + 1]) ~= 0 then s.status:fill(0, s.Q) end
+    return first
+  end
+  return tp
+end
+
+-- }======================================================
+
+
+-- {====================================================== the calls
+
+local PANELS = {"auto", "cluster", "fused", "columns"}
+
+-- the comm option, which must be usable before the ranks can agree on anything: a rank
+-- given something else raises at once (and, under cuda.mpi, its failure ends the job)
+local function check_comm(fname, comm)
+  if cuda.type(comm) ~= "cuda.nccl.comm" then
+    fail(fname, "comm must be a cuda.nccl.comm, got %s", cuda.type(comm) or type(comm))
+  end
+  if comm.closed then fail(fname, "comm is closed") end
+  return comm
+end
+
+--[[
+** This rank's own checks of a call (lu or solve) over comm: the options, the layout and
+** its arrays, their values (finite). Returns the plan: the word it states (agree) and what
+** it keeps. A raised error is caught by `plan`'s caller and becomes this rank's refusal.
+]]
+local function plan_of(fname, call, comm, A, B, opts, keys)
+  opts = core.options(fname, opts, keys)
+  if opts.devices ~= nil or opts.peer ~= nil then
+    fail(fname, "devices (or peer) and comm are two ways to spread a call: give one")
+  end
+  if opts.growth ~= nil then fail(fname, "growth is not measured over ranks") end
+  if (opts.method or "lu") ~= "lu" then fail(fname, "method %s does not run over ranks: lu does", tostring(opts.method)) end
+  local G, me, dev = comm.size, comm.rank, comm.device
+  local p = {word = {call = call}, dev = dev, overwrite = core.flag(fname, opts, "overwrite")}
+  p.stream = core.check_stream(fname, opts.stream, dev)
+  p.pk = core.one_of(fname, "panel", opts.panel or "auto", PANELS)
+  local function here(what, X)
+    if X.device.ordinal ~= dev.ordinal then
+      fail(fname, "%s is on device %d but comm is on device %d", what, X.device.ordinal, dev.ordinal)
+    end
+  end
+  local root = opts.root or 0
+  if math.type(root) ~= "integer" or root < 0 or root >= G then
+    fail(fname, "root must be a rank 0..%d, got %s", G - 1, tostring(root))
+  end
+  local d, w = opts.distribution, p.word
+  local status
+  local function finite(what, X, count)
+    local K = kernels(dev, X.dtype)
+    status = status or core.scratch("solve_status", dev, p.stream, 1)
+    check_finite(fname, K, dev, p.stream, status, what, X, count)
+  end
+  if d ~= nil then
+    if not bc.is(d) then fail(fname, "distribution must be a cuda.catalog.block_cyclic, got %s", cuda.type(d) or type(d)) end
+    if d.ranks ~= G then fail(fname, "distribution deals columns to %d ranks but comm has %d", d.ranks, G) end
+    if opts.block ~= nil and opts.block ~= d.block then
+      fail(fname, "block %s differs from the distribution's %d", tostring(opts.block), d.block)
+    end
+    if call == "lu" and opts.root ~= nil then
+      fail(fname, "root names the rank that holds A whole; a distributed A is whole nowhere")
+    end
+    local nloc = bc.check_local(fname, "A", d, A, me)
+    w.dtype = core.dtype_of(fname, "A", A, {"float32", "float64"})
+    here("A", A)
+    w.layout, w.n, w.block, w.nb = "distributed", d.n, d.block, d.block
+    finite("A", A, d.n * nloc)
+    if call == "solve" then
+      w.root = root
+      w.k = rhs(fname, B, d.n, w.dtype)
+      here("B", B)
+      finite("B", B, d.n * w.k)
+    end
+    p.d = d
+  else
+    w.layout, w.root = "root", root
+    if opts.block ~= nil then w.block = check_block(fname, opts) end
+    if A ~= nil then
+      w.n = square(fname, "A", A)
+      w.dtype = A.dtype
+      here("A", A)
+    elseif me == root then
+      fail(fname, "A is nil on rank %d, the root: the matrix is whole there", me)
+    end
+    if call == "solve" then
+      if B ~= nil then
+        if A == nil then fail(fname, "B is given but A is not: give both (root) or neither") end
+        w.k = rhs(fname, B, w.n, w.dtype)
+        here("B", B)
+      elseif me == root then
+        fail(fname, "B is nil on rank %d, the root", me)
+      end
+    end
+    if me == root then
+      w.nb = lu.lu_block(fname, opts, w.n, w.dtype, dev, p.pk, true)
+      finite("A", A, w.n * w.n)
+      if call == "solve" then finite("B", B, w.n * w.k) end
+    end
+  end
+  return p
+end
+
+-- this rank's plan, agreed with the others: n, dtype, block, k as every rank takes them
+local function plan(fname, call, comm, A, B, opts, keys)
+  check_comm(fname, comm)
+  local ok, p = pcall(plan_of, fname, call, comm, A, B, opts, keys)
+  local words = agree(fname, comm, ok and p.word or {call = call}, not ok and p or nil)
+  local G = comm.size
+  p.n, p.dt, p.k = stated(words, G, "n"), stated(words, G, "dtype"), stated(words, G, "k")
+  p.layout, p.root = p.word.layout, p.word.root or 0
+  p.nb = stated(words, G, "block") or (p.layout == "root" and words[p.root].nb) or p.word.nb
+  local P = ceil_div(p.n, p.nb)
+  if p.n > 0 and P < G then
+    fail(fname, "n = %d in blocks of %d makes %d block%s, fewer than the %d ranks: every rank needs one " ..
+         "(a narrower block, or fewer ranks)",
+         p.n, p.nb, P, P == 1 and "" or "s", G)
+  end
+  return p
+end
+
+-- the factorization over the ranks (A: root's matrix, or this rank's columns L), pivots
+-- into ipiv; raises on a bad pivot, on every rank alike. What it made is closed at its
+-- end; when it raises midway it is left to the collector, not closed here: an array
+-- closed under an NCCL call that waits for a rank that failed would wait too, and the
+-- job is ending (cuda.mpi's report of the failing rank aborts it)
+local function factor(fname, comm, p, A, L, ipiv, info)
+  local owned = {}
+  local s = share_on(comm.rank + 1, p.dev, 1, p.dt, true)   -- (with C, at the panels' priority)
+  s.L = L
+  local ok, bad = pcall(function ()
+    local tp = transport(owned, comm, s, p.stream, p.n, p.nb, p.dt, p.layout, A, p.root, ipiv, info)
+    return lu_multi(owned, fname, p.n, p.nb, p.dt, p.pk, tp)
+  end)
+  if not ok then error(bad, 0) end
+  close_all(owned)
+  pivot_verdict(fname, bad)
+  return s
+end
+
+local function new_info(comm, p)
+  return {ranks = comm.size, rank = comm.rank, shares = comm.size, transfer = "nccl", layout = p.layout,
+          root = p.layout == "root" and p.root or nil, block = p.nb, moved = {start = 0, panels = 0, finish = 0}}
+end
+
+local lu_keys = {"stream", "method", "block", "panel", "devices", "peer", "growth", "comm", "root", "distribution"}
+
+-- cuda.catalog.lu(A, {comm = c, ...}) -> ipiv, info (solve.lua documents it)
+function M.lu(A, opts)
+  local fname = "lu"
+  local comm = opts.comm
+  local p = plan(fname, "lu", comm, A, nil, opts, lu_keys)
+  local info = new_info(comm, p)
+  local ipiv = cuda.array("int32", math.max(p.n, 1), {device = p.dev.ordinal})
+  if p.n == 0 then return ipiv, info end
+  if p.layout == "root" then
+    factor(fname, comm, p, comm.rank == p.root and A or nil, nil, ipiv, info)
+  else
+    factor(fname, comm, p, nil, A, ipiv, info)
+  end
+  return ipiv, info
+end
+
+--[[
+** X (n x k, the same on every rank) from the factors in the ranks' columns L (share s):
+** the rows permuted by the pivots, then L y = P b and U x = y a block at a time, each by
+** its owner (trsm, then the rows it changes less its block times the block's solution),
+** which broadcasts the rows it changed. All on the rank's stream C.
+]]
+local function solve_columns(comm, s, n, nb, k, ipiv, X)
+  local G, me, C, K, dev, dt = comm.size, comm.rank, s.C, s.K, s.dev, X.dtype
+  local ld, P = s.nloc, ceil_div(n, nb)
+  permute(K, dev, C, n, k, ipiv, X)
+  for q = 0, P - 1 do
+    local j0 = q * nb
+    local jb, o = math.min(nb, n - j0), q % G
+    if o == me then
+      local lc = (q // G) * nb
+      trsm(K, "lower", C, jb, k, s.L, j0 * ld + lc, ld, X, j0 * k, k)
+      gemm_sub(K, dt, C, n - j0 - jb, k, jb, s.L, (j0 + jb) * ld + lc, ld, X, j0 * k, k, X, (j0 + jb) * k, k)
+    end
+    -- (the last block's rows go out with the first step up)
+    if q < P - 1 then comm:broadcast(view(X, j0 * k, (n - j0) * k), {root = o, stream = C}) end
+  end
+  for q = P - 1, 0, -1 do
+    local j0 = q * nb
+    local jb, o = math.min(nb, n - j0), q % G
+    if o == me then
+      local lc = (q // G) * nb
+      trsm(K, "upper", C, jb, k, s.L, j0 * ld + lc, ld, X, j0 * k, k)
+      gemm_sub(K, dt, C, j0, k, jb, s.L, lc, ld, X, j0 * k, k, X, 0, k)
+    end
+    comm:broadcast(view(X, 0, (j0 + jb) * k), {root = o, stream = C})
+  end
+end
+
+local solve_keys = {"stream", "method", "block", "panel", "overwrite", "devices", "peer", "growth", "comm", "root",
+                    "distribution"}
+
+-- cuda.catalog.solve(A, B, {comm = c, ...}) -> X, ipiv, info (solve.lua documents it)
+function M.solve(A, B, opts)
+  local fname = "solve"
+  local comm = opts.comm
+  local p = plan(fname, "solve", comm, A, B, opts, solve_keys)
+  local info = new_info(comm, p)
+  local me, dev, dt, n, k = comm.rank, p.dev, p.dt, p.n, p.k
+  local o = {device = dev.ordinal}
+  local ipiv = cuda.array("int32", n, o)
+  local K = kernels(dev, dt)
+  if p.layout == "root" then
+    if me ~= p.root then
+      factor(fname, comm, p, nil, nil, ipiv, info)
+      return nil, ipiv, info
+    end
+    local LU, X = A, B
+    if not p.overwrite then
+      LU, X = cuda.array(dt, {n, n}, o), cuda.array(dt, #B.shape == 2 and B.shape or #B, o)
+      copy(K, dev, p.stream, n * n, A, LU)
+      copy(K, dev, p.stream, n * k, B, X)
+    end
+    factor(fname, comm, p, LU, nil, ipiv, info)
+    solve_factored(K, dev, p.stream, n, k, p.nb, LU, ipiv, X)
+    if LU ~= A then LU:close() end
+    return X, ipiv, info
+  end
+  -- distributed: the factors in this rank's columns (a copy unless overwrite), X on every rank
+  local L, X = A, B
+  if not p.overwrite then
+    L, X = cuda.array(dt, A.shape, o), cuda.array(dt, #B.shape == 2 and B.shape or #B, o)
+    copy(K, dev, p.stream, #A, A, L)
+    copy(K, dev, p.stream, n * k, B, X)
+  end
+  local s = factor(fname, comm, p, nil, L, ipiv, info)
+  -- root's right-hand sides to every rank, then the solves, on C (which did the factorization)
+  comm:broadcast(X, {root = p.root, stream = s.C})
+  solve_columns(comm, s, n, p.nb, k, ipiv, X)
+  s.done:record(s.C)
+  if p.stream then p.stream:wait(s.done) end
+  s.C:synchronize()
+  if L ~= A then L:close() end
+  return X, ipiv, info
+end
+
+-- }======================================================
+
+return M
