@@ -662,9 +662,18 @@ io.write(me, " done\n")
 
 local function report(out, np, what)
   local seen, names = {}, {}
-  for rank, name, verdict in out:gmatch("\n?(%d+) ([^\n:]+): ([^\n]+)") do
-    if not seen[name] then names[#names + 1] = name; seen[name] = {} end
-    seen[name][tonumber(rank)] = verdict
+  -- "R name: ok" or "R name: FAIL detail"; names may hold ": " themselves
+  for line in out:gmatch("[^\n]+") do
+    local rank, rest = line:match("^(%d+) (.+)$")
+    local name, verdict
+    if rest then
+      name = rest:match("^(.-): ok$")
+      if name then verdict = "ok" else name, verdict = rest:match("^(.-): (FAIL.*)$") end
+    end
+    if name then
+      if not seen[name] then names[#names + 1] = name; seen[name] = {} end
+      seen[name][tonumber(rank)] = verdict
+    end
   end
   for _, name in ipairs(names) do
     local bad = {}
