@@ -30,13 +30,13 @@ local function gbs(bytes, r) return bytes / r.median / 1e6 end
 if SWEEP then
   local u0, b0 = E.unroll, E.blocks_per_sm
   for _, u in ipairs{1, 2, 4} do
-    for _, b in ipairs{4, 8, 16, 32} do
+    for _, b in ipairs{8, 16, 32, 0} do   -- 0: one round a thread, no cap
       E.unroll, E.blocks_per_sm = u, b
       -- new kernels: the unroll is in their source (each a compile, through the cache)
       local a2 = cuda.elementwise{params = "T a, T *x", out = "T y", body = "y = a * x + y", name = "axpy_u" .. u}
       local f2 = cuda.elementwise{params = "T *x, T *y", out = "T z", body = "z = sin(x * 3 + y)", name = "fused_u" .. u}
       local s2 = cuda.reduction{params = "T *x", map = "x", reduce = "a + b", identity = 0, dtype = "float32", name = "sum_u" .. u}
-      print(("sweep unroll %d, %2d blocks/SM: axpy %7.1f  sin %7.1f  sum %7.1f GB/s"):format(u, b,
+      print(("sweep unroll %d, %2d blocks/SM (0: a round a thread): axpy %7.1f  sin %7.1f  sum %7.1f GB/s"):format(u, b,
         gbs(12 * n, bench(function () a2(2, x, y) end)), gbs(12 * n, bench(function () f2(x, y, z) end)),
         gbs(4 * n, bench(function () s2(x, {out = out}) end))))
     end

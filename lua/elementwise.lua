@@ -20,10 +20,12 @@ local array_info = cuda._catalog.array
 local M = {}
 
 local THREADS = 256
--- blocks a multiprocessor at most (8: 2048 threads an SM resident; the loops stride
--- past), and chunks a thread an iteration of the vector loop (loops, below): tuning
--- knobs that bench/elementwise.lua's sweep sets before it makes its kernels
-M.blocks_per_sm = 8
+-- blocks a multiprocessor at most (the loops stride past), and chunks a thread an
+-- iteration of the vector loop (loops, below): tuning knobs that bench/elementwise.lua's
+-- sweep sets before it makes its kernels. 16 and 4: axpy over 2^28 float32 at 2893
+-- GB/s against 2769 with 8 and 1, the sum 2990 against 2905 (H100, bench/RESULTS.md,
+-- session 26)
+M.blocks_per_sm = 16
 
 -- {====================================================== dtypes
 
@@ -332,7 +334,7 @@ end
 -- chunks a thread an iteration (each a grid's stride from the last): all their
 -- loads are issued before the first element is computed, so more bytes are in
 -- flight a thread; the chunks past the last whole round go one at a time.
-M.unroll = 1
+M.unroll = 4
 local function loops(decl, types, stmt, width, vector)
   local ix = function (p) return ("culua_p_%s[i]"):format(p.name) end
   local one = element(decl, types, stmt, ix)
@@ -446,9 +448,15 @@ local function entry_for(fname, decl, sig, dev)
   return e
 end
 
-local function grid_for(dev, items)
+-- the grid: a thread a chunk, at most blocks_per_sm blocks a multiprocessor (the
+-- loops stride past); blocks_per_sm = 0 (elementwise kernels only, not reductions,
+-- whose last block reads a partial a block) is one round of M.unroll chunks a thread
+local function grid_for(dev, items, reduction)
+  local bps = M.blocks_per_sm
+  if bps == 0 and reduction then bps = 8 end
+  if bps == 0 then return math.max(1, (items + THREADS * M.unroll - 1) // (THREADS * M.unroll)) end
   local g = (items + THREADS - 1) // THREADS
-  local cap = core.sm_count(dev) * M.blocks_per_sm
+  local cap = core.sm_count(dev) * bps
   if g > cap then g = cap end
   if g < 1 then g = 1 end
   return g
@@ -456,8 +464,8 @@ end
 
 -- launch kernel k over `items` (vector chunks or elements) with the arguments in argv
 local cfg = {block = THREADS}
-local function launch(e, k, dev, items, stream, argv, nargs)
-  local g = grid_for(dev, items)
+local function launch(e, k, dev, items, stream, argv, nargs, reduction)
+  local g = grid_for(dev, items, reduction)
   if stream == nil then
     local by = e.prepared[k]
     if not by then by = {}; e.prepared[k] = by end
@@ -910,7 +918,8 @@ function run_reduction(fname, decl, argv, ...)
   local word = out or core.scratch("elementwise_result_" .. acc, dev, stream, 1)
   if axis then
     argv[np1 + 1], argv[np1 + 2], argv[np1 + 3], argv[np1 + 4], argv[np1 + 5] = 0, 0, word, rows, cols
-    local g = axis == 2 and math.min(rows, core.sm_count(dev) * M.blocks_per_sm) or grid_for(dev, cols)
+    local g = axis == 2 and math.min(rows, core.sm_count(dev) * (M.blocks_per_sm == 0 and 8 or M.blocks_per_sm))
+              or grid_for(dev, cols, true)
     rcfg.grid, rcfg.stream = g, stream
     e[axis == 2 and "kr" or "kc"]:launch(rcfg, table.unpack(argv, 1, np1 + 5))
     rcfg.stream = nil
@@ -918,11 +927,11 @@ function run_reduction(fname, decl, argv, ...)
   end
   local k, items = e.k, n
   if e.width and n >= e.width and aligned(e, decl, key, np) then k, items = e.kv, n // e.width end
-  local g = grid_for(dev, items)
+  local g = grid_for(dev, items, true)
   local partials = core.scratch("elementwise_partials", dev, stream, g)
   local done = core.scratch("elementwise_done", dev, stream, 1)
   argv[np1 + 1], argv[np1 + 2], argv[np1 + 3], argv[np1 + 4], argv[np1 + 5] = partials, done, word, 1, n
-  launch(e, k, dev, items, stream, argv, np1 + 5)
+  launch(e, k, dev, items, stream, argv, np1 + 5, true)
   if out then return out end
   return core.read_word(word, stream)
 end
