@@ -30,16 +30,19 @@ static culua_HostArray *check_matrix (lua_State *L, int i, size_t *rows, size_t 
 
 
 /*
-** _catalog.ref_matmul(A, B, C [, alpha, beta]): C = alpha*A*B + beta*C on
-** host arrays of any dtypes, accumulated in double, in C: the reference the
-** tests and the lab compare the GPU against (a Lua loop would take minutes
-** at 1000^3).
+** _catalog.ref_matmul(A, B, C [, alpha, beta [, scale_a, scale_b]]):
+** C = alpha*scale_a*scale_b*A*B + beta*C on host arrays of any dtypes (the
+** low-precision ones read exactly and C rounded once, through half.c),
+** accumulated in double, in C: the reference the tests and the lab compare
+** the GPU against (a Lua loop would take minutes at 1000^3). The scales are
+** fp8's per-tensor ones, as cuBLASLt's (default 1).
 */
 static int ref_matmul (lua_State *L) {
   size_t m, k, k2, n, m2, n2, i, j, q;
   culua_HostArray *a = check_matrix(L, 1, &m, &k), *b = check_matrix(L, 2, &k2, &n);
   culua_HostArray *c = check_matrix(L, 3, &m2, &n2);
   double alpha = luaL_optnumber(L, 4, 1), beta = luaL_optnumber(L, 5, 0);
+  double scale = luaL_optnumber(L, 6, 1) * luaL_optnumber(L, 7, 1);
   double *row;
   size_t ea = culua_dtype_size[a->dtype], eb = culua_dtype_size[b->dtype], ec = culua_dtype_size[c->dtype];
   if (k2 != k || m2 != m || n2 != n)
@@ -59,7 +62,7 @@ static int ref_matmul (lua_State *L) {
     for (j = 0; j < n; j++) {
       char *p = (char *)c->data + (i * n + j) * ec;
       double old = beta != 0 ? culua_elem_double(c->dtype, p) : 0;
-      culua_elem_set_double(c->dtype, p, alpha * row[j] + beta * old);
+      culua_elem_set_double(c->dtype, p, alpha * scale * row[j] + beta * old);
     }
   }
   lua_settop(L, 3);
