@@ -43,21 +43,22 @@ static int ref_matmul (lua_State *L) {
   culua_HostArray *c = check_matrix(L, 3, &m2, &n2);
   double alpha = luaL_optnumber(L, 4, 1), beta = luaL_optnumber(L, 5, 0);
   double scale = luaL_optnumber(L, 6, 1) * luaL_optnumber(L, 7, 1);
-  double *row;
+  double *row, *bd;
   size_t ea = culua_dtype_size[a->dtype], eb = culua_dtype_size[b->dtype], ec = culua_dtype_size[c->dtype];
   if (k2 != k || m2 != m || n2 != n)
     return luaL_error(L, "cuda.catalog.reference.matmul: shapes %dx%d * %dx%d -> %dx%d do not fit", (int)m, (int)k,
                       (int)k2, (int)n, (int)m2, (int)n2);
   row = (double *)lua_newuserdatauv(L, n * sizeof(double), 0);
+  /* B widened to double once (k x n): every row of A reads all of it, and a
+  ** conversion an element and product made 1000^3 take seconds */
+  bd = (double *)lua_newuserdatauv(L, (k * n > 0 ? k * n : 1) * sizeof(double), 0);
+  for (q = 0; q < k * n; q++) bd[q] = culua_elem_double(b->dtype, (const char *)b->data + q * eb);
   for (i = 0; i < m; i++) {
     for (j = 0; j < n; j++) row[j] = 0;
     for (q = 0; q < k; q++) {   /* i-k-j order: B is read along its rows */
       double x = culua_elem_double(a->dtype, (char *)a->data + (i * k + q) * ea);
-      const char *brow = (const char *)b->data + q * n * eb;
-      if (b->dtype == CULUA_FLOAT32)
-        for (j = 0; j < n; j++) row[j] += x * ((const float *)brow)[j];
-      else
-        for (j = 0; j < n; j++) row[j] += x * culua_elem_double(b->dtype, brow + j * eb);
+      const double *brow = bd + q * n;
+      for (j = 0; j < n; j++) row[j] += x * brow[j];
     }
     for (j = 0; j < n; j++) {
       char *p = (char *)c->data + (i * n + j) * ec;
