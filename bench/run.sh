@@ -15,6 +15,7 @@ if ! "$culua" -e 'require("culua.bench").need_devices(1, {name = "bench/run.sh"}
 fi
 cc -O2 -I"$cuda/include" bench/anchor.c -o bench/anchor -L"$cuda/lib64/stubs" -lcuda
 nvcc -O2 -o bench/anchor_cublas bench/anchor_cublas.cu -lcublas
+nvcc -O2 -o bench/anchor_cublaslt bench/anchor_cublaslt.cu -lcublasLt -lcublas
 nvcc -O2 -o bench/anchor_cusolver bench/anchor_cusolver.cu -lcusolver -lcublas
 nvcc -O3 -std=c++17 -gencode arch=compute_90,code=sm_90 -o bench/anchor_cub bench/anchor_cub.cu
 # one core for culua and its anchor child alike: less scheduler noise in launch
@@ -68,6 +69,8 @@ grid_part2 () {
   step "$culua" bench/nvrtc_cache.lua
   echo
   step "$culua" bench/matmul.lua bench/anchor_cublas
+  echo
+  step "$culua" bench/matmul_lowp.lua bench/anchor_cublaslt
   echo
   step "$culua" bench/streamk.lua bench/anchor_cublas
   echo

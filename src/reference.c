@@ -30,36 +30,40 @@ static culua_HostArray *check_matrix (lua_State *L, int i, size_t *rows, size_t 
 
 
 /*
-** _catalog.ref_matmul(A, B, C [, alpha, beta]): C = alpha*A*B + beta*C on
-** host arrays of any dtypes, accumulated in double, in C: the reference the
-** tests and the lab compare the GPU against (a Lua loop would take minutes
-** at 1000^3).
+** _catalog.ref_matmul(A, B, C [, alpha, beta [, scale_a, scale_b]]):
+** C = alpha*scale_a*scale_b*A*B + beta*C on host arrays of any dtypes (the
+** low-precision ones read exactly and C rounded once, through half.c),
+** accumulated in double, in C: the reference the tests and the lab compare
+** the GPU against (a Lua loop would take minutes at 1000^3). The scales are
+** fp8's per-tensor ones, as cuBLASLt's (default 1).
 */
 static int ref_matmul (lua_State *L) {
   size_t m, k, k2, n, m2, n2, i, j, q;
   culua_HostArray *a = check_matrix(L, 1, &m, &k), *b = check_matrix(L, 2, &k2, &n);
   culua_HostArray *c = check_matrix(L, 3, &m2, &n2);
   double alpha = luaL_optnumber(L, 4, 1), beta = luaL_optnumber(L, 5, 0);
-  double *row;
+  double scale = luaL_optnumber(L, 6, 1) * luaL_optnumber(L, 7, 1);
+  double *row, *bd;
   size_t ea = culua_dtype_size[a->dtype], eb = culua_dtype_size[b->dtype], ec = culua_dtype_size[c->dtype];
   if (k2 != k || m2 != m || n2 != n)
     return luaL_error(L, "cuda.catalog.reference.matmul: shapes %dx%d * %dx%d -> %dx%d do not fit", (int)m, (int)k,
                       (int)k2, (int)n, (int)m2, (int)n2);
   row = (double *)lua_newuserdatauv(L, n * sizeof(double), 0);
+  /* B widened to double once (k x n): every row of A reads all of it, and a
+  ** conversion an element and product made 1000^3 take seconds */
+  bd = (double *)lua_newuserdatauv(L, (k * n > 0 ? k * n : 1) * sizeof(double), 0);
+  for (q = 0; q < k * n; q++) bd[q] = culua_elem_double(b->dtype, (const char *)b->data + q * eb);
   for (i = 0; i < m; i++) {
     for (j = 0; j < n; j++) row[j] = 0;
     for (q = 0; q < k; q++) {   /* i-k-j order: B is read along its rows */
       double x = culua_elem_double(a->dtype, (char *)a->data + (i * k + q) * ea);
-      const char *brow = (const char *)b->data + q * n * eb;
-      if (b->dtype == CULUA_FLOAT32)
-        for (j = 0; j < n; j++) row[j] += x * ((const float *)brow)[j];
-      else
-        for (j = 0; j < n; j++) row[j] += x * culua_elem_double(b->dtype, brow + j * eb);
+      const double *brow = bd + q * n;
+      for (j = 0; j < n; j++) row[j] += x * brow[j];
     }
     for (j = 0; j < n; j++) {
       char *p = (char *)c->data + (i * n + j) * ec;
       double old = beta != 0 ? culua_elem_double(c->dtype, p) : 0;
-      culua_elem_set_double(c->dtype, p, alpha * row[j] + beta * old);
+      culua_elem_set_double(c->dtype, p, alpha * scale * row[j] + beta * old);
     }
   }
   lua_settop(L, 3);

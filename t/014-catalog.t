@@ -4,11 +4,11 @@ local T = require "culua.tap"
 local cuda = require "cuda"
 
 local list = cuda.catalog.list()
-T.is_deeply(list.families, {"matmul", "matmul_sm90", "matmul_sm90_fast", "barrier", "scan", "histogram", "sort", "sort_counts",
-                            "solve", "lu", "lu_panel", "lu_multi", "triangular", "seed", "cast"},
-            "fifteen kernel files (cast: astype)")
-T.is_deeply(list.headers, {"culua/barrier.cuh", "culua/common.cuh", "culua/lowp.cuh", "culua/sm90.cuh", "culua/solve.cuh",
-                           "culua/sort.cuh"}, "six device headers (lowp: float16, bfloat16, fp8)")
+T.is_deeply(list.families, {"matmul", "matmul_sm90", "matmul_sm90_fast", "matmul_lowp", "matmul_lowp_sm90", "barrier", "scan",
+                            "histogram", "sort", "sort_counts", "solve", "lu", "lu_panel", "lu_multi", "triangular", "seed", "cast"},
+            "seventeen kernel files (cast: astype; matmul_lowp, matmul_lowp_sm90: float16, bfloat16, fp8)")
+T.is_deeply(list.headers, {"culua/barrier.cuh", "culua/common.cuh", "culua/lowp.cuh", "culua/matmul_lowp.cuh", "culua/sm90.cuh",
+                           "culua/solve.cuh", "culua/sort.cuh"}, "seven device headers (lowp, matmul_lowp: float16, bfloat16, fp8)")
 T.is_deeply(list.matmul.variants, {"naive", "row", "column", "tiled", "fast", "tf32", "dmma"}, "matmul variants")
 T.is_deeply(list.matmul.dtypes.float64, {"naive", "tiled", "fast", "dmma"}, "float64 variants")
 T.is_deeply(list.barrier.kinds, {"seed", "seed_asm", "sense", "grid", "coop"}, "barrier kinds")
@@ -50,7 +50,8 @@ end
 local pb = cuda.compile(cuda._catalog.source("barrier"), {options = {"-std=c++17", "-arch=compute_90"}, name = "barrier.cu"})
 T.like(pb.ptx, "%.entry culua_xpx_grid", "the barrier family compiles by NVRTC")
 -- the Hopper families share <culua/sm90.cuh>, embedded like the other headers
-for _, fe in ipairs{{"matmul_sm90", "culua_matmul_tf32_wgmma"}, {"matmul_sm90_fast", "culua_matmul_fast_tma"}} do
+for _, fe in ipairs{{"matmul_sm90", "culua_matmul_tf32_wgmma"}, {"matmul_sm90_fast", "culua_matmul_fast_tma"},
+                    {"matmul_lowp_sm90", "culua_matmul_lowp_wgmma_bf16"}} do
   local fam, entry = fe[1], fe[2]
   local p = cuda.compile(cuda._catalog.source(fam), {options = {"-std=c++17", "-arch=compute_90a", "-default-device"},
                                                   name = fam .. ".cu"})

@@ -426,7 +426,7 @@ local bad = {
   {function () mm(A, A, Cd) end, "A is 4x3 but B is 4x3: inner dimensions differ|B is 4x3, expected 3x", "inner dimensions"},
   {function () mm(A, B, cuda.array("float32", {5, 4})) end, "C is 5x4, expected 4x5", "C shape"},
   {function () mm(A, cuda.array("float64", {3, 5}), Cd) end, "dtypes differ %(A float32, B float64, C float32%)", "mixed dtypes"},
-  {function () mm(cuda.array("int32", {4, 3}), B, Cd) end, "A must be float32 or float64, got int32", "integer matrices"},
+  {function () mm(cuda.array("int32", {4, 3}), B, Cd) end, "A must be float32, float64, float16, bfloat16, float8_e4m3 or float8_e5m2, got int32", "integer matrices"},
   {function () mm(A, B, Cd, {variant = "strassen"}) end, "variant must be one of naive, row, column, tiled, fast, tf32, dmma, got strassen", "unknown variant"},
   {function () mm(A, B, Cd, {variant = "dmma"}) end, "variant 'dmma' is float64 only", "dmma in float32"},
   {function () mm(A, B, Cd, {variant = "tiled", tile = 12}) end, "tile must be one of 8, 16, 32, got 12", "bad tile"},

@@ -32,7 +32,7 @@ local function wanted(f, tests)
 end
 
 for _, f in ipairs{"examples/devices.lua", "examples/embed.lua", "examples/grid_barrier.lua", "examples/matmul_lab.lua",
-                   "examples/scan.lua", "bench/scan.lua", "examples/histogram.lua", "bench/histogram.lua", "examples/sort.lua", "bench/sort.lua", "bench/launch.lua", "bench/copy.lua", "bench/managed.lua", "bench/nvrtc_cache.lua", "bench/matmul.lua", "bench/barrier.lua",
+                   "examples/scan.lua", "bench/scan.lua", "examples/histogram.lua", "bench/histogram.lua", "examples/sort.lua", "bench/sort.lua", "bench/launch.lua", "bench/copy.lua", "bench/managed.lua", "bench/nvrtc_cache.lua", "bench/matmul.lua", "bench/matmul_lowp.lua", "bench/barrier.lua",
                    "examples/gauss.lua", "bench/solve.lua", "bench/solve_profile.lua", "examples/solve_scale.lua"} do
   local chunk, err = loadfile(srcdir .. "/" .. f)
   T.ok(chunk ~= nil, f .. " parses", err)
@@ -135,6 +135,9 @@ local seed003 = {
     "Validating results: OK %(cuda%.catalog%.sort: SUCCESS%)",
     "cuda%.catalog%.sort %(onesweep radix sort%) +[%d.]+ ms",
     "Check: both quicksorts and the catalog's sort agree with the CPU: SUCCESS"}},
+  {"examples/precision.lua", "256 %s",
+   {"float16 +float16 %-> float16 +[%d.]+ +[%d.]+ +[%d.]+e%-%d+", "bfloat16 +bfloat16 %-> bfloat16 ",
+    "Check: every precision's error is within its bound: SUCCESS"}, {"precision.csv"}},
   {"examples/quicksort.lua", "37",
    {"Validating results: OK %(streams: SUCCESS%)\n2 device%-side launches, 0 failed, deepest level 1",
     "Check: both quicksorts and the catalog's sort agree with the CPU: SUCCESS"}},

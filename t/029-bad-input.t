@@ -379,7 +379,21 @@ __constant__ float coef[4];
   case("matmul: inner dimensions differ", function () cuda.catalog.matmul(A, A, Cm) end, "cuda%.catalog%.matmul: B is 8x16, expected 16x16")
   case("matmul: C of another shape", function () cuda.catalog.matmul(A, B, cuda.array("float32", {4, 8})) end, "cuda%.catalog%.matmul: C is 4x8, expected 8x4")
   case("matmul: dtypes differ", function () cuda.catalog.matmul(A, D64, Cm) end, "cuda%.catalog%.matmul: dtypes differ %(A float32, B float64, C float32%)")
-  case("matmul: int32", function () local I = cuda.array("int32", {2, 2}); cuda.catalog.matmul(I, I, I) end, "cuda%.catalog%.matmul: A must be float32 or float64, got int32")
+  case("matmul: int32", function () local I = cuda.array("int32", {2, 2}); cuda.catalog.matmul(I, I, I) end, "cuda%.catalog%.matmul: A must be float32, float64, float16, bfloat16, float8_e4m3 or float8_e5m2, got int32")
+  local H16, HB, H8 = cuda.array("float16", {4, 4}), cuda.array("bfloat16", {4, 4}), cuda.array("float8_e4m3", {4, 4})
+  case("matmul: float16 A, bfloat16 B", function () cuda.catalog.matmul(H16, HB, H16) end, "cuda%.catalog%.matmul: dtypes differ %(A float16, B bfloat16, C float16%): float16 A takes float16 B")
+  case("matmul: float16 A and B, float64 C", function () cuda.catalog.matmul(H16, H16, cuda.array("float64", {4, 4})) end, "cuda%.catalog%.matmul: C is float64: with float16 A and B, C is float16 or float32")
+  case("matmul: bfloat16 A and B, float16 C", function () cuda.catalog.matmul(HB, HB, H16) end, "cuda%.catalog%.matmul: C is float16: with bfloat16 A and B, C is bfloat16 or float32")
+  case("matmul: scale_a with float16", function () cuda.catalog.matmul(H16, H16, H16, {scale_a = 2}) end, "cuda%.catalog%.matmul: scale_a is for fp8 A and B, not float16")
+  case("matmul: splits with bfloat16", function () cuda.catalog.matmul(HB, HB, HB, {splits = 2}) end, "cuda%.catalog%.matmul: splits is for float32 and float64, not bfloat16")
+  local d0 = cuda.device(0)
+  if d0.major * 10 + d0.minor >= 89 then
+    case("matmul: fp8 A, float16 B", function () cuda.catalog.matmul(H8, H16, H16) end, "cuda%.catalog%.matmul: A is float8_e4m3 but B is float16: fp8 A takes fp8 B")
+    case("matmul: fp8 C", function () cuda.catalog.matmul(H8, H8, H8) end, "cuda%.catalog%.matmul: C is float8_e4m3: with fp8 A and B, C is bfloat16, float16 or float32")
+    case("matmul: scale_b a string", function () cuda.catalog.matmul(H8, H8, HB, {scale_b = "2"}) end, "cuda%.catalog%.matmul: scale_b must be a number, got string")
+  else
+    case("matmul: fp8 below 8.9", function () cuda.catalog.matmul(H8, H8, HB) end, "cuda%.catalog%.matmul: float8_e4m3 needs compute capability 8%.9 or later")
+  end
   case("matmul: an unknown variant", function () cuda.catalog.matmul(A, B, Cm, {variant = "fastest"}) end, "variant must be one of naive, row, column, tiled, fast, tf32, dmma, got fastest")
   case("matmul: tile 12", function () cuda.catalog.matmul(A, B, Cm, {variant = "tiled", tile = 12}) end, "tile must be one of 8, 16, 32, got 12")
   case("matmul: splits 0", function () cuda.catalog.matmul(A, B, Cm, {splits = 0}) end, "splits must be an integer 1%.%.64, got 0")

@@ -224,7 +224,95 @@ local function stage_c(dev, beta, ldc)
 end
 
 local matmul_options = {"variant", "alpha", "beta", "unroll", "tile", "block", "threads", "m", "n", "k",
-                        "lda", "ldb", "ldc", "stream", "tma", "splits", "streamk"}
+                        "lda", "ldb", "ldc", "stream", "tma", "splits", "streamk", "scale_a", "scale_b"}
+
+-- {------ low precision: float16, bfloat16 and fp8 on tensor cores (kernels/matmul_lowp.cu)
+
+-- the kernels' names for A's and B's dtypes, and C's
+local lowp_in = {float16 = "f16", bfloat16 = "bf16", float8_e4m3 = "e4m3", float8_e5m2 = "e5m2"}
+local lowp_out = {float16 = "f16", bfloat16 = "bf16", float32 = "f32"}
+local lowp_size = {float16 = 2, bfloat16 = 2, float8_e4m3 = 1, float8_e5m2 = 1}
+-- the options of the float32 and float64 kernels, which the low-precision one has not
+local lowp_refused = {"unroll", "tile", "block", "threads", "splits", "streamk"}
+
+local function is_fp8(dt) return lowp_size[dt] == 1 end
+
+-- A and B of one 16-bit dtype with C in it or in float32, or fp8 A and B (e4m3 and
+-- e5m2, any pair) with C in bfloat16, float16 or float32; refused otherwise, and on
+-- devices without the instructions (mma.sync f16/bf16: 8.0; e4m3/e5m2: 8.9)
+local function lowp_check(fname, dev, A, B, Cm, opts)
+  local da, db, dc = A.dtype, B.dtype, Cm.dtype
+  if is_fp8(da) then
+    if not is_fp8(db) then fail(fname, "A is %s but B is %s: fp8 A takes fp8 B (float8_e4m3 or float8_e5m2)", da, db) end
+    if not lowp_out[dc] then fail(fname, "C is %s: with fp8 A and B, C is bfloat16, float16 or float32", dc) end
+  else
+    if db ~= da then fail(fname, "dtypes differ (A %s, B %s, C %s): %s A takes %s B", da, db, dc, da, da) end
+    if dc ~= da and dc ~= "float32" then fail(fname, "C is %s: with %s A and B, C is %s or float32", dc, da, da) end
+  end
+  if opts.variant ~= nil and opts.variant ~= "mma" then
+    fail(fname, "variant '%s' is for float32 and float64; %s takes 'mma' (the default)", tostring(opts.variant), da)
+  end
+  for _, o in ipairs(lowp_refused) do
+    if opts[o] ~= nil then fail(fname, "%s is for float32 and float64, not %s", o, da) end
+  end
+  core.flag(fname, opts, "tma")
+  for _, o in ipairs{"scale_a", "scale_b"} do
+    local v = opts[o]
+    if v ~= nil then
+      if not is_fp8(da) then fail(fname, "%s is for fp8 A and B, not %s", o, da) end
+      if type(v) ~= "number" then fail(fname, "%s must be a number, got %s", o, type(v)) end
+    end
+  end
+  local need = is_fp8(da) and 89 or 80
+  if dev.major * 10 + dev.minor < need then
+    fail(fname, "%s needs compute capability %d.%d or later (tensor-core %s), %s has %d.%d", da, need // 10, need % 10,
+         is_fp8(da) and "fp8" or "16-bit", dev.name, dev.major, dev.minor)
+  end
+end
+
+-- float16 and bfloat16 on compute capability 9.0: kernels/matmul_lowp_sm90.cu (wgmma fed by
+-- TMA) where TMA can address A and B (16-byte aligned first elements, rows a multiple of 16
+-- bytes apart), unless tma = false; C's dtype goes as a code (culua/matmul_lowp.cuh's CULUA_F16 ...)
+local lowp_ctype = nil
+local LOWP90 = nil
+local function matmul_lowp_sm90(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, opts)
+  LOWP90 = LOWP90 or core.constants("matmul_lowp_sm90")
+  if not lowp_ctype then
+    local codes = core.constants("culua/matmul_lowp.cuh")
+    lowp_ctype = {float16 = codes.CULUA_F16, bfloat16 = codes.CULUA_BF16, float32 = codes.CULUA_F32}
+  end
+  local bm, bn, bk = LOWP90.LOWP_SM90_BM, LOWP90.LOWP_SM90_BN, LOWP90.LOWP_SM90_BK
+  local kern = core.kernel("matmul_lowp_sm90", "culua_matmul_lowp_wgmma_" .. lowp_in[A.dtype], nil, dev)
+  core.allow_shared(kern, LOWP90.LOWP_SM90_SHARED)
+  local amap = A:tensor_map(bm, bk, 128, {rows = m, cols = k, stride = lda * 2})
+  local bmap = B:tensor_map(bk, 64, 128, {rows = k, cols = n, stride = ldb * 2})
+  kern:launch({grid = ceil_div(m, bm) * ceil_div(n, bn), block = 384, shared = LOWP90.LOWP_SM90_SHARED, stream = opts.stream},
+              m, n, k, alpha, amap, bmap, beta, Cm, ldc, lowp_ctype[Cm.dtype])
+  return Cm
+end
+
+local LOWP = nil   -- kernels/matmul_lowp.cu's tile and shared memory, read once
+local function matmul_lowp(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, opts)
+  local es = lowp_size[A.dtype]
+  if es == 2 and opts.tma ~= false and dev.major == 9 and dev.minor == 0 and k > 0
+     and (lda * 2) % 16 == 0 and (ldb * 2) % 16 == 0 and A.ptr % 16 == 0 and B.ptr % 16 == 0 then
+    return matmul_lowp_sm90(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, opts)
+  end
+  LOWP = LOWP or core.constants("matmul_lowp")
+  local bm, bn = LOWP.LOWP_BM, LOWP.LOWP_BN
+  if ceil_div(m, bm) > 65535 then fail("matmul", "m = %d is more than %d rows of tiles (%d rows)", m, 65535, 65535 * bm) end
+  -- 16-byte copies where every row starts on 16 bytes
+  local vec = (lda * es) % 16 == 0 and (ldb * es) % 16 == 0 and A.ptr % 16 == 0 and B.ptr % 16 == 0
+  local a, b, c = lowp_in[A.dtype], lowp_in[B.dtype], lowp_out[Cm.dtype]
+  local name = ("culua_matmul_lowp_%s_%s_%s%s"):format(a, b, c, vec and "_vec" or "")
+  local kern = core.kernel("matmul_lowp", name, {"CULUA_LOWP_A=" .. a, "CULUA_LOWP_B=" .. b, "CULUA_LOWP_C=" .. c}, dev)
+  core.allow_shared(kern, LOWP.LOWP_SHARED)
+  kern:launch({grid = {ceil_div(n, bn), ceil_div(m, bm)}, block = LOWP.LOWP_THREADS, shared = LOWP.LOWP_SHARED, stream = opts.stream},
+              m, n, k, alpha, A, B, beta, Cm, lda, ldb, ldc)
+  return Cm
+end
+
+-- ------}
 
 -- m, n and k, when given, are integers 0 or more (a product with a zero dimension is
 -- ordinary, as in NumPy), the leading dimensions positive integers: checked before the
@@ -264,15 +352,19 @@ end
 --         sm_90a kernels),
 --         splits (1..64: split-K on the sm_90a kernels; by default chosen by size),
 --         streamk (false, true or a count of blocks: stream-K on the sm_90a kernels; by default
---         chosen by size)
+--         chosen by size), scale_a, scale_b (fp8 A and B: alpha * scale_a * scale_b * A*B)
+--   float16, bfloat16 and fp8 A and B: kernels/matmul_lowp.cu (see lowp_check above)
 function M.matmul(A, B, Cm, opts)
   local fname = "matmul"
   opts = core.options(fname, opts, matmul_options)
   check_sizes(fname, opts)
   check_array(fname, "A", A); check_array(fname, "B", B); check_array(fname, "C", Cm)
   local dt = A.dtype
-  if dt ~= "float32" and dt ~= "float64" then fail(fname, "A must be float32 or float64, got %s", dt) end
-  if B.dtype ~= dt or Cm.dtype ~= dt then
+  local lowp = lowp_in[dt] ~= nil
+  if dt ~= "float32" and dt ~= "float64" and not lowp then
+    fail(fname, "A must be float32, float64, float16, bfloat16, float8_e4m3 or float8_e5m2, got %s", dt)
+  end
+  if not lowp and (B.dtype ~= dt or Cm.dtype ~= dt) then
     fail(fname, "dtypes differ (A %s, B %s, C %s)", dt, B.dtype, Cm.dtype)
   end
   -- the device asked once: LU calls matmul once a block column, so its overhead counts
@@ -285,6 +377,20 @@ function M.matmul(A, B, Cm, opts)
   local k2, n, ldb = operand(fname, "B", B, k, opts.n, opts.ldb, "ldb", "k", "n")
   if k2 ~= k then fail(fname, "A is %dx%d but B is %dx%d: inner dimensions differ", m, k, k2, n) end
   local _, _, ldc = operand(fname, "C", Cm, m, n, opts.ldc, "ldc", "m", "n")
+  if lowp then
+    lowp_check(fname, dev, A, B, Cm, opts)
+    for _, o in ipairs{"alpha", "beta"} do
+      if opts[o] ~= nil and type(opts[o]) ~= "number" then fail(fname, "%s must be a number, got %s", o, type(opts[o])) end
+    end
+    if m == 0 or n == 0 then return Cm end
+    -- fp8's scales as cuBLASLt's: D = scale_a * scale_b * alpha * A*B + beta * C, folded
+    -- into alpha (in double, then the kernel's float)
+    local alpha = (opts.alpha or 1) * (opts.scale_a or 1) * (opts.scale_b or 1) + 0.0
+    return matmul_lowp(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, (opts.beta or 0) + 0.0, opts)
+  end
+  if opts.scale_a ~= nil or opts.scale_b ~= nil then
+    fail(fname, "%s is for fp8 A and B, not %s", opts.scale_a ~= nil and "scale_a" or "scale_b", dt)
+  end
   local t = dt == "float32" and "f32" or "f64"
   local variant = one_of(fname, "variant", opts.variant or (core.dmma_for(dt, dev) and "dmma" or "fast"), matmul_variants)
   if t == "f64" and not (variant == "naive" or variant == "tiled" or variant == "fast" or variant == "dmma") then
@@ -337,9 +443,14 @@ M.reference = {
   matmul = core.reference("reference.matmul", C.ref_matmul),
 }
 
+-- the low-precision checks alone (lowp_check: dtypes, options, the device's compute
+-- capability), for the tests: dev and the arrays need only their fields
+M._check_lowp = function (dev, A, B, Cm, opts) return lowp_check("matmul", dev, A, B, Cm, opts or {}) end
+
 M.info = {
   variants = matmul_variants,
-  dtypes = {float32 = {"naive", "row", "column", "tiled", "fast", "tf32"}, float64 = {"naive", "tiled", "fast", "dmma"}},
+  dtypes = {float32 = {"naive", "row", "column", "tiled", "fast", "tf32"}, float64 = {"naive", "tiled", "fast", "dmma"},
+            float16 = {"mma"}, bfloat16 = {"mma"}, float8_e4m3 = {"mma"}, float8_e5m2 = {"mma"}},
   knobs = {unroll = unrolls, tile = {8, 16, 32}, block = "naive: square side 1..32", threads = "row/column: 1..1024",
            tma = "fast and tf32 (float32) on compute capability 9.0: false keeps the kernels of other devices; fast takes them from k = 2048 or under two waves of tiles (true: always)",
            splits = "with tma: blocks a tile of C, each over a share of K (split-K); chosen by size when not given",
@@ -347,8 +458,11 @@ M.info = {
            lda = "elements from one row of A to the next (k when packed); with m and k: A a block of a larger matrix",
            ldb = "elements from one row of B to the next (n when packed); with k and n",
            ldc = "elements from one row of C to the next (n when packed); with m and n",
+           scale_a = "fp8 A and B: D = alpha * scale_a * scale_b * A*B + beta * C, as cuBLASLt's (default 1)",
+           scale_b = "fp8 A and B: see scale_a",
+           mma = "float16, bfloat16 (compute capability 8.0 and later) and fp8 (8.9 and later) on tensor cores, float32 sums; C in A's dtype or float32 (fp8: bfloat16, float16 or float32); float16 and bfloat16 on 9.0: wgmma fed by TMA where A and B rows are 16-byte aligned (tma = false: mma.sync)",
            dmma = "float64 on tensor cores (compute capability 8.0 and later): 128 x 64 tiles; require('culua.catalog.matmul').tune.dmma_tile = '128x128', '128x64', '64x128' or '128x64w8' fixes the shape"},
-  default = "fast (float64: dmma on compute capability 8.0 and later)",
+  default = "fast (float64: dmma on compute capability 8.0 and later; float16, bfloat16 and fp8: mma, tensor cores with float32 sums)",
 }
 
 return M

@@ -1,0 +1,169 @@
+/*
+** matmul_lowp_sm90.cu
+** The Hopper half of the low-precision matmul: float16 and bfloat16 A and B
+** on wgmma (m64n256k16, float32 sums), fed by the Tensor Memory Accelerator
+** through culua/sm90.cuh's pipeline, as matmul_sm90.cu's tf32 kernel is.
+** Built for sm_90a only; the catalog loads it on compute capability 9.0 where
+** TMA can address A and B (first elements 16-byte aligned, rows a multiple of
+** 16 bytes apart) and uses matmul_lowp.cu's mma.sync kernels elsewhere.
+**
+**   culua_matmul_lowp_wgmma_<f16|bf16> (int M, int N, int K, float alpha,
+**     tensor map of A, tensor map of B, float beta, void *C, int ldc, int ctype)
+**
+** C = alpha * A * B + beta * C, row-major, C's elements of ctype (culua/matmul_lowp.cuh's
+** CULUA_F16, CULUA_BF16 or CULUA_F32), its rows ldc elements apart; C is not read
+** when beta == 0. 384 threads, LOWP_SM90_SHARED bytes of dynamic shared memory.
+**
+** As tf32 does, it computes C^T = B^T A^T, so that both operands are K-major
+** where wgmma reads them: A's 256 x 64 tile (128-byte rows, TMA's 128-byte
+** swizzle) is the shared-memory operand, exactly as tf32's 256 x 32 floats
+** are (the same descriptor, stepped 32 bytes a k16); B^T's fragments come from
+** registers, read out of B's row-major 64 x 128 tile (two 64-column panels,
+** 128-byte rows, swizzled) by ldmatrix.trans, one per 16 x 16 of a warp. Each
+** consumer warpgroup owns 64 columns x 256 rows of C's 256 x 128 tile (128
+** accumulators a thread). The ring counts in 4-byte words: a k-tile of 64
+** elements of 16 bits is pipeline's BK = 32, and it is given K in words.
+** No split-K or stream-K here (a tile's sums go straight to C).
+*/
+
+#include <culua/sm90.cuh>
+#include <culua/matmul_lowp.cuh>
+
+/* tiles and ring (lua/catalog/matmul.lua reads these): 256 x 128 of C, 64 of K a stage */
+#define LOWP_SM90_BM 256
+#define LOWP_SM90_BN 128
+#define LOWP_SM90_BK 64
+#define LOWP_SM90_STAGES 4
+#define LOWP_SM90_SHARED (LOWP_SM90_STAGES * (LOWP_SM90_BM * LOWP_SM90_BK * 2 + LOWP_SM90_BK * LOWP_SM90_BN * 2) + 2 * LOWP_SM90_STAGES * 8 + 1024)
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+
+using namespace culua::sm90;
+
+/* the descriptor of a K-major operand with 128-byte swizzle (8-row groups 1024 bytes apart) */
+__device__ __forceinline__ unsigned long long lowp_desc_k128 (unsigned addr) {
+  return (unsigned long long)((addr & 0x3FFFF) >> 4) | (1ull << 16) | ((unsigned long long)(1024 >> 4) << 32) | (1ull << 62);
+}
+
+__device__ __forceinline__ void lowp_ldsm_x4_trans (unsigned *r, unsigned addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+
+/* d (64 x 256, f32) += a (64 x 16, fragments in registers) * the 16 x 256 tile at desc (K-major) */
+#define LOWP_WGMMA(TYPES) \
+  asm volatile("{\n" \
+               "wgmma.mma_async.sync.aligned.m64n256k16.f32." TYPES " {" \
+               "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, " \
+               "%21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, " \
+               "%40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, " \
+               "%59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, " \
+               "%78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, " \
+               "%97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, " \
+               "%113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127" \
+               "}, {%128, %129, %130, %131}, %132, 1, 1, 1, 0;\n" \
+               "}\n" \
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+                 "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), \
+                 "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), \
+                 "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), \
+                 "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), \
+                 "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), \
+                 "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), \
+                 "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), \
+                 "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), \
+                 "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), \
+                 "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), \
+                 "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), \
+                 "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), \
+                 "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), \
+                 "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), \
+                 "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), \
+                 "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), \
+                 "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), \
+                 "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127]) \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc))
+
+template <int TA>
+__device__ __forceinline__ void lowp_wgmma (float *d, const unsigned *a, unsigned long long desc) {
+  if (TA == CULUA_BF16) LOWP_WGMMA("bf16.bf16");
+  else LOWP_WGMMA("f16.f16");
+}
+
+template <int TA>
+__device__ __forceinline__ void lowp_sm90 (int M, int N, int K, float alpha, const culua_tmap &tmA, const culua_tmap &tmB,
+                                           float beta, void *C, int ldc, int ctype) {
+  constexpr int BM = LOWP_SM90_BM, BN = LOWP_SM90_BN, BK = LOWP_SM90_BK, BKW = BK / 2;   /* BKW: in words */
+  constexpr int PANEL = BK * 64 * 2;   /* B's tile: 64-column panels of BK rows of 128 bytes */
+  static_assert(BM * BKW * 4 == BM * BK * 2 && BKW * BN * 4 == BK * BN * 2, "the ring's words hold the tiles");
+  const int ct = threadIdx.x - 128, wg = ct >> 7, warp = (ct >> 5) & 3, lane = ct & 31, g = lane >> 2, t = lane & 3;
+  const int r0 = wg * 64 + warp * 16 + g;    /* the tile column of fragment rows r0 and r0 + 8 */
+  const int w0 = wg * 64 + warp * 16;        /* this warp's 16 columns of B's tile */
+  const int ec = ctype == CULUA_F32 ? 4 : 2;
+  pipeline<BM, BN, BKW, LOWP_SM90_STAGES, 2, BM / 2>(M, N, (K + 1) / 2, 1, 0, nullptr, nullptr,
+                                                    [&] (const auto &ring, int s, int kt, int m0, int n0) {
+    tma_load(ring.abuf(s), &tmA, ring.full(s), kt * BK, m0);
+    for (int q = 0; q < BN / 64; q++)   /* B in 64-column panels: a swizzled row is 128 bytes */
+      tma_load(ring.bbuf(s) + q * PANEL, &tmB, ring.full(s), n0 + 64 * q, kt * BK);
+  }, [&] (const auto &ring, float (&d)[BM / 2], int q0, int KT) {   /* one release per consumer warpgroup */
+    /* the byte of element (k, n) of B's tile: panel n / 64, row k, 16-byte chunk swizzled by k % 8 */
+    auto boff = [] (int k, int n) {
+      return (n >> 6) * PANEL + k * 128 + ((((n & 63) >> 3) ^ (k & 7)) << 4) + ((n & 7) << 1);
+    };
+    /* ldmatrix.x4.trans: lane L gives row L % 8 of 8 x 8 matrix L / 8; matrix i holds columns
+    ** w0 + 8 (i % 2) .. + 7 at k + 8 (i / 2) .. + 7, so the registers are the m16n8k16 A
+    ** fragment of B^T: (n g, k 2t), (n g + 8, k 2t), (n g, k 2t + 8), (n g + 8, k 2t + 8) */
+    const int lk = (lane & 7) + ((lane >> 4) << 3), ln = w0 + ((lane >> 3) & 1) * 8;
+    /* k-tile kt + 1's fragments are read while kt's wgmmas run */
+    unsigned a[2][4][4];
+    auto fragments = [&] (unsigned (&f)[4][4], unsigned bs) {
+#pragma unroll
+      for (int kk = 0; kk < 4; kk++) lowp_ldsm_x4_trans(f[kk], bs + boff(kk * 16 + lk, ln));
+    };
+    if (KT > 0) fragments(a[0], ring.bbuf(ring.wait(q0)));
+    for (int kt = 0; kt < KT; kt += 2) {
+#pragma unroll
+      for (int h = 0; h < 2; h++) {
+        if (kt + h < KT) {
+          const int s = (q0 + kt + h) % LOWP_SM90_STAGES;
+          const unsigned as = ring.abuf(s);
+          asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+          for (int kk = 0; kk < 4; kk++) lowp_wgmma<TA>(d, a[h][kk], lowp_desc_k128(as + kk * 32));
+          asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+          if (kt + h + 1 < KT) fragments(a[h ^ 1], ring.bbuf(ring.wait(q0 + kt + h + 1)));
+          asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+          if ((ct & 127) == 0) mbar_arrive(ring.empty(s));
+        }
+      }
+    }
+  }, [&] (const float (&d)[BM / 2], int m0, int n0, int) {
+    /* accumulator 4j + q: C^T row r0 (+8 for q >= 2), column 8j + 2t (+1 for odd q) */
+    char *c8 = (char *)C;
+    const int n = n0 + r0;
+#pragma unroll
+    for (int j = 0; j < BM / 8; j++)
+#pragma unroll
+      for (int q = 0; q < 4; q++) {
+        const int nn = n + (q >= 2 ? 8 : 0), mm = m0 + 8 * j + 2 * t + (q & 1);
+        if (mm < M && nn < N) {
+          char *p = c8 + ((size_t)mm * ldc + nn) * ec;
+          float v = alpha * d[4 * j + q];
+          if (beta != 0.0f) v += beta * lowp_load_rt(ctype, p);
+          lowp_store_rt(ctype, p, v);
+        }
+      }
+  });
+}
+
+extern "C" __global__ void __launch_bounds__(384, 1)
+culua_matmul_lowp_wgmma_f16 (int M, int N, int K, float alpha, const __grid_constant__ culua_tmap tmA,
+                             const __grid_constant__ culua_tmap tmB, float beta, void *C, int ldc, int ctype)
+{ lowp_sm90<CULUA_F16>(M, N, K, alpha, tmA, tmB, beta, C, ldc, ctype); }
+
+extern "C" __global__ void __launch_bounds__(384, 1)
+culua_matmul_lowp_wgmma_bf16 (int M, int N, int K, float alpha, const __grid_constant__ culua_tmap tmA,
+                              const __grid_constant__ culua_tmap tmB, float beta, void *C, int ldc, int ctype)
+{ lowp_sm90<CULUA_BF16>(M, N, K, alpha, tmA, tmB, beta, C, ldc, ctype); }
+
+#endif

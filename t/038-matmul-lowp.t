@@ -1,0 +1,250 @@
+-- cuda.catalog.matmul in low precision (kernels/matmul_lowp.cu): float16 and bfloat16 A and B
+-- with float32 sums, fp8 (e4m3, e5m2) with scales; against the float64 CPU reference.
+-- Without a GPU: the kernels' NVRTC compiles and signatures, the reference, the refusals.
+local T = require "culua.tap"
+local cuda = require "cuda"
+local core = require "culua.catalog.core"
+local mmod = require "culua.catalog.matmul"
+local mm, ref = cuda.catalog.matmul, cuda.catalog.reference.matmul
+
+-- {------ without a GPU
+
+local info = cuda.catalog.list().matmul
+for _, dt in ipairs{"float16", "bfloat16", "float8_e4m3", "float8_e5m2"} do
+  T.is_deeply(info.dtypes[dt], {"mma"}, dt .. ": the mma kernel")
+end
+
+-- every pair compiles by NVRTC (as the variants not prebuilt are), with the signature the
+-- catalog launches; fp8 for compute 8.9 and 9.0, and for 8.0 too (a trap there: refused first)
+local src = cuda._catalog.source("matmul_lowp")
+local sig = {"u32", "u32", "u32", "f32", "u64", "u64", "f32", "u64", "u32", "u32", "u32"}
+local pairs16 = {{"f16", "f16", "f16"}, {"f16", "f16", "f32"}, {"bf16", "bf16", "bf16"}, {"bf16", "bf16", "f32"}}
+local pairs8 = {{"e4m3", "e4m3", "bf16"}, {"e4m3", "e5m2", "f16"}, {"e5m2", "e4m3", "f32"}, {"e5m2", "e5m2", "bf16"}}
+local function compile(c, arch)
+  return cuda.compile(src, {options = {"-std=c++17", "-arch=" .. arch, "-DCULUA_LOWP_A=" .. c[1], "-DCULUA_LOWP_B=" .. c[2],
+                                       "-DCULUA_LOWP_C=" .. c[3]}, name = "matmul_lowp.cu"})
+end
+for _, list in ipairs{{pairs16, "compute_80"}, {pairs8, "compute_89"}, {{pairs8[1]}, "compute_90"}, {{pairs8[2]}, "compute_80"}} do
+  for _, c in ipairs(list[1]) do
+    local p = compile(c, list[2])
+    local name = ("culua_matmul_lowp_%s_%s_%s"):format(c[1], c[2], c[3])
+    T.is_deeply(cuda.signature(p.ptx, name), sig, name .. " compiles by NVRTC for " .. list[2])
+    T.is_deeply(cuda.signature(p.ptx, name .. "_vec"), sig, name .. "_vec too")
+    if list[2] ~= "compute_80" or c[1]:find("f") then
+      local shape = c[1]:find("e") and "m16n8k32" or "m16n8k16"
+      T.like(p.ptx, "mma%.sync%.aligned%." .. shape, name .. ": " .. shape .. " on tensor cores")
+    end
+  end
+end
+-- the prebuilt ones are in the fatbin's entries
+local entries = cuda._catalog.entries("matmul_lowp")
+for _, c in ipairs{pairs16[1], pairs16[3]} do
+  local name = ("culua_matmul_lowp_%s_%s_%s_vec"):format(c[1], c[2], c[3])
+  T.like(entries, "%.entry " .. name .. "%(", name .. " is prebuilt")
+end
+local entries90 = cuda._catalog.entries("matmul_lowp_sm90")
+for _, t in ipairs{"f16", "bf16"} do
+  local name = "culua_matmul_lowp_wgmma_" .. t
+  T.is_deeply(cuda.signature(entries90, name), {"u32", "u32", "u32", "f32", "b8[128]", "b8[128]", "f32", "u64", "u32", "u32"},
+              name .. " is prebuilt (sm_90a): two tensor maps by value")
+end
+local n90 = core.constants("matmul_lowp_sm90")
+T.ok(n90.LOWP_SM90_SHARED == n90.LOWP_SM90_STAGES * (n90.LOWP_SM90_BM + n90.LOWP_SM90_BN) * n90.LOWP_SM90_BK * 2 + 2 * n90.LOWP_SM90_STAGES * 8 + 1024
+     and n90.LOWP_SM90_SHARED <= 227 * 1024, "core.constants: LOWP_SM90_SHARED, the ring and its barriers, within 227 KiB")
+local codes = core.constants("culua/matmul_lowp.cuh")
+T.ok(codes.CULUA_F16 == 0 and codes.CULUA_BF16 == 1 and codes.CULUA_F32 == 4, "core.constants: C's dtype codes for the wgmma kernel")
+-- the shared memory Lua asks for is the kernel's
+local nums = core.constants("matmul_lowp")
+T.is(nums.LOWP_SHARED, nums.LOWP_STAGES * nums.LOWP_STAGE_BYTES, "core.constants: LOWP_SHARED")
+T.ok(nums.LOWP_STAGE_BYTES >= nums.LOWP_BM * nums.LOWP_ROW + nums.LOWP_BN * nums.LOWP_ROW
+     and nums.LOWP_STAGE_BYTES >= (nums.LOWP_KBYTES // 2) * nums.LOWP_BROW16 and nums.LOWP_SHARED <= 99 * 1024,
+     "a stage holds A's and B's tiles; the stages fit compute capability 8.6's 99 KiB")
+
+-- the float64 reference reads the new dtypes exactly and rounds C once into its dtype
+do
+  local a, b = cuda.host_array("float16", {1, 1}):fill(1), cuda.host_array("float16", {1, 1}):fill(1)
+  local c = cuda.host_array("float16", {1, 1})
+  ref(a, b, c, 1 / 3)
+  T.is(c[1], 0.333251953125, "reference: float16 C rounded once to nearest even")
+  local a8 = cuda.host_array("float8_e4m3", {2, 3}):copy_from{0.5, 2, -1.5, 448, 0.015625, 3}
+  local b8 = cuda.host_array("float8_e5m2", {3, 2}):copy_from{1, 2, 3, 0.25, -4, 57344}
+  local c8 = cuda.host_array("bfloat16", {2, 2}):fill(1)
+  ref(a8, b8, c8, 2, 0.5, 0.25, 4)   -- 2 * 0.25 * 4 * A*B + 0.5 * C
+  local ab = {0.5 * 1 + 2 * 3 + -1.5 * -4, 0.5 * 2 + 2 * 0.25 + -1.5 * 57344,
+              448 * 1 + 0.015625 * 3 + 3 * -4, 448 * 2 + 0.015625 * 0.25 + 3 * 57344}
+  local want = {}
+  for i, v in ipairs(ab) do
+    local h = cuda.host_array("bfloat16", 1)
+    h[1] = 2 * v + 0.5
+    want[i] = h[1]
+  end
+  T.is_deeply(c8:totable(), {{want[1], want[2]}, {want[3], want[4]}}, "reference: fp8 A and B with scales, bfloat16 C")
+  local c32 = cuda.host_array("float32", {2, 2})
+  ref(a8, b8, c32, 1, 0, 2)
+  T.is(c32[1], 2 * ab[1], "reference: scale_a alone")
+end
+
+-- the refusals that need no device memory: dtypes, options, compute capability
+do
+  local check = mmod._check_lowp
+  local h100 = {name = "H100", major = 9, minor = 0}
+  local a100 = {name = "A100", major = 8, minor = 0}
+  local v100 = {name = "V100", major = 7, minor = 0}
+  local function arr(dt) return {dtype = dt} end
+  local f16, bf16, f32 = arr("float16"), arr("bfloat16"), arr("float32")
+  local e4, e5, f64 = arr("float8_e4m3"), arr("float8_e5m2"), arr("float64")
+  for _, c in ipairs{
+    {h100, f16, bf16, f16, nil, "dtypes differ %(A float16, B bfloat16, C float16%): float16 A takes float16 B", "float16 A, bfloat16 B"},
+    {h100, bf16, bf16, f16, nil, "C is float16: with bfloat16 A and B, C is bfloat16 or float32", "bfloat16 A and B, float16 C"},
+    {h100, f16, f16, f64, nil, "C is float64: with float16 A and B, C is float16 or float32", "float64 C"},
+    {h100, e4, f16, bf16, nil, "A is float8_e4m3 but B is float16: fp8 A takes fp8 B", "fp8 A, float16 B"},
+    {h100, f16, e4, f16, nil, "dtypes differ %(A float16, B float8_e4m3, C float16%)", "float16 A, fp8 B"},
+    {h100, e4, e5, e4, nil, "C is float8_e4m3: with fp8 A and B, C is bfloat16, float16 or float32", "fp8 C"},
+    {h100, e4, e4, f64, nil, "C is float64: with fp8 A and B", "float64 C of fp8"},
+    {a100, e4, e4, bf16, nil, "float8_e4m3 needs compute capability 8%.9 or later %(tensor%-core fp8%), A100 has 8%.0", "fp8 on 8.0"},
+    {v100, bf16, bf16, f32, nil, "bfloat16 needs compute capability 8%.0 or later %(tensor%-core 16%-bit%), V100 has 7%.0", "bfloat16 on 7.0"},
+    {h100, f16, f16, f16, {scale_a = 2}, "scale_a is for fp8 A and B, not float16", "scale_a with float16"},
+    {h100, e4, e4, f32, {scale_b = "2"}, "scale_b must be a number, got string", "scale_b a string"},
+    {h100, f16, f16, f32, {variant = "tf32"}, "variant 'tf32' is for float32 and float64; float16 takes 'mma'", "a float32 variant"},
+    {h100, bf16, bf16, f32, {splits = 2}, "splits is for float32 and float64, not bfloat16", "splits"},
+    {h100, e5, e4, f32, {streamk = true}, "streamk is for float32 and float64, not float8_e5m2", "streamk"},
+    {h100, f16, f16, f32, {tma = 1}, "tma must be a boolean, got number", "tma a number"},
+  } do
+    T.error_like(function () check(c[1], c[2], c[3], c[4], c[5]) end, "cuda%.catalog%.matmul: " .. c[6], "refused: " .. c[7])
+  end
+  T.lives_ok(function () check({name = "L4", major = 8, minor = 9}, e4, e5, bf16, {scale_a = 0.5, scale_b = 2}) end,
+             "fp8 on compute capability 8.9, with scales")
+  T.lives_ok(function () check(a100, bf16, bf16, f32, {variant = "mma"}) end, "bfloat16 on 8.0, variant 'mma'")
+end
+
+-- ------}
+
+
+-- {------ on a GPU: against the float64 reference
+
+local eps = {float16 = 2^-11, bfloat16 = 2^-8, float32 = 2^-24}
+-- the norm-wise error allowed: C's rounding, and float32 sums over k (fp8's with room
+-- for the tensor cores' narrower fp8 sums)
+local function tolerance(dta, dtc, k)
+  return 2 * eps[dtc] + k * (dta:find("float8") and 2^-16 or 2^-22) + 1e-6
+end
+
+T.gpu_part(function ()
+  local dev = cuda.device(0)
+  local cc = dev.major * 10 + dev.minor
+  local configs = {{"float16", "float16", "float16"}, {"float16", "float16", "float32"},
+                   {"bfloat16", "bfloat16", "bfloat16"}, {"bfloat16", "bfloat16", "float32"}}
+  if cc >= 89 then
+    for _, c in ipairs{{"float8_e4m3", "float8_e4m3", "bfloat16"}, {"float8_e4m3", "float8_e5m2", "bfloat16"},
+                       {"float8_e4m3", "float8_e4m3", "float16"}, {"float8_e4m3", "float8_e5m2", "float32"},
+                       {"float8_e5m2", "float8_e4m3", "float32"}} do
+      configs[#configs + 1] = c
+    end
+  else
+    T.skip("fp8 matmul needs compute capability 8.9 (" .. dev.name .. ")", 1)
+  end
+  if cc < 80 then T.skip("low-precision matmul needs compute capability 8.0", 1); return end
+
+  -- m, n, k: odd ones (element-by-element copies), and rows of whole 16 bytes (cp.async)
+  -- (on 9.0, float16 and bfloat16 with rows of whole 16 bytes take wgmma; tma = false, mma.sync)
+  local sizes = {{1, 1, 1}, {17, 33, 65}, {257, 129, 31}, {130, 136, 72}, {64, 256, 512}, {255, 48, 1040},
+                 {300, 520, 200}, {513, 264, 1000}, {0, 5, 7}, {9, 7, 0}}
+  if not T.sanitizer then sizes[#sizes + 1] = {1000, 999, 1001} end
+  local stream = cuda.stream()
+  for _, cfg in ipairs(configs) do
+    local da, db, dc = cfg[1], cfg[2], cfg[3]
+    local fp8 = da:find("float8") ~= nil
+    local scale = fp8 and {scale_a = 0.5, scale_b = 4} or {}
+    local paths = (not fp8 and cc == 90) and {true, false} or {true}
+    for si, s in ipairs(sizes) do
+      local m, n, k = s[1], s[2], s[3]
+      local seed = 100 * si + #da
+      local hA = cuda.host_array(da, {m, k}):random(seed, -1, 1)
+      local hB = cuda.host_array(db, {k, n}):random(seed + 1, -1, 1)
+      local hC = cuda.host_array(dc, {m, n}):random(seed + 2, -1, 1)
+      local A, B = cuda.array(da, {m, k}):copy_from(hA), cuda.array(db, {k, n}):copy_from(hB)
+      local Cd = cuda.array(dc, {m, n})
+      local tol = tolerance(da, dc, k)
+      -- the references, once for both paths (the same inputs): a float64 product of
+      -- 1000 x 1001 x 999 on the CPU is seconds
+      local R, R2
+      if m > 0 and n > 0 then
+        R = cuda.host_array("float64", {m, n})
+        ref(hA, hB, R, 1.5, 0, scale.scale_a, scale.scale_b)
+        R2 = cuda.host_array("float64", {m, n}):copy_from(hC:totable())
+        ref(hA, hB, R2, -1, 0.75, scale.scale_a, scale.scale_b)
+      end
+      for _, tma in ipairs(paths) do
+        local tag = ("%s x %s -> %s, %dx%dx%d%s"):format(da, db, dc, m, k, n, tma and "" or ", tma = false")
+        scale.tma = (not tma) and false or nil
+        if m == 0 or n == 0 then
+          Cd:fill(7)
+          mm(A, B, Cd, {alpha = 2, scale_a = scale.scale_a, scale_b = scale.scale_b, tma = scale.tma})
+          T.ok(true, tag .. ": nothing to do")
+        else
+          -- beta = 0 over a poisoned C (NaN: never read), alpha and the scales
+          Cd:fill(0 / 0)
+          mm(A, B, Cd, {alpha = 1.5, scale_a = scale.scale_a, scale_b = scale.scale_b, tma = scale.tma})
+          local _, _, rel = cuda.compare(Cd, R)
+          T.ok(rel <= tol, ("%s: beta 0 over NaN, error %.2e (<= %.1e)"):format(tag, rel, tol))
+          -- beta ~= 0, on a stream
+          Cd:copy_from(hC)
+          mm(A, B, Cd, {alpha = -1, beta = 0.75, stream = stream, scale_a = scale.scale_a, scale_b = scale.scale_b, tma = scale.tma})
+          stream:synchronize()
+          _, _, rel = cuda.compare(Cd, R2)
+          T.ok(rel <= tol, ("%s: beta 0.75 on a stream, error %.2e"):format(tag, rel))
+        end
+      end
+    end
+    scale.tma = nil
+
+    -- blocks of larger matrices (lda, ldb, ldc past the rows) through views that start off
+    -- 16 bytes: the element-by-element path; and at 16-byte offsets, the cp.async one
+    for _, off in ipairs{3, fp8 and 16 or 8} do
+      local m, n, k = 70, 40, 96
+      local lda, ldb, ldc = k + 16, n + 24, n + 5
+      local hA = cuda.host_array(da, {m, k}):random(7, -1, 1)
+      local hB = cuda.host_array(db, {k, n}):random(8, -1, 1)
+      local R = cuda.host_array("float64", {m, n})
+      ref(hA, hB, R, 1, 0, scale.scale_a, scale.scale_b)
+      local bigA = cuda.host_array(da, off + m * lda):fill(5)
+      local bigB = cuda.host_array(db, off + k * ldb):fill(5)
+      for i = 0, m - 1 do for j = 1, k do bigA[off + i * lda + j] = hA[i * k + j] end end
+      for i = 0, k - 1 do for j = 1, n do bigB[off + i * ldb + j] = hB[i * n + j] end end
+      local dA = cuda.array(da, #bigA):copy_from(bigA)
+      local dB = cuda.array(db, #bigB):copy_from(bigB)
+      local dC = cuda.array(dc, off + m * ldc):fill(3)
+      mm(dA:view(off + 1, m * lda), dB:view(off + 1, k * ldb), dC:view(off + 1, m * ldc - (ldc - n)),
+         {m = m, n = n, k = k, lda = lda, ldb = ldb, ldc = ldc, scale_a = scale.scale_a, scale_b = scale.scale_b})
+      local hC, out, pad = dC:totable(), cuda.host_array("float64", {m, n}), true
+      for i = 0, m - 1 do
+        for j = 1, n do out[i * n + j] = hC[off + i * ldc + j] end
+        for j = n + 1, ldc do if i < m - 1 and hC[off + i * ldc + j] ~= 3 then pad = false end end
+      end
+      for j = 1, off do if hC[j] ~= 3 then pad = false end end
+      local _, _, rel = cuda.compare(out, R)
+      T.ok(rel <= tolerance(da, dc, k), ("%s x %s -> %s: views at element %d, lda %d, ldb %d, ldc %d: error %.2e"):format(da, db, dc, off + 1, lda, ldb, ldc, rel))
+      T.ok(pad, "  and C past its rows and before the view untouched")
+    end
+  end
+
+  -- the refusals with device arrays (t/029 has them too)
+  local h = cuda.array("float16", {4, 4})
+  T.error_like(function () mm(h, cuda.array("bfloat16", {4, 4}), h) end, "dtypes differ %(A float16, B bfloat16, C float16%)", "mixed 16-bit dtypes")
+  T.error_like(function () mm(h, h, cuda.array("float64", {4, 4})) end, "C is float64: with float16 A and B, C is float16 or float32", "float64 C")
+  T.error_like(function () mm(h, h, h, {scale_a = 2}) end, "scale_a is for fp8 A and B, not float16", "scales with float16")
+  T.error_like(function () mm(cuda.array("float32", {4, 4}), cuda.array("float32", {4, 4}), cuda.array("float32", {4, 4}), {scale_b = 2}) end,
+               "scale_b is for fp8 A and B, not float32", "scales with float32")
+  local e4 = cuda.array("float8_e4m3", {4, 4})
+  if cc >= 89 then
+    T.error_like(function () mm(e4, h, h) end, "A is float8_e4m3 but B is float16: fp8 A takes fp8 B", "fp8 A, float16 B")
+    T.error_like(function () mm(e4, e4, e4) end, "C is float8_e4m3: with fp8 A and B, C is bfloat16, float16 or float32", "fp8 C")
+  else
+    T.error_like(function () mm(e4, e4, h) end, "float8_e4m3 needs compute capability 8%.9 or later", "fp8 below 8.9")
+  end
+  h, e4, stream = nil
+end, "low-precision matmul against the float64 reference")
+
+-- ------}
+
+T.done_testing()
