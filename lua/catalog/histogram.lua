@@ -126,8 +126,11 @@ function M.histogram(x, counts, opts)
   do
     -- 64-bit counters are built by NVRTC on first use (then cached on disk):
     -- prebuilding them doubled the family's build time for a rare case
+    -- (the two keys go through locals: Lua 5.4.4's code for t[a == b][c == d] indexes
+    -- the boolean a == b, not t's entry, and raised "attempt to index a boolean value")
+    local lp, wide = lowp[dt] == true, cdt == "uint64"
     local kern = core.kernel("histogram", ("culua_histogram_%s_%s"):format(short[dt], short[cdt]),
-                             DEFINES[lowp[dt] == true][cdt == "uint64"], dev)
+                             DEFINES[lp][wide], dev)
     local mode = variant == "seed" and 2 or (bins <= SHARED_BINS and 0 or 1)
     local shared = mode == 1 and 0 or 4 * bins
     if mode == 0 and bins <= LANE_BINS then   -- a copy of the bins a lane
