@@ -14,8 +14,9 @@
 ** both fp8 formats, as culua's conversions make them): the sort cannot keep
 ** both NaNs last and their bits. What is a NaN depends on the format (the
 ** kind: <culua/sort.cuh>'s KeyBits): float8_e4m3 has no infinity, and its
-** only NaNs are 0x7f and 0xff. No other float has radix bits all ones in either order (only a
-** NaN has all bits set, and +0.0's sign-flipped bits are not zero). A pass
+** only NaNs are 0x7f and 0xff. No other float has radix bits all ones in
+** either order (only a NaN has all bits set, and +0.0's sign-flipped bits
+** are not zero). A pass
 ** that reads the user's keys transforms them (SORT_FIRST), the pass that
 ** writes the user's keys transforms them back (SORT_LAST), and the passes
 ** between move radix bits.
@@ -679,12 +680,14 @@ __device__ __forceinline__ void lsd_entry (const K *kin, K *kout, const V *vin, 
   M(SORT_PASTE(SORT_KN_, kb), SORT_PASTE(SORT_KN_, kb), SORT_PASTE(SORT_VN_, vb), SORT_PASTE(SORT_VT_, vb), \
     (vb) != 0, I, SORT_THREADS, SORT_SUFFIX)
 
-/* prebuilt: each case's default shape (the wider tiles below, and 256 threads at
-** the default keys a thread for 32-bit keys with 8-byte values) and the small
-** sorts' fused tiles; NVRTC builds other counts (-DCULUA_SORT_ITEMS=n, both key
-** widths, 256 threads: the other cases at the default count too) and shapes
-** (-DCULUA_SORT_THREADS=n). Prebuilding every case at 256 threads cost the
-** build 40% more for tiles that no default uses. */
+/* prebuilt: the default shape of each case of 32- and 64-bit keys (the wider
+** tiles below, and 256 threads at the default keys a thread for 32-bit keys
+** with 8-byte values), of 16-bit keys alone and with 4-byte values, and their
+** small sorts' fused tiles; NVRTC builds the other counts and shapes
+** (-DCULUA_SORT_ITEMS=n, -DCULUA_SORT_THREADS=n), one case at a time
+** (SORT_CASE), or the six cases of 32- and 64-bit keys at once when no case is
+** named. Prebuilding every case at 256 threads cost the build 40% more for
+** tiles that no default uses. */
 #if defined(CULUA_SORT_ITEMS) && defined(CULUA_SORT_KEY)
 SORT_CASE(SORT_PASS, CULUA_SORT_KEY, CULUA_SORT_VALUE, CULUA_SORT_ITEMS)
 #elif defined(CULUA_SORT_ITEMS)
