@@ -241,13 +241,16 @@ local function gpu_tests()
     return T.ok(diff == nil, what, diff)
   end
   -- values of dtype vdt: their positions where they fit, else random bits
+  local value_bits = {int8 = {"uint8", 0, 0xff}, uint8 = {"uint8", 0, 0xff}, float8_e4m3 = {"uint8", 0, 0xff},
+                      float8_e5m2 = {"uint8", 0, 0xff}, int16 = {"uint16", 0, 0xffff}, uint16 = {"uint16", 0, 0xffff},
+                      float16 = {"uint16", 0, 0xffff}, bfloat16 = {"uint16", 0, 0xffff},
+                      int32 = {"uint32", 0, 0xffffffff}, float32 = {"uint32", 0, 0xffffffff},
+                      float64 = {"int64", math.mininteger, math.maxinteger}}
   local function make_values(vdt, n, seed)
     local h = cuda.host_array(vdt, n)
     if vdt == "uint32" or vdt == "uint64" or vdt == "int64" then return h:iota(1) end
-    local w = ({int8 = 1, uint8 = 1, float8_e4m3 = 1, float8_e5m2 = 1})[vdt] and "uint8" or
-              ({int16 = 2, uint16 = 2, float16 = 2, bfloat16 = 2})[vdt] and "uint16" or "uint32"
-    local hi = w == "uint8" and 0xff or w == "uint16" and 0xffff or 0xffffffff
-    return h:copy_from(cuda.host_array(w, n):random(seed, 0, hi):bytes())
+    local b = value_bits[vdt]
+    return h:copy_from(cuda.host_array(b[1], n):random(seed, b[2], b[3]):bytes())
   end
 
   local function ref_opts(o) return {descending = o.descending, begin_bit = o.begin_bit, end_bit = o.end_bit} end
