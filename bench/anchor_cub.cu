@@ -14,6 +14,9 @@
 **   anchor_cub histogram f32 N BINS REPS uniform       -> histogram_ms X
 **   anchor_cub sort u32 N REPS keys|pairs              -> sort_ms X
 **   anchor_cub sort u64 N REPS keys                    -> sort_ms X
+**   anchor_cub sort f16|bf16 N REPS keys|pairs         -> sort_ms X
+** (f16, bf16: __half and __nv_bfloat16 keys of every bit pattern, NaNs among
+** them; pairs: uint32 values, what an argsort moves)
 ** With ANCHOR_SYNC=1 in the environment, the device is synchronized before
 ** each first event, so that a figure also holds the host's way to the first
 ** launch (bench/RESULTS.md, session 24); without, the calls are queued while
@@ -22,6 +25,8 @@
 
 #include <cub/cub.cuh>
 #include <cuda_runtime.h>
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +39,7 @@
 
 static void usage (void) {
   fprintf(stderr, "usage: anchor_cub scan f32|i32 N REPS | select f32 N REPS | "
-                  "histogram u8|f32 N BINS REPS uniform|equal | sort u32|u64 N REPS keys|pairs\n");
+                  "histogram u8|f32 N BINS REPS uniform|equal | sort u32|u64|f16|bf16 N REPS keys|pairs\n");
   exit(2);
 }
 
@@ -153,15 +158,23 @@ template <typename T, typename L> static void histogram (size_t n, int bins, int
   printf("check ok\nhistogram_ms %.4f\n", ms);
 }
 
-template <typename K> static void sort (size_t n, int reps, bool pairs) {
+/* a key as a double, for the check: 2-byte floats through float (NaNs compare false) */
+template <typename K> static double key_value (K k) { return (double)k; }
+template <> double key_value<__half> (__half k) { return (double)__half2float(k); }
+template <> double key_value<__nv_bfloat16> (__nv_bfloat16 k) { return (double)__bfloat162float(k); }
+
+/* K: the keys' type; B: an unsigned integer of its size, whose every bit pattern the
+** keys are made of (for K an integer, itself) */
+template <typename K, typename B = K> static void sort (size_t n, int reps, bool pairs) {
   K *k0, *k1, *pristine;
   unsigned *v0 = NULL, *v1 = NULL;
   void *tmp = NULL;
   size_t tmpb = 0;
+  static_assert(sizeof(K) == sizeof(B), "the keys' bits");
   CHECK(cudaMalloc(&k0, n * sizeof(K)));
   CHECK(cudaMalloc(&k1, n * sizeof(K)));
   CHECK(cudaMalloc(&pristine, n * sizeof(K)));
-  fill(pristine, n, 4, 0);
+  fill((B *)pristine, n, 4, 0);
   if (pairs) {
     CHECK(cudaMalloc(&v0, n * sizeof(unsigned)));
     CHECK(cudaMalloc(&v1, n * sizeof(unsigned)));
@@ -186,7 +199,7 @@ template <typename K> static void sort (size_t n, int reps, bool pairs) {
     size_t i = (size_t)(mix(s) % (n - 1));
     K a[2];
     CHECK(cudaMemcpy(a, keys.Current() + i, 2 * sizeof(K), cudaMemcpyDeviceToHost));
-    if (a[0] > a[1]) { fprintf(stderr, "anchor_cub: sort check failed at %zu\n", i); exit(1); }
+    if (key_value(a[0]) > key_value(a[1])) { fprintf(stderr, "anchor_cub: sort check failed at %zu\n", i); exit(1); }
   }
   printf("check ok\nsort_ms %.4f\n", ms);
 }
@@ -220,6 +233,8 @@ int main (int argc, char **argv) {
     if (!pairs && strcmp(argv[5], "keys") != 0) usage();
     if (strcmp(type, "u32") == 0) sort<unsigned>(n, reps, pairs);
     else if (strcmp(type, "u64") == 0 && !pairs) sort<unsigned long long>(n, reps, false);
+    else if (strcmp(type, "f16") == 0) sort<__half, unsigned short>(n, reps, pairs);
+    else if (strcmp(type, "bf16") == 0) sort<__nv_bfloat16, unsigned short>(n, reps, pairs);
     else usage();
   }
   else usage();

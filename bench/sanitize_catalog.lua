@@ -77,6 +77,28 @@ function run.sort()
       end
     end
   end
+  -- 16- and 8-bit keys (every bit pattern, NaNs among the floats), with 1- to 4-byte values
+  for _, dt in ipairs{"float16", "bfloat16", "int16", "float8_e4m3", "uint8"} do
+    local w8 = dt:find("8") ~= nil
+    for _, n in ipairs{1, 33, 3000, 7681, 70001} do
+      local h = cuda.host_array(dt, n):copy_from(cuda.host_array(w8 and "uint8" or "uint16", n):random(n, 0, w8 and 255 or 65535):bytes())
+      local k = cuda.array(dt, n)
+      for _, vdt in ipairs{"uint32", "uint16", "uint8"} do
+        local v = cuda.array(vdt, n):fill(1)
+        k:copy_from(h); cat.sort(k, v, {descending = vdt == "uint16"})
+      end
+      for _, variant in ipairs{"onesweep", "lsd"} do
+        k:copy_from(h); cat.sort(k, nil, {variant = variant})
+        k:copy_from(h); cat.sort(k, nil, {variant = variant, begin_bit = 3, end_bit = 7})
+      end
+      cat.argsort(k)
+      if n > 4096 then
+        k:copy_from(h); cat.sort(k, nil, {fused = false})
+        k:copy_from(h); cat.sort(k, nil, {fused = false, upfront = "rows", descending = true})
+        cat.argsort(k, {fused = false})
+      end
+    end
+  end
   local w = cuda.array("uint32", 32):copy_from(cuda.host_array("uint32", 32):random(5, 0, 1000))
   cat.sort(w, nil, {variant = "warp"})
 end

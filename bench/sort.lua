@@ -1,9 +1,11 @@
 -- bench/sort.lua: cuda.catalog.sort against CUB's DeviceRadixSort, in the same run.
---   culua bench/sort.lua [ANCHOR] [sweep] [sync]
+--   culua bench/sort.lua [ANCHOR] [sweep] [narrow] [sync]
 -- ANCHOR (bench/anchor_cub) sorts uniform random keys and prints the median of its
 -- event-timed calls:
 --   ANCHOR sort u32 N REPS keys|pairs   -> "sort_ms X"   (uint32 keys, uint32 values)
 --   ANCHOR sort u64 N REPS keys         -> "sort_ms X"
+--   ANCHOR sort f16|bf16 N REPS keys|pairs -> "sort_ms X" (__half, __nv_bfloat16 keys of
+--                                            every bit pattern; pairs: uint32 values)
 -- Without it, ours alone. A sort works in place, so each timed call sorts fresh keys:
 -- they (and the values) are restored from pristine device copies before the call, on
 -- the same stream and not waited for, and only the call lies between the two events:
@@ -13,17 +15,21 @@
 -- the first launch, ours from Lua, and not CUB's: bench/RESULTS.md, session 24; "sync"
 -- times both sides that way, the anchor with ANCHOR_SYNC=1). Figures:
 -- uint32 keys and pairs at 2^28 and uint64 keys at 2^27 in Gkeys/s (targets >= 1.0x
--- CUB), and a sort of 2^16 uint32 keys a call (target <= 30 us), every variant. With
+-- CUB), float16 and bfloat16 keys at 2^28 (every bit pattern, NaNs among them, as the
+-- anchor makes them; target >= 1.0x CUB for float16), argsort of the float16 keys (target
+-- <= 3.3 ms; CUB's sort of the same keys with uint32 values beside it, for orientation: it
+-- writes the keys too), and a sort of 2^16 uint32 keys a call (target <= 30 us), every variant. With
 -- "sweep": where the time of a 2^28 sort goes (a pass, the rest), then the 2^28 and 2^27
 -- sorts and the 2^16 one again in other shapes (threads x items, min_blocks, the
 -- look-back window; NVRTC builds the shapes not prebuilt on first use), a line each, to
--- choose the prebuilt ones.
+-- choose the prebuilt ones. With "narrow", the sweep of the float16 sort's and argsort's
+-- shapes alone (kernels/sort.cu's SORT_WIDE_U16_*).
 local cuda = require "cuda"
 local cat = cuda.catalog
 local words = {}
 for _, a in ipairs(arg) do words[a] = true end
-local ANCHOR = arg[1] ~= "sweep" and arg[1] ~= "sync" and arg[1] or nil
-local SWEEP, SYNC = words.sweep, words.sync
+local ANCHOR = arg[1] ~= "sweep" and arg[1] ~= "sync" and arg[1] ~= "narrow" and arg[1] or nil
+local SWEEP, SYNC, NARROW = words.sweep, words.sync, words.narrow
 local REPS = 15
 
 require("culua.bench").need_devices()
@@ -56,6 +62,11 @@ local function random_keys(dt, n, seed)
   if dt == "uint32" then return d:copy_from(cuda.host_array("uint32", n):random(seed, 0, 0xffffffff)) end
   -- uint64 takes no negative bounds: every bit pattern comes as int64, moved as bytes
   return d:copy_from(cuda.host_array("int64", n):random(seed, math.mininteger, math.maxinteger):bytes())
+end
+
+-- n keys of a 2-byte dtype (float16, bfloat16), every bit pattern
+local function random_bits16(dt, n, seed)
+  return cuda.array(dt, n):copy_from(cuda.host_array("uint16", n):random(seed, 0, 0xffff):bytes())
 end
 
 -- the median ms of one sort call, keys (and values) restored before each from pristine copies
@@ -91,6 +102,42 @@ do
   end
 end
 
+-- the median ms of one argsort call; the keys are copied again before each call (they
+-- are not changed), so that the GPU is busy while the host makes the call, as the sorts'
+-- restores do; the positions are freed after each (outside the events)
+local function time_argsort(pk, reps, opts)
+  local k = cuda.array(pk.dtype, #pk)
+  local o = {stream = s}
+  for key, val in pairs(opts or {}) do o[key] = val end
+  local t = {}
+  for r = -2, reps do
+    k:copy_from(pk, s)
+    if SYNC then s:synchronize() end
+    e0:record(s)
+    local idx = cat.argsort(k, o)
+    e1:record(s)
+    local ms = e0:elapsed(e1)
+    idx:close()
+    if r >= 1 then t[#t + 1] = ms end
+  end
+  return median(t)
+end
+
+-- and 2^20 float16 keys, and their argsort, against the reference
+do
+  local n = (1 << 20) + 7
+  local pk = random_bits16("float16", n, 97)
+  local _, k = time_sort(pk, nil, 1)
+  local hk = pk:copy_to(cuda.host_array("float16", n))
+  local idx = cat.argsort(pk)
+  local want = cat.reference.argsort(hk)
+  cat.reference.sort(hk)
+  if k:bytes() ~= hk:bytes() or idx:bytes() ~= want:bytes() then
+    print("WRONG: the sort or argsort of 2^20 + 7 float16 keys differs from the reference")
+    os.exit(1)
+  end
+end
+
 local targets = {}
 local function line(what, n, ms, cub_ms, target)
   local s1 = ("%-28s %9.3f ms %7.2f Gkeys/s"):format(what, ms, n / ms / 1e6)
@@ -102,11 +149,11 @@ local function line(what, n, ms, cub_ms, target)
   print(s1)
 end
 
-for _, c in ipairs{
+for _, c in ipairs(NARROW and {} or {   -- (with "narrow", the 16-bit figures and sweep alone)
   {"uint32 keys n = 2^28", "uint32", 1 << 28, false, "u32 %d %d keys"},
   {"uint32 pairs n = 2^28", "uint32", 1 << 28, true, "u32 %d %d pairs"},
   {"uint64 keys n = 2^27", "uint64", 1 << 27, false, "u64 %d %d keys"},
-} do
+}) do
   local what, dt, n, with_values, args = table.unpack(c)
   local pk = random_keys(dt, n, 1)
   local pv = with_values and random_keys("uint32", n, 2) or nil
@@ -123,9 +170,28 @@ for _, c in ipairs{
   end
 end
 
+-- 16-bit float keys at 2^28: sorts against CUB, argsort against its target
+for _, c in ipairs{{"float16 keys n = 2^28", "float16", "f16"}, {"bfloat16 keys n = 2^28", "bfloat16", "bf16"}} do
+  local what, dt, ct = table.unpack(c)
+  local n = 1 << 28
+  local pk = random_bits16(dt, n, 7)
+  local ms = time_sort(pk, nil, REPS)
+  line(what, n, ms, anchor(("%s %d %d keys"):format(ct, n, REPS)), 1.0)
+  if dt == "float16" then
+    local am = time_argsort(pk, REPS)
+    local cub = anchor(("f16 %d %d pairs"):format(n, REPS))
+    print(("%-28s %9.3f ms %7.2f Gkeys/s   (target <= 3.3 ms)%s"):format("float16 argsort n = 2^28", am, n / am / 1e6,
+          cub and ("   CUB keys + uint32 values %.3f ms"):format(cub) or ""))
+    targets[#targets + 1] = ("float16 argsort %s"):format(am <= 3.3 and "met" or "NOT met")
+  end
+  pk = nil
+  collectgarbage()
+  collectgarbage()
+end
+
 -- 2^16 keys: a call from Lua as a user makes it (checks and launches included), in a
 -- loop of 100 on the default stream; then one call between two events, and CUB's
-do
+if not NARROW then
   local n = 1 << 16
   local pk = random_keys("uint32", n, 3)
   local k = cuda.array("uint32", n):copy_from(pk)
@@ -230,6 +296,27 @@ if SWEEP then
               shape_name(sh), r.median * 1000 / calls, one * 1000))
       end
     end
+  end
+end
+
+if SWEEP or NARROW then
+  -- 16-bit keys: their shape for keys alone (384 x 20, as 32-bit keys) and for argsort
+  -- (512 x 13, as 32-bit keys with 4-byte values), against others: CUB's 512 x 38 at one
+  -- block a multiprocessor among them
+  local n = 1 << 28
+  local pk = random_bits16("float16", n, 7)
+  for _, sh in ipairs{{threads = 384, items = 20}, {threads = 384, items = 24}, {threads = 384, items = 28},
+                      {threads = 256, items = 20}, {threads = 256, items = 24}, {threads = 320, items = 24},
+                      {threads = 512, items = 13}, {threads = 512, items = 24, min_blocks = 1},
+                      {threads = 512, items = 38, min_blocks = 1}, {threads = 384, items = 20, window = 8}} do
+    sweep_line(("float16 keys 2^28 %s"):format(shape_name(sh)), n, pk, nil, sh)
+  end
+  for _, sh in ipairs{{threads = 512, items = 13}, {threads = 512, items = 12}, {threads = 384, items = 16},
+                      {threads = 384, items = 20}, {threads = 512, items = 16, min_blocks = 1},
+                      {threads = 512, items = 13, window = 4}} do
+    local ok, ms = pcall(time_argsort, pk, 5, sh)
+    print(("%-40s %s"):format("float16 argsort 2^28 " .. shape_name(sh), ok and ("%9.3f ms"):format(ms) or "failed: " .. tostring(ms)))
+    collectgarbage()
   end
 end
 

@@ -1,7 +1,8 @@
 /*
 ** sort.cu
-** The radix sort family of culua's catalog: stable LSD radix sorts of 32-
-** and 64-bit keys, 8 bits a pass, with values of 4 or 8 bytes carried along.
+** The radix sort family of culua's catalog: stable LSD radix sorts of 8-,
+** 16-, 32- and 64-bit keys, 8 bits a pass, with values of 1, 2, 4 or 8
+** bytes carried along.
 **
 ** Keys are sorted as unsigned integers of their "radix bits": signed keys
 ** with the sign bit flipped; floats with every bit flipped when negative and
@@ -9,9 +10,13 @@
 ** order inverts those bits, which keeps the sort stable. Every NaN, whatever
 ** its sign and payload, becomes all ones after the inversion, so NaNs sort
 ** last in either order, and comes back as the canonical quiet NaN
-** (0x7fc00000, 0x7ff8000000000000): the sort cannot keep both NaNs last and
-** their bits. No other float has radix bits all ones in either order (only a
-** NaN has all bits set, and +0.0's sign-flipped bits are not zero). A pass
+** (0x7fc00000, 0x7ff8000000000000; 0x7fff of float16 and bfloat16, 0x7f of
+** both fp8 formats, as culua's conversions make them): the sort cannot keep
+** both NaNs last and their bits. What is a NaN depends on the format (the
+** kind: <culua/sort.cuh>'s KeyBits): float8_e4m3 has no infinity, and its
+** only NaNs are 0x7f and 0xff. No other float has radix bits all ones in
+** either order (only a NaN has all bits set, and +0.0's sign-flipped bits
+** are not zero). A pass
 ** that reads the user's keys transforms them (SORT_FIRST), the pass that
 ** writes the user's keys transforms them back (SORT_LAST), and the passes
 ** between move radix bits.
@@ -88,6 +93,43 @@ static_assert(SORT_FUSED_WINDOW <= SORT_MAX_WINDOW, "SORT_FUSED_WINDOW: at most 
 #define SORT_WIDE_U64_U32_ITEMS 10
 #define SORT_WIDE_U64_U64_THREADS 512
 #define SORT_WIDE_U64_U64_ITEMS 10
+/*
+** The narrow cases: 16- and 8-bit keys, and 1- and 2-byte values. A key
+** sits in a register as a wide one does and costs the same to rank, so a
+** tile's registers are what they are for 32-bit keys, and only its shared
+** memory and the bytes a pass moves shrink: each case takes the shape of
+** 32-bit keys alone or with 4-byte values (of 64-bit keys with 1- or 2-byte
+** values, 64-bit keys'), the registers' cliff being where it was for those
+** (more than 85 a thread at 384 threads, 64 at 512: one block a
+** multiprocessor). Keys of 2 bytes with 8-byte values take 256 x 18, as
+** 32-bit keys do. Prebuilt: 16-bit keys alone and with 4-byte values
+** (argsort's positions); the others are built by NVRTC on first use
+** (SORT_CASE, below).
+*/
+#define SORT_WIDE_U16_KEYS_THREADS 384
+#define SORT_WIDE_U16_KEYS_ITEMS 20
+#define SORT_WIDE_U16_U8_THREADS 512
+#define SORT_WIDE_U16_U8_ITEMS 13
+#define SORT_WIDE_U16_U16_THREADS 512
+#define SORT_WIDE_U16_U16_ITEMS 13
+#define SORT_WIDE_U16_U32_THREADS 512
+#define SORT_WIDE_U16_U32_ITEMS 13
+#define SORT_WIDE_U8_KEYS_THREADS 384
+#define SORT_WIDE_U8_KEYS_ITEMS 20
+#define SORT_WIDE_U8_U8_THREADS 512
+#define SORT_WIDE_U8_U8_ITEMS 13
+#define SORT_WIDE_U8_U16_THREADS 512
+#define SORT_WIDE_U8_U16_ITEMS 13
+#define SORT_WIDE_U8_U32_THREADS 512
+#define SORT_WIDE_U8_U32_ITEMS 13
+#define SORT_WIDE_U32_U8_THREADS 512
+#define SORT_WIDE_U32_U8_ITEMS 13
+#define SORT_WIDE_U32_U16_THREADS 512
+#define SORT_WIDE_U32_U16_ITEMS 13
+#define SORT_WIDE_U64_U8_THREADS 512
+#define SORT_WIDE_U64_U8_ITEMS 10
+#define SORT_WIDE_U64_U16_THREADS 512
+#define SORT_WIDE_U64_U16_ITEMS 10
 
 
 /* {====================================================== onesweep */
@@ -571,6 +613,16 @@ __device__ __forceinline__ void lsd_entry (const K *kin, K *kout, const V *vin, 
 
 /* a shape's four tile kernels: I keys a thread, T threads, S the names' suffix */
 #define SORT_PASS(k, K, v, V, VALUES, I, T, S) \
+  SORT_ONESWEEP(k, K, v, V, VALUES, I, T, S) \
+  SORT_FUSED(k, K, v, V, VALUES, I, T, S) \
+  extern "C" __global__ void SORT_BOUNDS(T) SORT_NAME(lsd, k, v, I, S) ( \
+      const K *kin, K *kout, const V *vin, V *vout, u64 n, u64 chunk, const u64 *offsets, int shift, int bits, \
+      int kind, int flags) { \
+    lsd_entry<K, V, VALUES, I, T>(kin, kout, vin, vout, n, chunk, offsets, shift, bits, kind, flags); \
+  }
+
+/* onesweep's pass and the one-block sort */
+#define SORT_ONESWEEP(k, K, v, V, VALUES, I, T, S) \
   extern "C" __global__ void SORT_BOUNDS(T) SORT_NAME(onesweep, k, v, I, S) ( \
       const K *kin, K *kout, const V *vin, V *vout, u64 base, u32 count, const u64 *bins_in, u64 *bins_out, \
       u32 *lb, u32 *lb_next, u32 lb_next_tiles, u32 *ctr, const u32 *skip, int shift, int bits, int kind, \
@@ -581,12 +633,6 @@ __device__ __forceinline__ void lsd_entry (const K *kin, K *kout, const V *vin, 
   extern "C" __global__ void SORT_BOUNDS(T) SORT_NAME(small, k, v, I, S) ( \
       const K *kin, K *kout, const V *vin, V *vout, u32 n, int begin_bit, int end_bit, int kind, int flags) { \
     small_entry<K, V, VALUES, I, T>(kin, kout, vin, vout, n, begin_bit, end_bit, kind, flags); \
-  } \
-  SORT_FUSED(k, K, v, V, VALUES, I, T, S) \
-  extern "C" __global__ void SORT_BOUNDS(T) SORT_NAME(lsd, k, v, I, S) ( \
-      const K *kin, K *kout, const V *vin, V *vout, u64 n, u64 chunk, const u64 *offsets, int shift, int bits, \
-      int kind, int flags) { \
-    lsd_entry<K, V, VALUES, I, T>(kin, kout, vin, vout, n, chunk, offsets, shift, bits, kind, flags); \
   }
 
 /* the fused kernel alone, at another count: small sorts want small tiles (more
@@ -610,13 +656,41 @@ __device__ __forceinline__ void lsd_entry (const K *kin, K *kout, const V *vin, 
 #define SORT_FUSEDS(I) SORT_CASES(SORT_FUSED, I, I, SORT_THREADS, SORT_SUFFIX)
 #define SORT_PASSES(I32, I64) SORT_CASES(SORT_PASS, I32, I64, SORT_THREADS, SORT_SUFFIX)
 
-/* prebuilt: each case's default shape (the wider tiles below, and 256 threads at
-** the default keys a thread for 32-bit keys with 8-byte values) and the small
-** sorts' fused tiles; NVRTC builds other counts (-DCULUA_SORT_ITEMS=n, both key
-** widths, 256 threads: the other cases at the default count too) and shapes
-** (-DCULUA_SORT_THREADS=n). Prebuilding every case at 256 threads cost the
-** build 40% more for tiles that no default uses. */
-#ifdef CULUA_SORT_ITEMS
+/*
+** One case alone, as lua/catalog/sort.lua asks NVRTC for every shape it finds
+** not prebuilt: -DCULUA_SORT_KEY=16 -DCULUA_SORT_VALUE=32, the widths in
+** bits (a value of 0: keys alone), beside -DCULUA_SORT_ITEMS. The names
+** and types of each width:
+*/
+#define SORT_KN_8 u8
+#define SORT_KN_16 u16
+#define SORT_KN_32 u32
+#define SORT_KN_64 u64
+#define SORT_VN_0 keys
+#define SORT_VN_8 u8
+#define SORT_VN_16 u16
+#define SORT_VN_32 u32
+#define SORT_VN_64 u64
+#define SORT_VT_0 u8    /* keys alone: a value type never read, no wider than a key (a tile's shared memory) */
+#define SORT_VT_8 u8
+#define SORT_VT_16 u16
+#define SORT_VT_32 u32
+#define SORT_VT_64 u64
+#define SORT_CASE(M, kb, vb, I) \
+  M(SORT_PASTE(SORT_KN_, kb), SORT_PASTE(SORT_KN_, kb), SORT_PASTE(SORT_VN_, vb), SORT_PASTE(SORT_VT_, vb), \
+    (vb) != 0, I, SORT_THREADS, SORT_SUFFIX)
+
+/* prebuilt: the default shape of each case of 32- and 64-bit keys (the wider
+** tiles below, and 256 threads at the default keys a thread for 32-bit keys
+** with 8-byte values), of 16-bit keys alone and with 4-byte values, and their
+** small sorts' fused tiles; NVRTC builds the other counts and shapes
+** (-DCULUA_SORT_ITEMS=n, -DCULUA_SORT_THREADS=n), one case at a time
+** (SORT_CASE), or the six cases of 32- and 64-bit keys at once when no case is
+** named. Prebuilding every case at 256 threads cost the build 40% more for
+** tiles that no default uses. */
+#if defined(CULUA_SORT_ITEMS) && defined(CULUA_SORT_KEY)
+SORT_CASE(SORT_PASS, CULUA_SORT_KEY, CULUA_SORT_VALUE, CULUA_SORT_ITEMS)
+#elif defined(CULUA_SORT_ITEMS)
 SORT_PASSES(CULUA_SORT_ITEMS, CULUA_SORT_ITEMS)
 #else
 SORT_PASS(u32, u32, u64, u64, true, SORT_ITEMS32, SORT_THREADS, SORT_SUFFIX)
@@ -639,5 +713,13 @@ SORT_WIDE(u32, u32, u32, u32, true, SORT_WIDE_U32_U32)
 SORT_WIDE(u64, u64, keys, u32, false, SORT_WIDE_U64_KEYS)
 SORT_WIDE(u64, u64, u32, u32, true, SORT_WIDE_U64_U32)
 SORT_WIDE(u64, u64, u64, u64, true, SORT_WIDE_U64_U64)
+/* 16-bit keys alone and with 4-byte values, at their shapes and the small sorts'
+** fused tiles; their lsd scatter, which no default takes, is NVRTC's */
+#define SORT_NARROW(k, K, v, V, VALUES, W) \
+  SORT_ONESWEEP(k, K, v, V, VALUES, W##_ITEMS, W##_THREADS, SORT_PASTE(_t, W##_THREADS)) \
+  SORT_FUSED(k, K, v, V, VALUES, W##_ITEMS, W##_THREADS, SORT_PASTE(_t, W##_THREADS)) \
+  SORT_FUSED(k, K, v, V, VALUES, SORT_FUSED_ITEMS, SORT_THREADS, )
+SORT_NARROW(u16, u16, keys, u16, false, SORT_WIDE_U16_KEYS)
+SORT_NARROW(u16, u16, u32, u32, true, SORT_WIDE_U16_U32)
 #endif
 #endif

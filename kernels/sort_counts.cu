@@ -132,7 +132,8 @@ __device__ __forceinline__ void upfront (const K *kin, u64 n, u64 *hist, u32 *do
 ** uint32 keys took 392 us so against 477, 2^27 uint64 381 against 470 (H100,
 ** ncu, PLAIN both). 32-bit keys take a column a lane, and a warp's atomics
 ** fall in 32 banks; 64-bit keys (eight passes) a column for two lanes, two
-** to a bank.
+** to a bank; 16- and 8-bit keys (two passes, one) have 64 and 128 columns,
+** a column a lane of each warp and a bank a lane still.
 */
 #define SORT_LANES_THREADS 1024
 #define SORT_LANES_LOADS 16        /* loads in flight a thread */
@@ -268,6 +269,14 @@ extern "C" __global__ void culua_sort_copy64 (const u64 *src, u64 *dst, u64 n) {
   for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) dst[i] = src[i];
 }
 
+extern "C" __global__ void culua_sort_copy16 (const u16 *src, u16 *dst, u64 n) {
+  for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) dst[i] = src[i];
+}
+
+extern "C" __global__ void culua_sort_copy8 (const u8 *src, u8 *dst, u64 n) {
+  for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) dst[i] = src[i];
+}
+
 #define SORT_COUNTS(k, K) \
   extern "C" __global__ void __launch_bounds__(SORT_RADIX) culua_sort_upfront_##k ( \
       const K *kin, u64 n, u64 *hist, u32 *done, u64 *bins, u64 bins_stride, u32 *skip, u32 *zero, \
@@ -286,6 +295,8 @@ extern "C" __global__ void culua_sort_copy64 (const u64 *src, u64 *dst, u64 n) {
     lsd_count<K>(kin, n, chunk, counts, shift, bits, kind, flags); \
   }
 
+SORT_COUNTS(u8, u8)
+SORT_COUNTS(u16, u16)
 SORT_COUNTS(u32, u32)
 SORT_COUNTS(u64, u64)
 
@@ -296,8 +307,12 @@ SORT_COUNTS(u64, u64)
     upfront_lanes<K, PLAIN>(kin, n, hist, done, bins, bins_stride, skip, zero, zero_words, passes, begin_bit, \
                             end_bit, kind, flags); \
   }
+SORT_LANES(u8, u8, false, )
+SORT_LANES(u16, u16, false, )
 SORT_LANES(u32, u32, false, )
 SORT_LANES(u64, u64, false, )
+SORT_LANES(u8, u8, true, _plain)
+SORT_LANES(u16, u16, true, _plain)
 SORT_LANES(u32, u32, true, _plain)
 SORT_LANES(u64, u64, true, _plain)
 #define SORT_WARP(v, V, VALUES) \

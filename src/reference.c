@@ -254,8 +254,47 @@ static int sortitem_cmp (const void *a, const void *b) {
   return (x->pos > y->pos) - (x->pos < y->pos);
 }
 
-#define F32_NAN(u) (((u) & 0x7fffffffu) > 0x7f800000u)
-#define F64_NAN(v) (((v) & 0x7fffffffffffffffull) > 0x7ff0000000000000ull)
+/*
+** How a key dtype sorts: 0 unsigned, 1 signed, 2 float (-1: not a key);
+** for floats, the largest bits that are no NaN once the sign is cleared
+** (float8_e4m3 has no infinity: 448, 0x7e) and the NaN the GPU writes back
+** (kernels/culua/sort.cuh's KeyBits: the canonical quiet NaN of float32 and
+** float64, the NaN culua's conversions make for the others).
+*/
+static int key_kind (culua_Dtype t, uint64_t *top, uint64_t *qnan) {
+  switch (t) {
+    case CULUA_UINT8: case CULUA_UINT16: case CULUA_UINT32: case CULUA_UINT64: return 0;
+    case CULUA_INT8: case CULUA_INT16: case CULUA_INT32: case CULUA_INT64: return 1;
+    case CULUA_FLOAT8_E4M3: *top = 0x7e; *qnan = 0x7f; return 2;
+    case CULUA_FLOAT8_E5M2: *top = 0x7c; *qnan = 0x7f; return 2;
+    case CULUA_FLOAT16: *top = 0x7c00; *qnan = 0x7fff; return 2;
+    case CULUA_BFLOAT16: *top = 0x7f80; *qnan = 0x7fff; return 2;
+    case CULUA_FLOAT32: *top = 0x7f800000u; *qnan = 0x7fc00000u; return 2;
+    case CULUA_FLOAT64: *top = 0x7ff0000000000000ull; *qnan = 0x7ff8000000000000ull; return 2;
+    default: return -1;
+  }
+}
+
+/* the bits of an element of es bytes at p, and back */
+static uint64_t get_bits (const void *p, size_t es) {
+  uint8_t u8; uint16_t u16; uint32_t u32; uint64_t u64;
+  switch (es) {
+    case 1: memcpy(&u8, p, 1); return u8;
+    case 2: memcpy(&u16, p, 2); return u16;
+    case 4: memcpy(&u32, p, 4); return u32;
+    default: memcpy(&u64, p, 8); return u64;
+  }
+}
+
+static void set_bits (void *p, size_t es, uint64_t v) {
+  uint8_t u8 = (uint8_t)v; uint16_t u16 = (uint16_t)v; uint32_t u32 = (uint32_t)v;
+  switch (es) {
+    case 1: memcpy(p, &u8, 1); break;
+    case 2: memcpy(p, &u16, 2); break;
+    case 4: memcpy(p, &u32, 4); break;
+    default: memcpy(p, &v, 8); break;
+  }
+}
 
 /*
 ** The key at p as the unsigned "radix bits" the GPU sorts (kernels/sort.cu):
@@ -264,40 +303,24 @@ static int sortitem_cmp (const void *a, const void *b) {
 ** in either order, so that it sorts last.
 */
 static uint64_t radix_bits (culua_Dtype t, const void *p, int desc) {
-  uint32_t u;
-  uint64_t v, r;
-  switch (t) {
-    case CULUA_UINT32: memcpy(&u, p, 4); r = u; break;
-    case CULUA_INT32: memcpy(&u, p, 4); r = u ^ 0x80000000u; break;
-    case CULUA_FLOAT32:
-      memcpy(&u, p, 4);
-      if (F32_NAN(u)) return 0xffffffffu;
-      r = (u & 0x80000000u) ? (uint32_t)~u : u ^ 0x80000000u;
-      break;
-    case CULUA_UINT64: memcpy(&v, p, 8); r = v; break;
-    case CULUA_INT64: memcpy(&v, p, 8); r = v ^ 0x8000000000000000ull; break;
-    default:   /* CULUA_FLOAT64 */
-      memcpy(&v, p, 8);
-      if (F64_NAN(v)) return ~(uint64_t)0;
-      r = (v & 0x8000000000000000ull) ? ~v : v ^ 0x8000000000000000ull;
+  size_t es = culua_dtype_size[t];
+  uint64_t sign = (uint64_t)1 << (8 * es - 1), all = sign | (sign - 1), v = get_bits(p, es), r, top = 0, qnan;
+  switch (key_kind(t, &top, &qnan)) {
+    case 0: r = v; break;
+    case 1: r = v ^ sign; break;
+    default:
+      if ((v & ~sign) > top) return all;
+      r = (v & sign) ? ~v & all : v ^ sign;
       break;
   }
-  if (desc) r = culua_dtype_size[t] == 8 ? ~r : (~r & 0xffffffffu);
-  return r;
+  return desc ? ~r & all : r;
 }
 
-/* a NaN key as the GPU writes it back: the canonical quiet NaN */
+/* a NaN key as the GPU writes it back: the canonical NaN */
 static void canonical_nan (culua_Dtype t, void *p) {
-  if (t == CULUA_FLOAT32) {
-    uint32_t u;
-    memcpy(&u, p, 4);
-    if (F32_NAN(u)) { u = 0x7fc00000u; memcpy(p, &u, 4); }
-  }
-  else if (t == CULUA_FLOAT64) {
-    uint64_t v;
-    memcpy(&v, p, 8);
-    if (F64_NAN(v)) { v = 0x7ff8000000000000ull; memcpy(p, &v, 8); }
-  }
+  size_t es = culua_dtype_size[t];
+  uint64_t top, qnan, sign = (uint64_t)1 << (8 * es - 1);
+  if (key_kind(t, &top, &qnan) == 2 && (get_bits(p, es) & ~sign) > top) set_bits(p, es, qnan);
 }
 
 /* move n elements of size `es` at data into the order of items, through tmp */
@@ -319,19 +342,14 @@ static int ref_sort (lua_State *L) {
   int desc = lua_toboolean(L, 3);
   lua_Integer b0 = luaL_checkinteger(L, 4), b1 = luaL_checkinteger(L, 5);
   size_t n, i, ks, width, es;
-  uint64_t mask;
+  uint64_t mask, top, qnan;
   SortItem *items;
   char *tmp;
   if (k == NULL) return luaL_typeerror(L, 1, CULUA_HOSTARRAY);
   if (!lua_isnoneornil(L, 2) && (v = culua_testhostarray(L, 2)) == NULL)
     return luaL_typeerror(L, 2, CULUA_HOSTARRAY);
-  switch (k->dtype) {
-    case CULUA_UINT32: case CULUA_INT32: case CULUA_FLOAT32:
-    case CULUA_UINT64: case CULUA_INT64: case CULUA_FLOAT64: break;
-    default:
-      return luaL_error(L, "cuda.catalog.reference.sort: keys of dtype %s are not sorted (uint32, int32, float32, uint64, int64, float64)",
-                        culua_dtype_names[k->dtype]);
-  }
+  if (key_kind(k->dtype, &top, &qnan) < 0)
+    return luaL_error(L, "cuda.catalog.reference.sort: keys of dtype %s are not sorted", culua_dtype_names[k->dtype]);
   n = k->n;
   ks = culua_dtype_size[k->dtype];
   width = 8 * ks;

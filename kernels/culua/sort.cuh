@@ -14,6 +14,8 @@
 #include <culua/common.cuh>
 
 
+typedef unsigned char u8;
+typedef unsigned short u16;
 typedef unsigned int u32;
 typedef unsigned long long u64;
 
@@ -26,6 +28,12 @@ typedef unsigned long long u64;
 #define SORT_IOTA 4      /* values are not read: they are the keys' 1-based positions */
 #define SORT_NOKEYS 8    /* write no keys (argsort's last pass) */
 #define SORT_DESC 16     /* descending: radix bits inverted */
+
+/* a key's kind, which says how its bits become radix bits (to_radix) */
+#define SORT_UNSIGNED 0
+#define SORT_SIGNED 1
+#define SORT_FLOAT 2       /* float64, float32, float16, float8_e5m2: NaN past the infinity's bits */
+#define SORT_FLOAT_ALT 3   /* the width's other format: bfloat16 (NaN past 0x7f80), float8_e4m3 (0x7e) */
 
 /*
 ** A look-back word: 2 status bits above a 30-bit count. Zero: the tile has
@@ -40,22 +48,46 @@ typedef unsigned long long u64;
 
 /* {====================================================== radix bits */
 
+/*
+** A key width's numbers: its sign bit; the largest bits of a float that is
+** no NaN, once the sign is cleared (exp: the infinity of float64, float32,
+** float16 and float8_e5m2; alt: of the width's other format, bfloat16's
+** infinity and float8_e4m3's 448, which has no infinity); the NaN a sort
+** writes back, the one culua's conversions make (doc/dtypes.md: 0x7fff for
+** both 2-byte formats, 0x7f for both fp8). Keys of 8 and 16 bits sit in a
+** 32-bit register each, as wider ones do, and are ranked the same way.
+*/
 template <typename K> struct KeyBits;
+template <> struct KeyBits<u8> {
+  static constexpr u8 sign = 0x80, exp = 0x7c, alt = 0x7e, qnan = 0x7f;
+  typedef signed char signed_t;
+};
+template <> struct KeyBits<u16> {
+  static constexpr u16 sign = 0x8000, exp = 0x7c00, alt = 0x7f80, qnan = 0x7fff;
+  typedef short signed_t;
+};
 template <> struct KeyBits<u32> {
-  static constexpr u32 sign = 0x80000000u, exp = 0x7f800000u, qnan = 0x7fc00000u;
+  static constexpr u32 sign = 0x80000000u, exp = 0x7f800000u, alt = exp, qnan = 0x7fc00000u;
   typedef int signed_t;
 };
 template <> struct KeyBits<u64> {
-  static constexpr u64 sign = 0x8000000000000000ull, exp = 0x7ff0000000000000ull, qnan = 0x7ff8000000000000ull;
+  static constexpr u64 sign = 0x8000000000000000ull, exp = 0x7ff0000000000000ull, alt = exp,
+                       qnan = 0x7ff8000000000000ull;
   typedef long long signed_t;
 };
 
+/* all ones in K: ~K(0) alone is an int -1 for the narrow keys, which no key equals */
+template <typename K>
+__device__ __forceinline__ constexpr K ones () { return (K)~K(0); }
+
 /*
-** kind: 0 unsigned, 1 signed, 2 floating point. Both ways are written
-** without branches on the key: a float's flip depends on its sign bit, so
-** the masks that depend on kind and flags (the same for every key of a
-** launch, computed once) combine with the key's sign spread over its word:
-** negative floats flip every bit, other floats and signed keys the sign bit.
+** kind: SORT_UNSIGNED, SORT_SIGNED, SORT_FLOAT or SORT_FLOAT_ALT. Both ways
+** are written without branches on the key: a float's flip depends on its
+** sign bit, so the masks that depend on kind and flags (the same for every
+** key of a launch, computed once) combine with the key's sign spread over
+** its word: negative floats flip every bit, other floats and signed keys the
+** sign bit. The narrow keys' arithmetic is in int, as C promotes it; every
+** result is cut back to K.
 */
 template <typename K>
 __device__ __forceinline__ K sign_spread (K k) {   /* all ones when the sign bit is set */
@@ -65,20 +97,21 @@ __device__ __forceinline__ K sign_spread (K k) {   /* all ones when the sign bit
 template <typename K>
 __device__ __forceinline__ K to_radix (K k, int kind, int flags) {
   const K sign = KeyBits<K>::sign;
-  const K fmask = kind == 2 ? (K)~sign : K(0);
-  const K xmask = (kind != 0 ? sign : K(0)) ^ ((flags & SORT_DESC) ? ~K(0) : K(0));
-  const K r = k ^ (sign_spread(k) & fmask) ^ xmask;
+  const K fmask = kind >= SORT_FLOAT ? (K)~sign : K(0);
+  const K xmask = (K)((kind != SORT_UNSIGNED ? sign : K(0)) ^ ((flags & SORT_DESC) ? ones<K>() : K(0)));
+  const K top = kind == SORT_FLOAT_ALT ? KeyBits<K>::alt : KeyBits<K>::exp;
+  const K r = (K)(k ^ (sign_spread(k) & fmask) ^ xmask);
   /* NaN, of either sign: last, either order */
-  return (kind == 2 && (k & ~sign) > KeyBits<K>::exp) ? ~K(0) : r;
+  return (kind >= SORT_FLOAT && (K)(k & ~sign) > top) ? ones<K>() : r;
 }
 
 template <typename K>
 __device__ __forceinline__ K from_radix (K k, int kind, int flags) {
   const K sign = KeyBits<K>::sign;
-  const K fmask = kind == 2 ? (K)~sign : K(0);
-  const K k1 = (flags & SORT_DESC) ? ~k : k;
-  const K r = k1 ^ (kind != 0 ? sign : K(0)) ^ (~sign_spread(k1) & fmask);
-  return (kind == 2 && k == ~K(0)) ? KeyBits<K>::qnan : r;
+  const K fmask = kind >= SORT_FLOAT ? (K)~sign : K(0);
+  const K k1 = (flags & SORT_DESC) ? (K)~k : k;
+  const K r = (K)(k1 ^ (kind != SORT_UNSIGNED ? sign : K(0)) ^ ((K)~sign_spread(k1) & fmask));
+  return (kind >= SORT_FLOAT && k == ones<K>()) ? KeyBits<K>::qnan : r;
 }
 
 template <typename K>
@@ -247,7 +280,7 @@ __device__ __forceinline__ void load_keys (const K *src, u32 valid, K (&key)[ITE
   }
   else {
 #pragma unroll
-    for (int i = 0; i < ITEMS; i++) key[i] = first + i * 32 < valid ? load_one<K, CG>(src + first + i * 32) : ~K(0);
+    for (int i = 0; i < ITEMS; i++) key[i] = first + i * 32 < valid ? load_one<K, CG>(src + first + i * 32) : ones<K>();
   }
   if (flags & SORT_FIRST) {
 #pragma unroll
@@ -271,8 +304,8 @@ __device__ __forceinline__ void load_values (const V *src, u32 valid, V (&val)[I
 
 /*
 ** Small numbers held packed in registers while they wait for the values'
-** scatter: digits (8 bits) and places in a tile (16 bits: a tile has at
-** most 1024 x 32 keys). A pass of pairs holds each key's digit, place and
+** scatter: digits (8 bits) and places in a tile (16 bits: a tile's keys
+** fit in 48 KiB of shared memory, at least a byte each). A pass of pairs holds each key's digit, place and
 ** value at once, and unpacked they cost registers that left fewer blocks
 ** room on a multiprocessor (or spilled). i is a constant once the loops
 ** over items are unrolled, so a get or set is a shift and a mask.

@@ -1,5 +1,5 @@
 -- culua.catalog.sort: cuda.catalog.sort and argsort, stable LSD radix sorts of
--- 32- and 64-bit keys with values carried along (kernels/sort.cu, the tile kernels;
+-- 8-, 16-, 32- and 64-bit keys with values carried along (kernels/sort.cu, the tile kernels;
 -- kernels/sort_counts.cu, the digit counts, copies and the warp sort; what they share,
 -- kernels/culua/sort.cuh).
 --
@@ -22,12 +22,14 @@ local M = {}
 -- {====================================================== plans
 
 local variants = {"onesweep", "lsd", "warp"}
-local key_dtypes = {"uint32", "int32", "float32", "uint64", "int64", "float64"}
-local value_dtypes = {"int32", "uint32", "float32", "int64", "uint64", "float64"}
-local key_kind = {uint32 = 0, uint64 = 0, int32 = 1, int64 = 1, float32 = 2, float64 = 2}
-local key_bits = {uint32 = 32, int32 = 32, float32 = 32, uint64 = 64, int64 = 64, float64 = 64}
-local elem_bytes = {int8 = 1, uint8 = 1, int16 = 2, uint16 = 2, int32 = 4, uint32 = 4, float32 = 4,
-                    int64 = 8, uint64 = 8, float64 = 8}
+local key_dtypes = {"uint32", "int32", "float32", "uint64", "int64", "float64", "uint16", "int16", "float16",
+                    "bfloat16", "uint8", "int8", "float8_e4m3", "float8_e5m2"}
+local value_dtypes = {"int32", "uint32", "float32", "int64", "uint64", "float64", "int16", "uint16", "float16",
+                      "bfloat16", "int8", "uint8", "float8_e4m3", "float8_e5m2"}
+local elem_bytes = {int8 = 1, uint8 = 1, float8_e4m3 = 1, float8_e5m2 = 1, int16 = 2, uint16 = 2, float16 = 2,
+                    bfloat16 = 2, int32 = 4, uint32 = 4, float32 = 4, int64 = 8, uint64 = 8, float64 = 8}
+local key_bits = {}
+for _, dt in ipairs(key_dtypes) do key_bits[dt] = 8 * elem_bytes[dt] end
 local options = {"descending", "begin_bit", "end_bit", "variant", "stream", "items", "threads", "min_blocks",
                  "window", "fused", "portion", "upfront"}
 
@@ -37,19 +39,29 @@ local options = {"descending", "begin_bit", "end_bit", "variant", "stream", "ite
 -- keys a thread by key width, the small sorts' fused tiles, a tile's shared memory
 local H, K = core.constants("culua/sort.cuh"), core.constants("sort")
 local FIRST, LAST, IOTA, NOKEYS, DESC = H.SORT_FIRST, H.SORT_LAST, H.SORT_IOTA, H.SORT_NOKEYS, H.SORT_DESC
+-- how a key's bits become radix bits (<culua/sort.cuh>'s to_radix): bfloat16 and float8_e4m3
+-- are the formats whose NaNs lie elsewhere than float16's and float8_e5m2's
+local U, S, F, FA = H.SORT_UNSIGNED, H.SORT_SIGNED, H.SORT_FLOAT, H.SORT_FLOAT_ALT
+local key_kind = {uint8 = U, uint16 = U, uint32 = U, uint64 = U, int8 = S, int16 = S, int32 = S, int64 = S,
+                  float8_e5m2 = F, float16 = F, float32 = F, float64 = F, float8_e4m3 = FA, bfloat16 = FA}
 
 local RADIX = H.SORT_RADIX
 local THREADS = K.SORT_THREADS
-local default_items = {[4] = K.SORT_ITEMS32, [8] = K.SORT_ITEMS64}
--- the wider tiles prebuilt (kernels/sort.cu's SORT_WIDE_*), threads and keys a thread by
--- "<key>_<value>"
+local default_items = {[1] = K.SORT_ITEMS32, [2] = K.SORT_ITEMS32, [4] = K.SORT_ITEMS32, [8] = K.SORT_ITEMS64}
+-- a width's name in the kernels' names, by bytes
+local wname = {[1] = "u8", [2] = "u16", [4] = "u32", [8] = "u64"}
+-- the default shapes other than 256 threads (kernels/sort.cu's SORT_WIDE_*), threads and
+-- keys a thread by "<key>_<value>"
 local wide = {}
-for _, case in ipairs{"u32_keys", "u32_u32", "u32_u64", "u64_keys", "u64_u32", "u64_u64"} do
-  local threads = K["SORT_WIDE_" .. case:upper() .. "_THREADS"]
-  if threads then wide[case] = {threads, K["SORT_WIDE_" .. case:upper() .. "_ITEMS"]} end
+for _, k in ipairs{"u8", "u16", "u32", "u64"} do
+  for _, v in ipairs{"keys", "u8", "u16", "u32", "u64"} do
+    local case = k .. "_" .. v
+    local threads = K["SORT_WIDE_" .. case:upper() .. "_THREADS"]
+    if threads then wide[case] = {threads, K["SORT_WIDE_" .. case:upper() .. "_ITEMS"]} end
+  end
 end
 local FUSED_ITEMS, FUSED_WINDOW = K.SORT_FUSED_ITEMS, K.SORT_FUSED_WINDOW   -- small sorts' fused tiles
-local MAX_ITEMS = 32
+local MAX_ITEMS = 32   -- keys a thread; 64 for 8- and 16-bit keys (a tile's keys in 48 KiB: below 2^16)
 local SHARED = K.SORT_SHARED                -- a tile's static shared memory, at most
 -- look-back words loaded at once (SORT_MAX_WINDOW at most): four for keys alone, one
 -- when values come along. A pass of pairs took 5% longer with four (2^28 uint32 pairs
@@ -88,9 +100,9 @@ local TILES = "sort"
 local file_of = core.kernel_files("culua_sort_", {"sort", "sort_counts"})
 local function kernel(stem, suffix, dev) return core.kernel(file_of(stem), "culua_sort_" .. stem .. suffix, nil, dev) end
 
--- "<key>_<value>" of a sort's arrays: u32_keys, u64_u32, ...
+-- "<key>_<value>" of a sort's arrays: u32_keys, u64_u32, u16_u32, ...
 local function case_of(kb, has_values, vb)
-  return (kb == 4 and "u32" or "u64") .. "_" .. (has_values and (vb == 4 and "u32" or "u64") or "keys")
+  return wname[kb] .. "_" .. (has_values and wname[vb] or "keys")
 end
 
 -- the default shape of a sort, threads and keys a thread: the wider tiles where
@@ -102,28 +114,23 @@ local function default_shape(kb, has_values, vb)
   return THREADS, default_items[kb]
 end
 
--- a tile kernel (onesweep, small, fused, lsd) of a's shape: prebuilt for each
--- case's default shape (the wide tiles, or 256 threads at the default items
--- where a case has none) and the small sorts' fused tiles, else built by NVRTC
--- (-D values; names say the shape)
+-- a tile kernel (onesweep, small, fused, lsd) of a's shape: prebuilt for the
+-- default shapes of the cases of 32- and 64-bit keys, of 16-bit keys alone and
+-- with 4-byte values, and their small sorts' fused tiles; else built by NVRTC
+-- (-D values: the shape and that case alone; names say the shape). The -D
+-- values are made once a name: a small sort's host time is a few microseconds.
+local defines_of = {}
 local function tile_kernel(what, a)
-  local case = case_of(a.kb, a.has_values, a.vb)
-  local name = ("culua_sort_%s_%s_%d"):format(what, case, a.items)
-  if not a.min_blocks then
-    local w = wide[case]
-    if a.threads == THREADS and ((not w and a.items == default_items[a.kb]) or (what == "fused" and a.items == FUSED_ITEMS)) then
-      return core.kernel(TILES, name, nil, a.dev)
-    end
-    if w and a.threads == w[1] and a.items == w[2] then return core.kernel(TILES, name .. "_t" .. w[1], nil, a.dev) end
-  end
-  local defines = {"CULUA_SORT_ITEMS=" .. a.items}
-  if a.threads ~= THREADS then
-    name = name .. "_t" .. a.threads
-    defines[#defines + 1] = "CULUA_SORT_THREADS=" .. a.threads
-  end
-  if a.min_blocks then
-    name = name .. "_b" .. a.min_blocks
-    defines[#defines + 1] = "CULUA_SORT_MINBLOCKS=" .. a.min_blocks
+  local name = ("culua_sort_%s_%s_%d%s%s"):format(what, case_of(a.kb, a.has_values, a.vb), a.items,
+                                                 a.threads ~= THREADS and "_t" .. a.threads or "",
+                                                 a.min_blocks and "_b" .. a.min_blocks or "")
+  local defines = defines_of[name]
+  if not defines then
+    defines = {"CULUA_SORT_ITEMS=" .. a.items, "CULUA_SORT_KEY=" .. 8 * a.kb,
+               "CULUA_SORT_VALUE=" .. (a.has_values and 8 * a.vb or 0)}
+    if a.threads ~= THREADS then defines[#defines + 1] = "CULUA_SORT_THREADS=" .. a.threads end
+    if a.min_blocks then defines[#defines + 1] = "CULUA_SORT_MINBLOCKS=" .. a.min_blocks end
+    defines_of[name] = defines
   end
   return core.kernel(TILES, name, defines, a.dev)
 end
@@ -163,10 +170,8 @@ end
 -- odd passes end in scratch: copy the keys (and values) back to the user's arrays
 local function copy_back(c, n, kb, vb, dev, stream)
   local cfg = {grid = math.min(ceil_div(n, 256), 4 * core.sm_count(dev)), block = 256, stream = stream}
-  kernel(kb == 4 and "copy32" or "copy64", "", dev):launch(cfg, c[1], c[2], n)
-  if c[4] then
-    kernel(vb == 4 and "copy32" or "copy64", "", dev):launch(cfg, c[3], c[4], n)
-  end
+  kernel("copy" .. 8 * kb, "", dev):launch(cfg, c[1], c[2], n)
+  if c[4] then kernel("copy" .. 8 * vb, "", dev):launch(cfg, c[3], c[4], n) end
 end
 
 local function pass_flags(p, passes, desc, out)
@@ -239,7 +244,7 @@ local LANES_THREADS, LANES_LOADS = KC.SORT_LANES_THREADS, KC.SORT_LANES_LOADS
 local LANES_SHARED = KC.SORT_LANES_COUNTERS * RADIX * 4   -- its counters, 128 KiB
 local lanes_fit = setmetatable({}, {__mode = "k"})
 local function lanes_upfront(dev, plain, kb)
-  local k = kernel("upfront_lanes", (plain and "_plain" or "") .. (kb == 4 and "_u32" or "_u64"), dev)
+  local k = kernel("upfront_lanes", (plain and "_plain" or "") .. "_" .. wname[kb], dev)
   local fit = lanes_fit[k]
   if fit == nil then
     fit = dev:attribute("max_shared_memory_per_block_optin") - k:attributes().shared_size_bytes >= LANES_SHARED
@@ -272,7 +277,7 @@ local function run_onesweep(a)
   local base = state.ptr
   local function at(word) return base + 4 * word end
   -- unsigned keys ascending over all their bits take the upfront kernel's plain copy
-  local plain = a.kind == 0 and not a.desc and a.begin_bit == 0 and a.end_bit == 8 * a.kb
+  local plain = a.kind == U and not a.desc and a.begin_bit == 0 and a.end_bit == 8 * a.kb
   local lanes = a.upfront ~= "rows" and lanes_upfront(dev, plain, a.kb)
   if lanes then
     local grid = math.max(1, math.min(ceil_div(n, LANES_THREADS * LANES_LOADS), core.sm_count(dev)))
@@ -281,7 +286,7 @@ local function run_onesweep(a)
                  a.keys, n, at(HIST), at(DONE), at(FREE), RADIX * portions, at(SKIP), at(ctr), lb1 - ctr,
                  passes, a.begin_bit, a.end_bit, a.kind, a.desc and DESC or 0)
   else
-    local up = kernel(plain and "upfront_plain" or "upfront", a.kb == 4 and "_u32" or "_u64", dev)
+    local up = kernel(plain and "upfront_plain" or "upfront", "_" .. wname[a.kb], dev)
     -- eight blocks a multiprocessor of eight loads in flight a thread: 64 KiB of 32-bit keys
     -- on the way to each multiprocessor, which the read of every key at full bandwidth needs
     local grid = math.max(1, math.min(ceil_div(n, RADIX * 8), 8 * core.sm_count(dev)))
@@ -321,7 +326,7 @@ local function run_lsd(a)
   blocks = ceil_div(n, chunk)
   local state = core.scratch("sort_state", dev, stream, FREE + 2 * RADIX * blocks)
   local counts = state.ptr + 4 * FREE
-  local count = kernel("lsd_count", a.kb == 4 and "_u32" or "_u64", dev)
+  local count = kernel("lsd_count", "_" .. wname[a.kb], dev)
   local scan = kernel("lsd_scan", "", dev)
   local scatter = tile_kernel("lsd", a)
   local cfg = {grid = blocks, block = RADIX, stream = stream}
@@ -368,8 +373,8 @@ end
 local function check_values(fname, values, n)
   local nv = check_open(fname, "values", values)
   local dt = values.dtype
-  if elem_bytes[dt] ~= 4 and elem_bytes[dt] ~= 8 then
-    fail(fname, "values has dtype %s; expected a 4- or 8-byte dtype (%s)", dt, table.concat(value_dtypes, ", "))
+  if not elem_bytes[dt] then
+    fail(fname, "values has dtype %s; expected one of %s", dt, table.concat(value_dtypes, ", "))
   end
   if nv ~= n then fail(fname, "values has %d elements but keys has %d", nv, n) end
   return elem_bytes[dt]
@@ -392,9 +397,9 @@ local function check_opts(fname, opts, width)
   end
   if b0 >= b1 then fail(fname, "begin_bit (%d) must be less than end_bit (%d)", b0, b1) end
   o.begin_bit, o.end_bit = b0, b1
-  local items = opts.items
-  if items ~= nil and (math.type(items) ~= "integer" or items < 1 or items > MAX_ITEMS) then
-    fail(fname, "items must be an integer 1..%d, got %s", MAX_ITEMS, tostring(items))
+  local items, max_items = opts.items, width < 32 and 2 * MAX_ITEMS or MAX_ITEMS
+  if items ~= nil and (math.type(items) ~= "integer" or items < 1 or items > max_items) then
+    fail(fname, "items must be an integer 1..%d, got %s", max_items, tostring(items))
   end
   o.items = items
   local threads = opts.threads
@@ -498,17 +503,16 @@ local function run(fname, keys, values, out, n, kdt, vb, o, dev)
 end
 
 -- cuda.catalog.sort(keys [, values] [, opts]) -> keys, values
---   keys: uint32, int32, float32, uint64, int64 or float64; values: any 4- or 8-byte dtype
+--   keys: any integer or float dtype of 1, 2, 4 or 8 bytes (key_dtypes); values: any of those
 --   opts: descending (false), begin_bit (0), end_bit (the key's width), variant ("onesweep",
 --         "lsd", "warp"), stream; tuning: items (keys a thread), threads (a tile's block),
 --         min_blocks (blocks a multiprocessor the registers are bounded for), window (look-back
 --         words loaded at once: 4 for keys alone, 1 with values), fused (false: no one-launch path for sorts of up to a
 --         tile a multiprocessor), portion (keys a launch of onesweep; also turns off the
 --         one-block and one-launch paths), upfront ("lanes" or "rows": the upfront
---         histogram's counters). Without items and threads: 384 x 20 for
---         32-bit keys alone, 512 x 13 for 32-bit keys with 4-byte values, 512 x 10 for
---         64-bit keys, else 256 x 18 (32-bit keys); with either, the other is 256 or 18
---         (16 for 64-bit keys)
+--         histogram's counters). Without items and threads: 384 x 20 for keys
+--         alone of up to 32 bits, 512 x 13 for them with values of up to 4 bytes, 512 x 10 for
+--         64-bit keys, else 256 x 18; with either, the other is 256 or 18 (16 for 64-bit keys)
 function M.sort(keys, values, opts)
   local fname = "sort"
   if opts == nil and type(values) == "table" then values, opts = nil, values end
@@ -570,7 +574,8 @@ M.info = {
   value_dtypes = value_dtypes,
   limits = {warp = WARP_MAX},
   knobs = {descending = "stable descending order (NaNs still last)", begin_bit = "first bit of the radix bits sorted",
-           end_bit = "one past the last bit sorted", items = "onesweep and lsd: keys a thread (1.." .. MAX_ITEMS .. ")",
+           end_bit = "one past the last bit sorted", items = "onesweep and lsd: keys a thread (1.." .. MAX_ITEMS .. "; 1.."
+                                                     .. 2 * MAX_ITEMS .. " for 8- and 16-bit keys)",
            threads = "onesweep and lsd: a tile's block (a multiple of 32 in 256..1024)",
            min_blocks = "onesweep and lsd: blocks a multiprocessor the registers are bounded for (1..8)",
            window = "onesweep: look-back words loaded at once (1.." .. MAX_WINDOW .. ")",
