@@ -181,6 +181,7 @@ end
 
 cuda.device = device
 cuda.device_count = function () return 8 end
+cuda.clock = os.clock
 cuda.array = function (dt, n, opts) return newarr(dt, n, device(opts and opts.device)) end
 cuda.host_array = function (dt, n) return host_array(dt, n) end
 cuda.stream = function (o) return new_stream(device(o and o.device)) end
@@ -880,6 +881,9 @@ check("uint16 keys over three ranks (as bytes)", {dt = "uint16", vdt = "uint32",
 check("float16 keys over four ranks, descending (as bytes)", {dt = "float16", sizes = {15, 22, 9, 30}, opts = {descending = true}}, true)
 SORT_DTYPES[#SORT_DTYPES] = nil
 SORT_DTYPES[#SORT_DTYPES] = nil
+local st = M.stats
+T.ok(st.parts == 4 and st.transport == "nccl" and st.sort and st.search and st.exchange and st.rounds >= 1,
+     "M.stats: the last call's parts, transport, rounds and times")
 
 -- the search alone: boundaries of many equal keys, and of 64-bit keys of every bit
 do

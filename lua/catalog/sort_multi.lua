@@ -166,6 +166,14 @@ end
 -- ("arguments", "local", "search", "exchange"): how a rank that fails is seen by the others
 local function test_fail(r, where) return M.test_fail ~= nil and M.test_fail(r, where) end
 
+-- M.stats: the last call's parts and how they talked, and where its time went (host ms):
+-- sort (the local sorts), search (the boundaries: `rounds` rounds), exchange (the pieces
+-- and the merges, which overlap)
+local function new_stats(P, transport)
+  M.stats = {parts = P, transport = transport}
+  return M.stats
+end
+
 -- the counts of keys every part holds afterwards
 local function counts_of(out)
   local t = {}
@@ -222,9 +230,9 @@ local function by_devices(fname, keys, values, opts)
     parts[i] = p
   end
   local o = order_of(shared_opts(fname, opts, 8 * key_types[parts[1].dt][1]), parts[1].dt, parts[1].vdt)
-  local ctx = {fname = fname, o = o, test_fail = test_fail}
+  local ctx = {fname = fname, o = o, test_fail = test_fail, stats = new_stats(P, "peer")}
   ctx.who = function (r) return r and ("part %d"):format(r) or "part" end
-  ctx.agree = function (msg) error(("cuda.catalog.sort: %s"):format(msg), 0) end
+  ctx.agree = function (msg) fail(fname, "%s", msg) end
   ctx.raise = function (err) error(err, 0) end
   local rows = {}
   for i, p in ipairs(parts) do rows[i] = agreement_row(p, o) end
@@ -260,12 +268,12 @@ local function by_ranks(fname, keys, values, opts)
   end
   if comm.closed then fail(fname, "comm is closed") end
   local P, me, dev = comm.size, comm.rank + 1, comm.device
-  local ctx = {fname = fname, test_fail = test_fail}
+  local ctx = {fname = fname, test_fail = test_fail, stats = new_stats(P, "nccl")}
   ctx.who = function (r) return r and ("rank %d"):format(r - 1) or "rank" end
   -- the errors every rank raises alike, after a gather: the job goes on
   ctx.agree = function (msg)
     ctx.agreed = true
-    error(("cuda.catalog.sort: %s"):format(msg), 0)
+    fail(fname, "%s", msg)
   end
   ctx.raise = function (err)
     ctx.agreed = true

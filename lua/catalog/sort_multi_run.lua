@@ -183,6 +183,14 @@ end
 -- the sort proper, once the parts agreed (ctx: the call's shared facts; T: the transport)
 local function run(T, ctx)
   local P, o, parts = T.P, ctx.o, T.parts
+  -- where the time went, in ms (ctx.stats: sort_multi.lua's M.stats), read at the points
+  -- where the host waits for the parts anyway
+  local stats, t0 = ctx.stats, cuda.clock()
+  local function mark(what)
+    local t = cuda.clock()
+    stats[what] = (t - t0) * 1e3
+    t0 = t
+  end
   -- 2. local sorts, side by side on every part's stream (a failure here is this part's,
   -- told to every part by the gather that follows)
   local fails = {}
@@ -212,6 +220,7 @@ local function run(T, ctx)
     rows[i] = {fails[i] and 0 or 1, ok and 1 or 0, ok and h[1] or 0, ok and h[2] or 0}
   end
   local all = T:gather(rows)
+  mark("sort")
   for i in ipairs(parts) do
     if fails[i] then ctx.raise(fails[i]) end
   end
@@ -233,7 +242,9 @@ local function run(T, ctx)
       if not hi or math.ult(hi, all[r][4]) then hi = all[r][4] end
     end
   end
+  stats.rounds = 0
   local v = boundaries(R, lo, hi, function (cands)
+    stats.rounds = stats.rounds + 1
     if ctx.test_fail(parts[1].r, "search") then error("cuda.catalog.sort: a failure for the tests", 0) end
     for _, p in ipairs(parts) do bounds(p, o, cands, 0, false) end
     return T:sum(#cands, #cands)
@@ -251,6 +262,7 @@ local function run(T, ctx)
     lrows[i] = row
   end
   local s = splits(T:gather(lrows), R, ctx.ns, P)
+  mark("search")
 
   -- 4. the plan of the pieces, and their moves
   local plan = {cnt = {}, from = {}, to = {}, phase = phase_of, levels = 0}
@@ -284,6 +296,7 @@ local function run(T, ctx)
   -- 5. the merges
   for _, p in ipairs(parts) do merge_tree(T, p, o, plan) end
   for _, p in ipairs(parts) do p.S:synchronize() end
+  mark("exchange")
 end
 
 -- }======================================================
