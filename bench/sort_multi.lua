@@ -5,6 +5,7 @@
 --                                                 every GPU, at most 4); each holds N / GPUS
 --   mpirun -np 4 culua bench/sort_multi.lua [LOG2N]  comm = c over the ranks, a GPU a rank
 --                                                 (mpirun -np 2 on two GPUs); rank 0 prints
+--   ... items=N search=N phased=0|1               the sort's knobs (sort_multi_run.lua's tune)
 -- A call is timed by the host clock from the moment every GPU (every rank: after a barrier)
 -- is idle until it returns, which the sort does once every part holds its slice; the keys
 -- are restored from pristine copies before each call. One GPU's figure is the one-GPU sort
@@ -13,6 +14,19 @@
 -- of REPS after two warm-up calls. Target (issue 39): 2^30 keys on 4 GPUs >= 2.5x one GPU.
 -- Keep NCCL_NVLS_ENABLE=0.
 local cuda = require "cuda"
+-- knobs of the sort (its .tune) as words among the arguments: items=16 search=1024 phased=0
+local tune = require("culua.catalog.sort_multi").tune
+local args = {}
+for _, a in ipairs(arg) do
+  local k, v = a:match("^(%a+)=(%d+)$")
+  if k then
+    if tune[k] == nil then error("bench/sort_multi.lua: no knob " .. k) end
+    if k == "phased" then tune[k] = v ~= "0" else tune[k] = math.tointeger(tonumber(v)) end
+  else
+    args[#args + 1] = a
+  end
+end
+arg = args
 local LOG2N = tonumber(arg[1]) or 30
 local N = 1 << LOG2N
 local REPS = 7
@@ -72,8 +86,8 @@ end
 
 local n = N // G
 local label = ranks and ("comm = c over %d ranks"):format(G) or ("devices = {0%s}"):format(G > 1 and (", ..., " .. (G - 1)) or "")
-say(("cuda.catalog.sort of 2^%d uint32 keys (%s), %s, 2^%.4g a GPU, median of %d"):format(LOG2N, cuda.device(0).name,
-    label, math.log(n, 2), REPS))
+say(("cuda.catalog.sort of 2^%d uint32 keys (%s), %s, 2^%.4g a GPU, median of %d; tune: items=%d search=%d phased=%s"):format(
+    LOG2N, cuda.device(0).name, label, math.log(n, 2), REPS, tune.items, tune.search, tostring(tune.phased)))
 
 if not ranks then
   local devs, pristine, keys = {}, {}, {}

@@ -15,8 +15,18 @@
 #include <culua/sort.cuh>
 
 #define SORTM_THREADS 256                        /* a merge tile's block, and the searches' */
-#define SORTM_ITEMS 8                            /* keys a thread of a merge tile */
+/* keys a thread of a merge tile: prebuilt at 8; NVRTC builds other counts (sort_multi_run.lua's
+** tune.items, 1..16: a tile of 64-bit keys and its sources within 48 KiB) with -DSORTM_ITEMS=n
+** -DSORTM_V=_in, SORTM_V naming the merges so built */
+#ifndef SORTM_ITEMS
+#define SORTM_ITEMS 8
+#endif
+#ifndef SORTM_V
+#define SORTM_V
+#endif
 #define SORTM_TILE (SORTM_THREADS * SORTM_ITEMS)   /* keys a merge tile writes */
+#define SORTM_CAT_(a, b) a##b
+#define SORTM_CAT(a, b) SORTM_CAT_(a, b)
 
 typedef unsigned short u16;
 
@@ -224,17 +234,17 @@ __device__ __forceinline__ void merge (const K *a, u64 na, const K *b, u64 nb, c
   extern "C" __global__ void culua_sortm_ends_##k (const K *keys, u64 n, u64 *out, SORTM_ORDER_PARAMS) { \
     ends<K>(keys, n, out, SORTM_ORDER); \
   } \
-  extern "C" __global__ void __launch_bounds__(SORTM_THREADS) culua_sortm_corank_##k ( \
+  extern "C" __global__ void __launch_bounds__(SORTM_THREADS) SORTM_CAT(culua_sortm_corank_##k, SORTM_V) ( \
       const K *a, u64 na, const K *b, u64 nb, u64 *co, u64 tiles, SORTM_ORDER_PARAMS) { \
     corank<K>(a, na, b, nb, co, tiles, SORTM_ORDER); \
   } \
-  extern "C" __global__ void __launch_bounds__(SORTM_THREADS) culua_sortm_merge_##k##_keys ( \
+  extern "C" __global__ void __launch_bounds__(SORTM_THREADS) SORTM_CAT(culua_sortm_merge_##k##_keys, SORTM_V) ( \
       const K *a, u64 na, const K *b, u64 nb, K *out, const u64 *co, SORTM_ORDER_PARAMS) { \
     merge<K, u32, false>(a, na, b, nb, nullptr, nullptr, out, nullptr, co, SORTM_ORDER); \
   }
 
 #define SORTM_PAIRS(k, K, v, V) \
-  extern "C" __global__ void __launch_bounds__(SORTM_THREADS) culua_sortm_merge_##k##_##v ( \
+  extern "C" __global__ void __launch_bounds__(SORTM_THREADS) SORTM_CAT(culua_sortm_merge_##k##_##v, SORTM_V) ( \
       const K *a, u64 na, const K *b, u64 nb, const V *va, const V *vb, K *out, V *vout, const u64 *co, \
       SORTM_ORDER_PARAMS) { \
     merge<K, V, true>(a, na, b, nb, va, vb, out, vout, co, SORTM_ORDER); \

@@ -5,8 +5,8 @@ local cuda = require "cuda"
 
 local list = cuda.catalog.list()
 T.is_deeply(list.families, {"matmul", "matmul_sm90", "matmul_sm90_fast", "barrier", "scan", "histogram", "sort", "sort_counts",
-                            "solve", "lu", "lu_panel", "lu_multi", "triangular", "seed", "cast"},
-            "fifteen kernel files (cast: astype)")
+                            "sort_multi", "solve", "lu", "lu_panel", "lu_multi", "triangular", "seed", "cast"},
+            "sixteen kernel files (cast: astype; sort_multi: the sort over GPUs and ranks)")
 T.is_deeply(list.headers, {"culua/barrier.cuh", "culua/common.cuh", "culua/lowp.cuh", "culua/sm90.cuh", "culua/solve.cuh",
                            "culua/sort.cuh"}, "six device headers (lowp: float16, bfloat16, fp8)")
 T.is_deeply(list.matmul.variants, {"naive", "row", "column", "tiled", "fast", "tf32", "dmma"}, "matmul variants")

@@ -155,6 +155,11 @@ function Arr:close() self.closed = true; live = live - 1 end
 function Arr:get(i) return self.data[self.off + i - 1] end
 
 local Host = {}
+function Host.totable(h)
+  local t = {}
+  for i = 1, h.n do t[i] = rawget(h, "data")[i - 1] or 0 end
+  return t
+end
 local function host_array(dt, n)
   local h = {kind = "cuda.host_array", dtype = dt, n = n, data = {}, off = 0}
   return setmetatable(h, {__len = function () return n end,
@@ -227,7 +232,7 @@ local KSRC = slurp(srcdir .. "/kernels/sort_multi.cu")
   :gsub("#define SORTM_THREADS 256", "#define SORTM_THREADS 4")
   :gsub("#define SORTM_ITEMS 8", "#define SORTM_ITEMS 3")
 local MT, MI = 4, 3
-local MTILE = MT * MI
+local CUR_MI = MI   -- the keys a thread of the merge kernel running (NVRTC's variants: other counts)
 
 -- a key of a kernel's width w (bits) at i of an array: 16-bit keys in a uint8 array take
 -- two elements (the second a pad)
@@ -280,7 +285,7 @@ end
 KERNELS.corank = function (w, a, na, b, nb, co, tiles, kind, flags, shift, mask, inf16)
   local ok = order(w, kind, flags, shift, mask, inf16)
   for t = 0, tiles do
-    local diag = math.min(t * MTILE, na + nb)
+    local diag = math.min(t * MT * CUR_MI, na + nb)
     local lo, hi = diag > nb and diag - nb or 0, math.min(diag, na)
     while lo < hi do
       local mid = (lo + hi) // 2
@@ -293,6 +298,7 @@ end
 local function merge_tiles(w, a, na, b, nb, va, vb, out, vout, co, kind, flags, shift, mask, inf16)
   local ok = order(w, kind, flags, shift, mask, inf16)
   local total = na + nb
+  local MI, MTILE = CUR_MI, MT * CUR_MI
   for tile = 0, (total + MTILE - 1) // MTILE - 1 do
     local k0 = tile * MTILE
     local k1 = math.min(k0 + MTILE, total)
@@ -354,7 +360,16 @@ local SIG = {
   merge_pairs = "p u64 p u64 p p p p p s32 s32 s32 u64 u32", copy8 = "p p u64"}
 local function kernel(file, name, defines, dev)
   assert(file == "sort_multi", "a kernel of " .. file)
-  assert(defines == nil, "no variants")
+  local mi = MI
+  if defines then
+    -- an NVRTC variant: its keys a thread, and the name that says so
+    assert(#defines == 2 and defines[1]:match("^SORTM_ITEMS=%d+$") and defines[2]:match("^SORTM_V=_i%d+$"), "the defines")
+    mi = tonumber(defines[1]:match("%d+"))
+    local v = defines[2]:sub(#"SORTM_V=" + 1)
+    assert(v == "_i" .. mi and name:sub(-#v) == v, name .. ": a variant's name")
+    assert(name:match("^culua_sortm_corank") or name:match("^culua_sortm_merge"), "only the merges vary")
+    name = name:gsub("_i%d+$", "")
+  end
   local stem, wname = name:match("^culua_sortm_(%a+)_?(u?%d*)")
   assert(KSRC:find("culua_sortm_" .. stem, 1, true), name .. " is not in kernels/sort_multi.cu")
   local w = wname ~= "" and tonumber(wname:sub(2)) or nil
@@ -386,7 +401,7 @@ local function kernel(file, name, defines, dev)
     end
     assert(cfg.grid >= 1 and cfg.block >= 1, name .. ": an empty launch")
     launches[kname] = (launches[kname] or 0) + 1
-    enqueue(cfg.stream or dev.default, function () f(w, table.unpack(args, 1, args.n)) end)
+    enqueue(cfg.stream or dev.default, function () CUR_MI = mi; f(w, table.unpack(args, 1, args.n)) end)
   end}
 end
 
@@ -872,6 +887,14 @@ for _, s in ipairs{1, 7, 99, 3} do
   check("ranks: four, uint32 bits 8..20, balance even" .. tag, {dt = "uint32", vdt = "int32", sizes = {61, 2, 9, 30}, caps = {61, 30, 30, 30}, opts = {balance = "even", begin_bit = 8, end_bit = 20}}, true)
   check("ranks: five, float64" .. tag, {dt = "float64", sizes = {12, 19, 0, 23, 7}}, true)
 end
+
+-- the knobs: other merge tiles (NVRTC's), fewer candidates a round, the pieces all at once
+M.tune.items, M.tune.search, M.tune.phased = 2, 3, false
+check("tune: 2 keys a thread, 3 candidates, no phases, devices", {dt = "int32", vdt = "uint32", sizes = {31, 17, 40, 22, 9}, devs = {0, 1, 2, 3, 0}, few = true})
+check("tune: 2 keys a thread, 3 candidates, no phases, ranks", {dt = "float64", vdt = "int64", sizes = {31, 17, 40, 22}}, true)
+M.tune.items, M.tune.search, M.tune.phased = 17, 256, true
+T.like(select(2, pcall(M.sort, {cuda.array("uint32", 4)}, {devices = {0}})), "tune%.items must be an integer 1%.%.16, got 17", "tune.items checked")
+M.tune.items = 3
 
 -- 16-bit keys, as the one-GPU sort may take them: over ranks they travel as bytes
 SORT_DTYPES[#SORT_DTYPES + 1] = "uint16"

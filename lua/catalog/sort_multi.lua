@@ -37,7 +37,7 @@ local R = require "culua.catalog.sort_multi_run"
 
 local fail = core.fail
 
-local M = {}
+local M = {tune = R.tune}   -- the knobs: sort_multi_run.lua's tune
 
 -- {====================================================== dtypes and options
 
@@ -96,6 +96,7 @@ end
 
 -- the options every part shares, checked (the one-GPU sort checked descending and the bits)
 local function shared_opts(fname, opts, width)
+  R.check_tune(fail, fname)
   local o = {desc = opts.descending == true, begin_bit = opts.begin_bit or 0, end_bit = opts.end_bit or width}
   o.balance = core.one_of(fname, "balance", opts.balance or "input", balances)
   return o

@@ -13,11 +13,30 @@ local ceil_div = core.ceil_div
 local kern, copy_bytes, buffer, slot_event, slot_host = X.kern, X.copy_bytes, X.buffer, X.slot_event, X.slot_host
 
 local K = core.constants("sort_multi")
-local TILE, THREADS = K.SORTM_TILE, K.SORTM_THREADS
+local THREADS, ITEMS = K.SORTM_THREADS, K.SORTM_ITEMS
 local DESC = core.constants("culua/sort.cuh").SORT_DESC
--- candidates a boundary a search round: eight bits of order key a round (four rounds for
--- 32-bit keys, eight for 64-bit ones), a round's counts a few kilobytes
-local SEARCH = 256
+
+-- the knobs (sort_multi.lua's .tune): a merge tile's keys a thread (prebuilt at
+-- kernels/sort_multi.cu's SORTM_ITEMS; 1..16 built by NVRTC); candidates a boundary a
+-- search round (256: eight bits of order key a round, so four rounds for 32-bit keys and
+-- eight for 64-bit ones, a round's counts a few kilobytes; 2..4096); and whether the
+-- pieces go in phases, the nearest first, so that the first merges overlap the farther
+-- pieces (else all at once, every merge after the last piece)
+local tune = {items = ITEMS, search = 256, phased = true}
+
+-- the knobs, checked before a call does anything
+local function check_tune(fail, fname)
+  local i, s = tune.items, tune.search
+  if math.type(i) ~= "integer" or i < 1 or i > 16 then fail(fname, "tune.items must be an integer 1..16, got %s", tostring(i)) end
+  if math.type(s) ~= "integer" or s < 2 or s > 4096 then fail(fname, "tune.search must be an integer 2..4096, got %s", tostring(s)) end
+end
+
+-- a merge kernel (corank or merge) for the knobs' tile: prebuilt, or built by NVRTC
+local function merge_kernel(stem, dev)
+  if tune.items == ITEMS then return kern(stem, dev) end
+  local v = "_i" .. tune.items
+  return core.kernel("sort_multi", "culua_sortm_" .. stem .. v, {"SORTM_ITEMS=" .. tune.items, "SORTM_V=" .. v}, dev)
+end
 
 -- a / b for a unsigned (a 64-bit order key's range) and b a small positive integer
 local function udiv(a, b)
@@ -28,6 +47,12 @@ local function udiv(a, b)
 end
 
 -- {====================================================== the algorithm
+
+local function levels_of(P)
+  local l = 0
+  while (1 << l) < P do l = l + 1 end
+  return l
+end
 
 -- the order parameters every kernel of sort_multi.cu takes last
 local function order_args(o)
@@ -47,11 +72,12 @@ end
 ** The boundaries of the global order in order-key space: for each target R[j] (keys before
 ** boundary j), the largest order key v in [lo, hi] with f(v) <= R[j], where f(v) counts the
 ** keys of every part whose order key is below v (so f(lo) = 0 for lo the smallest key). A
-** round evaluates f at up to SEARCH candidates a boundary (eval(list) -> list), evenly apart
+** round evaluates f at up to tune.search candidates a boundary (eval(list) -> list), evenly apart
 ** in the boundary's interval, and keeps the stretch between the last candidate at or below
 ** R[j] and the next: eight bits of order key a round.
 ]]
 local function boundaries(R, lo, hi, eval)
+  local SEARCH = tune.search
   local L, H = {}, {}
   for j = 1, #R do L[j], H[j] = lo, hi end
   while true do
@@ -99,15 +125,15 @@ end
 local function merge(p, o, a, na, b, nb, va, vb, out, vout)
   local total = na + nb
   if total == 0 then return end
-  local tiles = ceil_div(total, TILE)
+  local tiles = ceil_div(total, THREADS * tune.items)
   local co = p.co
   local cfg = {grid = ceil_div(tiles + 1, THREADS), block = THREADS, stream = p.S}
-  kern("corank_" .. o.wname, p.dev):launch(cfg, a, na, b, nb, co, tiles, order_args(o))
+  merge_kernel("corank_" .. o.wname, p.dev):launch(cfg, a, na, b, nb, co, tiles, order_args(o))
   cfg.grid = tiles
   if va then
-    kern("merge_" .. o.wname .. "_" .. o.vname, p.dev):launch(cfg, a, na, b, nb, va, vb, out, vout, co, order_args(o))
+    merge_kernel("merge_" .. o.wname .. "_" .. o.vname, p.dev):launch(cfg, a, na, b, nb, va, vb, out, vout, co, order_args(o))
   else
-    kern("merge_" .. o.wname .. "_keys", p.dev):launch(cfg, a, na, b, nb, out, co, order_args(o))
+    merge_kernel("merge_" .. o.wname .. "_keys", p.dev):launch(cfg, a, na, b, nb, out, co, order_args(o))
   end
 end
 
@@ -137,7 +163,7 @@ local function merge_tree(T, p, o, plan)
       ready[l][i] = r
     end
   end
-  for phase = 0, levels do
+  for phase = 0, plan.phases do
     if phase > 0 then T:arrived(p, phase) end
     for l = 1, levels do
       for i = 0, ceil_div(P, 1 << l) - 1 do
@@ -257,16 +283,19 @@ local function run(T, ctx)
   local lrows = {}
   for i, p in ipairs(parts) do
     p.S:synchronize()
-    local row = {}
-    for k = 1, 2 * (P - 1) do row[k] = p.slot.hw[k] end
+    local h, row = p.slot.hw:totable(), {}
+    for k = 1, 2 * (P - 1) do row[k] = h[k] end
     lrows[i] = row
   end
   local s = splits(T:gather(lrows), R, ctx.ns, P)
   mark("search")
 
   -- 4. the plan of the pieces, and their moves
-  local plan = {cnt = {}, from = {}, to = {}, phase = phase_of, levels = 0}
-  while (1 << plan.levels) < P do plan.levels = plan.levels + 1 end
+  local plan = {cnt = {}, from = {}, to = {}, phase = phase_of, levels = levels_of(P)}
+  plan.phases = plan.levels
+  if not tune.phased then
+    plan.phase, plan.phases = function (a, b) return a == b and 0 or 1 end, 1
+  end
   for a = 1, P do
     plan.cnt[a], plan.from[a], plan.to[a] = {}, {}, {}
     for b = 1, P do
@@ -305,13 +334,7 @@ end
 
 -- a part's search words: a round's candidates and counts, the boundaries' bounds, and the
 -- rows of the gathers (nine words a part)
-local function words_for(P) return math.max(3 * (P - 1) * SEARCH, 9 * (P + 1)) end
-
-local function levels_of(P)
-  local l = 0
-  while (1 << l) < P do l = l + 1 end
-  return l
-end
+local function words_for(P) return math.max(3 * (P - 1) * tune.search, 9 * (P + 1)) end
 
 -- a part's buffers for out keys: the pieces it receives and the merges' other buffer (keys
 -- in the transport's dtype, f elements a key; over_ranks: NCCL's), values alike, and its
@@ -322,7 +345,7 @@ local function part_buffers(p, o, out, P, over_ranks)
   p.words = core.scratch("sort_multi_words", p.dev, p.S, words_for(P))
   if P == 1 then return end
   p.recv = buffer("recv", wdt, p.dev, p.S, out * f)
-  p.co = core.scratch("sort_multi_co", p.dev, p.S, ceil_div(out, TILE) + 2)   -- the largest merge's tiles
+  p.co = core.scratch("sort_multi_co", p.dev, p.S, ceil_div(out, THREADS * tune.items) + 2)   -- the largest merge's tiles
   if f > 1 then p.stage = buffer("stage", wdt, p.dev, p.S, p.n * f) end
   if levels_of(P) >= 2 then p.tmp = buffer("tmp", wdt, p.dev, p.S, out * f) end
   if p.values then
@@ -334,4 +357,4 @@ end
 -- }======================================================
 
 return {run = run, part_buffers = part_buffers, words_for = words_for, boundaries = boundaries, splits = splits,
-        phase_of = phase_of}
+        phase_of = phase_of, tune = tune, check_tune = check_tune}

@@ -86,7 +86,7 @@ end
 **                     (int64 on its device, written on its stream S)
 **   T:exchange(plan)  queue the moves of every piece (plan.cnt[s][t] keys of part s from
 **                     plan.from[s][t] to part t's receive buffer at plan.to[t][s]), in
-**                     plan.phase(s, t) order; then T:arrived(p, phase) makes p.S wait for
+**                     plan.phase(s, t) order (1..plan.phases); then T:arrived(p, phase) makes p.S wait for
 **                     the pieces p gets in that phase and T:sent(p) for every read of p's keys
 ** Rows and sums are Lua integers (order keys are unsigned 64-bit values in them).
 ]]
@@ -106,7 +106,7 @@ function Peer:sum(at, count)
   for _, p in ipairs(self.parts) do
     if p.n > 0 then
       p.S:synchronize()
-      local h = p.slot.hw
+      local h = p.slot.hw:totable()   -- one call into C, not one an element
       for i = 1, count do sums[i] = sums[i] + h[i] end
     end
   end
@@ -120,7 +120,7 @@ function Peer:exchange(plan)
   local P, parts = self.P, self.parts
   self.arrive, self.reads = {}, {}
   for _, t in ipairs(parts) do self.arrive[t.r], self.reads[t.r] = {}, {} end
-  for phase = 1, plan.levels do
+  for phase = 1, plan.phases do
     for _, t in ipairs(parts) do
       local prev = self.arrive[t.r][phase - 1]
       local evs = {}
@@ -167,9 +167,9 @@ function Nccl:gather(rows)
   local send, recv = p.words:view(1, W), p.words:view(W + 1, P * W)
   send:copy_from(rows[1], p.S)
   self.comm:all_gather(send, recv, {stream = p.S})
-  local h = slot_host(p.slot, p.dev, P * W)
-  recv:copy_to(h, p.S)
+  recv:copy_to(slot_host(p.slot, p.dev, P * W), p.S)
   p.S:synchronize()
+  local h = p.slot.hw:totable()
   local all = {}
   for r = 1, P do
     local row = {}
@@ -183,12 +183,9 @@ function Nccl:sum(at, count)
   local p = self.parts[1]
   local v = p.words:view(at + 1, count)
   self.comm:all_reduce(v, {op = "sum", stream = p.S})
-  local h = slot_host(p.slot, p.dev, count)
-  v:copy_to(h, p.S)
+  v:copy_to(slot_host(p.slot, p.dev, count), p.S)
   p.S:synchronize()
-  local sums = {}
-  for i = 1, count do sums[i] = h[i] end
-  return sums
+  return p.slot.hw:totable()   -- (its words past count: stale, never read)
 end
 
 function Nccl:exchange(plan)
@@ -207,7 +204,7 @@ function Nccl:exchange(plan)
     send_keys = p.stage
     copy_bytes(p, p.keys:view(1, p.n), send_keys:view(1, p.n * f), p.n * f, X)
   end
-  for phase = 1, plan.levels do
+  for phase = 1, plan.phases do
     local ops = false
     nccl.group(function ()
       for q = 1, self.P do
