@@ -16,7 +16,7 @@
 local cuda = require "cuda"
 -- knobs of the sort (its .tune) as words among the arguments: items=16 search=1024 phased=0
 local tune = require("culua.catalog.sort_multi").tune
-local args = {}
+local args = {[0] = arg[0], [-1] = arg[-1]}
 for _, a in ipairs(arg) do
   local k, v = a:match("^(%a+)=(%d+)$")
   if k then

@@ -156,7 +156,9 @@ __device__ __forceinline__ void corank (const K *a, u64 na, const K *b, u64 nb, 
 ** to shared memory in output order and then to out in whole rows. Values are
 ** not held: each output's source (its place among the tile's keys, 16 bits)
 ** says where to read its value. out may not overlap a or b. nb may be 0 (a
-** copy).
+** copy). The loads go in rows of the block, each thread's ITEMS of them issued
+** before any is used: one load in flight a thread would leave the merge bound
+** by memory latency, not bandwidth.
 */
 template <typename K, typename V, bool VALUES>
 __device__ __forceinline__ void merge (const K *a, u64 na, const K *b, u64 nb, const V *va, const V *vb, K *out,
@@ -170,7 +172,19 @@ __device__ __forceinline__ void merge (const K *a, u64 na, const K *b, u64 nb, c
   const u64 a0 = co[tile], a1 = co[tile + 1];
   const u64 b0 = k0 - a0;
   const int la = (int)(a1 - a0), len = (int)(k1 - k0), lb = len - la;
-  for (int i = threadIdx.x; i < len; i += SORTM_THREADS) sk[i] = i < la ? a[a0 + i] : b[b0 + (i - la)];
+  {
+    K in[SORTM_ITEMS];
+#pragma unroll
+    for (int j = 0; j < SORTM_ITEMS; j++) {
+      const int i = threadIdx.x + j * SORTM_THREADS;
+      if (i < len) in[j] = i < la ? a[a0 + i] : b[b0 + (i - la)];
+    }
+#pragma unroll
+    for (int j = 0; j < SORTM_ITEMS; j++) {
+      const int i = threadIdx.x + j * SORTM_THREADS;
+      if (i < len) sk[i] = in[j];
+    }
+  }
   __syncthreads();
 
   const int d = threadIdx.x * SORTM_ITEMS;
@@ -212,11 +226,25 @@ __device__ __forceinline__ void merge (const K *a, u64 na, const K *b, u64 nb, c
     }
   }
   __syncthreads();
-  for (int i = threadIdx.x; i < len; i += SORTM_THREADS) {
-    out[k0 + i] = sk[i];
-    if (VALUES) {
-      const int s = src[i];
-      vout[k0 + i] = s < la ? va[a0 + s] : vb[b0 + (s - la)];
+#pragma unroll
+  for (int j = 0; j < SORTM_ITEMS; j++) {
+    const int i = threadIdx.x + j * SORTM_THREADS;
+    if (i < len) out[k0 + i] = sk[i];
+  }
+  if (VALUES) {
+    V v[SORTM_ITEMS];
+#pragma unroll
+    for (int j = 0; j < SORTM_ITEMS; j++) {
+      const int i = threadIdx.x + j * SORTM_THREADS;
+      if (i < len) {
+        const int s = src[i];
+        v[j] = s < la ? va[a0 + s] : vb[b0 + (s - la)];
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < SORTM_ITEMS; j++) {
+      const int i = threadIdx.x + j * SORTM_THREADS;
+      if (i < len) vout[k0 + i] = v[j];
     }
   }
 }

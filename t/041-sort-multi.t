@@ -45,6 +45,18 @@ do
     end
     T.ok(fits("culua_sortm_copy8", 1, 2, big), "copy8's arguments")
   end
+  -- tune.items: the merges of another tile, built by NVRTC and named for it (the largest,
+  -- 16 keys a thread of 64-bit keys and values, within 48 KiB of shared memory)
+  local p16
+  T.lives_ok(function ()
+    p16 = cuda.compile(cuda._catalog.source("sort_multi"), {options = {"-std=c++17", "-arch=compute_90", "-DSORTM_ITEMS=16",
+                                                                       "-DSORTM_V=_i16"}, name = "sort_multi.cu"})
+  end, "kernels/sort_multi.cu compiles with 16 keys a thread")
+  if p16 then
+    T.like(p16.ptx, "%.entry culua_sortm_merge_u64_u64_i16%(", "  its merges named _i16")
+    T.like(p16.ptx, "%.entry culua_sortm_corank_u32_i16%(", "  and its co-ranks")
+    T.unlike(p16.ptx, "culua_sortm_merge_u32_keys%(", "  and no merge of the prebuilt tile")
+  end
 end
 
 -- }======================================================
@@ -198,6 +210,14 @@ T.gpu_part(function ()
   multi("again, its buffers poisoned", "uint32", {0, 0, 0, 0}, {4321, 1234, 999, 5000}, nil, "uint32")
   poison_scratch()
   multi("again, 64-bit keys", "uint64", {0, 0, 0}, {4321, 12345, 999}, {descending = true}, "int32", "few")
+  -- the knobs: merge tiles NVRTC builds, fewer candidates a round (more rounds), no phases
+  local tune = require("culua.catalog.sort_multi").tune
+  local saved = {tune.items, tune.search, tune.phased}
+  tune.items, tune.search, tune.phased = 3, 7, false
+  multi("tune: 3 keys a thread, 7 candidates, no phases", "float32", {0, 0, 0}, {20000, 777, 30001}, nil, "uint64", "few")
+  tune.items, tune.search, tune.phased = 16, 4096, true
+  multi("tune: 16 keys a thread, 4096 candidates", "int64", {0, 0, 0, 0, 0}, {9999, 20000, 1, 0, 30000}, {descending = true}, "int64")
+  tune.items, tune.search, tune.phased = saved[1], saved[2], saved[3]
   if cuda.device_count() >= 2 then
     cases({0, 1}, "on {0, 1}")
     multi("int64 pairs on {1, 0}", "int64", {1, 0}, {70001, 30002}, nil, "int64")

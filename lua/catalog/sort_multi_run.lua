@@ -110,14 +110,14 @@ end
 -- the upper bounds after them), on its stream
 local function bounds(p, o, cands, at, both)
   local n = #cands
-  local w = p.words
-  w:view(at + 1, n):copy_from(cands, p.S)
+  local cv, ov = p.words:view(at + 1, n), p.words:view(at + n + 1, both and 2 * n or n)
+  cv:copy_from(cands, p.S)
   if p.n == 0 then
-    w:view(at + n + 1, both and 2 * n or n):fill(0, p.S)
+    ov:fill(0, p.S)
     return
   end
   kern("bounds_" .. o.wname, p.dev):launch({grid = ceil_div(n, THREADS), block = THREADS, stream = p.S},
-    p.keys, p.n, w:view(at + 1, n), n, w:view(at + n + 1, both and 2 * n or n), both and 1 or 0, order_args(o))
+    p.keys, p.n, cv, n, ov, both and 1 or 0, order_args(o))
 end
 
 -- a merge on part p's stream: a[0, na) and b[0, nb) (cuda.arrays or views, the keys in wire
