@@ -5,7 +5,7 @@
 --                                                 every GPU, at most 4); each holds N / GPUS
 --   mpirun -np 4 culua bench/sort_multi.lua [LOG2N]  comm = c over the ranks, a GPU a rank
 --                                                 (mpirun -np 2 on two GPUs); rank 0 prints
---   ... items=N search=N phased=0|1               the sort's knobs (sort_multi_run.lua's tune)
+--   ... items=N search=N phased=0|1 direct=0|1    the sort's knobs (sort_multi_run.lua's tune)
 -- A call is timed by the host clock from the moment every GPU (every rank: after a barrier)
 -- is idle until it returns, which the sort does once every part holds its slice; the keys
 -- are restored from pristine copies before each call. One GPU's figure is the one-GPU sort
@@ -14,14 +14,14 @@
 -- of REPS after two warm-up calls. Target (issue 39): 2^30 keys on 4 GPUs >= 2.5x one GPU.
 -- Keep NCCL_NVLS_ENABLE=0.
 local cuda = require "cuda"
--- knobs of the sort (its .tune) as words among the arguments: items=16 search=1024 phased=0
+-- knobs of the sort (its .tune) as words among the arguments: items=16 search=1024 phased=0 direct=0
 local tune = require("culua.catalog.sort_multi").tune
 local args = {[0] = arg[0], [-1] = arg[-1]}
 for _, a in ipairs(arg) do
   local k, v = a:match("^(%a+)=(%d+)$")
   if k then
     if tune[k] == nil then error("bench/sort_multi.lua: no knob " .. k) end
-    if k == "phased" then tune[k] = v ~= "0" else tune[k] = math.tointeger(tonumber(v)) end
+    if type(tune[k]) == "boolean" then tune[k] = v ~= "0" else tune[k] = math.tointeger(tonumber(v)) end
   else
     args[#args + 1] = a
   end
@@ -86,8 +86,9 @@ end
 
 local n = N // G
 local label = ranks and ("comm = c over %d ranks"):format(G) or ("devices = {0%s}"):format(G > 1 and (", ..., " .. (G - 1)) or "")
-say(("cuda.catalog.sort of 2^%d uint32 keys (%s), %s, 2^%.4g a GPU, median of %d; tune: items=%d search=%d phased=%s"):format(
-    LOG2N, cuda.device(0).name, label, math.log(n, 2), REPS, tune.items, tune.search, tostring(tune.phased)))
+say(("cuda.catalog.sort of 2^%d uint32 keys (%s), %s, 2^%.4g a GPU, median of %d; tune: items=%d search=%d phased=%s direct=%s")
+    :format(LOG2N, cuda.device(0).name, label, math.log(n, 2), REPS, tune.items, tune.search, tostring(tune.phased),
+            tostring(tune.direct)))
 
 if not ranks then
   local devs, pristine, keys = {}, {}, {}
@@ -95,7 +96,7 @@ if not ranks then
     devs[r] = r - 1
     pristine[r], keys[r] = part_keys(r - 1, n, r - 1)
   end
-  local peer = "peer"
+  local peer = "peer to peer"
   for a = 0, G - 1 do
     for b = 0, G - 1 do
       if a ~= b and not cuda.device(a):can_access_peer(cuda.device(b)) then peer = "staged by the driver" end
@@ -122,7 +123,7 @@ if not ranks then
   local ms = median(t)
   print(("one GPU, all 2^%d keys:            %9.3f ms, %7.2f Gkeys/s"):format(LOG2N, base, N / base / 1e6))
   print(("one GPU, 2^%.4g keys (a part's local sort): %9.3f ms"):format(math.log(n, 2), local_ms))
-  print(("%d GPUs, copies %s:  %9.3f ms, %7.2f Gkeys/s, %.2fx one GPU%s"):format(G, peer, ms, N / ms / 1e6, base / ms,
+  print(("%d GPUs, pieces %s (%s):  %9.3f ms, %7.2f Gkeys/s, %.2fx one GPU%s"):format(G, stats.transport, peer, ms, N / ms / 1e6, base / ms,
         G == 4 and LOG2N == 30 and ("  (target >= 2.5x: %s)"):format(base / ms >= 2.5 and "met" or "NOT met") or ""))
   print(where(parts))
   return

@@ -212,15 +212,23 @@ T.gpu_part(function ()
   multi("again, 64-bit keys", "uint64", {0, 0, 0}, {4321, 12345, 999}, {descending = true}, "int32", "few")
   -- the knobs: merge tiles NVRTC builds, fewer candidates a round (more rounds), no phases
   local tune = require("culua.catalog.sort_multi").tune
-  local saved = {tune.items, tune.search, tune.phased}
+  local saved = {tune.items, tune.search, tune.phased, tune.direct}
+  tune.direct = false   -- the pieces copied, not read where they lie
+  multi("copies, not direct, on {0, 0, 0, 0}", "uint32", {0, 0, 0, 0}, {40000, 1, 30000, 20001}, nil, "int32", "few")
+  if cuda.device_count() >= 4 then
+    multi("copies, not direct, on {0, 1, 2, 3}", "float32", {0, 1, 2, 3}, {40000, 1, 30000, 20001}, nil, "int64")
+    multi("copies, not direct, on {3, 2, 1, 0, 0}", "uint64", {3, 2, 1, 0, 0}, {40000, 1, 30000, 20001, 777}, nil, "int64")
+  end
+  tune.direct = true
   tune.items, tune.search, tune.phased = 3, 7, false
   multi("tune: 3 keys a thread, 7 candidates, no phases", "float32", {0, 0, 0}, {20000, 777, 30001}, nil, "uint64", "few")
   tune.items, tune.search, tune.phased = 16, 4096, true
   multi("tune: 16 keys a thread, 4096 candidates", "int64", {0, 0, 0, 0, 0}, {9999, 20000, 1, 0, 30000}, {descending = true}, "int64")
-  tune.items, tune.search, tune.phased = saved[1], saved[2], saved[3]
+  tune.items, tune.search, tune.phased, tune.direct = saved[1], saved[2], saved[3], saved[4]
   if cuda.device_count() >= 2 then
     cases({0, 1}, "on {0, 1}")
     multi("int64 pairs on {1, 0}", "int64", {1, 0}, {70001, 30002}, nil, "int64")
+    multi("uint32 pairs on {0, 1, 1, 0, 0} (direct where peer access is)", "uint32", {0, 1, 1, 0, 0}, {7001, 30002, 5, 999, 12345}, nil, "uint32")
   else
     T.skip("one GPU: the {0, 1} cases need two", 1)
   end

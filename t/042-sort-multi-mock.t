@@ -81,14 +81,21 @@ end
 local sizes = {int8 = 1, uint8 = 1, int16 = 2, uint16 = 2, float16 = 2, bfloat16 = 2, int32 = 4, uint32 = 4,
                float32 = 4, int64 = 8, uint64 = 8, float64 = 8}
 local POISON = 0x5a5a5a5a
+local NO_PEER = {}
 local devices = {}
 local current = 0
 local cuda = {}
 local function device(o)
   o = o or current
   if not devices[o] then
-    local d = {ordinal = o}
+    local d = {ordinal = o, peers = {}}
     d.use = function (self) current = self.ordinal end
+    -- NO_PEER[a][b]: device a cannot reach b's memory
+    d.can_access_peer = function (self, other) return not (NO_PEER[self.ordinal] and NO_PEER[self.ordinal][other.ordinal]) end
+    d.enable_peer_access = function (self, other)
+      assert(self ~= other and self:can_access_peer(other), "enable_peer_access where there is none")
+      self.peers[other.ordinal] = true
+    end
     d.synchronize = function () sync_all() end
     d.default = new_stream(d)
     devices[o] = d
@@ -391,7 +398,8 @@ local function kernel(file, name, defines, dev)
       local a = args[i]
       if t == "p" then
         assert(type(a) == "table" and a.kind == "cuda.array", ("%s: argument %d is no array"):format(name, i))
-        assert(a.device == dev, ("%s: argument %d is on device %d, the launch on %d"):format(name, i, a.device.ordinal, dev.ordinal))
+        assert(a.device == dev or dev.peers[a.device.ordinal],
+               ("%s: argument %d is on device %d, the launch on %d without peer access"):format(name, i, a.device.ordinal, dev.ordinal))
         assert(not a.closed, name .. ": a closed array")
       else
         assert(math.type(a) == "integer", ("%s: argument %d must be an integer, got %s"):format(name, i, tostring(a)))
@@ -887,6 +895,20 @@ for _, s in ipairs{1, 7, 99, 3} do
   check("ranks: four, uint32 bits 8..20, balance even" .. tag, {dt = "uint32", vdt = "int32", sizes = {61, 2, 9, 30}, caps = {61, 30, 30, 30}, opts = {balance = "even", begin_bit = 8, end_bit = 20}}, true)
   check("ranks: five, float64" .. tag, {dt = "float64", sizes = {12, 19, 0, 23, 7}}, true)
 end
+
+-- the pieces copied rather than read where they lie (tune.direct = false; a pair without
+-- peer access), in phases and not
+M.tune.direct = false
+check("copies: four devices, uint32 pairs", {dt = "uint32", vdt = "uint32", sizes = {30, 41, 45, 29}, devs = {0, 1, 2, 3}, few = true})
+check("copies: eight parts, float64", {dt = "float64", vdt = "int32", sizes = {9, 14, 3, 20, 11, 5, 17, 8}, devs = {0, 1, 2, 3, 0, 1, 2, 3}})
+M.tune.direct = true
+NO_PEER[1] = {[2] = true}
+check("no peer access between 1 and 2: copies", {dt = "int64", vdt = "int64", sizes = {30, 41, 45, 29}, devs = {0, 1, 2, 3}, few = true})
+NO_PEER[1] = nil
+local direct_before = launches.merge_pairs
+check("direct: three devices", {dt = "uint64", vdt = "uint64", sizes = {30, 41, 45}, devs = {0, 1, 2}})
+T.ok(launches.merge_pairs > direct_before and cuda.device(0).peers[1] and cuda.device(2).peers[0],
+     "direct: peer access enabled every way")
 
 -- the knobs: other merge tiles (NVRTC's), fewer candidates a round, the pieces all at once
 M.tune.items, M.tune.search, M.tune.phased = 2, 3, false

@@ -167,7 +167,8 @@ end
 -- ("arguments", "local", "search", "exchange"): how a rank that fails is seen by the others
 local function test_fail(r, where) return M.test_fail ~= nil and M.test_fail(r, where) end
 
--- M.stats: the last call's parts and how they talked, and where its time went (host ms):
+-- M.stats: the last call's parts and how the pieces went ("direct": read where they lie;
+-- "copies": copied between the devices; "nccl"), and where its time went (host ms):
 -- sort (the local sorts), search (the boundaries: `rounds` rounds), exchange (the pieces
 -- and the merges, which overlap)
 local function new_stats(P, transport)
@@ -231,7 +232,7 @@ local function by_devices(fname, keys, values, opts)
     parts[i] = p
   end
   local o = order_of(shared_opts(fname, opts, 8 * key_types[parts[1].dt][1]), parts[1].dt, parts[1].vdt)
-  local ctx = {fname = fname, o = o, test_fail = test_fail, stats = new_stats(P, "peer")}
+  local ctx = {fname = fname, o = o, test_fail = test_fail, stats = new_stats(P, "copies")}
   ctx.who = function (r) return r and ("part %d"):format(r) or "part" end
   ctx.agree = function (msg) fail(fname, "%s", msg) end
   ctx.raise = function (err) error(err, 0) end
@@ -239,7 +240,8 @@ local function by_devices(fname, keys, values, opts)
   for i, p in ipairs(parts) do rows[i] = agreement_row(p, o) end
   local ns, out, N = agree(ctx, rows)
   ctx.ns, ctx.out = ns, out
-  local T = setmetatable({P = P, parts = parts}, X.Peer)
+  local T = X.peer(parts, P, R.levels_of(P), R.tune.direct)
+  ctx.stats.transport = T.direct and "direct" or "copies"
   if N > 0 then
     for _, p in ipairs(parts) do
       -- each part's stream after the work queued so far on its device's default stream

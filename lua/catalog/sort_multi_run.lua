@@ -21,8 +21,10 @@ local DESC = core.constants("culua/sort.cuh").SORT_DESC
 -- search round (256: eight bits of order key a round, so four rounds for 32-bit keys and
 -- eight for 64-bit ones, a round's counts a few kilobytes; 2..4096); and whether the
 -- pieces go in phases, the nearest first, so that the first merges overlap the farther
--- pieces (else all at once, every merge after the last piece)
-local tune = {items = ITEMS, search = 256, phased = true}
+-- pieces (else all at once, every merge after the last piece); and whether, within one
+-- process, the first merges read the pieces where they lie, over the links between the
+-- devices, rather than from copies (sort_multi_transport.lua's direct)
+local tune = {items = ITEMS, search = 256, phased = true, direct = true}
 
 -- the knobs, checked before a call does anything
 local function check_tune(fail, fname)
@@ -137,51 +139,70 @@ local function merge(p, o, a, na, b, nb, va, vb, out, vout)
   end
 end
 
--- part p's pieces merged up the tree (levels: ceil(log2 P)): level l's node i covers the
--- pieces of parts [i * 2^l, (i + 1) * 2^l) (0-based), merged from its two children's
--- output as soon as every piece of it arrived. Level 0 is the receive buffer, the top the
--- user's arrays, and the levels between alternate: the merge buffer (l odd) and the receive
--- buffer (l even) again: a node writes only its own stretch, which its children read before.
-local function merge_tree(T, p, o, plan)
-  local P, levels, f = T.P, plan.levels, p.f
-  local off = {[1] = 0}
-  for s = 1, P do off[s + 1] = off[s] + plan.cnt[s][p.r] end
-  local function buf(l)
-    if l == 0 then return p.recv, p.vrecv, f end
-    if l == levels then return p.keys, p.values, 1 end
-    if l % 2 == 1 then return p.tmp, p.vtmp, f end
-    return p.recv, p.vrecv, f
-  end
-  local function at(b, unit, first, count) return b:view(first * unit + 1, count * unit) end
-  -- when each node may start: the last phase of its pieces
-  local ready = {}
-  for l = 1, levels do
-    ready[l] = {}
-    for i = 0, ceil_div(P, 1 << l) - 1 do
-      local r = 0
-      for s = i * (1 << l) + 1, math.min((i + 1) * (1 << l), P) do r = math.max(r, plan.phase(s, p.r)) end
-      ready[l][i] = r
+-- the pieces merged up a tree (levels: ceil(log2 P)) on each part: level l's node i covers
+-- the pieces of parts [i * 2^l, (i + 1) * 2^l) (0-based), merged from its two children's
+-- output as soon as every piece of it arrived (its phase). Level 0 is where the transport
+-- left the pieces (T:piece), the top the part's own arrays, and the levels between
+-- alternate: the merge buffer (l odd) and the receive buffer (l even): a node writes only
+-- its own stretch, which its children read before. Every part's nodes below the top come
+-- first, phase by phase, then the tops, each after every read of its part's keys.
+local function merge_all(T, parts, o, plan)
+  local P, levels = T.P, plan.levels
+  local trees = {}
+  for _, p in ipairs(parts) do
+    local off = {[1] = 0}
+    for s = 1, P do off[s + 1] = off[s] + plan.cnt[s][p.r] end
+    local function buf(l)
+      if l == levels then return p.keys, p.values, 1 end
+      if l % 2 == 1 then return p.tmp, p.vtmp, p.f end
+      return p.recv, p.vrecv, p.f
     end
+    -- a child's keys and values: [s0, s1) of the pieces, at level l
+    local function child(l, s0, s1)
+      local n = off[s1] - off[s0]
+      if l == 0 then
+        if n == 0 then return p.keys:view(1, 0), 0, p.values and p.values:view(1, 0) end
+        local k, first, f, v, vfirst = T:piece(p, s0, plan)
+        return k:view(first * f + 1, n * f), n, v and v:view(vfirst + 1, n)
+      end
+      local k, v, f = buf(l)
+      return k:view(off[s0] * f + 1, n * f), n, v and v:view(off[s0] + 1, n)
+    end
+    local function node(l, i)
+      local s0 = i * (1 << l) + 1
+      local s1 = math.min(s0 + (1 << (l - 1)), P + 1)
+      local s2 = math.min(s0 + (1 << l), P + 1)
+      local a, na, va = child(l - 1, s0, s1)
+      local b, nb, vb = child(l - 1, s1, s2)
+      local dst, vdst, f = buf(l)
+      merge(p, o, a, na, b, nb, va, vb, dst:view(off[s0] * f + 1, (na + nb) * f), vdst and vdst:view(off[s0] + 1, na + nb))
+    end
+    -- when each node may start: the last phase of its pieces
+    local ready = {}
+    for l = 1, levels do
+      ready[l] = {}
+      for i = 0, ceil_div(P, 1 << l) - 1 do
+        local r = 0
+        for s = i * (1 << l) + 1, math.min((i + 1) * (1 << l), P) do r = math.max(r, plan.phase(s, p.r)) end
+        ready[l][i] = r
+      end
+    end
+    trees[#trees + 1] = {p = p, node = node, ready = ready}
   end
   for phase = 0, plan.phases do
-    if phase > 0 then T:arrived(p, phase) end
-    for l = 1, levels do
-      for i = 0, ceil_div(P, 1 << l) - 1 do
-        if ready[l][i] == phase then
-          local s0 = i * (1 << l) + 1
-          local s1 = math.min(s0 + (1 << (l - 1)), P + 1)
-          local s2 = math.min(s0 + (1 << l), P + 1)
-          local na, nb = off[s1] - off[s0], off[s2] - off[s1]
-          local src, vsrc, fs = buf(l - 1)
-          local dst, vdst, fd = buf(l)
-          if l == levels then T:sent(p) end   -- the top writes the user's arrays: every read of them done
-          local a0 = off[s0]
-          merge(p, o, at(src, fs, a0, na), na, at(src, fs, a0 + na, nb), nb,
-                vsrc and vsrc:view(a0 + 1, na), vsrc and vsrc:view(a0 + na + 1, nb),
-                at(dst, fd, a0, na + nb), vdst and vdst:view(a0 + 1, na + nb))
+    for _, tr in ipairs(trees) do
+      if phase > 0 then T:arrived(tr.p, phase) end
+      for l = 1, levels - 1 do
+        for i = 0, ceil_div(P, 1 << l) - 1 do
+          if tr.ready[l][i] == phase then tr.node(l, i) end
         end
       end
     end
+  end
+  for _, tr in ipairs(trees) do T:read(tr.p) end
+  for _, tr in ipairs(trees) do
+    T:sent(tr.p)   -- the top writes the part's own arrays: every read of them done
+    tr.node(levels, 0)
   end
 end
 
@@ -293,7 +314,7 @@ local function run(T, ctx)
   -- 4. the plan of the pieces, and their moves
   local plan = {cnt = {}, from = {}, to = {}, phase = phase_of, levels = levels_of(P)}
   plan.phases = plan.levels
-  if not tune.phased then
+  if T.direct or not tune.phased then
     plan.phase, plan.phases = function (a, b) return a == b and 0 or 1 end, 1
   end
   for a = 1, P do
@@ -314,7 +335,7 @@ local function run(T, ctx)
   -- each part's own piece into its receive buffer, on its stream (before any merge)
   for _, p in ipairs(parts) do
     local c, from, to = plan.cnt[p.r][p.r], plan.from[p.r][p.r], plan.to[p.r][p.r]
-    if c > 0 then
+    if c > 0 and not T.direct then
       if p.f == 1 then p.recv:view(to + 1, c):copy_from(p.keys:view(from + 1, c), p.S)
       else copy_bytes(p, p.keys:view(from + 1, c), p.recv:view(to * p.f + 1, c * p.f), c * p.f, p.S) end
       if p.vrecv then p.vrecv:view(to + 1, c):copy_from(p.values:view(from + 1, c), p.S) end
@@ -323,7 +344,7 @@ local function run(T, ctx)
   T:exchange(plan)
 
   -- 5. the merges
-  for _, p in ipairs(parts) do merge_tree(T, p, o, plan) end
+  merge_all(T, parts, o, plan)
   for _, p in ipairs(parts) do p.S:synchronize() end
   mark("exchange")
 end
@@ -357,4 +378,4 @@ end
 -- }======================================================
 
 return {run = run, part_buffers = part_buffers, words_for = words_for, boundaries = boundaries, splits = splits,
-        phase_of = phase_of, tune = tune, check_tune = check_tune}
+        phase_of = phase_of, tune = tune, check_tune = check_tune, levels_of = levels_of}

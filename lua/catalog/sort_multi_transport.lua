@@ -86,14 +86,41 @@ end
 **                     (int64 on its device, written on its stream S)
 **   T:exchange(plan)  queue the moves of every piece (plan.cnt[s][t] keys of part s from
 **                     plan.from[s][t] to part t's receive buffer at plan.to[t][s]), in
-**                     plan.phase(s, t) order (1..plan.phases); then T:arrived(p, phase) makes p.S wait for
-**                     the pieces p gets in that phase and T:sent(p) for every read of p's keys
+**                     plan.phase(s, t) order (1..plan.phases)
+**   T:piece(t, s)     where part t's merges find the piece of part s: keys array, first
+**                     element, elements a key; values array, first element
+**   T:arrived(t, ph)  t.S waits for the pieces t gets in phase ph
+**   T:read(t)         t's merges that read other parts' keys are queued (after its first level)
+**   T:sent(t)         t.S waits for every read of t's keys (before t's arrays are written)
 ** Rows and sums are Lua integers (order keys are unsigned 64-bit values in them).
 ]]
 
--- within one process: every part is here; pieces go by copies between the devices
+-- within one process: every part is here. The pieces go by copies between the devices, or,
+-- `direct`, are not moved at all: the first level of merges reads them where they lie, over
+-- the link between the devices (peer access; the same memory for shares of one device), which
+-- saves writing them and reading them back. Direct wants every pair of the parts' devices
+-- able to reach each other, and two levels of merges or more, so that the merges that read
+-- other parts' keys write only into their own buffers: two parts ({0, 1}) would each write
+-- their keys while the other still reads them
 local Peer = {}
 Peer.__index = Peer
+
+local function peer(parts, P, levels, direct)
+  local T = setmetatable({P = P, parts = parts, direct = direct and levels >= 2}, Peer)
+  if T.direct then
+    for _, a in ipairs(parts) do
+      for _, b in ipairs(parts) do
+        if a.dev ~= b.dev and not (a.dev:can_access_peer(b.dev) and b.dev:can_access_peer(a.dev)) then T.direct = false end
+      end
+    end
+  end
+  if T.direct then
+    for _, a in ipairs(parts) do
+      for _, b in ipairs(parts) do if a.dev ~= b.dev then a.dev:enable_peer_access(b.dev) end end
+    end
+  end
+  return T
+end
 
 function Peer:gather(rows) return rows end
 
@@ -120,6 +147,12 @@ function Peer:exchange(plan)
   local P, parts = self.P, self.parts
   self.arrive, self.reads = {}, {}
   for _, t in ipairs(parts) do self.arrive[t.r], self.reads[t.r] = {}, {} end
+  if self.direct then   -- nothing moves: every piece is there once its part sorted
+    local sorted = {}
+    for _, s in ipairs(parts) do sorted[#sorted + 1] = s.sorted end
+    for _, t in ipairs(parts) do self.arrive[t.r][1] = sorted end
+    return
+  end
   for phase = 1, plan.phases do
     for _, t in ipairs(parts) do
       local prev = self.arrive[t.r][phase - 1]
@@ -148,8 +181,25 @@ function Peer:exchange(plan)
   end
 end
 
+function Peer:piece(t, s, plan)
+  if self.direct then
+    local src = self.parts[s]
+    return src.keys, plan.from[s][t.r], 1, src.values, plan.from[s][t.r]
+  end
+  return t.recv, plan.to[t.r][s], t.f, t.vrecv, plan.to[t.r][s]
+end
+
 function Peer:arrived(p, phase)
   for _, e in ipairs(self.arrive[p.r][phase] or {}) do p.S:wait(e) end
+end
+
+function Peer:read(p)
+  if not self.direct then return end
+  local e = slot_event(p.slot, p.dev, "read")
+  e:record(p.S)
+  for _, s in ipairs(self.parts) do
+    if s ~= p then self.reads[s.r][#self.reads[s.r] + 1] = e end
+  end
 end
 
 function Peer:sent(p)
@@ -232,6 +282,12 @@ function Nccl:exchange(plan)
   end
 end
 
+function Nccl:piece(t, s, plan)
+  return t.recv, plan.to[t.r][s], t.f, t.vrecv, plan.to[t.r][s]
+end
+
+function Nccl:read() end
+
 function Nccl:arrived(p, phase)
   if self.done[phase] then p.S:wait(self.done[phase]) end
 end
@@ -248,5 +304,5 @@ local function wire(dt, bytes, over_ranks)
   return dt, 1
 end
 
-return {Peer = Peer, Nccl = Nccl, wire = wire, kern = kern, copy_bytes = copy_bytes, buffer = buffer, slot = slot,
+return {peer = peer, Nccl = Nccl, wire = wire, kern = kern, copy_bytes = copy_bytes, buffer = buffer, slot = slot,
         slot_event = slot_event, slot_host = slot_host}
