@@ -167,6 +167,11 @@ case("sort: a number", function () cuda.catalog.sort(1) end, "cuda%.catalog%.sor
 case("sort: a host array", function () cuda.catalog.sort(h) end, "cuda%.catalog%.sort: keys must be a cuda%.array, got cuda%.host_array")
 case("sort: a misspelt option", function () cuda.catalog.sort(1, {decending = true}) end, "cuda%.catalog%.sort: unknown option 'decending'")
 case("argsort: a string", function () cuda.catalog.argsort("x") end, "cuda%.catalog%.argsort: keys must be a cuda%.array, got string")
+case("sort: a list of keys without devices", function () cuda.catalog.sort({1, 2}) end, "cuda%.catalog%.sort: keys is a list of arrays: give devices = {%.%.%.}")
+case("sort: devices and keys of two lengths", function () cuda.catalog.sort({1, 2}, {devices = {0}}) end, "cuda%.catalog%.sort: keys has 2 arrays but devices lists 1")
+case("sort: devices not a list", function () cuda.catalog.sort({1}, {devices = 0}) end, "cuda%.catalog%.sort: devices must be a list of device ordinals, got number")
+case("sort: a misspelt option of a sort over devices", function () cuda.catalog.sort({1}, {devices = {0}, balanse = "even"}) end, "cuda%.catalog%.sort: unknown option 'balanse'")
+case("sort: comm a number", function () cuda.catalog.sort(1, {comm = 3}) end, "cuda%.catalog%.sort: comm must be a cuda%.nccl%.comm, got number")
 case("barrier.xpx: an unknown kind", function () cuda.catalog.barrier.xpx("nope") end, "cuda%.catalog%.barrier%.xpx: kind must be one of none, block")
 case("barrier.launch: config a number", function () cuda.catalog.barrier.launch(nil, 5) end, "cuda%.catalog%.barrier%.launch: config must be a table, got number")
 case("barrier.launch: a misspelt key", function () cuda.catalog.barrier.launch(nil, {blokc = 32}) end, "unknown option 'blokc'")
@@ -456,6 +461,21 @@ __constant__ float coef[4];
   case("sort: warp past its limit", function () cuda.catalog.sort(cuda.array("uint32", 33), {variant = "warp"}) end, "at most 32 keys")
   case("sort: a closed keys", function () cuda.catalog.sort(cx) end, "cuda%.catalog%.sort: keys is a closed cuda%.array")
   case("argsort: an unknown variant", function () cuda.catalog.argsort(x, {variant = "bitonic"}) end, "cuda%.catalog%.argsort: variant must be one of")
+  case("sort over devices: a part of int16 keys", function () cuda.catalog.sort({x, ints}, {devices = {0, 0}}) end,
+       "cuda%.catalog%.sort: part 2 %(device 0%): keys has dtype int16")
+  case("sort over devices: overlapping parts", function () cuda.catalog.sort({x:view(1, 600), x:view(500, 501)}, {devices = {0, 0}}) end,
+       "cuda%.catalog%.sort: part 2 %(device 0%): its arrays overlap part 1's")
+  case("sort over devices: no room for balance = 'even'", function ()
+    cuda.catalog.sort({x:view(1, 10), x:view(11, 990)}, {devices = {0, 0}, balance = "even"})
+  end, "cuda%.catalog%.sort: part 1 would hold 500 keys afterwards but its arrays hold 10")
+  case("sort over devices: a bad balance", function () cuda.catalog.sort({x}, {devices = {0}, balance = "fair"}) end,
+       "cuda%.catalog%.sort: balance must be one of input, even, got fair")
+  case("sort over devices: a count past the keys", function () cuda.catalog.sort({x}, {devices = {0}, counts = {1001}}) end,
+       "cuda%.catalog%.sort: part 1 %(device 0%): the count of keys must be an integer 0%.%.1000")
+  case("sort over devices: a stream", function () cuda.catalog.sort({x}, {devices = {0}, stream = cuda.stream()}) end,
+       "cuda%.catalog%.sort: stream is for comm")
+  case("sort over devices: device 99", function () cuda.catalog.sort({x}, {devices = {99}}) end,
+       "cuda%.catalog%.sort: devices%[1%] must be a device ordinal 0%.%.")
   case("barrier.launch: a grid past co-residency", function ()
     local bk = cuda.catalog.kernel("barrier", "culua_xpx_grid")
     cuda.catalog.barrier.launch(bk, {grid = 1 << 20, block = 1024}, x, x, 1, x, 2)

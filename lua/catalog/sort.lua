@@ -514,6 +514,10 @@ end
 --         alone of up to 32 bits, 512 x 13 for them with values of up to 4 bytes, 512 x 10 for
 --         64-bit keys, else 256 x 18; with either, the other is 256 or 18 (16 for 64-bit keys)
 function M.sort(keys, values, opts)
+  local o = opts or values   -- over several GPUs (a list of keys a part) or ranks: sort_multi.lua
+  if type(keys) == "table" or (type(o) == "table" and (o.devices ~= nil or o.comm ~= nil)) then
+    return require("culua.catalog.sort_multi").sort(keys, values, opts)
+  end
   local fname = "sort"
   if opts == nil and type(values) == "table" then values, opts = nil, values end
   opts = core.options(fname, opts, options)   -- a misspelt option first, before any other check
