@@ -20,12 +20,13 @@ local array_info = cuda._catalog.array
 local M = {}
 
 local THREADS = 256
--- blocks a multiprocessor at most (the loops stride past), and chunks a thread an
--- iteration of the vector loop (loops, below): tuning knobs that bench/elementwise.lua's
--- sweep sets before it makes its kernels. 16 and 4: axpy over 2^28 float32 at 2893
--- GB/s against 2769 with 8 and 1, the sum 2990 against 2905 (H100, bench/RESULTS.md,
--- session 26)
-M.blocks_per_sm = 16
+-- blocks a multiprocessor at most (the loops stride past; 0: no cap, a round a
+-- thread), and chunks a thread an iteration of the vector loop (loops, below): tuning
+-- knobs that bench/elementwise.lua's sweep sets before it makes its kernels. 0 and 1:
+-- axpy over 2^28 float32 at 3050 GB/s, sin(x*3 + y) 3040, against 2814 and 2866 with
+-- 8 blocks (the old default) and 2893-2908 with 16-32 blocks and four chunks (H100,
+-- bench/RESULTS.md, session 26). Reductions keep a cap (8 where this is 0).
+M.blocks_per_sm = 0
 
 -- {====================================================== dtypes
 
@@ -334,7 +335,7 @@ end
 -- chunks a thread an iteration (each a grid's stride from the last): all their
 -- loads are issued before the first element is computed, so more bytes are in
 -- flight a thread; the chunks past the last whole round go one at a time.
-M.unroll = 4
+M.unroll = 1
 local function loops(decl, types, stmt, width, vector)
   local ix = function (p) return ("culua_p_%s[i]"):format(p.name) end
   local one = element(decl, types, stmt, ix)
