@@ -461,8 +461,8 @@ __constant__ float coef[4];
   case("sort: warp past its limit", function () cuda.catalog.sort(cuda.array("uint32", 33), {variant = "warp"}) end, "at most 32 keys")
   case("sort: a closed keys", function () cuda.catalog.sort(cx) end, "cuda%.catalog%.sort: keys is a closed cuda%.array")
   case("argsort: an unknown variant", function () cuda.catalog.argsort(x, {variant = "bitonic"}) end, "cuda%.catalog%.argsort: variant must be one of")
-  case("sort over devices: a part of int16 keys", function () cuda.catalog.sort({x, ints}, {devices = {0, 0}}) end,
-       "cuda%.catalog%.sort: part 2 %(device 0%): keys has dtype int16")
+  case("sort over devices: a part of int8 keys", function () cuda.catalog.sort({x, cuda.array("int8", 8)}, {devices = {0, 0}}) end,
+       "cuda%.catalog%.sort: part 2 %(device 0%): keys of dtype int8 are not sorted over devices or ranks")
   case("sort over devices: overlapping parts", function () cuda.catalog.sort({x:view(1, 600), x:view(500, 501)}, {devices = {0, 0}}) end,
        "cuda%.catalog%.sort: part 2 %(device 0%): its arrays overlap part 1's")
   case("sort over devices: no room for balance = 'even'", function ()

@@ -66,7 +66,9 @@ local SHARED = K.SORT_SHARED                -- a tile's static shared memory, at
 -- look-back words loaded at once (SORT_MAX_WINDOW at most): four for keys alone, one
 -- when values come along. A pass of pairs took 5% longer with four (2^28 uint32 pairs
 -- 9.56 against 9.08 ms on an H100; every key and value width alike, bench/RESULTS.md,
--- session 23), keys alone 16% longer with one (5.44 against 6.23)
+-- session 23), keys alone 16% longer with one (5.44 against 6.23). 16- and 8-bit keys
+-- take four with values too: argsort of 2^28 float16 keys 3.69 ms against 4.04 with one
+-- (H100, bench/RESULTS.md, session 26)
 local WINDOW_KEYS, WINDOW_VALUES, MAX_WINDOW = 4, 1, H.SORT_MAX_WINDOW
 local MAX_COUNT = H.SORT_COUNT              -- the look-back words' 30-bit counts
 local WARP_MAX = 32
@@ -461,7 +463,7 @@ local function run(fname, keys, values, out, n, kdt, vb, o, dev)
   local a = {n = n, dev = dev, stream = stream, passes = passes, kb = kb, vb = vb, keys = keys, values = values,
              has_values = has_values, out = out, desc = o.desc, kind = key_kind[kdt],
              begin_bit = o.begin_bit, end_bit = o.end_bit, items = items or default_items[kb],
-             threads = threads or THREADS, min_blocks = o.min_blocks, window = o.window or (has_values and WINDOW_VALUES or WINDOW_KEYS),
+             threads = threads or THREADS, min_blocks = o.min_blocks, window = o.window or (has_values and kb > 2 and WINDOW_VALUES or WINDOW_KEYS),
              portion = o.portion, upfront = o.upfront}
   -- <culua/sort.cuh>'s TileShared by its formula (SORT_TILE_*, which the kernels hold
   -- to the struct's size): the larger of the warps' counters and the tile's keys or
