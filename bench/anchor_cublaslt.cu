@@ -32,7 +32,7 @@
 **   n % 8 are 0. culua's fp8 matmul reads row-major B and transposes it as it
 **   loads, so this anchor, which is given Bt, is the stricter comparison.
 **   D = alpha * scale_a * scale_b * A*B (+ beta * C, beta = 0 here); D is its own
-**   buffer (not C's), the scales two separate device floats.
+**   buffer, apart from C's (no in-place product), the scales two separate device floats.
 */
 
 #include <cublasLt.h>
@@ -144,7 +144,7 @@ struct Fp8 {
   cublasLtMatrixLayout_t lx = nullptr, ly = nullptr, ld = nullptr;
   cublasLtMatmulPreference_t pref = nullptr;
   cublasLtMatmulAlgo_t algo;
-  void *ws = nullptr;
+  void *ws = nullptr, *C = nullptr;   /* C: beta's input, not read (beta = 0), apart from D all the same */
   size_t wsize = 32u << 20;
   float alpha;
   const __nv_fp8_e4m3 *A, *Bt;
@@ -155,6 +155,8 @@ struct Fp8 {
   Fp8 (int m, int n, int k, float a, const float *sa, const float *sb, const __nv_fp8_e4m3 *A_, const __nv_fp8_e4m3 *Bt_,
        __nv_bfloat16 *D_) : alpha(a), A(A_), Bt(Bt_), D(D_) {
     CHECK(cudaMalloc(&ws, wsize));
+    CHECK(cudaMalloc(&C, (size_t)m * n * sizeof(__nv_bfloat16)));
+    CHECK(cudaMemset(C, 0, (size_t)m * n * sizeof(__nv_bfloat16)));
     CHECK(cublasLtCreate(&lt));
     CHECK(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     const cublasOperation_t tx = CUBLAS_OP_T, ty = CUBLAS_OP_N;
@@ -204,10 +206,11 @@ struct Fp8 {
     cublasLtMatmulDescDestroy(op);
     cublasLtDestroy(lt);
     cudaFree(ws);
+    cudaFree(C);
   }
   cublasStatus_t launch (const cublasLtMatmulAlgo_t &a) {
     const float beta = 0;
-    return cublasLtMatmul(lt, op, &alpha, Bt, lx, A, ly, &beta, D, ld, D, ld, &a, ws, wsize, 0);
+    return cublasLtMatmul(lt, op, &alpha, Bt, lx, A, ly, &beta, C, ld, D, ld, &a, ws, wsize, 0);
   }
   void run () { CHECK(launch(algo)); }
   /* the algorithm's configuration (cublasLt.h's enums: cublasLtMatmulTile_t, cublasLtMatmulStages_t, cublasLtClusterShape_t) */
