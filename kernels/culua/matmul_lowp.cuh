@@ -59,7 +59,7 @@ __device__ __forceinline__ void lowp_store_rt (int tc, void *p, float x) {
 
 /* two neighbours of C at p (aligned to two elements): read as floats, written rounded as above */
 template <int TC> __device__ __forceinline__ void lowp_load2 (const void *p, float &x0, float &x1) {
-  if (TC == CULUA_F32) {
+  if constexpr (TC == CULUA_F32) {
     const float2 v = *(const float2 *)p;
     x0 = v.x, x1 = v.y;
   } else {
@@ -69,7 +69,7 @@ template <int TC> __device__ __forceinline__ void lowp_load2 (const void *p, flo
   }
 }
 template <int TC> __device__ __forceinline__ void lowp_store2 (void *p, float x0, float x1) {
-  if (TC == CULUA_F32) {
+  if constexpr (TC == CULUA_F32) {
     *(float2 *)p = make_float2(x0, x1);
   } else {
     culua_u16 h0, h1;
