@@ -6,24 +6,39 @@
 ** Built for sm_90a only; the catalog loads it on compute capability 9.0 where
 ** TMA can address A and B (first elements 16-byte aligned, rows a multiple of
 ** 16 bytes apart) and uses matmul_lowp.cu's mma.sync kernels elsewhere.
+** Two kernels, which lua/catalog/matmul.lua's tune.lowp_sm90 chooses between:
 **
-**   culua_matmul_lowp_wgmma_<f16|bf16> (int M, int N, int K, float alpha,
-**     tensor map of A, tensor map of B, float beta, void *C, int ldc, int ctype)
+**   culua_matmul_lowp_wgmma_<f16|bf16>     ("rs": B^T from registers, 256 x 128 tiles)
+**   culua_matmul_lowp_wgmma_ss_<f16|bf16>  ("ss": both operands from shared memory, 128 x 256)
+**     (int M, int N, int K, float alpha, tensor map of A, tensor map of B, float beta,
+**      void *C, int ldc, int ctype)
 **
 ** C = alpha * A * B + beta * C, row-major, C's elements of ctype (culua/matmul_lowp.cuh's
 ** CULUA_F16, CULUA_BF16 or CULUA_F32), its rows ldc elements apart; C is not read
-** when beta == 0. 384 threads, LOWP_SM90_SHARED bytes of dynamic shared memory.
+** when beta == 0. 384 threads, LOWP_SM90_SHARED (rs) or LOWP_SS_SHARED (ss) bytes
+** of dynamic shared memory. No split-K or stream-K here (a tile's sums go
+** straight to C). The ring counts in 4-byte words: a k-tile of 64 elements of
+** 16 bits is pipeline's BK = 32, and it is given K in words.
 **
-** As tf32 does, it computes C^T = B^T A^T, so that both operands are K-major
+** rs, as tf32 does, computes C^T = B^T A^T, so that both operands are K-major
 ** where wgmma reads them: A's 256 x 64 tile (128-byte rows, TMA's 128-byte
 ** swizzle) is the shared-memory operand, exactly as tf32's 256 x 32 floats
 ** are (the same descriptor, stepped 32 bytes a k16); B^T's fragments come from
 ** registers, read out of B's row-major 64 x 128 tile (two 64-column panels,
 ** 128-byte rows, swizzled) by ldmatrix.trans, one per 16 x 16 of a warp. Each
 ** consumer warpgroup owns 64 columns x 256 rows of C's 256 x 128 tile (128
-** accumulators a thread). The ring counts in 4-byte words: a k-tile of 64
-** elements of 16 bits is pipeline's BK = 32, and it is given K in words.
-** No split-K or stream-K here (a tile's sums go straight to C).
+** accumulators a thread). Register operands keep it at one k-tile of wgmmas in
+** flight (wait_group 0 before the next fragments), and the consumer warps
+** spend issue slots on ldmatrix.
+**
+** ss computes C itself: 16-bit wgmma reads B from shared memory N-major too
+** (its transpose bit, imm-trans-b = 1), which tf32's cannot. A's 128 x 64 tile
+** is the K-major A operand (each consumer warpgroup its 64 rows); B's 64 x 256
+** tile, four 64-column panels as TMA lays them out (128-byte rows, swizzled),
+** is the N-major B operand. Nothing goes through registers but the sums, so a
+** warpgroup keeps two k-tiles of wgmmas in flight (wait_group 1: a stage is
+** released when the k-tile after it has been issued), and its C elements come
+** in pairs of columns, written 4 or 8 bytes at a time.
 */
 
 #include <culua/sm90.cuh>
@@ -35,6 +50,12 @@
 #define LOWP_SM90_BK 64
 #define LOWP_SM90_STAGES 4
 #define LOWP_SM90_SHARED (LOWP_SM90_STAGES * (LOWP_SM90_BM * LOWP_SM90_BK * 2 + LOWP_SM90_BK * LOWP_SM90_BN * 2) + 2 * LOWP_SM90_STAGES * 8 + 1024)
+/* ss: 128 x 256 of C, 64 of K a stage; B's tile in 64-column panels of LOWP_SS_BK rows of 128 bytes */
+#define LOWP_SS_BM 128
+#define LOWP_SS_BN 256
+#define LOWP_SS_BK 64
+#define LOWP_SS_STAGES 4
+#define LOWP_SS_SHARED (LOWP_SS_STAGES * (LOWP_SS_BM * LOWP_SS_BK * 2 + LOWP_SS_BK * LOWP_SS_BN * 2) + 2 * LOWP_SS_STAGES * 8 + 1024)
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
@@ -165,5 +186,152 @@ extern "C" __global__ void __launch_bounds__(384, 1)
 culua_matmul_lowp_wgmma_bf16 (int M, int N, int K, float alpha, const __grid_constant__ culua_tmap tmA,
                               const __grid_constant__ culua_tmap tmB, float beta, void *C, int ldc, int ctype)
 { lowp_sm90<CULUA_BF16>(M, N, K, alpha, tmA, tmB, beta, C, ldc, ctype); }
+
+/* {====================================================== ss: both operands from shared memory */
+
+/*
+** The descriptor of an N-major (MN-major) operand with 128-byte swizzle, as
+** TMA lays out a row-major tile in 64-column panels: 64 elements (128 bytes)
+** of N contiguous, rows of K 128 bytes apart, swizzled by row % 8. The
+** leading byte offset is from one 64-column panel to the next (panel bytes),
+** the stride byte offset from one 8-row group of K to the next (1024 bytes).
+*/
+__device__ __forceinline__ unsigned long long lowp_desc_mn128 (unsigned addr, unsigned panel) {
+  return (unsigned long long)((addr & 0x3FFFF) >> 4) | ((unsigned long long)(panel >> 4) << 16)
+         | ((unsigned long long)(1024 >> 4) << 32) | (1ull << 62);
+}
+
+/* d (64 x 256, f32) += the 64 x 16 K-major tile at da * the 16 x 256 N-major tile at db */
+#define LOWP_WGMMA_SS(TYPES) \
+  asm volatile("{\n" \
+               "wgmma.mma_async.sync.aligned.m64n256k16.f32." TYPES " {" \
+               "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, " \
+               "%21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, " \
+               "%40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, " \
+               "%59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, " \
+               "%78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, " \
+               "%97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, " \
+               "%113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127" \
+               "}, %128, %129, 1, 1, 1, 0, 1;\n" \
+               "}\n" \
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+                 "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), \
+                 "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), \
+                 "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), \
+                 "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), \
+                 "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), \
+                 "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), \
+                 "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), \
+                 "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), \
+                 "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), \
+                 "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), \
+                 "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), \
+                 "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), \
+                 "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), \
+                 "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), \
+                 "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), \
+                 "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), \
+                 "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), \
+                 "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127]) \
+               : "l"(da), "l"(db))
+
+template <int TA>
+__device__ __forceinline__ void lowp_wgmma_ss (float *d, unsigned long long da, unsigned long long db) {
+  if (TA == CULUA_BF16) LOWP_WGMMA_SS("bf16.bf16");
+  else LOWP_WGMMA_SS("f16.f16");
+}
+
+/*
+** A consumer thread's part of C's tile, C's dtype TC: accumulator 4j + q is C's
+** row r (+8 for q >= 2), column c + 8j (+1 for odd q), so each is one of a pair
+** of neighbours in a row, written at once (4 or 8 bytes) where the pair is
+** aligned. (With C's dtype a run-time code here, the loop outgrew ptxas's
+** unrolling and the accumulators went to local memory.)
+*/
+template <int TC, int BN>
+__device__ __forceinline__ void lowp_ss_store (const float *d, int M, int N, int r, int c, float alpha, float beta,
+                                               void *C, int ldc) {
+  constexpr int ES = lowp_size<TC>::value;
+  char *c8 = (char *)C;
+  const bool pairs = ldc % 2 == 0 && ((unsigned long long)C & (2 * ES - 1)) == 0;
+#pragma unroll
+  for (int j = 0; j < BN / 8; j++)
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+      const int mm = r + 8 * h, nn = c + 8 * j;
+      if (mm < M && nn < N) {
+        char *p = c8 + ((size_t)mm * ldc + nn) * ES;
+        float v0 = alpha * d[4 * j + 2 * h], v1 = alpha * d[4 * j + 2 * h + 1];
+        if (pairs && nn + 1 < N) {
+          if (beta != 0.0f) {
+            float c0, c1;
+            lowp_load2<TC>(p, c0, c1);
+            v0 += beta * c0, v1 += beta * c1;
+          }
+          lowp_store2<TC>(p, v0, v1);
+        } else {
+          if (beta != 0.0f) v0 += beta * lowp_load<TC>(p);
+          lowp_store<TC>(p, v0);
+          if (nn + 1 < N) {
+            if (beta != 0.0f) v1 += beta * lowp_load<TC>(p + ES);
+            lowp_store<TC>(p + ES, v1);
+          }
+        }
+      }
+    }
+}
+
+template <int TA>
+__device__ __forceinline__ void lowp_ss (int M, int N, int K, float alpha, const culua_tmap &tmA, const culua_tmap &tmB,
+                                         float beta, void *C, int ldc, int ctype) {
+  constexpr int BM = LOWP_SS_BM, BN = LOWP_SS_BN, BK = LOWP_SS_BK, BKW = BK / 2;   /* BKW: in words */
+  constexpr int PANEL = BK * 64 * 2;   /* B's tile: 64-column panels of BK rows of 128 bytes */
+  static_assert(BM * BKW * 4 == BM * BK * 2 && BKW * BN * 4 == BK * BN * 2, "the ring's words hold the tiles");
+  static_assert(BM == 2 * 64 && BN == 256 && BK % 16 == 0, "two consumer warpgroups of m64n256, k16 steps");
+  const int ct = threadIdx.x - 128, wg = ct >> 7, warp = (ct >> 5) & 3, lane = ct & 31, g = lane >> 2, t = lane & 3;
+  pipeline<BM, BN, BKW, LOWP_SS_STAGES, 2, BM * BN / 256>(M, N, (K + 1) / 2, 1, 0, nullptr, nullptr,
+                                                         [&] (const auto &ring, int s, int kt, int m0, int n0) {
+    tma_load(ring.abuf(s), &tmA, ring.full(s), kt * BK, m0);
+    for (int q = 0; q < BN / 64; q++)   /* B in 64-column panels: a swizzled row is 128 bytes */
+      tma_load(ring.bbuf(s) + q * PANEL, &tmB, ring.full(s), n0 + 64 * q, kt * BK);
+  }, [&] (const auto &ring, float (&d)[BM * BN / 256], int q0, int KT) {   /* one release per consumer warpgroup */
+    /* this warpgroup's 64 rows of A's tile start 64 rows of 128 bytes in (a multiple of the
+    ** swizzle's 1024); a k16 step is 32 bytes along A's rows and 16 rows (2048 bytes) down B's panels */
+    const unsigned arow = wg * 64 * 128;
+    int held = -1;   /* the stage whose wgmmas may still run */
+    for (int kt = 0; kt < KT; kt++) {
+      const int s = ring.wait(q0 + kt);
+      const unsigned as = ring.abuf(s) + arow, bs = ring.bbuf(s);
+      asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+      for (int kk = 0; kk < BK / 16; kk++)
+        lowp_wgmma_ss<TA>(d, lowp_desc_k128(as + kk * 32), lowp_desc_mn128(bs + kk * 2048, PANEL));
+      asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+      /* k-tile kt - 1's wgmmas are done once at most kt's are pending: its stage goes back */
+      asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+      if (held >= 0 && (ct & 127) == 0) mbar_arrive(ring.empty(held));
+      held = s;
+    }
+    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+    if (held >= 0 && (ct & 127) == 0) mbar_arrive(ring.empty(held));
+  }, [&] (const float (&d)[BM * BN / 256], int m0, int n0, int) {
+    const int r = m0 + wg * 64 + warp * 16 + g, c = n0 + 2 * t;
+    if (ctype == CULUA_F32) lowp_ss_store<CULUA_F32, BN>(d, M, N, r, c, alpha, beta, C, ldc);
+    else if (ctype == CULUA_BF16) lowp_ss_store<CULUA_BF16, BN>(d, M, N, r, c, alpha, beta, C, ldc);
+    else lowp_ss_store<CULUA_F16, BN>(d, M, N, r, c, alpha, beta, C, ldc);
+  });
+}
+
+extern "C" __global__ void __launch_bounds__(384, 1)
+culua_matmul_lowp_wgmma_ss_f16 (int M, int N, int K, float alpha, const __grid_constant__ culua_tmap tmA,
+                                const __grid_constant__ culua_tmap tmB, float beta, void *C, int ldc, int ctype)
+{ lowp_ss<CULUA_F16>(M, N, K, alpha, tmA, tmB, beta, C, ldc, ctype); }
+
+extern "C" __global__ void __launch_bounds__(384, 1)
+culua_matmul_lowp_wgmma_ss_bf16 (int M, int N, int K, float alpha, const __grid_constant__ culua_tmap tmA,
+                                 const __grid_constant__ culua_tmap tmB, float beta, void *C, int ldc, int ctype)
+{ lowp_ss<CULUA_BF16>(M, N, K, alpha, tmA, tmB, beta, C, ldc, ctype); }
+
+/* }====================================================== */
 
 #endif

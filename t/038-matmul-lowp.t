@@ -43,14 +43,19 @@ for _, c in ipairs{pairs16[1], pairs16[3]} do
   T.like(entries, "%.entry " .. name .. "%(", name .. " is prebuilt")
 end
 local entries90 = cuda._catalog.entries("matmul_lowp_sm90")
-for _, t in ipairs{"f16", "bf16"} do
+for _, t in ipairs{"f16", "bf16", "ss_f16", "ss_bf16"} do
   local name = "culua_matmul_lowp_wgmma_" .. t
   T.is_deeply(cuda.signature(entries90, name), {"u32", "u32", "u32", "f32", "b8[128]", "b8[128]", "f32", "u64", "u32", "u32"},
               name .. " is prebuilt (sm_90a): two tensor maps by value")
 end
 local n90 = core.constants("matmul_lowp_sm90")
-T.ok(n90.LOWP_SM90_SHARED == n90.LOWP_SM90_STAGES * (n90.LOWP_SM90_BM + n90.LOWP_SM90_BN) * n90.LOWP_SM90_BK * 2 + 2 * n90.LOWP_SM90_STAGES * 8 + 1024
-     and n90.LOWP_SM90_SHARED <= 227 * 1024, "core.constants: LOWP_SM90_SHARED, the ring and its barriers, within 227 KiB")
+for _, p in ipairs{"LOWP_SM90", "LOWP_SS"} do
+  local bm, bn, bk, st, sh = n90[p .. "_BM"], n90[p .. "_BN"], n90[p .. "_BK"], n90[p .. "_STAGES"], n90[p .. "_SHARED"]
+  T.ok(sh == st * (bm + bn) * bk * 2 + 2 * st * 8 + 1024 and sh <= 227 * 1024,
+       ("core.constants: %s_SHARED, the ring and its barriers, within 227 KiB"):format(p))
+end
+T.ok(n90.LOWP_SS_BM == 128 and n90.LOWP_SS_BN == 256 and n90.LOWP_SS_BK == 64,
+     "ss: 128 x 256 tiles (two warpgroups of m64n256), 64 of K a stage (one 128-byte swizzled row)")
 local codes = core.constants("culua/matmul_lowp.cuh")
 T.ok(codes.CULUA_F16 == 0 and codes.CULUA_BF16 == 1 and codes.CULUA_F32 == 4, "core.constants: C's dtype codes for the wgmma kernel")
 -- the shared memory Lua asks for is the kernel's
@@ -147,15 +152,17 @@ T.gpu_part(function ()
 
   -- m, n, k: odd ones (element-by-element copies), and rows of whole 16 bytes (cp.async)
   -- (on 9.0, float16 and bfloat16 with rows of whole 16 bytes take wgmma; tma = false, mma.sync)
+  -- (and on 9.0 both wgmma kernels, rs and ss: tune.lowp_sm90; 140 x 48 x 264 is one k-tile)
   local sizes = {{1, 1, 1}, {17, 33, 65}, {257, 129, 31}, {130, 136, 72}, {64, 256, 512}, {255, 48, 1040},
-                 {300, 520, 200}, {513, 264, 1000}, {0, 5, 7}, {9, 7, 0}}
+                 {300, 520, 200}, {513, 264, 1000}, {140, 264, 48}, {0, 5, 7}, {9, 7, 0}}
   if not T.sanitizer then sizes[#sizes + 1] = {1000, 999, 1001} end
   local stream = cuda.stream()
   for _, cfg in ipairs(configs) do
     local da, db, dc = cfg[1], cfg[2], cfg[3]
     local fp8 = da:find("float8") ~= nil
     local scale = fp8 and {scale_a = 0.5, scale_b = 4} or {}
-    local paths = (not fp8 and cc == 90) and {true, false} or {true}
+    -- the paths: the wgmma kernels by name (tune.lowp_sm90), or false (tma = false: mma.sync)
+    local paths = (not fp8 and cc == 90) and {"rs", "ss", false} or {"default"}
     for si, s in ipairs(sizes) do
       local m, n, k = s[1], s[2], s[3]
       local seed = 100 * si + #da
@@ -175,8 +182,10 @@ T.gpu_part(function ()
         ref(hA, hB, R2, -1, 0.75, scale.scale_a, scale.scale_b)
       end
       for _, tma in ipairs(paths) do
-        local tag = ("%s x %s -> %s, %dx%dx%d%s"):format(da, db, dc, m, k, n, tma and "" or ", tma = false")
+        local tag = ("%s x %s -> %s, %dx%dx%d%s"):format(da, db, dc, m, k, n,
+                                                      tma == "default" and "" or tma and ", wgmma " .. tma or ", tma = false")
         scale.tma = (not tma) and false or nil
+        mmod.tune.lowp_sm90 = tma ~= "default" and tma or nil
         if m == 0 or n == 0 then
           Cd:fill(7)
           mm(A, B, Cd, {alpha = 2, scale_a = scale.scale_a, scale_b = scale.scale_b, tma = scale.tma})
@@ -197,35 +206,56 @@ T.gpu_part(function ()
       end
     end
     scale.tma = nil
+    mmod.tune.lowp_sm90 = nil
 
     -- blocks of larger matrices (lda, ldb, ldc past the rows) through views that start off
-    -- 16 bytes: the element-by-element path; and at 16-byte offsets, the cp.async one
-    for _, off in ipairs{3, fp8 and 16 or 8} do
-      local m, n, k = 70, 40, 96
-      local lda, ldb, ldc = k + 16, n + 24, n + 5
-      local hA = cuda.host_array(da, {m, k}):random(7, -1, 1)
-      local hB = cuda.host_array(db, {k, n}):random(8, -1, 1)
-      local R = cuda.host_array("float64", {m, n})
-      ref(hA, hB, R, 1, 0, scale.scale_a, scale.scale_b)
-      local bigA = cuda.host_array(da, off + m * lda):fill(5)
-      local bigB = cuda.host_array(db, off + k * ldb):fill(5)
-      for i = 0, m - 1 do for j = 1, k do bigA[off + i * lda + j] = hA[i * k + j] end end
-      for i = 0, k - 1 do for j = 1, n do bigB[off + i * ldb + j] = hB[i * n + j] end end
-      local dA = cuda.array(da, #bigA):copy_from(bigA)
-      local dB = cuda.array(db, #bigB):copy_from(bigB)
-      local dC = cuda.array(dc, off + m * ldc):fill(3)
-      mm(dA:view(off + 1, m * lda), dB:view(off + 1, k * ldb), dC:view(off + 1, m * ldc - (ldc - n)),
-         {m = m, n = n, k = k, lda = lda, ldb = ldb, ldc = ldc, scale_a = scale.scale_a, scale_b = scale.scale_b})
-      local hC, out, pad = dC:totable(), cuda.host_array("float64", {m, n}), true
-      for i = 0, m - 1 do
-        for j = 1, n do out[i * n + j] = hC[off + i * ldc + j] end
-        for j = n + 1, ldc do if i < m - 1 and hC[off + i * ldc + j] ~= 3 then pad = false end end
+    -- 16 bytes: the element-by-element path; and at 16-byte offsets, the cp.async one (on 9.0,
+    -- 16-bit: wgmma, ldc odd: C written an element at a time). The last: n odd, rows 16
+    -- bytes apart (ldb) and ldc even: on 9.0 ss writes pairs of C but the last column.
+    local blocks = {{3, 70, 40, 96, 112, 64, 45}, {fp8 and 16 or 8, 70, 40, 96, 112, 64, 45},
+                    {fp8 and 16 or 8, 200, 131, 136, 136, 136, 132}}
+    for bi, b in ipairs(blocks) do
+      for _, kern in ipairs((not fp8 and cc == 90 and bi > 1) and {"rs", "ss"} or {"default"}) do
+        mmod.tune.lowp_sm90 = kern ~= "default" and kern or nil
+        local off, m, n, k, lda, ldb, ldc = table.unpack(b)
+        local hA = cuda.host_array(da, {m, k}):random(7, -1, 1)
+        local hB = cuda.host_array(db, {k, n}):random(8, -1, 1)
+        local R = cuda.host_array("float64", {m, n})
+        ref(hA, hB, R, 1, 0, scale.scale_a, scale.scale_b)
+        local bigA = cuda.host_array(da, off + m * lda):fill(5)
+        local bigB = cuda.host_array(db, off + k * ldb):fill(5)
+        for i = 0, m - 1 do for j = 1, k do bigA[off + i * lda + j] = hA[i * k + j] end end
+        for i = 0, k - 1 do for j = 1, n do bigB[off + i * ldb + j] = hB[i * n + j] end end
+        local dA = cuda.array(da, #bigA):copy_from(bigA)
+        local dB = cuda.array(db, #bigB):copy_from(bigB)
+        local dC = cuda.array(dc, off + m * ldc):fill(3)
+        mm(dA:view(off + 1, m * lda), dB:view(off + 1, k * ldb), dC:view(off + 1, m * ldc - (ldc - n)),
+           {m = m, n = n, k = k, lda = lda, ldb = ldb, ldc = ldc, scale_a = scale.scale_a, scale_b = scale.scale_b})
+        local hC, out, pad = dC:totable(), cuda.host_array("float64", {m, n}), true
+        for i = 0, m - 1 do
+          for j = 1, n do out[i * n + j] = hC[off + i * ldc + j] end
+          for j = n + 1, ldc do if i < m - 1 and hC[off + i * ldc + j] ~= 3 then pad = false end end
+        end
+        for j = 1, off do if hC[j] ~= 3 then pad = false end end
+        local _, _, rel = cuda.compare(out, R)
+        T.ok(rel <= tolerance(da, dc, k), ("%s x %s -> %s%s: %dx%dx%d views at element %d, lda %d, ldb %d, ldc %d: error %.2e"):format(
+             da, db, dc, kern == "default" and "" or ", wgmma " .. kern, m, k, n, off + 1, lda, ldb, ldc, rel))
+        T.ok(pad, "  and C past its rows and before the view untouched")
       end
-      for j = 1, off do if hC[j] ~= 3 then pad = false end end
-      local _, _, rel = cuda.compare(out, R)
-      T.ok(rel <= tolerance(da, dc, k), ("%s x %s -> %s: views at element %d, lda %d, ldb %d, ldc %d: error %.2e"):format(da, db, dc, off + 1, lda, ldb, ldc, rel))
-      T.ok(pad, "  and C past its rows and before the view untouched")
     end
+    mmod.tune.lowp_sm90 = nil
+  end
+
+  -- a kernel name the knob does not know
+  do
+    local a = cuda.array("float16", {16, 16})
+    mmod.tune.lowp_sm90 = "xx"
+    if cc == 90 then
+      T.error_like(function () mm(a, a, a) end, "tune%.lowp_sm90 must be 'rs' or 'ss', got xx", "tune.lowp_sm90 unknown: refused")
+    else
+      T.lives_ok(function () mm(a, a, a) end, "tune.lowp_sm90 is not asked off 9.0")
+    end
+    mmod.tune.lowp_sm90 = nil
   end
 
   -- the refusals with device arrays (t/029 has them too)

@@ -57,4 +57,26 @@ __device__ __forceinline__ void lowp_store_rt (int tc, void *p, float x) {
   else lowp_store<CULUA_F16>(p, x);
 }
 
+/* two neighbours of C at p (aligned to two elements): read as floats, written rounded as above */
+template <int TC> __device__ __forceinline__ void lowp_load2 (const void *p, float &x0, float &x1) {
+  if constexpr (TC == CULUA_F32) {
+    const float2 v = *(const float2 *)p;
+    x0 = v.x, x1 = v.y;
+  } else {
+    const unsigned w = *(const unsigned *)p;
+    const culua_u16 h0 = (culua_u16)w, h1 = (culua_u16)(w >> 16);
+    x0 = lowp_load<TC>(&h0), x1 = lowp_load<TC>(&h1);
+  }
+}
+template <int TC> __device__ __forceinline__ void lowp_store2 (void *p, float x0, float x1) {
+  if constexpr (TC == CULUA_F32) {
+    *(float2 *)p = make_float2(x0, x1);
+  } else {
+    culua_u16 h0, h1;
+    lowp_store<TC>(&h0, x0);
+    lowp_store<TC>(&h1, x1);
+    *(unsigned *)p = h0 | (unsigned)h1 << 16;
+  }
+}
+
 #endif

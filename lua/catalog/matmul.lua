@@ -186,7 +186,7 @@ for _, d in ipairs(core.instances("matmul", "CULUA_DMMA")) do
   local name, bm, bn, wm, wn, stages = table.unpack(d)
   dmma_tiles[name] = {bm, bn, wm * wn * 32, MK.CULUA_DMMA_SHARED(bm, bn, stages)}
 end
-M.tune = {dmma_tile = nil, stage_c = nil}
+M.tune = {dmma_tile = nil, stage_c = nil, lowp_sm90 = nil}
 
 -- 128 x 64 in 8 warps for k under 1024 (LU's update), in 4 warps past it, unless
 -- M.tune.dmma_tile says otherwise. On an H100 (bench/matmul.lua, session 13), TFLOP/s,
@@ -272,21 +272,36 @@ end
 
 -- float16 and bfloat16 on compute capability 9.0: kernels/matmul_lowp_sm90.cu (wgmma fed by
 -- TMA) where TMA can address A and B (16-byte aligned first elements, rows a multiple of 16
--- bytes apart), unless tma = false; C's dtype goes as a code (culua/matmul_lowp.cuh's CULUA_F16 ...)
+-- bytes apart), unless tma = false; C's dtype goes as a code (culua/matmul_lowp.cuh's CULUA_F16 ...).
+-- Two kernels, M.tune.lowp_sm90 picks one (nil: "rs"):
+--   rs  B^T's fragments through registers (ldmatrix.trans), 256 x 128 tiles of C
+--   ss  both operands from shared memory (B N-major by wgmma's transpose bit), 128 x 256
+-- (bench/matmul_lowp.lua sweep times both beside cuBLAS)
 local lowp_ctype = nil
 local LOWP90 = nil
+local lowp_sm90_kernels = nil
 local function matmul_lowp_sm90(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, opts)
-  LOWP90 = LOWP90 or core.constants("matmul_lowp_sm90")
-  if not lowp_ctype then
+  if not LOWP90 then
+    LOWP90 = core.constants("matmul_lowp_sm90")
     local codes = core.constants("culua/matmul_lowp.cuh")
     lowp_ctype = {float16 = codes.CULUA_F16, bfloat16 = codes.CULUA_BF16, float32 = codes.CULUA_F32}
+    lowp_sm90_kernels = {
+      rs = {prefix = "culua_matmul_lowp_wgmma_", bm = LOWP90.LOWP_SM90_BM, bn = LOWP90.LOWP_SM90_BN,
+            bk = LOWP90.LOWP_SM90_BK, shared = LOWP90.LOWP_SM90_SHARED},
+      ss = {prefix = "culua_matmul_lowp_wgmma_ss_", bm = LOWP90.LOWP_SS_BM, bn = LOWP90.LOWP_SS_BN,
+            bk = LOWP90.LOWP_SS_BK, shared = LOWP90.LOWP_SS_SHARED},
+    }
   end
-  local bm, bn, bk = LOWP90.LOWP_SM90_BM, LOWP90.LOWP_SM90_BN, LOWP90.LOWP_SM90_BK
-  local kern = core.kernel("matmul_lowp_sm90", "culua_matmul_lowp_wgmma_" .. lowp_in[A.dtype], nil, dev)
-  core.allow_shared(kern, LOWP90.LOWP_SM90_SHARED)
+  local which = M.tune.lowp_sm90 or "rs"
+  local plan = lowp_sm90_kernels[which]
+  if not plan then fail("matmul", "tune.lowp_sm90 must be 'rs' or 'ss', got %s", tostring(which)) end
+  local bm, bn, bk = plan.bm, plan.bn, plan.bk
+  local kern = core.kernel("matmul_lowp_sm90", plan.prefix .. lowp_in[A.dtype], nil, dev)
+  core.allow_shared(kern, plan.shared)
+  -- A in bm x bk boxes, B in bk x 64 panels: a row of 64 16-bit elements is one 128-byte swizzle
   local amap = A:tensor_map(bm, bk, 128, {rows = m, cols = k, stride = lda * 2})
   local bmap = B:tensor_map(bk, 64, 128, {rows = k, cols = n, stride = ldb * 2})
-  kern:launch({grid = ceil_div(m, bm) * ceil_div(n, bn), block = 384, shared = LOWP90.LOWP_SM90_SHARED, stream = opts.stream},
+  kern:launch({grid = ceil_div(m, bm) * ceil_div(n, bn), block = 384, shared = plan.shared, stream = opts.stream},
               m, n, k, alpha, amap, bmap, beta, Cm, ldc, lowp_ctype[Cm.dtype])
   return Cm
 end
@@ -460,7 +475,7 @@ M.info = {
            ldc = "elements from one row of C to the next (n when packed); with m and n",
            scale_a = "fp8 A and B: D = alpha * scale_a * scale_b * A*B + beta * C, as cuBLASLt's (default 1)",
            scale_b = "fp8 A and B: see scale_a",
-           mma = "float16, bfloat16 (compute capability 8.0 and later) and fp8 (8.9 and later) on tensor cores, float32 sums; C in A's dtype or float32 (fp8: bfloat16, float16 or float32); float16 and bfloat16 on 9.0: wgmma fed by TMA where A and B rows are 16-byte aligned (tma = false: mma.sync)",
+           mma = "float16, bfloat16 (compute capability 8.0 and later) and fp8 (8.9 and later) on tensor cores, float32 sums; C in A's dtype or float32 (fp8: bfloat16, float16 or float32); float16 and bfloat16 on 9.0: wgmma fed by TMA where A and B rows are 16-byte aligned (tma = false: mma.sync; require('culua.catalog.matmul').tune.lowp_sm90 = 'ss' takes the kernel with both operands in shared memory, 'rs' (the default) B^T's fragments through registers)",
            dmma = "float64 on tensor cores (compute capability 8.0 and later): 128 x 64 tiles; require('culua.catalog.matmul').tune.dmma_tile = '128x128', '128x64', '64x128' or '128x64w8' fixes the shape"},
   default = "fast (float64: dmma on compute capability 8.0 and later; float16, bfloat16 and fp8: mma, tensor cores with float32 sums)",
 }
