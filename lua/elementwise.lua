@@ -619,7 +619,8 @@ local function elementwise(fname, spec, decl)
     for j, p in ipairs(params) do kinds[j] = p.out and "o" or p.array and "a" or "s" end
     local env = {array_info = array_info, core = core, M = M, size = SIZE, kind = KIND, slow = run_outputs,
                  map_slow = map_slow, fname = fname, decl = decl, argv = argv, names = names}
-    call, decl.mapcall, decl.remember = G.make(table.concat(kinds), env, SOURCE)
+    local fast, mapcall, remember = G.make(table.concat(kinds), env, SOURCE)
+    if fast then call, decl.mapcall, decl.remember = fast, mapcall, remember end
   end
   return setmetatable({decl = decl}, {
     __call = call,
@@ -754,7 +755,7 @@ function map_slow(body, args, opts)
     var.last = table.move(sig, 1, #names, 1, var.last or {})
     var.last_k = k
   end
-  map_last[body] = k.decl.mapcall
+  map_last[body] = k.decl.mapcall   -- (nil for a kernel of more arguments than a fast path takes)
   local argv, order = k.argv, k.order
   for j = 1, #order do argv[j] = args[order[j]] end
   if opts ~= nil then

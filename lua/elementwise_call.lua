@@ -52,18 +52,17 @@ local function source(kinds)
   local function block(map)
     local conv = map and "local s$ = math_type(v$) == (c_f$ and \"float\" or \"integer\") and v$"
                       or "local s$; if c_f$ then s$ = math_type(v$) and v$ + 0.0 else s$ = math_type(v$) == \"integer\" and v$ end"
-    local args = {}
+    local args, cond = {}, {}
     for j = 1, np do args[j] = kinds:sub(j, j) == "s" and "s" .. j or "v" .. j end
-    local cond = {each(scalars, "s$", " and ")}
-    if #disjoint > 0 then cond[#cond + 1] = table.concat(disjoint, "\n        and ") end
-    if #scalars == 0 then table.remove(cond, 1) end
+    for _, j in ipairs(scalars) do cond[#cond + 1] = "s" .. j end
+    for _, d in ipairs(disjoint) do cond[#cond + 1] = d end
     return
       each(arrays, "local dt$, n$, dev$, p$, pt$ = array_info(v$, true)") .. "\n" ..
       "if " .. each(arrays, "dt$ == c_dt$ and n$ == c_n and dev$ == c_dev and not pt$", "\n    and ") ..
       (#arrays > 0 and "\n    and " or "") ..
       "core.epoch == c_epoch and M.blocks_per_sm == c_bps and M.unroll == c_unroll then\n" ..
       each(scalars, conv) .. "\n" ..
-      (#cond > 0 and ("if " .. table.concat(cond, " and ") .. " then\n") or "do\n") ..
+      (#cond > 0 and ("if " .. table.concat(cond, "\n    and ") .. " then\n") or "do\n") ..
       "local go = c_gs\n" ..
       "if c_vec and " .. each(arrays, "p$ % c_al$ == 0", " and ") .. " then go = c_gv end\n" ..
       "if go then\n" ..
@@ -120,7 +119,11 @@ end
 -- the made code by shape, compiled once: each declaration gets its own upvalues
 local made = {}
 
--- G.make(kinds, env, chunkname) -> call, mapcall, remember
+-- arguments a fast path takes at most: its function has six locals an array, and Lua
+-- allows a function 200 (a longer declaration keeps the general path only)
+G.MAX_ARGS = 24
+
+-- G.make(kinds, env, chunkname) -> call, mapcall, remember (nothing past G.MAX_ARGS)
 -- kinds: a letter an argument, "s" scalar, "a" array, "o" output array (at least one
 -- array). env: array_info (C.array), core (its epoch), M (blocks_per_sm, unroll),
 -- size and kind (a dtype's bytes and "i"/"u"/"f"), slow and map_slow (the general
@@ -131,6 +134,7 @@ local made = {}
 --   mapcall(body, args, opts) cuda.map's, for the kernel its variant made
 --   remember(parts, dev, n, vec, al, isvec, go)   the general path's facts after a launch
 function G.make(kinds, env, chunkname)
+  if #kinds > G.MAX_ARGS then return end
   local f = made[kinds]
   if not f then
     f = assert(load(source(kinds), chunkname, "t"))

@@ -190,6 +190,22 @@ T.ok(pcall(split, x, 3, a, a), "the same array for both outputs: the same elemen
 T.ok(pcall(split, x, 3, a, x), "an output the same as an input: allowed")
 T.error_like(function () split(x, 0.5, a, b) end, "argument #2 %(k%) must be an integer for int32, got 0%.5", "two outputs: a fraction refused")
 
+-- the longest declaration a fast path takes, and one past it (the general path only)
+local G = require "culua.elementwise_call"
+for _, np in ipairs{G.MAX_ARGS, G.MAX_ARGS + 1} do
+  local decls, vals = {}, {}
+  for j = 1, np - 1 do decls[j] = (j % 2 == 0 and "T *x%d" or "T s%d"):format(j) end
+  local long = M.elementwise{params = table.concat(decls, ", "), out = "T y", body = "y = 1"}
+  for j = 1, np - 1 do vals[j] = j % 2 == 0 and array("float32", 100) or j end
+  vals[np] = array("float32", 100)
+  long(table.unpack(vals, 1, np))
+  s = step(function () return long(table.unpack(vals, 1, np)) end)
+  T.ok(s.launches == 1 and s.ret[1] == vals[np] and s.last.args.n == np + 1 and s.last.args[np - 1] == vals[np - 1],
+       ("%d arguments: launched with each"):format(np))
+  T.is(s.info, (np - 1) // 2 + 1, ("%d arguments: one C.array an array (%s)"):format(np,
+       np == G.MAX_ARGS and "the fast path" or "the general path only"))
+end
+
 -- mapped host arrays count as arrays
 local hx = array("float32", N, {mapped = true})
 s = step(function () axpy(2, hx, y); return axpy(2, hx, y) end)
