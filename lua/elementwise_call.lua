@@ -72,8 +72,8 @@ local function source(kinds)
   end
   return
     "local env = ...\n" ..
-    "local select, type, math_type, next = select, type, math.type, next\n" ..
-    "local array_info, core, M, SIZE, KIND = env.array_info, env.core, env.M, env.size, env.kind\n" ..
+    "local select, math_type = select, math.type\n" ..
+    "local array_info, keys, core, M, SIZE, KIND = env.array_info, env.keys, env.core, env.M, env.size, env.kind\n" ..
     "local slow, map_slow, fname, decl, argv = env.slow, env.map_slow, env.fname, env.decl, env.argv\n" ..
     "local names = env.names or {}\n" ..
     each(all, "local N$ = names[$]") .. "\n" ..
@@ -102,13 +102,10 @@ local function source(kinds)
     "return slow(fname, decl, argv, ...)\n" ..
     "end\n" ..
     "local function mapcall(body, args, opts)\n" ..
-    "if opts == nil and type(args) == \"table\" then\n" ..
-    "local count = 0\n" ..
-    "for _ in next, args do count = count + 1 end\n" ..
-    "if count == " .. np .. " then\n" ..
+    "if opts == nil and keys(args) == " .. np .. " then\n" ..
     "local " .. vs .. " = " .. each(all, "args[N$]", ", ") .. "\n" ..
     block(true) ..
-    "end\nend\n" ..
+    "end\n" ..
     "return map_slow(body, args, opts)\n" ..
     "end\n" ..
     "return call, mapcall, remember\n"
@@ -125,7 +122,7 @@ G.MAX_ARGS = 24
 
 -- G.make(kinds, env, chunkname) -> call, mapcall, remember (nothing past G.MAX_ARGS)
 -- kinds: a letter an argument, "s" scalar, "a" array, "o" output array (at least one
--- array). env: array_info (C.array), core (its epoch), M (blocks_per_sm, unroll),
+-- array). env: array_info (C.array), keys (C.keys), core (its epoch), M (blocks_per_sm, unroll),
 -- size and kind (a dtype's bytes and "i"/"u"/"f"), slow and map_slow (the general
 -- paths), fname, decl, argv (slow's arguments before the call's), names (for mapcall:
 -- cuda.map's argument names in the kernel's order). chunkname: the module's, so that

@@ -23,6 +23,14 @@ local axpy = M.elementwise{params = "T a, T *x", out = "T y", body = "y = a * x 
 local N = 1 << 20
 local x, y = array("float32", N), array("float32", N)
 
+-- C.keys, which cuda.map's fast path counts its arguments with (the mock takes the real one)
+local keys = require("cuda")._catalog.keys
+T.ok(keys({}) == 0 and keys({a = 1, b = false}) == 2 and keys({1, 2, x = 3}) == 3, "C.keys counts a table's keys")
+T.ok(keys(setmetatable({}, {__index = {a = 1}})) == 0, "C.keys counts its own keys only")
+T.ok(keys(5) == nil and keys("ab") == nil and keys(nil) == nil and keys(require("cuda").host_array("float32", 1)) == nil,
+     "C.keys of what is no table: nil")
+T.is(mock.cuda._catalog.keys, keys, "the mock uses it")
+
 -- {====================================================== elementwise: the same call again
 
 local s = step(function () return axpy(2, x, y) end)
