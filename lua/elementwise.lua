@@ -617,8 +617,9 @@ local function elementwise(fname, spec, decl)
   if decl.narrays > 0 then   -- (none: every call is refused, by the general path)
     local kinds = {}
     for j, p in ipairs(params) do kinds[j] = p.out and "o" or p.array and "a" or "s" end
-    local env = {array_info = array_info, keys = cuda._catalog.keys, core = core, M = M, size = SIZE, kind = KIND, slow = run_outputs,
-                 map_slow = map_slow, fname = fname, decl = decl, argv = argv, names = names}
+    local env = {array_info = array_info, keys = cuda._catalog.keys, core = core, M = M, size = SIZE,
+                 kind = KIND, slow = run_outputs, map_slow = map_slow, fname = fname, decl = decl,
+                 argv = argv, names = names}
     local fast, mapcall, remember = G.make(table.concat(kinds), env, SOURCE)
     if fast then call, decl.mapcall, decl.remember = fast, mapcall, remember end
   end

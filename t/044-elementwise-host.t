@@ -224,6 +224,14 @@ local xm = step(function () return M.methods.map(x, "2*x") end)
 T.is(xm.last.kernel, "culua_map_vec", "x:map launches its kernel")
 T.is(step(function () return M.methods.map(x, "2*x") end).compiles, 0, "x:map again: no compile")
 
+-- reductions keep the general path, on the same launch
+s = step(function () return M.methods.sum(x) end)
+T.ok(s.last.kernel == "culua_sum_vec" and s.ret[1] == 0, "x:sum() launches its vector kernel and reads the word")
+local total = M.reduction{params = "T *x", map = "x", reduce = "a + b", identity = 0}
+local o = array("float64", 1)
+s = step(function () return total(x, {out = o}) end)
+T.ok(s.last.kernel == "culua_kernel_vec" and s.ret[1] == o, "a reduction into an array")
+
 -- }======================================================
 
 
@@ -267,6 +275,11 @@ T.error_like(function () M.map(body, x) end, "cuda%.map: args must be a table of
              "after a good call: an array for args")
 T.error_like(function () M.map(body, {a = 2, x = x, y = y}, {streem = 1}) end, "cuda%.map: unknown option 'streem'",
              "after a good call: an unknown option")
+M.map(body, {a = 2, x = x, y = y})
+line = debug.getinfo(1, "l").currentline + 1
+ok, err = pcall(function () M.map(body, {a = 2, x = x, y = closed}) end)
+T.ok(not ok and tostring(err):find(("044%%-elementwise%%-host%%.t:%d: cuda%%.map: argument 'y' is closed"):format(line)),
+     "cuda.map: a refusal after a good call names the caller's line", tostring(err))
 s = step(function () return M.map(body, {a = 2, x = x, y = y}, {stream = st}) end)
 T.ok(s.last.stream == st, "cuda.map on a stream")
 T.is(step(function () return M.map(body, {a = 2, x = x, y = y}) end).info, 2, "and back: the fast path")
