@@ -107,3 +107,11 @@ end
 print(("host time a call, 2^16 elements: cuda.elementwise %.2f us, cuda.map %.2f us"):format(
   host_us(function () axpy(2, xs, ys) end),
   host_us(function () cuda.map("y = a * x + y", {a = 2, x = xs, y = ys}) end)))
+-- beside them, what no Lua around it can save: the same kernel's prepared launcher
+-- called directly (the call's Lua is the difference; bench/elementwise_host.lua
+-- times that part without a GPU)
+local dev = cuda.device()
+local prog = cuda.compile(axpy:source("float32,float32,float32"),
+                          {options = {"-std=c++17", ("-arch=compute_%d%d"):format(dev.major, dev.minor)}})
+local go = prog:module():kernel("axpy_vec"):prepare({grid = m // 4 // 256, block = 256})
+print(("host time of its prepared launch alone: %.2f us"):format(host_us(function () go(2.0, xs, ys, m) end)))

@@ -15,6 +15,7 @@
 
 local cuda = require "cuda"
 local core = require "culua.catalog.core"
+local G = require "culua.elementwise_call"
 local array_info = cuda._catalog.array
 
 local M = {}
@@ -463,7 +464,8 @@ local function grid_for(dev, items, reduction)
   return g
 end
 
--- launch kernel k over `items` (vector chunks or elements) with the arguments in argv
+-- launch kernel k over `items` (vector chunks or elements) with the arguments in
+-- argv; returns the prepared launcher it used (on the default stream)
 local cfg = {block = THREADS}
 local function launch(e, k, dev, items, stream, argv, nargs, reduction)
   local g = grid_for(dev, items, reduction)
@@ -473,6 +475,7 @@ local function launch(e, k, dev, items, stream, argv, nargs, reduction)
     local go = by[g]
     if not go then go = k:prepare({grid = g, block = THREADS}); by[g] = go end
     go(table.unpack(argv, 1, nargs))
+    return go
   else
     cfg.grid, cfg.stream = g, stream
     k:launch(cfg, table.unpack(argv, 1, nargs))
@@ -550,10 +553,15 @@ local function run_elementwise(fname, decl, argv, ...)
   if decl.nout > 0 and decl.narrays > 1 then check_overlap(fname, decl) end
   if n == 0 then return end
   local e = entry_for(fname, decl, sig, dev)
-  if e.width and n >= e.width and aligned(e, decl, sig, np) then
-    return launch(e, e.kv, dev, n // e.width, stream, argv, np + 1)
+  local vec = e.width ~= nil and n >= e.width
+  -- the call's facts, for the next call's fast path (lua/elementwise_call.lua)
+  if vec and aligned(e, decl, sig, np) then
+    local go = launch(e, e.kv, dev, n // e.width, stream, argv, np + 1)
+    if go and decl.remember then decl.remember(parts, dev, n, true, e.align, true, go) end
+  else
+    local go = launch(e, e.k, dev, n, stream, argv, np + 1)
+    if go and decl.remember then decl.remember(parts, dev, n, vec, e.align, false, go) end
   end
-  launch(e, e.k, dev, n, stream, argv, np + 1)
 end
 
 -- a call's arguments are kept in a table reused from call to call (no table a
@@ -577,6 +585,12 @@ local function run_outputs(fname, decl, argv, ...)
   return outputs(decl, argv)
 end
 
+-- a dtype's bytes and kind ("i", "u", "f"), for the fast path's code
+local SIZE, KIND = {}, {}
+for dt, d in pairs(DT) do SIZE[dt], KIND[dt] = d[3], d[5] end
+
+local map_slow   -- cuda.map's general path (below): where a map kernel's fast path goes back to
+
 local function elementwise(fname, spec, decl)
   decl = decl or new_decl(fname, spec, EW_KEYS)
   decl.body = check_string(fname, "body", spec.body)
@@ -599,8 +613,18 @@ local function elementwise(fname, spec, decl)
   decl.names = table.concat(names, ", ")
   decl.source = elementwise_source
   local argv = new_argv()
+  local call = function (_, ...) return run_outputs(fname, decl, argv, ...) end
+  if decl.narrays > 0 then   -- (none: every call is refused, by the general path)
+    local kinds = {}
+    for j, p in ipairs(params) do kinds[j] = p.out and "o" or p.array and "a" or "s" end
+    local env = {array_info = array_info, keys = cuda._catalog.keys, core = core, M = M, size = SIZE,
+                 kind = KIND, slow = run_outputs, map_slow = map_slow, fname = fname, decl = decl,
+                 argv = argv, names = names}
+    local fast, mapcall, remember = G.make(table.concat(kinds), env, SOURCE)
+    if fast then call, decl.mapcall, decl.remember = fast, mapcall, remember end
+  end
   return setmetatable({decl = decl}, {
-    __call = function (_, ...) return run_outputs(fname, decl, argv, ...) end,
+    __call = call,
     __name = "cuda.elementwise",
     __tostring = function () return ("cuda.elementwise '%s' (%s)"):format(decl.name, decl.names) end,
     __index = {
@@ -632,7 +656,17 @@ local function scalar_dtype(v, widest)
   return widest
 end
 
+-- the last kernel of each body, whose fast path (lua/elementwise_call.lua) takes a
+-- call with its names, kinds and dtypes, and gives any other call back to map_slow
+local map_last = {}
+
 function M.map(body, args, opts)
+  local f = map_last[body]
+  if f then return f(body, args, opts) end
+  return map_slow(body, args, opts)
+end
+
+function map_slow(body, args, opts)
   local fname = "cuda.map"
   check_string(fname, "body", body)
   if type(args) ~= "table" or cuda.type(args) then fail(fname, "args must be a table of named arguments, got %s", cuda.type(args) or type(args)) end
@@ -722,6 +756,7 @@ function M.map(body, args, opts)
     var.last = table.move(sig, 1, #names, 1, var.last or {})
     var.last_k = k
   end
+  map_last[body] = k.decl.mapcall   -- (nil for a kernel of more arguments than a fast path takes)
   local argv, order = k.argv, k.order
   for j = 1, #order do argv[j] = args[order[j]] end
   if opts ~= nil then

@@ -98,8 +98,32 @@ static int catalog_array (lua_State *L) {
 }
 
 
+/*
+** C.keys(t) -> how many keys table t has (its own, those next finds), or nil
+** where t is no table: cuda.map's fast path checks that its arguments are the
+** names it knows and no others in one crossing into C, where a loop of next
+** from Lua is a crossing a key.
+*/
+static int catalog_keys (lua_State *L) {
+  lua_Integer n = 0;
+  if (lua_type(L, 1) != LUA_TTABLE) {
+    luaL_pushfail(L);
+    return 1;
+  }
+  lua_settop(L, 1);
+  lua_pushnil(L);
+  while (lua_next(L, 1)) {
+    lua_pop(L, 1);   /* t, key */
+    n++;
+  }
+  lua_pushinteger(L, n);
+  return 1;
+}
+
+
 static const luaL_Reg catalog_funcs[] = {
   {"array", catalog_array},
+  {"keys", catalog_keys},
   {"fatbin", catalog_fatbin},
   {"entries", catalog_entries},
   {"source", catalog_source},

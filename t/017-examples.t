@@ -195,8 +195,14 @@ local function scripts(dir)
   p:close()
   return t
 end
--- these need no GPU: a compile-cache timing and the embedding example's script
-local no_gpu = {["bench/nvrtc_cache.lua"] = true, ["examples/embed.lua"] = true}
+-- these need no GPU: a compile-cache timing, the embedding example's script, and the
+-- host side of elementwise calls on a mock (run here with a thousand calls a row)
+local no_gpu = {["bench/nvrtc_cache.lua"] = true, ["examples/embed.lua"] = true, ["bench/elementwise_host.lua"] = true}
+do
+  local o, st = T.run(("%s %s/bench/elementwise_host.lua '' 1000"):format(T.culua, srcdir))
+  T.is(st, 0, "bench/elementwise_host.lua runs without a GPU")
+  T.like(o, "elementwise axpy%(2, x, y%) +[%d.]+ ns.-cuda%.map axpy +[%d.]+ ns", "and prints its figures")
+end
 local all = scripts("bench")
 for _, f in ipairs(scripts("examples")) do all[#all + 1] = f end
 local need = {}
