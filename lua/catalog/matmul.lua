@@ -273,10 +273,13 @@ end
 -- float16 and bfloat16 on compute capability 9.0: kernels/matmul_lowp_sm90.cu (wgmma fed by
 -- TMA) where TMA can address A and B (16-byte aligned first elements, rows a multiple of 16
 -- bytes apart), unless tma = false; C's dtype goes as a code (culua/matmul_lowp.cuh's CULUA_F16 ...).
--- Two kernels, M.tune.lowp_sm90 picks one (nil: "rs"):
+-- Two kernels, M.tune.lowp_sm90 picks one (nil: "ss"):
 --   rs  B^T's fragments through registers (ldmatrix.trans), 256 x 128 tiles of C
 --   ss  both operands from shared memory (B N-major by wgmma's transpose bit), 128 x 256
--- (bench/matmul_lowp.lua sweep times both beside cuBLAS)
+-- (bench/matmul_lowp.lua sweep times both beside cuBLAS). ss is the default: float16 at
+-- n = 4096 / 8192 0.215 / 1.509 ms against rs's 0.259 / 1.654 (0.87x / 0.94x cuBLAS
+-- against 0.70x / 0.86x; bfloat16 0.84x / 0.97x), the same results (two H200s' run,
+-- bench/RESULTS.md, session 26)
 local lowp_ctype = nil
 local LOWP90 = nil
 local lowp_sm90_kernels = nil
@@ -292,7 +295,7 @@ local function matmul_lowp_sm90(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, be
             bk = LOWP90.LOWP_SS_BK, shared = LOWP90.LOWP_SS_SHARED},
     }
   end
-  local which = M.tune.lowp_sm90 or "rs"
+  local which = M.tune.lowp_sm90 or "ss"
   local plan = lowp_sm90_kernels[which]
   if not plan then fail("matmul", "tune.lowp_sm90 must be 'rs' or 'ss', got %s", tostring(which)) end
   local bm, bn, bk = plan.bm, plan.bn, plan.bk
