@@ -89,7 +89,7 @@ if reps < 1 then error("gauss_mpi.lua: reps must be at least 1", 0) end
 
 -- {====================================================== kernels
 
-local PT, MAXNB, TOPW, BM, BN, BK = 256, 64, 4, 64, 64, 16
+local PT, MAXNB, TOPW, BM, BN, BK = 128, 64, 4, 64, 64, 16
 local src = ([==[
 #define PT $PT
 #define MAXNB $MAXNB

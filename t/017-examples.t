@@ -168,6 +168,21 @@ for _, ex in ipairs(seed003) do
   end
 end
 
+-- gauss_mpi.lua (t/026-mpi.t runs it under mpirun) refuses what it cannot run before
+-- it starts MPI or looks for a GPU, naming the argument
+for _, case in ipairs{
+  {"bogus", "unknown argument 'bogus' %(N, nccl, host, both, block=NB, reps=R, update=seed|gemm, onestream%)"},
+  {"update=fast", "unknown argument 'update=fast'"},
+  {"block=65", "block must be 1%.%.64, got 65"},
+  {"block=0", "block must be 1%.%.64, got 0"},
+  {"0", "N must be 1%.%.46340 %(a rank's columns in one MPI call%), got 0"},
+  {"reps=0", "reps must be at least 1"},
+} do
+  out, status = T.run(("%s %s/examples/gauss_mpi.lua %s"):format(T.culua, srcdir, case[1]))
+  T.ok(status ~= 0 and out:find("gauss_mpi%.lua: " .. case[2]) ~= nil,
+       ("gauss_mpi.lua %s: refused, naming it"):format(case[1]), out)
+end
+
 -- image_histogram.lua on a PGM file: an odd-sized plain (P2) one, written here
 if wanted("examples/image_histogram.lua", 2) then
   local pgm = require "culua.pgm"

@@ -178,4 +178,59 @@ T.ok(cuda.clock() - t0 < 60, ("and nothing hung (%.1f s)"):format(cuda.clock() -
 out, status = T.run("OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 60 " .. T.culua ..
                     [[ -e "local mpi = require('cuda').mpi; print(mpi.rank, mpi.size, mpi.allreduce(5))"]])
 T.like(out, "^0\t1\t5", "a plain culua is rank 0 of 1")
+
+-- {====================================================== seed 003's elimination over ranks
+
+-- examples/gauss_mpi.lua under mpirun -np 2, the panels broadcast by NCCL and staged
+-- through the host (both), each against rank 0's GPU alone: the solutions must be the
+-- same to the bit. With one GPU the two ranks share it, each with an NCCL_HOSTID of its
+-- own (NCCL refuses two ranks of one node on one GPU) and NCCL's socket transport.
+-- Without NCCL the example says so and runs the host's way.
+local srcdir = os.getenv("CULUA_SRCDIR") or "."
+local gauss = srcdir .. "/examples/gauss_mpi.lua"
+local cases = {
+  {"300 both block=16 reps=1", "panels of 16, the last one short, the seed's update"},
+  {"97 both block=1 reps=1", "block=1: the seed's broadcast a column"},
+  {"200 both block=64 update=gemm onestream reps=1", "the product update, one stream"},
+}
+if cuda.device_count() == 0 then
+  T.skip("no CUDA device: examples/gauss_mpi.lua runs on GPUs", 5 * #cases + 2)
+else
+  local have_nccl = cuda.nccl.available()
+  local shared = cuda.device_count() < 2
+  local env = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 " ..
+              "NCCL_NVLS_ENABLE=0 "
+  if shared then
+    env = env .. "CULUA_DEVICE=0 NCCL_MNNVL_ENABLE=0 NCCL_IB_DISABLE=1 NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 "
+  end
+  for _, case in ipairs(cases) do
+    local args, what = case[1], case[2]
+    local cmd = T.culua .. " " .. gauss .. " " .. args
+    if shared then cmd = "sh -c 'NCCL_HOSTID=culua-rank-${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}} exec " .. cmd .. "'" end
+    out, status = T.run(env .. "timeout 300 " .. mpirun .. " -np 2 " .. cmd)
+    T.is(status, 0, ("gauss_mpi.lua %s under mpirun -np 2 exits 0 (%s)"):format(args, what))
+    if status ~= 0 then T.diag(out:sub(-3000)) end
+    if have_nccl then
+      T.like(out, "\nnccl, 2 ranks: [%d.]+ s %(elimination [%d.]+ s%), [%d.]+x one GPU; panels broadcast by NCCL",
+             "  NCCL's time beside one GPU's")
+      T.like(out, "\nnccl, 2 ranks: residual ratio [^\n]*identical to the one%-GPU solution: SUCCESS",
+             "  NCCL's solution is one GPU's, to the bit")
+    else
+      T.like(out, "\nnccl: not available here %([^\n]+%); the host%-staged way runs instead", "  no NCCL: it says so")
+      T.unlike(out, "nccl, 2 ranks", "  and runs no NCCL")
+    end
+    T.like(out, "\nhost, 2 ranks: residual ratio [^\n]*identical to the one%-GPU solution: SUCCESS",
+           "  the host-staged solution is one GPU's, to the bit")
+    T.like(out, "\nSUCCESS\n", "  and the run says SUCCESS")
+  end
+  -- one rank, without mpirun: the same script, nothing to broadcast
+  out, status = T.run("OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 120 " .. T.culua .. " " ..
+                      gauss .. " 150 both block=8 reps=1")
+  T.is(status, 0, "gauss_mpi.lua without mpirun exits 0")
+  T.like(out, "on 1 rank: .-\n1 rank: [%d.]+ s .-nothing to broadcast\n.-identical to the one%-GPU solution: SUCCESS",
+         "  one rank, nothing to broadcast, the one GPU's solution")
+end
+
+-- }======================================================
+
 T.done_testing()
