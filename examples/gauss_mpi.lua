@@ -684,7 +684,8 @@ local function run_one(hsys1)
   return median(totals), median(elims), one
 end
 
--- x from a reduced system laid out for G ranks (a host array), and the residual ratio
+-- x (on the host) from a reduced system laid out for G ranks (on rank 0's GPU), LAPACK's
+-- residual ratio, and x's largest magnitude
 local function solve(reduced, G)
   local x = cuda.array("float64", N)
   back_substitute:launch({grid = 1, block = 1024}, reduced, x, N, G, nb)
@@ -732,7 +733,8 @@ if me == 0 then
   local hsys1 = size == 1 and hsys or system_for(1)
   local t1, e1, one = run_one(hsys1)
   local x1, ratio1, xnorm = solve(one, 1)
-  print(("one GPU (rank 0's, the same kernels): %.3f s (elimination %.3f s), median of %d"):format(t1, e1, reps))
+  print(("one GPU (rank 0's, the same kernels): %.3f s (elimination %.3f s), median of %d; residual ratio %.3f"):format(
+        t1, e1, reps, ratio1))
   for _, res in ipairs(results) do
     res.name = size == 1 and "1 rank" or ("%s, %d ranks"):format(res.use, size)
     local how = size == 1 and "nothing to broadcast"
@@ -761,7 +763,8 @@ if me == 0 then
   if ratio1 > 10 then ok_all = false end
   print(ok_all and "SUCCESS" or "FAILED")
 end
+local failed = maxall(ok_all and 0 or 1) ~= 0   -- every rank waits here for rank 0's checks
 if comm then comm:close() end
-if maxall(ok_all and 0 or 1) ~= 0 then os.exit(1, true) end
+if failed then os.exit(1, true) end
 
 -- }======================================================
