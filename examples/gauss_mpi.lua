@@ -429,8 +429,8 @@ end
 local function workspace()
   local w = {S = cuda.stream{non_blocking = true}, C = cuda.stream{non_blocking = true, priority = -1}}
   w.Q = onestream and w.S or cuda.stream{non_blocking = true, priority = -1}
-  w.slots = {}
-  for b = 0, NBUF - 1 do w.slots[b] = cuda.array("float64", nb * (N + 1)) end
+  w.slots = {}   -- zeroed: a broadcast sends entries no step writes (above the multipliers)
+  for b = 0, NBUF - 1 do w.slots[b] = cuda.array("float64", nb * (N + 1)):fill(0) end
   w.stash = cuda.array("float64", 2 * MAXNB)
   w.cand = cuda.array("float64", 2 * ((N + PT - 1) // PT))
   w.count = cuda.array("uint32", 1):fill(0)
