@@ -311,7 +311,7 @@ end}
 -- are (on the sources above)
 local real_core = assert(loadfile(srcdir .. "/lua/catalog/core.lua", "t",
                                   setmetatable({require = function () return cuda end}, {__index = _G})))()
-core.constants, core.kernel_files = real_core.constants, real_core.kernel_files
+core.constants, core.kernel_files, core.event_on = real_core.constants, real_core.kernel_files, real_core.event_on
 
 -- the family's own modules (solve.lua and its parts, lua/catalog/*.lua) load as they are,
 -- on the mocks

@@ -227,6 +227,18 @@ function core.device_state(key, dev)
   return s
 end
 
+-- an event of device dev (cuda.event makes them on the current device, which stays as
+-- it was): the several-GPU families' (solve's shares, the sort over parts) one helper
+function core.event_on(dev)
+  local cur = cuda.device()
+  if cur.ordinal == dev.ordinal then return cuda.event{timing = false} end
+  dev:use()
+  local ok, e = pcall(cuda.event, {timing = false})
+  cur:use()
+  if not ok then error(e, 0) end
+  return e
+end
+
 -- let kernel k take `bytes` of dynamic shared memory a block (past the 48 KiB
 -- that needs no asking): the attribute is set once a kernel and size, not a
 -- launch, since a driver call a launch is host time a small call cannot spare

@@ -194,16 +194,7 @@ local function shared_room(k, dev)
   return room
 end
 
--- an event of device dev (cuda.event makes them on the current device, which stays as it was)
-local function event_on(dev)
-  local cur = cuda.device()
-  if cur.ordinal == dev.ordinal then return cuda.event{timing = false} end
-  dev:use()
-  local ok, e = pcall(cuda.event, {timing = false})
-  cur:use()
-  if not ok then error(e, 0) end
-  return e
-end
+local event_on = core.event_on   -- an event of device dev, the current device kept
 
 -- a stream of dev; priority -1 (above the default 0) where the device has priorities
 local function stream_on(dev, priority)

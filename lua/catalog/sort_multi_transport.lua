@@ -31,15 +31,7 @@ local function buffer(role, dt, dev, stream, n)
   return core.scratch(kind, dev, stream, n)
 end
 
-local function event_on(dev)
-  local cur = cuda.device()
-  if cur.ordinal == dev.ordinal then return cuda.event{timing = false} end
-  dev:use()
-  local ok, e = pcall(cuda.event, {timing = false})
-  cur:use()
-  if not ok then error(e, 0) end
-  return e
-end
+local event_on = core.event_on   -- an event of device dev, the current device kept
 
 -- the k-th slot of device dev (a part of a call; a device listed twice has two): its
 -- streams, events and pinned words, kept for the next call as the one-GPU sort keeps its
