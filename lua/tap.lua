@@ -298,6 +298,20 @@ do
   if wrap and wrap ~= "" then T.culua = wrap .. " " .. T.culua end
 end
 
+-- the MPI launcher for files that start ranks: $MPIRUN, else mpirun or mpiexec on the
+-- PATH; nil when there is none (the file skips with "no mpirun on PATH")
+function T.mpirun()
+  local m = os.getenv("MPIRUN")
+  if m and m ~= "" then return m end
+  for _, name in ipairs{"mpirun", "mpiexec"} do
+    local p = io.popen("command -v " .. name .. " 2>/dev/null")
+    local path = p:read("l")
+    p:close()
+    if path and path ~= "" then return path end
+  end
+  return nil
+end
+
 -- the compute-sanitizer tool this file runs under (bench/sanitize.sh says), or
 -- nil: a file may take smaller sizes there, where kernels run many times slower
 T.sanitizer = os.getenv("CULUA_TEST_SANITIZER")

@@ -8,15 +8,7 @@ local skip = os.getenv("CULUA_TEST_SKIP_MPI")
 if skip and skip ~= "" then T.skip_all("MPI tests skipped in this pass: " .. skip) end
 local have, why = cuda.mpi.available()
 if not have then T.skip_all("cuda.mpi not built: " .. tostring(why)) end
-local mpirun = os.getenv("MPIRUN")
-if not mpirun or mpirun == "" then
-  for _, name in ipairs{"mpirun", "mpiexec"} do
-    local p = io.popen("command -v " .. name .. " 2>/dev/null")
-    local path = p:read("l")
-    p:close()
-    if path and path ~= "" then mpirun = path; break end
-  end
-end
+local mpirun = T.mpirun()
 if not mpirun then T.skip_all("no mpirun on PATH") end
 -- root may run the ranks (CI and the GPU machines run as root); never hang
 local launch = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 " ..

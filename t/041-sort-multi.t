@@ -281,16 +281,7 @@ local function mpi_skip()
   if not nok then return "NCCL not available: " .. tostring(nwhy) end
   if cuda.device_count() < 2 then return ("%d GPU(s): NCCL takes a GPU once, two ranks need two"):format(cuda.device_count()) end
 end
-local mpirun = os.getenv("MPIRUN")
-if not mpirun or mpirun == "" then
-  mpirun = nil
-  for _, name in ipairs{"mpirun", "mpiexec"} do
-    local p = io.popen("command -v " .. name .. " 2>/dev/null")
-    local path = p:read("l")
-    p:close()
-    if path and path ~= "" then mpirun = path; break end
-  end
-end
+local mpirun = T.mpirun()
 local why = mpi_skip() or (not mpirun and "no mpirun on PATH")
 
 local function script(text)

@@ -487,15 +487,7 @@ local have_nccl, nccl_why = real.nccl.available()
 if not have_nccl then skip("no NCCL: " .. tostring(nccl_why)) end
 local have_mpi, mpi_why = real.mpi.available()
 if not have_mpi then skip("cuda.mpi not built: " .. tostring(mpi_why)) end
-local mpirun = os.getenv("MPIRUN")
-if not mpirun or mpirun == "" then
-  for _, name in ipairs{"mpirun", "mpiexec"} do
-    local p = io.popen("command -v " .. name .. " 2>/dev/null")
-    local path = p:read("l")
-    p:close()
-    if path and path ~= "" then mpirun = path; break end
-  end
-end
+local mpirun = T.mpirun()
 if not mpirun then skip("no mpirun on PATH") end
 
 -- N ranks under mpirun: on one GPU (each rank its own NCCL_HOSTID, GPU 0: NCCL then takes the
