@@ -129,16 +129,24 @@ end
 ** state, then kept.
 ]]
 local constants = {}
-local function evaluate(expr, known)
+-- a C integer expression as Lua source: its names replaced by their integer values in
+-- `known`, but for those in `params` (kept as names), literal suffixes dropped (16u,
+-- 0xffu), / as C's integer division; nil where it is no such expression
+local function lua_expr(expr, known, params)
   if expr:find("[^%w_%s%+%-%*/%%%(%)<>]") then return nil end
-  expr = expr:gsub("%f[%w_](%d%w*)", function (lit) return (lit:gsub("[uUlL]+$", "")) end)   -- 16u, 0xffu
+  expr = expr:gsub("%f[%w_](%d%w*)", function (lit) return (lit:gsub("[uUlL]+$", "")) end)
   local ok = true
   expr = expr:gsub("%f[%w_][%a_][%w_]*", function (name)
+    if params and params[name] then return name end
     if math.type(known[name]) ~= "integer" then ok = false; return name end
     return tostring(known[name])
   end)
-  if not ok then return nil end
-  local f = load("return " .. expr:gsub("/", "//"), "=constant", "t", {})
+  return ok and (expr:gsub("/", "//")) or nil
+end
+
+local function evaluate(expr, known)
+  local src = lua_expr(expr, known)
+  local f = src and load("return " .. src, "=constant", "t", {})
   local good, v = pcall(f or error)
   return good and math.type(v) == "integer" and v or nil
 end
@@ -153,16 +161,8 @@ local function formula(from, fname, names, body, t)
     if not f then
       local params = {}
       for _, p in ipairs(names) do params[p] = true end
-      if body:find("[^%w_%s%+%-%*/%%%(%)<>]") then bad() end
-      local ok = true
-      local src = body:gsub("%f[%w_](%d%w*)", function (lit) return (lit:gsub("[uUlL]+$", "")) end)
-      src = src:gsub("%f[%w_][%a_][%w_]*", function (name)
-        if params[name] then return name end
-        if math.type(t[name]) ~= "integer" then ok = false; return name end
-        return tostring(t[name])
-      end)
-      if not ok then bad() end
-      f = load(("local %s = ...; return %s"):format(table.concat(names, ", "), (src:gsub("/", "//"))), "=" .. fname, "t", {})
+      local src = lua_expr(body, t, params)
+      f = src and load(("local %s = ...; return %s"):format(table.concat(names, ", "), src), "=" .. fname, "t", {})
       if not f then bad() end
     end
     local good, v = pcall(f, ...)
