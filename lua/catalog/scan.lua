@@ -179,12 +179,14 @@ local function lowp_lookback(dt, ydt, op, suffix, dev)
   return core.kernel("scan", k[1], k[2], dev)
 end
 
--- y (or, for reduce, nothing) of dtype ydt: dt's own, or float32 for float16 and bfloat16 x
-local function lookback(x, y, n, exclusive, initb, dt, op, stream, out, dev, ydt)
+-- y of dtype ydt: dt's own, or float32 for float16 and bfloat16 x. (The kernels also
+-- take y = 0 and a word for the total, reduce's way before it ran the reduction
+-- kernels; no call here asks for either now: 0 for the word.)
+local function lookback(x, y, n, exclusive, initb, dt, op, stream, dev, ydt)
   local threads, tile, suffix = lookback_shape(elem_size(run_dtype(dt)), op, n)
   local ntiles = ceil_div(n, tile)
   local kern
-  if lowp[dt] then kern = lowp_lookback(dt, ydt or dt, op, suffix, dev)
+  if lowp[dt] then kern = lowp_lookback(dt, ydt, op, suffix, dev)
   else kern = core.kernel("scan", lookback_name(dt, op, suffix), nil, dev) end
   local w, values, base, epoch = tiles_for(dev, stream, ntiles)
   if stream == nil and ntiles <= SMALL then
@@ -192,12 +194,12 @@ local function lookback(x, y, n, exclusive, initb, dt, op, stream, out, dev, ydt
     if not by then by = {}; prepared[kern] = by end
     local go = by[ntiles]
     if not go then go = kern:prepare({grid = ntiles, block = threads}); by[ntiles] = go end
-    go(x, y or 0, n, exclusive and 1 or 0, initb, w, values, base, epoch, ntiles, out or 0)
+    go(x, y, n, exclusive and 1 or 0, initb, w, values, base, epoch, ntiles, 0)
     return
   end
   local cfg = lookback_cfg
   cfg.grid, cfg.block, cfg.stream = ntiles, threads, stream
-  kern:launch(cfg, x, y or 0, n, exclusive and 1 or 0, initb, w, values, base, epoch, ntiles, out or 0)
+  kern:launch(cfg, x, y, n, exclusive and 1 or 0, initb, w, values, base, epoch, ntiles, 0)
   cfg.stream = nil   -- the table outlives the call: it must not keep the stream alive
 end
 
@@ -273,7 +275,7 @@ function M.scan(x, y, opts)
   local initb = init ~= nil and to_bits(rdt, init) or identity_bits(rdt, op)
   if n == 0 then return y end   -- a scan of nothing: no launch
   if variant == "lookback" then
-    lookback(x, y, n, opts.exclusive == true, initb, dt, op, stream, nil, dev, ydt)
+    lookback(x, y, n, opts.exclusive == true, initb, dt, op, stream, dev, ydt)
   else
     seed_scan(fname, variant, x, y, n, opts.exclusive == true, initb, dt, op, stream)
   end
