@@ -190,12 +190,6 @@ culua_matmul_tf32_wgmma (int M, int N, int K, float alpha, const __grid_constant
 static_assert(CULUA_DMMA_TMA_BK * 8 == CULUA_DMMA_TMA_SWIZZLE && CULUA_DMMA_TMA_PANEL * 8 == CULUA_DMMA_TMA_SWIZZLE,
               "a row of A's box and of B's panel is one swizzle span");
 
-__device__ __forceinline__ double lds_f64 (unsigned a) {
-  double v;
-  asm volatile("ld.shared.f64 %0, [%1];" : "=d"(v) : "r"(a));
-  return v;
-}
-
 /* byte offset of element (r, c) in a box of 128-byte rows, 128-byte swizzled */
 __device__ __forceinline__ unsigned swz128 (int r, int c) {
   return r * 128 + ((((c >> 1) ^ (r & 7)) << 4) | ((c & 1) << 3));
@@ -232,6 +226,11 @@ culua_matmul_dmma_tma (int M, int N, int K, double alpha, const __grid_constant_
   const int wm = (warp >> 2) * 64, wn = (warp & 3) * 32;   /* 2 x 4 warps of 64 x 32 */
   const int pk = (t >> 1) + 4 * (t & 1);                   /* pi(t); pi(t + 4) = pi(t) + 2 */
   const bool pairs = (ldc & 1) == 0 && ((size_t)C & 15) == 0;
+  /* the fragments are read as C++ loads (ldd: shared address a at smem_raw + a - s0), not asm
+  ** volatile: ptxas may then interleave a k-step's reads with the last one's products,
+  ** and the ring's waits and releases (asm volatile, "memory") still order them */
+  const unsigned s0 = smem_u32(smem_raw);
+  auto ldd = [&] (unsigned a) { return *(const double *)(smem_raw + (a - s0)); };
   int q = 0;
   for (int b = blockIdx.x; b < tiles; b += gridDim.x, q += KT) {
     int m0, n0;
@@ -258,23 +257,23 @@ culua_matmul_dmma_tma (int M, int N, int K, double alpha, const __grid_constant_
 #pragma unroll
         for (int i = 0; i < 4; i++) {   /* rows r and r + 8: both r % 8 == g */
           const int r = wm + i * 16 + g;
-          a[i][0] = lds_f64(as + swz128(r, kk + pk));
-          a[i][1] = lds_f64(as + swz128(r + 8, kk + pk));
-          a[i][2] = lds_f64(as + swz128(r, kk + pk + 2));
-          a[i][3] = lds_f64(as + swz128(r + 8, kk + pk + 2));
+          a[i][0] = ldd(as + swz128(r, kk + pk));
+          a[i][1] = ldd(as + swz128(r + 8, kk + pk));
+          a[i][2] = ldd(as + swz128(r, kk + pk + 2));
+          a[i][3] = ldd(as + swz128(r + 8, kk + pk + 2));
         }
 #pragma unroll
         for (int j = 0; j < 4; j++) {   /* column n of panel n / 16, k rows kk + pi(t) and kk + pi(t + 4) */
           const int n = wn + j * 8 + g;
           const unsigned pb = bs + (n / P) * P_BYTES;
-          bf[j][0] = lds_f64(pb + swz128(kk + pk, n % P));
-          bf[j][1] = lds_f64(pb + swz128(kk + pk + 2, n % P));
+          bf[j][0] = ldd(pb + swz128(kk + pk, n % P));
+          bf[j][1] = ldd(pb + swz128(kk + pk + 2, n % P));
         }
 #pragma unroll
         for (int i = 0; i < 4; i++)
 #pragma unroll
           for (int j = 0; j < 4; j++)
-            asm volatile("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 "
+            asm("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 "
                          "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
                          : "+d"(acc[i][j][0]), "+d"(acc[i][j][1]), "+d"(acc[i][j][2]), "+d"(acc[i][j][3])
                          : "d"(a[i][0]), "d"(a[i][1]), "d"(a[i][2]), "d"(a[i][3]), "d"(bf[j][0]), "d"(bf[j][1]));
