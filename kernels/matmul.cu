@@ -469,6 +469,30 @@ __device__ __forceinline__ void mma_f64 (double *d, const double *a, const doubl
 }
 
 
+/*
+** The origin (bm, bn) of dmma's tile: (blockIdx.y, blockIdx.x), or, in a grid G times as
+** wide as C's tile columns (G > 1, the catalog's tune.dmma_group), groups of G tile rows
+** that walk the columns together, so that B's columns are read from memory once a group
+** and not once a tile row (the grid's blocks start in order, x first). False for the last
+** group's spare blocks, which leave at once. The block's indices are read with asm
+** volatile, so that a second call works them out again instead of keeping them live.
+*/
+template <int BM, int BN>
+__device__ __forceinline__ bool dmma_origin (int M, int N, int &bm, int &bn) {
+  unsigned bx, by, gx;
+  asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(bx));
+  asm volatile("mov.u32 %0, %%ctaid.y;" : "=r"(by));
+  asm volatile("mov.u32 %0, %%nctaid.x;" : "=r"(gx));
+  const int tn = (N + BN - 1) / BN;
+  bm = by * BM, bn = bx * BN;
+  if ((int)gx <= tn) return true;
+  const int G = gx / tn, first = by * G, rows = min(G, (M + BM - 1) / BM - first);
+  bm = (first + bx % rows) * BM;
+  bn = bx / rows * BN;
+  return (int)bx / rows < tn;
+}
+
+
 /* the shared memory of dmma<BM, BN, STAGES>: STAGES copies of A's BM x 16 tile (rows padded
 ** to 20) and B's 16 x BN tile (rows padded to BN + 4); lua/catalog/matmul.lua sizes it alike */
 #define CULUA_DMMA_SHARED(BM, BN, STAGES) ((STAGES) * ((BM) * 20 + 16 * ((BN) + 4)) * 8)
@@ -511,7 +535,8 @@ __device__ void dmma (int M, int N, int K, double alpha, const double *A, const 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int wm = (warp / WN) * TM, wn = (warp % WN) * TN;
   const int g = lane >> 2, t = lane & 3;
-  const int bm = blockIdx.y * BM, bn = blockIdx.x * BN;
+  int bm, bn;
+  if (!dmma_origin<BM, BN>(M, N, bm, bn)) return;
   const bool inside = bm + BM <= M && bn + BN <= N;
   /* this thread's first copy of each tile: row ar, column ac of A's; row br, column bc of B's */
   const int ar = tid * E / BK, ac = tid * E % BK, br = tid * E / BN, bc = tid * E % BN;
@@ -531,14 +556,16 @@ __device__ void dmma (int M, int N, int K, double alpha, const double *A, const 
       for (int q = 0; q < QB; q++) copy_all<8 * E>(sb + q * RB * SB, qb + q * sb_step);
       return;
     }
+    int em, en;   /* the origin read afresh: edge tiles alone come here */
+    dmma_origin<BM, BN>(M, N, em, en);
 #pragma unroll
     for (int q = 0; q < QA; q++) {
-      int bytes = bm + ar + q * RA < M ? 8 * max(0, min(E, K - k0 - ac)) : 0;
+      int bytes = em + ar + q * RA < M ? 8 * max(0, min(E, K - k0 - ac)) : 0;
       copy_async<8 * E>(sa + q * RA * SA, bytes ? qa + q * sa_step : A, bytes);
     }
 #pragma unroll
     for (int q = 0; q < QB; q++) {
-      int bytes = k0 + br + q * RB < K ? 8 * max(0, min(E, N - bn - bc)) : 0;
+      int bytes = k0 + br + q * RB < K ? 8 * max(0, min(E, N - en - bc)) : 0;
       copy_async<8 * E>(sb + q * RB * SB, bytes ? qb + q * sb_step : B, bytes);
     }
   };
@@ -584,7 +611,9 @@ __device__ void dmma (int M, int N, int K, double alpha, const double *A, const 
     }
   }
   copy_wait<0>();   /* no copy outlives the block, even the empty groups' */
-  /* accumulators 2h and 2h + 1 of tile (i, j): row g (+8 for h = 1), columns 2t and 2t + 1 */
+  /* accumulators 2h and 2h + 1 of tile (i, j): row g (+8 for h = 1), columns 2t and 2t + 1;
+  ** the tile's origin read afresh, so that it need not live across the products */
+  dmma_origin<BM, BN>(M, N, bm, bn);
   const bool pairs = (ldc & 1) == 0 && ((size_t)C & 15) == 0;
 #pragma unroll
   for (int i = 0; i < MI; i++)

@@ -155,6 +155,162 @@ culua_matmul_tf32_wgmma (int M, int N, int K, float alpha, const __grid_constant
 /* }====================================================== */
 
 
+/* {====================================================== dmma: float64 on tensor cores, fed by TMA */
+
+/*
+** culua_matmul_dmma_tma (int M, int N, int K, double alpha, tensor map of A, tensor map of
+** B, double beta, double *C, int ldc): matmul.cu's dmma (mma.sync m16n8k8 in float64)
+** with culua/sm90.cuh's ring instead of cp.async and __syncthreads: a producer
+** warpgroup (one thread) issues the TMA copies, two consumer warpgroups compute, and
+** setmaxnreg gives the consumers 240 registers. That lets a block hold a 128 x 128 tile
+** of C (8 warps of 64 x 32, 64 accumulators a thread), which reads A and B from L2 a
+** third less than matmul.cu's 128 x 64 tiles (where two blocks a multiprocessor were
+** the only way to hide __syncthreads, 230 registers a thread leaving room for one).
+**
+** Persistent: block b takes tiles b, b + gridDim.x, ... (in culua/sm90.cuh's groups of
+** tile rows), and the ring runs on from one tile to the next, so the producer loads the
+** next tile while the consumers write this one: what LU's update (k = 128, C read and
+** written) spends most of its time on. The catalog launches one block a multiprocessor
+** (or, tune.dmma_persistent = false, one a tile). Where C is read (beta != 0), the
+** consumers ask L2 for their tile of C as they start it.
+**
+** Shared memory: A in 128 x 16 boxes (a row of 16 doubles is one 128-byte swizzle
+** span), B in 16 x 16 panels, eight a stage, each swizzled alike. The mma's k slots
+** are free to order, so slot s of a k-step of 8 is column (row) pi(s) = s / 2 + 4 (s % 2)
+** of A's (B's) tile: with the swizzle, every fragment read (8 bytes a lane) then takes
+** the two wavefronts its 256 bytes need, A's and B's alike.
+*/
+#define CULUA_DMMA_TMA_BM 128
+#define CULUA_DMMA_TMA_BN 128
+#define CULUA_DMMA_TMA_BK 16
+#define CULUA_DMMA_TMA_STAGES 6
+#define CULUA_DMMA_TMA_PANEL 16
+#define CULUA_DMMA_TMA_SWIZZLE 128
+#define CULUA_DMMA_TMA_SHARED(STAGES) ((STAGES) * (128 * 16 * 8 + 16 * 128 * 8) + 2 * (STAGES) * 8 + 1024)
+static_assert(CULUA_DMMA_TMA_BK * 8 == CULUA_DMMA_TMA_SWIZZLE && CULUA_DMMA_TMA_PANEL * 8 == CULUA_DMMA_TMA_SWIZZLE,
+              "a row of A's box and of B's panel is one swizzle span");
+
+/* byte offset of element (r, c) in a box of 128-byte rows, 128-byte swizzled */
+__device__ __forceinline__ unsigned swz128 (int r, int c) {
+  return r * 128 + ((((c >> 1) ^ (r & 7)) << 4) | ((c & 1) << 3));
+}
+
+extern "C" __global__ void __launch_bounds__(384, 1)
+culua_matmul_dmma_tma (int M, int N, int K, double alpha, const __grid_constant__ culua_tmap tmA,
+                       const __grid_constant__ culua_tmap tmB, double beta, double *C, int ldc) {
+  constexpr int BM = CULUA_DMMA_TMA_BM, BN = CULUA_DMMA_TMA_BN, BK = CULUA_DMMA_TMA_BK, P = CULUA_DMMA_TMA_PANEL;
+  constexpr int STAGES = CULUA_DMMA_TMA_STAGES, A_BYTES = BM * BK * 8, B_BYTES = BK * BN * 8, P_BYTES = BK * P * 8;
+  static_assert(CULUA_DMMA_TMA_SHARED(STAGES) == STAGES * (A_BYTES + B_BYTES) + 2 * STAGES * 8 + 1024, "shared memory");
+  extern __shared__ unsigned char smem_raw[];
+  const Ring<STAGES, A_BYTES, B_BYTES> ring(smem_raw);
+  ring.init(8);   /* a release a consumer warp */
+  const int tiles = ((M + BM - 1) / BM) * ((N + BN - 1) / BN), KT = (K + BK - 1) / BK;
+  if (threadIdx.x < 128) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 24;");
+    if (threadIdx.x == 0) {
+      int q = 0;
+      for (int b = blockIdx.x; b < tiles; b += gridDim.x, q += KT) {
+        int m0, n0;
+        tile_origin<BM, BN>(M, N, b, m0, n0);
+        ring.produce(q, KT, [&] (int s, int kt) {
+          tma_load(ring.abuf(s), &tmA, ring.full(s), kt * BK, m0);
+#pragma unroll
+          for (int p = 0; p < BN / P; p++) tma_load(ring.bbuf(s) + p * P_BYTES, &tmB, ring.full(s), n0 + p * P, kt * BK);
+        });
+      }
+    }
+    return;
+  }
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 240;");
+  const int ct = threadIdx.x - 128, warp = ct >> 5, lane = ct & 31, g = lane >> 2, t = lane & 3;
+  const int wm = (warp >> 2) * 64, wn = (warp & 3) * 32;   /* 2 x 4 warps of 64 x 32 */
+  const int pk = (t >> 1) + 4 * (t & 1);                   /* pi(t); pi(t + 4) = pi(t) + 2 */
+  const bool pairs = (ldc & 1) == 0 && ((size_t)C & 15) == 0;
+  /* the fragments are read as C++ loads (ldd: shared address a at smem_raw + a - s0), not asm
+  ** volatile: ptxas may then interleave a k-step's reads with the last one's products,
+  ** and the ring's waits and releases (asm volatile, "memory") still order them */
+  const unsigned s0 = smem_u32(smem_raw);
+  auto ldd = [&] (unsigned a) { return *(const double *)(smem_raw + (a - s0)); };
+  int q = 0;
+  for (int b = blockIdx.x; b < tiles; b += gridDim.x, q += KT) {
+    int m0, n0;
+    tile_origin<BM, BN>(M, N, b, m0, n0);
+    if (beta != 0.0)   /* C's tile into L2: 128 rows of 8 lines, 4 a thread */
+#pragma unroll
+      for (int e = ct; e < BM * (BN / 16); e += 256) {
+        const int r = m0 + e / (BN / 16), c = n0 + (e % (BN / 16)) * 16;
+        if (r < M && c < N) asm volatile("prefetch.global.L2 [%0];" :: "l"(C + (size_t)r * ldc + c));
+      }
+    double acc[4][4][4];
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+      for (int j = 0; j < 4; j++)
+#pragma unroll
+        for (int x = 0; x < 4; x++) acc[i][j][x] = 0.0;
+    for (int kt = 0; kt < KT; kt++) {
+      const int s = ring.wait(q + kt);
+      const unsigned as = ring.abuf(s), bs = ring.bbuf(s);
+#pragma unroll
+      for (int kk = 0; kk < BK; kk += 8) {
+        double a[4][4], bf[4][2];
+#pragma unroll
+        for (int i = 0; i < 4; i++) {   /* rows r and r + 8: both r % 8 == g */
+          const int r = wm + i * 16 + g;
+          a[i][0] = ldd(as + swz128(r, kk + pk));
+          a[i][1] = ldd(as + swz128(r + 8, kk + pk));
+          a[i][2] = ldd(as + swz128(r, kk + pk + 2));
+          a[i][3] = ldd(as + swz128(r + 8, kk + pk + 2));
+        }
+#pragma unroll
+        for (int j = 0; j < 4; j++) {   /* column n of panel n / 16, k rows kk + pi(t) and kk + pi(t + 4) */
+          const int n = wn + j * 8 + g;
+          const unsigned pb = bs + (n / P) * P_BYTES;
+          bf[j][0] = ldd(pb + swz128(kk + pk, n % P));
+          bf[j][1] = ldd(pb + swz128(kk + pk + 2, n % P));
+        }
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+#pragma unroll
+          for (int j = 0; j < 4; j++)
+            asm("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 "
+                         "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+                         : "+d"(acc[i][j][0]), "+d"(acc[i][j][1]), "+d"(acc[i][j][2]), "+d"(acc[i][j][3])
+                         : "d"(a[i][0]), "d"(a[i][1]), "d"(a[i][2]), "d"(a[i][3]), "d"(bf[j][0]), "d"(bf[j][1]));
+      }
+      __syncwarp();
+      if (lane == 0) mbar_arrive(ring.empty(s));
+    }
+    /* accumulators 2h and 2h + 1 of tile (i, j): row g (+8 for h = 1), columns 2t and 2t + 1 */
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+      for (int j = 0; j < 4; j++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+          const int r = m0 + wm + i * 16 + g + 8 * h, c = n0 + wn + j * 8 + 2 * t;
+          if (r >= M) continue;
+          const size_t at = (size_t)r * ldc + c;
+          double x = alpha * acc[i][j][2 * h], y = alpha * acc[i][j][2 * h + 1];
+          if (pairs && c + 1 < N) {
+            double2 *p = (double2 *)(C + at);
+            if (beta != 0.0) {
+              const double2 old = *p;
+              x += beta * old.x; y += beta * old.y;
+            }
+            *p = make_double2(x, y);
+          }
+          else {
+            if (c < N) C[at] = beta == 0.0 ? x : x + beta * C[at];
+            if (c + 1 < N) C[at + 1] = beta == 0.0 ? y : y + beta * C[at + 1];
+          }
+        }
+  }
+}
+
+/* }====================================================== */
+
+
 /* {====================================================== split-K */
 
 /* C = alpha * (W[0] + W[1] + ... + W[splits - 1]) + beta * C, the slices packed M x N

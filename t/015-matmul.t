@@ -213,7 +213,14 @@ do
   local tune = require("culua.catalog.matmul").tune
   local dmma = dev.major >= 8
   local shapes = {{1, 1, 1}, {17, 33, 65}, {300, 200, 100}, {130, 67, 1029}, {259, 301, 130},
-                  not T.sanitizer and {1000, 1000, 1000} or nil}
+                  {520, 390, 262}, not T.sanitizer and {1000, 1000, 1000} or nil}
+  -- the knobs (off by default) besides the tiles: tile rows in groups (matmul.tune.dmma_group;
+  -- 3 leaves a short last group at 300 and 520 rows), and on 9.0 the TMA-fed kernel where
+  -- lda and ldb are even (300x200x100, 520x390x262, 1000^3; odd ones fall back to mma.sync),
+  -- a block a multiprocessor, a block a tile, and two blocks that take turns over the tiles
+  -- (its ring going on from tile to tile, k-tiles 7, 17 and 63 a tile)
+  local knobs = {{"dmma_group", 3}, {"dmma_group", 2, "128x64w8"}, {"dmma_tma", true},
+                 {"dmma_tma", true, nil, false}, {"dmma_tma", true, nil, 2}}
   for _, s in ipairs(shapes) do
     local A, B, Cd, R = problem("float64", s[1], s[2], s[3], 5)
     local tag = ("float64 %dx%dx%d dmma"):format(s[1], s[3], s[2])
@@ -226,6 +233,17 @@ do
         tune.dmma_tile = nil
       end
     end
+    for _, kn in ipairs(knobs) do
+      local what = ("%s %s = %s%s%s"):format(tag, kn[1], tostring(kn[2]), kn[3] and ", tile " .. kn[3] or "",
+                                             kn[4] ~= nil and ", dmma_persistent = " .. tostring(kn[4]) or "")
+      if not dmma then
+        T.skip(what .. ": needs compute capability 8.0")
+      else
+        tune[kn[1]], tune.dmma_tile, tune.dmma_persistent = kn[2], kn[3], kn[4]
+        check(mm(A, B, Cd:fill(0 / 0), {variant = "dmma"}), R, 1e-13, what)
+        tune[kn[1]], tune.dmma_tile, tune.dmma_persistent = nil, nil, nil
+      end
+    end
     if dmma then check(mm(A, B, Cd:fill(0 / 0)), R, 1e-13, tag .. ": the float64 default") end
   end
   if dmma then
@@ -236,10 +254,29 @@ do
     local A, B = cuda.array("float64", {m, 29}):copy_from(hA), cuda.array("float64", {29, n}):copy_from(hB)
     -- beta = 0 (C not read), beta = +-alpha and others: C read in pairs or one at a time
     for _, ab in ipairs{{2.5, -0.5}, {-1, 1}, {0.5, -0.5}, {2, 2}, {1, 0}} do
-      local R = cuda.host_array("float64", {m, n}):copy_from(hC)
-      ref(hA, hB, R, ab[1], ab[2])
-      local Cd = cuda.array("float64", {m, n}):copy_from(hC)
-      check(mm(A, B, Cd, {variant = "dmma", alpha = ab[1], beta = ab[2]}), R, 1e-13, ("dmma: alpha %g, beta %g"):format(ab[1], ab[2]))
+      for _, kn in ipairs{{}, {"dmma_group", 2}, {"dmma_tma", true}} do
+        local R = cuda.host_array("float64", {m, n}):copy_from(hC)
+        ref(hA, hB, R, ab[1], ab[2])
+        local Cd = cuda.array("float64", {m, n}):copy_from(hC)
+        if kn[1] then tune[kn[1]] = kn[2] end
+        check(mm(A, B, Cd, {variant = "dmma", alpha = ab[1], beta = ab[2]}), R, 1e-13, ("dmma%s: alpha %g, beta %g"):format(
+              kn[1] and (" %s = %s"):format(kn[1], tostring(kn[2])) or "", ab[1], ab[2]))
+        if kn[1] then tune[kn[1]] = nil end
+      end
+    end
+    -- the TMA kernel's k-tiles with alpha and beta: rows of A and B 16 bytes apart
+    local hA2 = cuda.host_array("float64", {m, 30}):random(24, -1, 1)
+    local hB2 = cuda.host_array("float64", {30, 48}):random(25, -1, 1)
+    local hC2 = cuda.host_array("float64", {m, 48}):random(26, -1, 1)
+    local A2, B2 = cuda.array("float64", {m, 30}):copy_from(hA2), cuda.array("float64", {30, 48}):copy_from(hB2)
+    for _, ab in ipairs{{-1, 1}, {2.5, -0.5}} do
+      local R = cuda.host_array("float64", {m, 48}):copy_from(hC2)
+      ref(hA2, hB2, R, ab[1], ab[2])
+      local Cd = cuda.array("float64", {m, 48}):copy_from(hC2)
+      tune.dmma_tma = true
+      check(mm(A2, B2, Cd, {variant = "dmma", alpha = ab[1], beta = ab[2]}), R, 1e-13,
+            ("dmma_tma = true, 33x30x48: alpha %g, beta %g"):format(ab[1], ab[2]))
+      tune.dmma_tma = nil
     end
   end
 end
@@ -369,6 +406,16 @@ do
           for _, o in ipairs(dt == "float32" and variants32 or variants64) do
             run(o, o.variant == "tf32" and 5e-3 or tol, ("%s, alpha %g beta %g"):format(l[1], ab[1], ab[2]))
           end
+          -- dmma's knobs (matmul.tune): tile rows in groups; the TMA-fed kernel (9.0, where
+          -- the blocks start on 16 bytes) with one block over the tiles
+          if dt == "float64" and dev.major >= 8 then
+            local mtune = require("culua.catalog.matmul").tune
+            for _, kn in ipairs{{"dmma_group", 2}, {"dmma_tma", true}} do
+              mtune[kn[1]], mtune.dmma_persistent = kn[2], kn[1] == "dmma_tma" and 1 or nil
+              run({variant = "dmma"}, tol, ("%s, alpha %g beta %g, tune.%s"):format(l[1], ab[1], ab[2], kn[1]))
+              mtune[kn[1]], mtune.dmma_persistent = nil, nil
+            end
+          end
         end
       end
     end
@@ -381,7 +428,15 @@ do
     end
     local run64 = ld_case("float64", s[1], s[2], s[3], {one = {600, 600}}, {300, 0}, {0, 300}, {300, 300}, -1, 1)
     run64({variant = "fast"}, 1e-13, "C -= A*B")
-    if dev.major >= 8 then run64({variant = "dmma"}, 1e-13, "C -= A*B") end
+    if dev.major >= 8 then
+      run64({variant = "dmma"}, 1e-13, "C -= A*B")
+      local mtune = require("culua.catalog.matmul").tune
+      mtune.dmma_tma, mtune.dmma_persistent = true, 3
+      run64({variant = "dmma"}, 1e-13, "C -= A*B, tune.dmma_tma (3 blocks)")
+      mtune.dmma_tma, mtune.dmma_group, mtune.dmma_persistent = nil, 4, nil
+      run64({variant = "dmma"}, 1e-13, "C -= A*B, tune.dmma_group = 4")
+      mtune.dmma_group = nil
+    end
   end
   -- float32 fast without TMA stages C in shared memory where it is read (compute capability
   -- 9.0: matmul.tune.stage_c), and not with stage_c = false: both against the reference, in
@@ -475,6 +530,25 @@ for _, b in ipairs(bad) do
     for alt in (b[2] .. "|"):gmatch("(.-)|") do pass = pass or err:find(alt) ~= nil end
   end
   T.ok(pass, "refused: " .. b[3], err)
+end
+
+-- matmul.tune's dmma knobs refuse values that are no count (compute capability 8.0 and later)
+do
+  local mtune = require("culua.catalog.matmul").tune
+  local D = {cuda.array("float64", {4, 2}), cuda.array("float64", {2, 6}), cuda.array("float64", {4, 6})}
+  for _, c in ipairs{{"dmma_group", 0, "tune%.dmma_group must be a positive integer, got 0"},
+                     {"dmma_group", 2.5, "tune%.dmma_group must be a positive integer, got 2%.5"},
+                     {"dmma_persistent", "x", "tune%.dmma_persistent must be a boolean or a block count, got x"},
+                     {"dmma_persistent", 0, "tune%.dmma_persistent must be a boolean or a block count, got 0"}} do
+    if dev.major < 8 then
+      T.skip("refused: tune." .. c[1] .. " = " .. tostring(c[2]) .. ": dmma needs compute capability 8.0")
+    else
+      mtune[c[1]] = c[2]
+      local ok, err = pcall(mm, D[1], D[2], D[3], {variant = "dmma"})
+      mtune[c[1]] = nil
+      T.ok(not ok and err:find(c[3]) ~= nil, "refused: tune." .. c[1] .. " = " .. tostring(c[2]), err)
+    end
+  end
 end
 
 A, B, Cd, P = nil

@@ -186,7 +186,7 @@ for _, d in ipairs(core.instances("matmul", "CULUA_DMMA")) do
   local name, bm, bn, wm, wn, stages = table.unpack(d)
   dmma_tiles[name] = {bm, bn, wm * wn * 32, MK.CULUA_DMMA_SHARED(bm, bn, stages)}
 end
-M.tune = {dmma_tile = nil, stage_c = nil, lowp_sm90 = nil}
+M.tune = {dmma_tile = nil, dmma_group = nil, dmma_tma = nil, dmma_persistent = nil, stage_c = nil, lowp_sm90 = nil}
 
 -- 128 x 64 in 8 warps for k under 1024 (LU's update), in 4 warps past it, unless
 -- M.tune.dmma_tile says otherwise. On an H100 (bench/matmul.lua, session 13), TFLOP/s,
@@ -200,13 +200,59 @@ local function dmma_tile(k)
   return M.tune.dmma_tile or (k < 1024 and "128x64w8" or "128x64")
 end
 
+-- dmma on compute capability 9.0 fed by TMA (kernels/matmul_sm90.cu's culua_matmul_dmma_tma:
+-- 128 x 128 tiles, a producer warpgroup and two consumer warpgroups, persistent), where TMA
+-- can address A and B (16-byte aligned bases, rows 16 bytes apart) and M.tune.dmma_tma is
+-- true (nil: off until timed against cuBLAS; bench/matmul.lua prints both).
+-- M.tune.dmma_persistent: nil or true, a block a multiprocessor; false, a block a tile; a
+-- count, at most that many blocks (the tests take a few, so that each runs several tiles).
+local D9 = nil
+local function dmma_tma(dev, A, B, k, lda, ldb)
+  return M.tune.dmma_tma == true and dev.major == 9 and dev.minor == 0 and k > 0
+         and lda % 2 == 0 and ldb % 2 == 0 and A.ptr % 16 == 0 and B.ptr % 16 == 0
+end
+
+local function matmul_dmma_tma(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, opts)
+  D9 = D9 or core.constants("matmul_sm90")
+  local bm, bn, bk, panel, swz = D9.CULUA_DMMA_TMA_BM, D9.CULUA_DMMA_TMA_BN, D9.CULUA_DMMA_TMA_BK,
+                                 D9.CULUA_DMMA_TMA_PANEL, D9.CULUA_DMMA_TMA_SWIZZLE
+  local shared = D9.CULUA_DMMA_TMA_SHARED(D9.CULUA_DMMA_TMA_STAGES)
+  local kern = core.kernel("matmul_sm90", "culua_matmul_dmma_tma", nil, dev)
+  core.allow_shared(kern, shared)
+  local amap = A:tensor_map(bm, bk, swz, {rows = m, cols = k, stride = lda * 8})
+  local bmap = B:tensor_map(bk, panel, swz, {rows = k, cols = n, stride = ldb * 8})
+  local tiles = ceil_div(m, bm) * ceil_div(n, bn)
+  local p = M.tune.dmma_persistent
+  local grid = p == false and tiles or math.min(tiles, math.type(p) == "integer" and p or sm_count(dev))
+  kern:launch({grid = grid, block = 384, shared = shared, stream = opts.stream},
+              m, n, k, alpha, amap, bmap, beta, Cm, ldc)
+  return Cm
+end
+
+-- M.tune.dmma_group = G (nil or 1: off) launches the mma.sync kernels' grid G times as
+-- wide, which the kernel reads as groups of G tile rows walking C's columns together
+-- (kernels/matmul.cu's dmma): B is read from memory once a group, not once a tile row.
 local function matmul_dmma(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, opts)
+  local group, p = M.tune.dmma_group or 1, M.tune.dmma_persistent
+  if math.type(group) ~= "integer" or group < 1 then
+    fail("matmul", "tune.dmma_group must be a positive integer, got %s", tostring(group))
+  end
+  if not (p == nil or type(p) == "boolean" or (math.type(p) == "integer" and p >= 1)) then
+    fail("matmul", "tune.dmma_persistent must be a boolean or a block count, got %s", tostring(p))
+  end
+  if dmma_tma(dev, A, B, k, lda, ldb) then
+    return matmul_dmma_tma(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, opts)
+  end
   local shape = dmma_tile(k)
   local tile = dmma_tiles[shape]
   local v16 = lda % 2 == 0 and ldb % 2 == 0 and A.ptr % 16 == 0 and B.ptr % 16 == 0
   local kern = core.kernel("matmul", "culua_matmul_dmma_" .. shape .. (v16 and "_v16" or ""), nil, dev)
   core.allow_shared(kern, tile[4])
-  kern:launch({grid = {ceil_div(n, tile[2]), ceil_div(m, tile[1])}, block = tile[3], shared = tile[4], stream = opts.stream},
+  local tn, tm = ceil_div(n, tile[2]), ceil_div(m, tile[1])
+  group = math.min(group, tm)
+  local grid = {tn, tm}
+  if group > 1 then grid = {group * tn, ceil_div(tm, group)} end
+  kern:launch({grid = grid, block = tile[3], shared = tile[4], stream = opts.stream},
               m, n, k, alpha, A, B, beta, Cm, lda, ldb, ldc)
   return Cm
 end
@@ -479,7 +525,7 @@ M.info = {
            scale_a = "fp8 A and B: D = alpha * scale_a * scale_b * A*B + beta * C, as cuBLASLt's (default 1)",
            scale_b = "fp8 A and B: see scale_a",
            mma = "float16, bfloat16 (compute capability 8.0 and later) and fp8 (8.9 and later) on tensor cores, float32 sums; C in A's dtype or float32 (fp8: bfloat16, float16 or float32); float16 and bfloat16 on 9.0: wgmma fed by TMA where A and B rows are 16-byte aligned (tma = false: mma.sync; require('culua.catalog.matmul').tune.lowp_sm90 = 'ss' takes the kernel with both operands in shared memory, 'rs' (the default) B^T's fragments through registers)",
-           dmma = "float64 on tensor cores (compute capability 8.0 and later): 128 x 64 tiles; require('culua.catalog.matmul').tune.dmma_tile = '128x128', '128x64', '64x128' or '128x64w8' fixes the shape"},
+           dmma = "float64 on tensor cores (compute capability 8.0 and later): 128 x 64 tiles; require('culua.catalog.matmul').tune.dmma_tile = '128x128', '128x64', '64x128' or '128x64w8' fixes the shape; tune.dmma_group = G runs the tiles in groups of G tile rows (L2 reuse of B); on 9.0, tune.dmma_tma = true takes the TMA-fed kernel of 128 x 128 tiles (A and B rows 16-byte aligned; tune.dmma_persistent = false: a block a tile, a count: that many blocks)"},
   default = "fast (float64: dmma on compute capability 8.0 and later; float16, bfloat16 and fp8: mma, tensor cores with float32 sums)",
 }
 
