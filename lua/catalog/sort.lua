@@ -121,17 +121,29 @@ end
 -- with 4-byte values, and their small sorts' fused tiles; else built by NVRTC
 -- (-D values: the shape and that case alone; names say the shape). The -D
 -- values are made once a name: a small sort's host time is a few microseconds.
+-- An experiment (bench/depth.lua, issue 40): with M.tune.tag (letters and digits) every
+-- tile kernel is NVRTC's, built with M.tune.defines too ({"CULUA_SORT_LB_SLEEP=0", ...},
+-- kernels/sort.cu's knobs) under names ending _x<tag>; a tag names one set of defines.
+M.tune = {tag = nil, defines = nil}
 local defines_of = {}
 local function tile_kernel(what, a)
-  local name = ("culua_sort_%s_%s_%d%s%s"):format(what, case_of(a.kb, a.has_values, a.vb), a.items,
-                                                 a.threads ~= THREADS and "_t" .. a.threads or "",
-                                                 a.min_blocks and "_b" .. a.min_blocks or "")
+  local tag = M.tune.tag
+  if tag ~= nil and (type(tag) ~= "string" or not tag:match("^%w+$")) then
+    error(("cuda.catalog.sort: tune.tag must be letters and digits, got %s"):format(tostring(tag)), 0)
+  end
+  local name = ("culua_sort_%s_%s_%d%s%s%s"):format(what, case_of(a.kb, a.has_values, a.vb), a.items,
+                                                   a.threads ~= THREADS and "_t" .. a.threads or "",
+                                                   a.min_blocks and "_b" .. a.min_blocks or "", tag and "_x" .. tag or "")
   local defines = defines_of[name]
   if not defines then
     defines = {"CULUA_SORT_ITEMS=" .. a.items, "CULUA_SORT_KEY=" .. 8 * a.kb,
                "CULUA_SORT_VALUE=" .. (a.has_values and 8 * a.vb or 0)}
     if a.threads ~= THREADS then defines[#defines + 1] = "CULUA_SORT_THREADS=" .. a.threads end
     if a.min_blocks then defines[#defines + 1] = "CULUA_SORT_MINBLOCKS=" .. a.min_blocks end
+    if tag then
+      defines[#defines + 1] = "CULUA_SORT_TAG=" .. tag
+      for _, d in ipairs(M.tune.defines or {}) do defines[#defines + 1] = d end
+    end
     defines_of[name] = defines
   end
   return core.kernel(TILES, name, defines, a.dev)
