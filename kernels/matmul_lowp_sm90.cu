@@ -61,11 +61,6 @@
 
 using namespace culua::sm90;
 
-/* the descriptor of a K-major operand with 128-byte swizzle (8-row groups 1024 bytes apart) */
-__device__ __forceinline__ unsigned long long lowp_desc_k128 (unsigned addr) {
-  return (unsigned long long)((addr & 0x3FFFF) >> 4) | (1ull << 16) | ((unsigned long long)(1024 >> 4) << 32) | (1ull << 62);
-}
-
 __device__ __forceinline__ void lowp_ldsm_x4_trans (unsigned *r, unsigned addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
@@ -239,46 +234,6 @@ template <int TA>
 __device__ __forceinline__ void lowp_wgmma_ss (float *d, unsigned long long da, unsigned long long db) {
   if (TA == CULUA_BF16) LOWP_WGMMA_SS("bf16.bf16");
   else LOWP_WGMMA_SS("f16.f16");
-}
-
-/*
-** A consumer thread's part of C's tile, C's dtype TC: accumulator 4j + q is C's
-** row r (+8 for q >= 2), column c + 8j (+1 for odd q), so each is one of a pair
-** of neighbours in a row, written at once (4 or 8 bytes) where the pair is
-** aligned. (With C's dtype a run-time code here, the loop outgrew ptxas's
-** unrolling and the accumulators went to local memory.)
-*/
-template <int TC, int BN>
-__device__ __forceinline__ void lowp_ss_store (const float *d, int M, int N, int r, int c, float alpha, float beta,
-                                               void *C, int ldc) {
-  constexpr int ES = lowp_size<TC>::value;
-  char *c8 = (char *)C;
-  const bool pairs = ldc % 2 == 0 && ((unsigned long long)C & (2 * ES - 1)) == 0;
-#pragma unroll
-  for (int j = 0; j < BN / 8; j++)
-#pragma unroll
-    for (int h = 0; h < 2; h++) {
-      const int mm = r + 8 * h, nn = c + 8 * j;
-      if (mm < M && nn < N) {
-        char *p = c8 + ((size_t)mm * ldc + nn) * ES;
-        float v0 = alpha * d[4 * j + 2 * h], v1 = alpha * d[4 * j + 2 * h + 1];
-        if (pairs && nn + 1 < N) {
-          if (beta != 0.0f) {
-            float c0, c1;
-            lowp_load2<TC>(p, c0, c1);
-            v0 += beta * c0, v1 += beta * c1;
-          }
-          lowp_store2<TC>(p, v0, v1);
-        } else {
-          if (beta != 0.0f) v0 += beta * lowp_load<TC>(p);
-          lowp_store<TC>(p, v0);
-          if (nn + 1 < N) {
-            if (beta != 0.0f) v1 += beta * lowp_load<TC>(p + ES);
-            lowp_store<TC>(p + ES, v1);
-          }
-        }
-      }
-    }
 }
 
 template <int TA>

@@ -4,9 +4,9 @@ local T = require "culua.tap"
 local cuda = require "cuda"
 
 local list = cuda.catalog.list()
-T.is_deeply(list.families, {"matmul", "matmul_sm90", "matmul_sm90_fast", "matmul_lowp", "matmul_lowp_sm90", "barrier", "scan",
-                            "histogram", "sort", "sort_counts", "sort_multi", "solve", "lu", "lu_panel", "lu_multi", "triangular", "seed", "cast"},
-            "eighteen kernel files (cast: astype; matmul_lowp, matmul_lowp_sm90: float16, bfloat16, fp8; sort_multi: the sort over GPUs and ranks)")
+T.is_deeply(list.families, {"matmul", "matmul_sm90", "matmul_sm90_fast", "matmul_lowp", "matmul_lowp_sm90", "matmul_lowp_fp8",
+                            "barrier", "scan", "histogram", "sort", "sort_counts", "sort_multi", "solve", "lu", "lu_panel", "lu_multi", "triangular", "seed", "cast"},
+            "nineteen kernel files (cast: astype; matmul_lowp, matmul_lowp_sm90, matmul_lowp_fp8: float16, bfloat16, fp8; sort_multi: the sort over GPUs and ranks)")
 T.is_deeply(list.headers, {"culua/barrier.cuh", "culua/common.cuh", "culua/lowp.cuh", "culua/matmul_lowp.cuh", "culua/sm90.cuh",
                            "culua/solve.cuh", "culua/sort.cuh"}, "seven device headers (lowp, matmul_lowp: float16, bfloat16, fp8)")
 T.is_deeply(list.matmul.variants, {"naive", "row", "column", "tiled", "fast", "tf32", "dmma"}, "matmul variants")
@@ -51,7 +51,7 @@ local pb = cuda.compile(cuda._catalog.source("barrier"), {options = {"-std=c++17
 T.like(pb.ptx, "%.entry culua_xpx_grid", "the barrier family compiles by NVRTC")
 -- the Hopper families share <culua/sm90.cuh>, embedded like the other headers
 for _, fe in ipairs{{"matmul_sm90", "culua_matmul_tf32_wgmma"}, {"matmul_sm90_fast", "culua_matmul_fast_tma"},
-                    {"matmul_lowp_sm90", "culua_matmul_lowp_wgmma_bf16"}} do
+                    {"matmul_lowp_sm90", "culua_matmul_lowp_wgmma_bf16"}, {"matmul_lowp_fp8", "culua_matmul_lowp_fp8_e4m3_e5m2_n256s4"}} do
   local fam, entry = fe[1], fe[2]
   local p = cuda.compile(cuda._catalog.source(fam), {options = {"-std=c++17", "-arch=compute_90a", "-default-device"},
                                                   name = fam .. ".cu"})

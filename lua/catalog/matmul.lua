@@ -186,7 +186,8 @@ for _, d in ipairs(core.instances("matmul", "CULUA_DMMA")) do
   local name, bm, bn, wm, wn, stages = table.unpack(d)
   dmma_tiles[name] = {bm, bn, wm * wn * 32, MK.CULUA_DMMA_SHARED(bm, bn, stages)}
 end
-M.tune = {dmma_tile = nil, dmma_group = nil, dmma_tma = nil, dmma_persistent = nil, stage_c = nil, lowp_sm90 = nil}
+M.tune = {dmma_tile = nil, dmma_group = nil, dmma_tma = nil, dmma_persistent = nil, stage_c = nil, lowp_sm90 = nil,
+          fp8_tile = nil, fp8_persistent = nil, fp8_programmatic = nil}
 
 -- 128 x 64 in 8 warps for k under 1024 (LU's update), in 4 warps past it, unless
 -- M.tune.dmma_tile says otherwise. On an H100 (bench/matmul.lua, session 13), TFLOP/s,
@@ -316,6 +317,16 @@ local function lowp_check(fname, dev, A, B, Cm, opts)
   end
 end
 
+-- C's dtype as the wgmma kernels take it (culua/matmul_lowp.cuh's codes), read once
+local lowp_ctype = nil
+local function lowp_codes()
+  if not lowp_ctype then
+    local codes = core.constants("culua/matmul_lowp.cuh")
+    lowp_ctype = {float16 = codes.CULUA_F16, bfloat16 = codes.CULUA_BF16, float32 = codes.CULUA_F32}
+  end
+  return lowp_ctype
+end
+
 -- float16 and bfloat16 on compute capability 9.0: kernels/matmul_lowp_sm90.cu (wgmma fed by
 -- TMA) where TMA can address A and B (16-byte aligned first elements, rows a multiple of 16
 -- bytes apart), unless tma = false; C's dtype goes as a code (culua/matmul_lowp.cuh's CULUA_F16 ...).
@@ -326,14 +337,11 @@ end
 -- n = 4096 / 8192 0.215 / 1.509 ms against rs's 0.259 / 1.654 (0.87x / 0.94x cuBLAS
 -- against 0.70x / 0.86x; bfloat16 0.84x / 0.97x), the same results (two H200s' run,
 -- bench/RESULTS.md, session 26)
-local lowp_ctype = nil
 local LOWP90 = nil
 local lowp_sm90_kernels = nil
 local function matmul_lowp_sm90(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, opts)
   if not LOWP90 then
     LOWP90 = core.constants("matmul_lowp_sm90")
-    local codes = core.constants("culua/matmul_lowp.cuh")
-    lowp_ctype = {float16 = codes.CULUA_F16, bfloat16 = codes.CULUA_BF16, float32 = codes.CULUA_F32}
     lowp_sm90_kernels = {
       rs = {prefix = "culua_matmul_lowp_wgmma_", bm = LOWP90.LOWP_SM90_BM, bn = LOWP90.LOWP_SM90_BN,
             bk = LOWP90.LOWP_SM90_BK, shared = LOWP90.LOWP_SM90_SHARED},
@@ -351,16 +359,79 @@ local function matmul_lowp_sm90(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, be
   local amap = A:tensor_map(bm, bk, 128, {rows = m, cols = k, stride = lda * 2})
   local bmap = B:tensor_map(bk, 64, 128, {rows = k, cols = n, stride = ldb * 2})
   kern:launch({grid = ceil_div(m, bm) * ceil_div(n, bn), block = 384, shared = plan.shared, stream = opts.stream},
-              m, n, k, alpha, amap, bmap, beta, Cm, ldc, lowp_ctype[Cm.dtype])
+              m, n, k, alpha, amap, bmap, beta, Cm, ldc, lowp_codes()[Cm.dtype])
+  return Cm
+end
+
+-- fp8 on compute capability 9.0: kernels/matmul_lowp_fp8.cu, where TMA can address A and B
+-- as for 16-bit. fp8 wgmma reads B K-major, so B^T goes first into a scratch array (rows
+-- 16 bytes apart) by the file's transpose kernel, and the product (wgmma fed by TMA, 128 x
+-- BN tiles, S stages of 128 of K) reads A and B^T. Its tiles are the file's LOWP_FP8 lines:
+-- every pair of e4m3 and e5m2 in the first line's tile (the default), e4m3 x e4m3 in a
+-- few more. Knobs (bench/matmul_lowp.lua sweep times them), in M.tune:
+--   fp8_tile          "n256s4" (nil: the pair's default), "n256s3", "n128s4", "n128s6"
+--   fp8_persistent    nil or true: at most a block a multiprocessor, each taking tiles b,
+--                     b + grid, ... (the ring runs on from tile to tile); false: a block a
+--                     tile; an integer: at most that many blocks
+--   fp8_programmatic  nil or true: the product a programmatic dependent of the transpose
+--                     where the device can (its blocks set up while the transpose ends); false: not
+core.scratch_kind("fp8_bt", "uint8")
+local FP8 = nil
+local function fp8_plans()
+  if FP8 then return FP8 end
+  local K8 = core.constants("matmul_lowp_fp8")
+  FP8 = {bm = K8.LOWP_FP8_BM, bk = K8.LOWP_FP8_BK, threads = K8.LOWP_FP8_T_THREADS, ttile = K8.LOWP_FP8_T_TILE, pairs = {}}
+  for _, l in ipairs(core.instances("matmul_lowp_fp8", "LOWP_FP8")) do
+    local a, b, bn, stages = table.unpack(l)
+    local name = ("n%ds%d"):format(bn, stages)
+    local pair = FP8.pairs[a .. "_" .. b] or {default = name, tiles = {}, names = {}}
+    FP8.pairs[a .. "_" .. b] = pair
+    pair.tiles[name] = {bn = bn, stages = stages, shared = K8.LOWP_FP8_SHARED(bn, stages)}
+    pair.names[#pair.names + 1] = name
+  end
+  return FP8
+end
+M._fp8_plans = fp8_plans   -- (the tests and the bench read the tiles built)
+
+local function matmul_fp8_sm90(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, opts)
+  local P = fp8_plans()
+  local a, b = lowp_in[A.dtype], lowp_in[B.dtype]
+  local pair = P.pairs[a .. "_" .. b]
+  local tile = M.tune.fp8_tile or pair.default
+  local plan = pair.tiles[tile]
+  if not plan then
+    fail("matmul", "tune.fp8_tile is %s: %s x %s is built in %s", tostring(tile), A.dtype, B.dtype, table.concat(pair.names, ", "))
+  end
+  local pers = M.tune.fp8_persistent
+  if not (pers == nil or type(pers) == "boolean" or (math.type(pers) == "integer" and pers >= 1)) then
+    fail("matmul", "tune.fp8_persistent must be a boolean or a block count, got %s", tostring(pers))
+  end
+  local ldt = ceil_div(k, 16) * 16
+  local Bt = core.scratch("fp8_bt", dev, opts.stream, n * ldt)
+  local tr = core.kernel("matmul_lowp_fp8", "culua_matmul_lowp_fp8_transpose", nil, dev)
+  tr:launch({grid = {ceil_div(n, P.ttile), ceil_div(k, P.ttile)}, block = P.threads, stream = opts.stream},
+            k, n, B, ldb, Bt, ldt)
+  local kern = core.kernel("matmul_lowp_fp8", ("culua_matmul_lowp_fp8_%s_%s_%s"):format(a, b, tile), nil, dev)
+  core.allow_shared(kern, plan.shared)
+  -- A in 128 x 128 boxes, B^T in BN x 128: a row of 128 fp8 elements is one 128-byte swizzle
+  local amap = A:tensor_map(P.bm, P.bk, 128, {rows = m, cols = k, stride = lda})
+  local bmap = Bt:tensor_map(plan.bn, P.bk, 128, {rows = n, cols = k, stride = ldt})
+  local tiles = ceil_div(m, P.bm) * ceil_div(n, plan.bn)
+  local grid = pers == false and tiles or math.min(tiles, math.type(pers) == "integer" and pers or sm_count(dev))
+  kern:launch({grid = grid, block = 384, shared = plan.shared, stream = opts.stream,
+               programmatic = M.tune.fp8_programmatic ~= false and kern.programmatic},
+              m, n, k, alpha, amap, bmap, beta, Cm, ldc, lowp_codes()[Cm.dtype])
   return Cm
 end
 
 local LOWP = nil   -- kernels/matmul_lowp.cu's tile and shared memory, read once
 local function matmul_lowp(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, opts)
   local es = lowp_size[A.dtype]
-  if es == 2 and opts.tma ~= false and dev.major == 9 and dev.minor == 0 and k > 0
-     and (lda * 2) % 16 == 0 and (ldb * 2) % 16 == 0 and A.ptr % 16 == 0 and B.ptr % 16 == 0 then
-    return matmul_lowp_sm90(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, opts)
+  if opts.tma ~= false and dev.major == 9 and dev.minor == 0 and k > 0
+     and (lda * es) % 16 == 0 and (ldb * es) % 16 == 0 and A.ptr % 16 == 0 and B.ptr % 16 == 0 then
+    if es == 2 then return matmul_lowp_sm90(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, opts) end
+    -- (the transpose's grid has k / 256 rows of blocks, at most 65535)
+    if k <= 65535 * 256 then return matmul_fp8_sm90(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, opts) end
   end
   LOWP = LOWP or core.constants("matmul_lowp")
   local bm, bn = LOWP.LOWP_BM, LOWP.LOWP_BN

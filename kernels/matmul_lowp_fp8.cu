@@ -1,0 +1,260 @@
+/*
+** matmul_lowp_fp8.cu
+** The Hopper fp8 matmul: e4m3 and e5m2 A and B (any pair) on wgmma
+** (m64nNk32, float32 sums), fed by the Tensor Memory Accelerator, C in
+** float16, bfloat16 or float32. Built for sm_90a only; lua/catalog/matmul.lua
+** takes it on compute capability 9.0 where TMA can address A and B (first
+** elements 16-byte aligned, rows a multiple of 16 bytes apart), and
+** matmul_lowp.cu's mma.sync kernels elsewhere.
+**
+** fp8 wgmma reads both operands K-major from shared memory (it has no
+** transpose bit, which 16-bit wgmma uses for N-major B). Row-major A (M x K)
+** is K-major already; row-major B (K x N) is N-major, so a call runs two
+** kernels:
+**
+**   culua_matmul_lowp_fp8_transpose (int K, int N, const void *B, int ldb, void *Bt, int ldt)
+**     Bt = B^T, N x K, rows ldt bytes apart (ldt a multiple of 16, ldt >= K):
+**     256 threads, each a 16 x 16 block of bytes through registers
+**   culua_matmul_lowp_fp8_<a>_<b>_n<BN>s<S>
+**     (int M, int N, int K, float alpha, tensor map of A, tensor map of Bt, float beta,
+**      void *C, int ldc, int ctype)
+**     C = alpha * A * B + beta * C, as matmul_lowp_sm90.cu's kernels (C's
+**     dtype a code of culua/matmul_lowp.cuh, C not read when beta == 0);
+**     the catalog folds fp8's scales into alpha. 384 threads,
+**     LOWP_FP8_SHARED(BN, S) bytes of dynamic shared memory.
+**
+** Why a transpose before, not B transposed as it is loaded: the product reads
+** B^T's k-tiles from L2 once per row of tiles (M / 128 times), so transposing
+** them in the kernel would be that many times the work of transposing B once;
+** and the kernel already moves 48 KB of shared memory a k-tile through TMA and
+** wgmma, which a transpose in shared memory would add its read and write of B's
+** tile to. B^T once is a pass over K x N bytes at memory speed: at n = 4096, 32
+** MB read and written, some 8-11 us beside the product's 110-120 (7-9%); at 8192,
+** 128 MB, 30-45 us beside 740-900 (4-5%). bench/matmul_lowp.lua times it alone.
+** The product is launched as a programmatic dependent of the transpose (where
+** the catalog asks): its blocks set up while the transpose ends, and its
+** producer waits for B^T (griddepcontrol.wait) before its first copy.
+**
+** The product, as matmul_lowp_sm90.cu's ss: BM = 128 x BN tiles of C (BN 256 or
+** 128), K 128 bytes (128 elements) a stage, a ring of S stages in shared memory
+** (culua/sm90.cuh's Ring: full and empty mbarriers), one producer warpgroup
+** whose one thread issues the TMA copies, two consumer warpgroups each owning
+** 64 rows of the tile. A's 128 x 128 box and Bt's BN x 128 box land with TMA's
+** 128-byte swizzle: K-major operands of 128-byte rows, 8-row groups 1024 bytes
+** apart (culua/matmul_lowp.cuh's lowp_desc_k128 for both), a k32 step 32 bytes
+** along the rows. A consumer keeps two k-tiles of wgmmas in flight (wait_group
+** 1: a stage is released when the k-tile after it has been issued). The
+** blocks are persistent when the catalog launches fewer than the tiles: block
+** b takes tiles b, b + grid, ..., the ring's turns running on from one tile to
+** the next, so the producer fills the next tile's stages while the consumers
+** write C.
+**
+** Sums: each wgmma adds into the float32 accumulators directly, as the
+** mma.sync kernel and cuBLASLt's "fast accumulation" do (no promotion of
+** partial sums every few k-tiles: at 128 sums a thread there are no registers
+** for a second set).
+*/
+
+#include <culua/sm90.cuh>
+#include <culua/matmul_lowp.cuh>
+
+/* tiles (lua/catalog/matmul.lua reads these): 128 rows of C (two warpgroups of m64), K 128
+** bytes a stage; BN and the stages are each kernel's (LOWP_FP8 lines below) */
+#define LOWP_FP8_BM 128
+#define LOWP_FP8_BK 128
+#define LOWP_FP8_SHARED(BN, STAGES) ((STAGES) * (LOWP_FP8_BM * LOWP_FP8_BK + (BN) * LOWP_FP8_BK) + 2 * (STAGES) * 8 + 1024)
+/* the transpose: 256 threads, a 16 x 16 block of bytes each, 256 x 256 a block */
+#define LOWP_FP8_T_THREADS 256
+#define LOWP_FP8_T_TILE 256
+
+/* {====================================================== B^T */
+
+/* the bytes of row k's columns n .. n + 15 that lie below N (zeros past it), as 4 words */
+__device__ __forceinline__ void lowp_fp8_row_part (const unsigned char *row, int n, int N, unsigned *w) {
+  w[0] = w[1] = w[2] = w[3] = 0;
+  for (int e = 0; e < 16 && n + e < N; e++) w[e >> 2] |= (unsigned)row[n + e] << (8 * (e & 3));
+}
+
+/*
+** Thread (lane, warp) transposes the 16 x 16 bytes at rows k0 .., columns n0
+** ..: within a warp, 4 threads along N and 8 along K, so that a warp reads 64
+** contiguous bytes of 8 rows and writes 128 of 4. The 16 rows come as 4 words
+** each; each 4 x 4 block of bytes is transposed by byte permutes (as
+** matmul_lowp.cu's fp8 loads do); column n's 16 bytes go out as one 16-byte
+** store. Rows past K read as zeros, so Bt's bytes past K up to the next 16
+** are zeros (never read: the tensor map stops at K).
+*/
+extern "C" __global__ void __launch_bounds__(LOWP_FP8_T_THREADS)
+culua_matmul_lowp_fp8_transpose (int K, int N, const unsigned char *B, int ldb, unsigned char *Bt, int ldt) {
+  /* the product waits for all of this kernel (griddepcontrol.wait): its blocks may
+  ** take their places as soon as this kernel's blocks have all started */
+  culua_dep_release();
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int n0 = blockIdx.x * LOWP_FP8_T_TILE + ((warp & 3) * 4 + (lane & 3)) * 16;
+  const int k0 = blockIdx.y * LOWP_FP8_T_TILE + ((warp >> 2) * 8 + (lane >> 2)) * 16;
+  if (n0 >= N || k0 >= K) return;
+  unsigned v[16][4];
+  if (n0 + 16 <= N && k0 + 16 <= K) {   /* the whole block: 16-byte loads, B read once */
+#pragma unroll
+    for (int r = 0; r < 16; r++) {
+      const uint4 x = __ldcs((const uint4 *)(B + (size_t)(k0 + r) * ldb + n0));
+      v[r][0] = x.x, v[r][1] = x.y, v[r][2] = x.z, v[r][3] = x.w;
+    }
+  } else {
+#pragma unroll
+    for (int r = 0; r < 16; r++) {
+      if (k0 + r < K) lowp_fp8_row_part(B + (size_t)(k0 + r) * ldb, n0, N, v[r]);
+      else v[r][0] = v[r][1] = v[r][2] = v[r][3] = 0;
+    }
+  }
+  /* columns 4i .. 4i + 3: word j of column 4i + u holds rows 4j .. 4j + 3, byte u of word i of each */
+#pragma unroll
+  for (int i = 0; i < 4; i++) {
+    unsigned o[4][4];
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+      const unsigned w0 = v[4 * j][i], w1 = v[4 * j + 1][i], w2 = v[4 * j + 2][i], w3 = v[4 * j + 3][i];
+      const unsigned lo01 = __byte_perm(w0, w1, 0x5140), hi01 = __byte_perm(w0, w1, 0x7362);
+      const unsigned lo23 = __byte_perm(w2, w3, 0x5140), hi23 = __byte_perm(w2, w3, 0x7362);
+      o[0][j] = __byte_perm(lo01, lo23, 0x5410);
+      o[1][j] = __byte_perm(lo01, lo23, 0x7632);
+      o[2][j] = __byte_perm(hi01, hi23, 0x5410);
+      o[3][j] = __byte_perm(hi01, hi23, 0x7632);
+    }
+#pragma unroll
+    for (int u = 0; u < 4; u++) {
+      const int n = n0 + 4 * i + u;
+      if (n < N) *(uint4 *)(Bt + (size_t)n * ldt + k0) = make_uint4(o[u][0], o[u][1], o[u][2], o[u][3]);
+    }
+  }
+}
+
+/* }====================================================== */
+
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+
+using namespace culua::sm90;
+
+/* {====================================================== the product */
+
+/* the accumulators as asm operands: d[i] .. d[i + 63] */
+#define LOWP_D8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
+                   "+f"(d[i + 6]), "+f"(d[i + 7])
+#define LOWP_D64(i) LOWP_D8(i), LOWP_D8(i + 8), LOWP_D8(i + 16), LOWP_D8(i + 24), LOWP_D8(i + 32), LOWP_D8(i + 40), \
+                    LOWP_D8(i + 48), LOWP_D8(i + 56)
+#define LOWP_R64 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, " \
+  "%21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, " \
+  "%43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+#define LOWP_R128 LOWP_R64 ", %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, " \
+  "%81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, " \
+  "%102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, " \
+  "%120, %121, %122, %123, %124, %125, %126, %127"
+
+/* d (64 x BN, f32) += the 64 x 32 K-major tile at da * the 32 x BN tile at db, K-major too
+** (fp8 wgmma: d, a-desc, b-desc, scale-d, imm-scale-a, imm-scale-b; no transpose bits) */
+#define LOWP_FP8_WGMMA256(TYPES) \
+  asm volatile("wgmma.mma_async.sync.aligned.m64n256k32.f32." TYPES " {" LOWP_R128 "}, %128, %129, 1, 1, 1;\n" \
+               : LOWP_D64(0), LOWP_D64(64) : "l"(da), "l"(db))
+#define LOWP_FP8_WGMMA128(TYPES) \
+  asm volatile("wgmma.mma_async.sync.aligned.m64n128k32.f32." TYPES " {" LOWP_R64 "}, %64, %65, 1, 1, 1;\n" \
+               : LOWP_D64(0) : "l"(da), "l"(db))
+#define LOWP_FP8_WGMMA(BN, TYPES) \
+  do { if constexpr (BN == 256) LOWP_FP8_WGMMA256(TYPES); else LOWP_FP8_WGMMA128(TYPES); } while (0)
+
+template <int TA, int TB, int BN>
+__device__ __forceinline__ void lowp_fp8_wgmma (float *d, unsigned long long da, unsigned long long db) {
+  if (TA == CULUA_E4M3 && TB == CULUA_E4M3) LOWP_FP8_WGMMA(BN, "e4m3.e4m3");
+  else if (TA == CULUA_E4M3) LOWP_FP8_WGMMA(BN, "e4m3.e5m2");
+  else if (TB == CULUA_E4M3) LOWP_FP8_WGMMA(BN, "e5m2.e4m3");
+  else LOWP_FP8_WGMMA(BN, "e5m2.e5m2");
+}
+
+template <int TA, int TB, int BN, int STAGES>
+__device__ __forceinline__ void lowp_fp8 (int M, int N, int K, float alpha, const culua_tmap &tmA, const culua_tmap &tmB,
+                                          float beta, void *C, int ldc, int ctype) {
+  constexpr int BM = LOWP_FP8_BM, BK = LOWP_FP8_BK, R = BN / 2;   /* R: accumulators a consumer thread */
+  static_assert(BM == 2 * 64 && (BN == 256 || BN == 128) && BK == 128, "two warpgroups of m64nBN, one 128-byte row of K");
+  static_assert(LOWP_FP8_SHARED(BN, STAGES) <= 227 * 1024, "the ring fits a block's shared memory");
+  extern __shared__ unsigned char lowp_fp8_smem[];
+  const Ring<STAGES, BM * BK, BN * BK> ring(lowp_fp8_smem);
+  ring.init(2);   /* a stage is free once both consumer warpgroups have released it */
+  const int tiles = ((M + BM - 1) / BM) * ((N + BN - 1) / BN), KT = (K + BK - 1) / BK;
+  if (threadIdx.x < 128) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 24;");
+    if (threadIdx.x == 0) {
+      culua_dep_wait();   /* Bt is the kernel before's (a programmatic launch; else a no-op) */
+      int q = 0;
+      for (int t = blockIdx.x; t < tiles; t += gridDim.x, q += KT) {
+        int m0, n0;
+        tile_origin<BM, BN>(M, N, t, m0, n0);
+        ring.produce(q, KT, [&] (int s, int kt) {
+          tma_load(ring.abuf(s), &tmA, ring.full(s), kt * BK, m0);
+          tma_load(ring.bbuf(s), &tmB, ring.full(s), kt * BK, n0);
+        });
+      }
+    }
+    return;
+  }
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 240;");
+  const int ct = threadIdx.x - 128, wg = ct >> 7, warp = (ct >> 5) & 3, lane = ct & 31, g = lane >> 2, t4 = lane & 3;
+  /* this warpgroup's 64 rows of A's tile start 64 rows of 128 bytes in (a multiple of the swizzle's 1024) */
+  const unsigned arow = wg * 64 * BK;
+  float d[R];
+  int q = 0;
+  for (int t = blockIdx.x; t < tiles; t += gridDim.x, q += KT) {
+    int m0, n0;
+    tile_origin<BM, BN>(M, N, t, m0, n0);
+#pragma unroll
+    for (int i = 0; i < R; i++) d[i] = 0.0f;
+    int held = -1;   /* the stage whose wgmmas may still run */
+    for (int kt = 0; kt < KT; kt++) {
+      const int s = ring.wait(q + kt);
+      const unsigned as = ring.abuf(s) + arow, bs = ring.bbuf(s);
+      asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+      for (int kk = 0; kk < BK / 32; kk++)   /* k32 steps, 32 bytes along both tiles' rows */
+        lowp_fp8_wgmma<TA, TB, BN>(d, lowp_desc_k128(as + kk * 32), lowp_desc_k128(bs + kk * 32));
+      asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+      /* k-tile kt - 1's wgmmas are done once at most kt's are pending: its stage goes back */
+      asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+      if (held >= 0 && (ct & 127) == 0) mbar_arrive(ring.empty(held));
+      held = s;
+    }
+    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+    if (held >= 0 && (ct & 127) == 0) mbar_arrive(ring.empty(held));
+    const int r = m0 + wg * 64 + warp * 16 + g, c = n0 + 2 * t4;
+    if (ctype == CULUA_F32) lowp_ss_store<CULUA_F32, BN>(d, M, N, r, c, alpha, beta, C, ldc);
+    else if (ctype == CULUA_BF16) lowp_ss_store<CULUA_BF16, BN>(d, M, N, r, c, alpha, beta, C, ldc);
+    else lowp_ss_store<CULUA_F16, BN>(d, M, N, r, c, alpha, beta, C, ldc);
+  }
+}
+
+#endif
+
+/* culua_matmul_lowp_fp8_<a>_<b>_n<BN>s<STAGES>: the catalog reads these lines (core.instances) */
+#define LOWP_FP8_PARAMS int M, int N, int K, float alpha, const __grid_constant__ culua_tmap tmA, \
+                        const __grid_constant__ culua_tmap tmB, float beta, void *C, int ldc, int ctype
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define LOWP_FP8_BODY(a, b, BN, S) { lowp_fp8<CULUA_##a, CULUA_##b, BN, S>(M, N, K, alpha, tmA, tmB, beta, C, ldc, ctype); }
+#else
+#define LOWP_FP8_BODY(a, b, BN, S) { }
+#endif
+#define LOWP_FP8_KERNEL(a, b, BN, S, A, B) \
+  extern "C" __global__ void __launch_bounds__(384, 1) culua_matmul_lowp_fp8_##a##_##b##_n##BN##s##S (LOWP_FP8_PARAMS) \
+  LOWP_FP8_BODY(A, B, BN, S)
+#define LOWP_FP8(a, b, BN, S) LOWP_FP8_KERNEL(a, b, BN, S, LOWP_FP8_CODE_##a, LOWP_FP8_CODE_##b)
+#define LOWP_FP8_CODE_e4m3 E4M3
+#define LOWP_FP8_CODE_e5m2 E5M2
+
+/* every pair in the default tile (lua/catalog/matmul.lua's first line of a pair is its
+** default), and e4m3 x e4m3 in the others that tune.fp8_tile may pick (the bench's sweep) */
+LOWP_FP8(e4m3, e4m3, 256, 4)
+LOWP_FP8(e4m3, e5m2, 256, 4)
+LOWP_FP8(e5m2, e4m3, 256, 4)
+LOWP_FP8(e5m2, e5m2, 256, 4)
+LOWP_FP8(e4m3, e4m3, 256, 3)
+LOWP_FP8(e4m3, e4m3, 128, 4)
+LOWP_FP8(e4m3, e4m3, 128, 6)
+
+/* }====================================================== */
