@@ -48,6 +48,36 @@ for _, t in ipairs{"f16", "bf16", "ss_f16", "ss_bf16"} do
   T.is_deeply(cuda.signature(entries90, name), {"u32", "u32", "u32", "f32", "b8[128]", "b8[128]", "f32", "u64", "u32", "u32"},
               name .. " is prebuilt (sm_90a): two tensor maps by value")
 end
+-- fp8 on 9.0: the transpose and the products of kernels/matmul_lowp_fp8.cu (sm_90a), every
+-- pair in the default tile, and their PTX (NVRTC for compute_90a) on wgmma's fp8 shapes
+local entries8 = cuda._catalog.entries("matmul_lowp_fp8")
+T.is_deeply(cuda.signature(entries8, "culua_matmul_lowp_fp8_transpose"), {"u32", "u32", "u64", "u32", "u64", "u32"},
+            "culua_matmul_lowp_fp8_transpose is prebuilt")
+local fp8_plans = mmod._fp8_plans()
+local n8 = core.constants("matmul_lowp_fp8")
+for _, pair in ipairs{"e4m3_e4m3", "e4m3_e5m2", "e5m2_e4m3", "e5m2_e5m2"} do
+  local p = fp8_plans.pairs[pair]
+  T.is(p and p.default, "n256s4", pair .. ": built, 128 x 256 tiles and 4 stages by default")
+  for _, tile in ipairs(p and p.names or {}) do
+    local name = ("culua_matmul_lowp_fp8_%s_%s"):format(pair, tile)
+    T.is_deeply(cuda.signature(entries8, name), {"u32", "u32", "u32", "f32", "b8[128]", "b8[128]", "f32", "u64", "u32", "u32"},
+                name .. " is prebuilt (sm_90a): two tensor maps by value")
+    local t = p.tiles[tile]
+    T.ok(t.shared == t.stages * (n8.LOWP_FP8_BM + t.bn) * n8.LOWP_FP8_BK + 2 * t.stages * 8 + 1024 and t.shared <= 227 * 1024,
+         name .. ": LOWP_FP8_SHARED, the ring and its barriers, within 227 KiB")
+  end
+end
+T.is_deeply(fp8_plans.pairs.e4m3_e4m3.names, {"n256s4", "n256s3", "n128s4", "n128s6"}, "e4m3 x e4m3: the sweep's tiles too")
+do
+  local p = cuda.compile(cuda._catalog.source("matmul_lowp_fp8"), {options = {"-std=c++17", "-arch=compute_90a"},
+                                                                    name = "matmul_lowp_fp8.cu"})
+  for _, ins in ipairs{"m64n256k32.f32.e4m3.e4m3", "m64n256k32.f32.e4m3.e5m2", "m64n256k32.f32.e5m2.e4m3",
+                       "m64n256k32.f32.e5m2.e5m2", "m64n128k32.f32.e4m3.e4m3"} do
+    T.like(p.ptx, "wgmma%.mma_async%.sync%.aligned%." .. ins:gsub("%.", "%%."), "the fp8 PTX has wgmma " .. ins)
+  end
+  T.like(p.ptx, "cp%.async%.bulk%.tensor%.2d", "  fed by TMA")
+  T.like(p.ptx, "griddepcontrol%.wait", "  waiting for the transpose (a programmatic dependent)")
+end
 local n90 = core.constants("matmul_lowp_sm90")
 for _, p in ipairs{"LOWP_SM90", "LOWP_SS"} do
   local bm, bn, bk, st, sh = n90[p .. "_BM"], n90[p .. "_BN"], n90[p .. "_BK"], n90[p .. "_STAGES"], n90[p .. "_SHARED"]
@@ -140,9 +170,11 @@ T.gpu_part(function ()
   local configs = {{"float16", "float16", "float16"}, {"float16", "float16", "float32"},
                    {"bfloat16", "bfloat16", "bfloat16"}, {"bfloat16", "bfloat16", "float32"}}
   if cc >= 89 then
+    -- e4m3 x e4m3 and e4m3 x e5m2 into every C dtype; the other pairs once
     for _, c in ipairs{{"float8_e4m3", "float8_e4m3", "bfloat16"}, {"float8_e4m3", "float8_e5m2", "bfloat16"},
                        {"float8_e4m3", "float8_e4m3", "float16"}, {"float8_e4m3", "float8_e5m2", "float32"},
-                       {"float8_e5m2", "float8_e4m3", "float32"}} do
+                       {"float8_e4m3", "float8_e4m3", "float32"}, {"float8_e4m3", "float8_e5m2", "float16"},
+                       {"float8_e5m2", "float8_e4m3", "float32"}, {"float8_e5m2", "float8_e5m2", "bfloat16"}} do
       configs[#configs + 1] = c
     end
   else
@@ -153,8 +185,12 @@ T.gpu_part(function ()
   -- m, n, k: odd ones (element-by-element copies), and rows of whole 16 bytes (cp.async)
   -- (on 9.0, float16 and bfloat16 with rows of whole 16 bytes take wgmma; tma = false, mma.sync)
   -- (and on 9.0 both wgmma kernels, rs and ss: tune.lowp_sm90; 140 x 48 x 264 is one k-tile)
+  -- (fp8 on 9.0: k and n multiples of 16 take B^T and wgmma, 64 x 512 x 256, 255 x 1040 x 48,
+  -- 200 x 336 x 272 and 392 x 1040 x 528, the rest mma.sync; and the persistent blocks taking
+  -- several tiles each (tune.fp8_persistent = 3, not a programmatic launch: "fp8 grid 3"))
   local sizes = {{1, 1, 1}, {17, 33, 65}, {257, 129, 31}, {130, 136, 72}, {64, 256, 512}, {255, 48, 1040},
-                 {300, 520, 200}, {513, 264, 1000}, {140, 264, 48}, {0, 5, 7}, {9, 7, 0}}
+                 {300, 520, 200}, {513, 264, 1000}, {140, 264, 48}, {200, 272, 336}, {392, 528, 1040},
+                 {0, 5, 7}, {9, 7, 0}}
   if not T.sanitizer then sizes[#sizes + 1] = {1000, 999, 1001} end
   local stream = cuda.stream()
   for _, cfg in ipairs(configs) do
@@ -162,7 +198,7 @@ T.gpu_part(function ()
     local fp8 = da:find("float8") ~= nil
     local scale = fp8 and {scale_a = 0.5, scale_b = 4} or {}
     -- the paths: the wgmma kernels by name (tune.lowp_sm90), or false (tma = false: mma.sync)
-    local paths = (not fp8 and cc == 90) and {"rs", "ss", false} or {"default"}
+    local paths = cc ~= 90 and {"default"} or fp8 and {"default", "fp8 grid 3", false} or {"rs", "ss", false}
     for si, s in ipairs(sizes) do
       local m, n, k = s[1], s[2], s[3]
       local seed = 100 * si + #da
@@ -185,7 +221,9 @@ T.gpu_part(function ()
         local tag = ("%s x %s -> %s, %dx%dx%d%s"):format(da, db, dc, m, k, n,
                                                       tma == "default" and "" or tma and ", wgmma " .. tma or ", tma = false")
         scale.tma = (not tma) and false or nil
-        mmod.tune.lowp_sm90 = tma ~= "default" and tma or nil
+        mmod.tune.lowp_sm90 = (tma == "rs" or tma == "ss") and tma or nil
+        mmod.tune.fp8_persistent = tma == "fp8 grid 3" and 3 or nil
+        mmod.tune.fp8_programmatic = tma ~= "fp8 grid 3"
         if m == 0 or n == 0 then
           Cd:fill(7)
           mm(A, B, Cd, {alpha = 2, scale_a = scale.scale_a, scale_b = scale.scale_b, tma = scale.tma})
@@ -206,14 +244,16 @@ T.gpu_part(function ()
       end
     end
     scale.tma = nil
-    mmod.tune.lowp_sm90 = nil
+    mmod.tune.lowp_sm90, mmod.tune.fp8_persistent, mmod.tune.fp8_programmatic = nil, nil, nil
 
     -- blocks of larger matrices (lda, ldb, ldc past the rows) through views that start off
     -- 16 bytes: the element-by-element path; and at 16-byte offsets, the cp.async one (on 9.0,
     -- 16-bit: wgmma, ldc odd: C written an element at a time). The last: n odd, rows 16
     -- bytes apart (ldb) and ldc even: on 9.0 ss writes pairs of C but the last column.
+    -- (fp8 on 9.0: the second and the fourth take B^T and wgmma, the fourth with n odd)
     local blocks = {{3, 70, 40, 96, 112, 64, 45}, {fp8 and 16 or 8, 70, 40, 96, 112, 64, 45},
                     {fp8 and 16 or 8, 200, 131, 136, 136, 136, 132}}
+    if fp8 then blocks[4] = {16, 200, 131, 136, 144, 144, 132} end
     for bi, b in ipairs(blocks) do
       for _, kern in ipairs((not fp8 and cc == 90 and bi > 1) and {"rs", "ss"} or {"default"}) do
         mmod.tune.lowp_sm90 = kern ~= "default" and kern or nil
@@ -256,6 +296,41 @@ T.gpu_part(function ()
       T.lives_ok(function () mm(a, a, a) end, "tune.lowp_sm90 is not asked off 9.0")
     end
     mmod.tune.lowp_sm90 = nil
+  end
+
+  -- fp8 on 9.0: every tile tune.fp8_tile may pick (the bench's sweep), a block a tile
+  -- (fp8_persistent = false), and the knobs' refusals
+  if cc == 90 then
+    local m, n, k = 392, 528, 1040
+    local hA = cuda.host_array("float8_e4m3", {m, k}):random(31, -1, 1)
+    local hB = cuda.host_array("float8_e4m3", {k, n}):random(32, -1, 1)
+    local hC = cuda.host_array("bfloat16", {m, n}):random(33, -1, 1)
+    local R = cuda.host_array("float64", {m, n}):copy_from(hC:totable())
+    ref(hA, hB, R, 2, -0.5, 0.25, 2)
+    local A, B = cuda.array("float8_e4m3", {m, k}):copy_from(hA), cuda.array("float8_e4m3", {k, n}):copy_from(hB)
+    local Cd = cuda.array("bfloat16", {m, n})
+    local runs = {}
+    for _, tile in ipairs(mmod._fp8_plans().pairs.e4m3_e4m3.names) do runs[#runs + 1] = {tile, nil} end
+    runs[#runs + 1] = {nil, false}
+    for _, r in ipairs(runs) do
+      mmod.tune.fp8_tile, mmod.tune.fp8_persistent = r[1], r[2]
+      Cd:copy_from(hC)
+      mm(A, B, Cd, {alpha = 2, beta = -0.5, scale_a = 0.25, scale_b = 2})
+      local _, _, rel = cuda.compare(Cd, R)
+      T.ok(rel <= tolerance("float8_e4m3", "bfloat16", k), ("fp8 %dx%dx%d, tune.fp8_tile %s%s: error %.2e"):format(
+           m, k, n, r[1] or "default", r[2] == false and ", a block a tile" or "", rel))
+    end
+    mmod.tune.fp8_tile, mmod.tune.fp8_persistent = "n64s2", nil
+    T.error_like(function () mm(A, B, Cd) end, "tune%.fp8_tile is n64s2: float8_e4m3 x float8_e4m3 is built in n256s4, n256s3",
+                 "tune.fp8_tile unknown: refused, naming those built")
+    mmod.tune.fp8_tile = "n128s4"
+    local B5 = cuda.array("float8_e5m2", {k, n})
+    T.error_like(function () mm(A, B5, Cd) end, "tune%.fp8_tile is n128s4: float8_e4m3 x float8_e5m2 is built in n256s4",
+                 "tune.fp8_tile not built for e4m3 x e5m2: refused")
+    mmod.tune.fp8_tile, mmod.tune.fp8_persistent = nil, 0
+    T.error_like(function () mm(A, B, Cd) end, "tune%.fp8_persistent must be a boolean or a block count, got 0", "tune.fp8_persistent 0: refused")
+    mmod.tune.fp8_persistent = nil
+    A, B, B5, Cd = nil
   end
 
   -- the refusals with device arrays (t/029 has them too)
