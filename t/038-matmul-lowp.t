@@ -1,4 +1,4 @@
--- cuda.catalog.matmul in low precision (kernels/matmul_lowp.cu): float16 and bfloat16 A and B
+-- cuda.catalog.matmul in low precision (kernels/matmul_lowp*.cu): float16 and bfloat16 A and B
 -- with float32 sums, fp8 (e4m3, e5m2) with scales; against the float64 CPU reference.
 -- Without a GPU: the kernels' NVRTC compiles and signatures, the reference, the refusals.
 local T = require "culua.tap"
