@@ -170,41 +170,106 @@ __device__ __forceinline__ void lowp_fp8_wgmma (float *d, unsigned long long da,
   else LOWP_FP8_WGMMA(BN, "e5m2.e5m2");
 }
 
-template <int TA, int TB, int BN, int STAGES>
+/* {------ clusters of two: B^T's tile shared by two blocks (tiles one above the other) */
+
+__device__ __forceinline__ unsigned lowp_cluster_rank () {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+
+/* every thread of both blocks: what was done before is seen after (the barriers made,
+** the other's copies and arrivals done) */
+__device__ __forceinline__ void lowp_cluster_sync () {
+  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;" ::: "memory");
+}
+
+/* arrive on the mbarrier at bar (this block's address) in block `rank` of the cluster */
+__device__ __forceinline__ void lowp_arrive_in (unsigned bar, unsigned rank) {
+  asm volatile("{\n.reg .b32 r;\nmapa.shared::cluster.u32 r, %0, %1;\n"
+               "mbarrier.arrive.shared::cluster.b64 _, [r];\n}" :: "r"(bar), "r"(rank) : "memory");
+}
+
+/* tma_load into the same place of every block in mask, each block's bar told of its bytes */
+__device__ __forceinline__ void lowp_tma_load_mc (unsigned dst, const culua_tmap *map, unsigned bar, int c0, int c1,
+                                                  unsigned short mask) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+               " [%0], [%1, {%2, %3}], [%4], %5;"
+               :: "r"(dst), "l"(map), "r"(c0), "r"(c1), "r"(bar), "h"(mask) : "memory");
+}
+
+/* ------} */
+
+/*
+** CL = 2: blocks in clusters of two (along the grid), the pair taking two
+** tiles one above the other (256 x BN of C; tile_origin over pairs), whose
+** B^T tile is the same: each block's producer copies its half of it (BN / 2
+** rows) into both blocks at once (TMA multicast) and A's tile into its own, so
+** a block reads 3/4 of what it would alone from L2. A block's full barrier
+** still counts the whole stage's bytes; a stage is free once all four
+** consumer warpgroups of the pair have released it (each arrives in both
+** blocks), since either producer writes into both. The pair meets after the
+** barriers are made and before either leaves (no copy or arrival into a block
+** that is gone).
+*/
+template <int TA, int TB, int BN, int STAGES, int CL>
 __device__ __forceinline__ void lowp_fp8 (int M, int N, int K, float alpha, const culua_tmap &tmA, const culua_tmap &tmB,
                                           float beta, void *C, int ldc, int ctype) {
   constexpr int BM = LOWP_FP8_BM, BK = LOWP_FP8_BK, R = BN / 2;   /* R: accumulators a consumer thread */
   static_assert(BM == 2 * 64 && (BN == 256 || BN == 128) && BK == 128, "two warpgroups of m64nBN, one 128-byte row of K");
   static_assert(LOWP_FP8_SHARED(BN, STAGES) <= 227 * 1024, "the ring fits a block's shared memory");
+  static_assert(CL == 1 || CL == 2, "clusters of one or two blocks");
   extern __shared__ unsigned char lowp_fp8_smem[];
   const Ring<STAGES, BM * BK, BN * BK> ring(lowp_fp8_smem);
-  ring.init(2);   /* a stage is free once both consumer warpgroups have released it */
-  const int tiles = ((M + BM - 1) / BM) * ((N + BN - 1) / BN), KT = (K + BK - 1) / BK;
+  ring.init(2 * CL);   /* a stage is free once the consumer warpgroups of the cluster have released it */
+  const unsigned cr = CL > 1 ? lowp_cluster_rank() : 0;
+  if (CL > 1) lowp_cluster_sync();
+  /* this block's tiles: CL tiles one above the other a turn of the cluster's loop */
+  const int units = ((M + CL * BM - 1) / (CL * BM)) * ((N + BN - 1) / BN), KT = (K + BK - 1) / BK;
+  const int first = blockIdx.x / CL, stride = gridDim.x / CL;
   if (threadIdx.x < 128) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 24;");
+    /* (a cluster's producer spilled at 24 registers: 40, and the consumers 232) */
+    if (CL == 1) asm volatile("setmaxnreg.dec.sync.aligned.u32 24;");
+    else asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
     if (threadIdx.x == 0) {
       culua_dep_wait();   /* Bt is the kernel before's (a programmatic launch; else a no-op) */
       int q = 0;
-      for (int t = blockIdx.x; t < tiles; t += gridDim.x, q += KT) {
+      for (int t = first; t < units; t += stride, q += KT) {
         int m0, n0;
-        tile_origin<BM, BN>(M, N, t, m0, n0);
+        tile_origin<CL * BM, BN>(M, N, t, m0, n0);
+        m0 += cr * BM;
         ring.produce(q, KT, [&] (int s, int kt) {
           tma_load(ring.abuf(s), &tmA, ring.full(s), kt * BK, m0);
-          tma_load(ring.bbuf(s), &tmB, ring.full(s), kt * BK, n0);
+          if (CL == 1) tma_load(ring.bbuf(s), &tmB, ring.full(s), kt * BK, n0);
+          else lowp_tma_load_mc(ring.bbuf(s) + cr * (BN / 2) * BK, &tmB, ring.full(s), kt * BK, n0 + cr * (BN / 2), 3);
         });
       }
     }
+    if (CL > 1) {
+      __syncwarp();
+      lowp_cluster_sync();
+    }
     return;
   }
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 240;");
+  if (CL == 1) asm volatile("setmaxnreg.inc.sync.aligned.u32 240;");
+  else asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
   const int ct = threadIdx.x - 128, wg = ct >> 7, warp = (ct >> 5) & 3, lane = ct & 31, g = lane >> 2, t4 = lane & 3;
   /* this warpgroup's 64 rows of A's tile start 64 rows of 128 bytes in (a multiple of the swizzle's 1024) */
   const unsigned arow = wg * 64 * BK;
   float d[R];
+  /* a stage goes back to every block of the cluster (one thread a warpgroup) */
+  auto release = [&] (int s) {
+    if ((ct & 127) == 0) {
+      if (CL == 1) mbar_arrive(ring.empty(s));
+      else
+        for (unsigned r = 0; r < CL; r++) lowp_arrive_in(ring.empty(s), r);
+    }
+  };
   int q = 0;
-  for (int t = blockIdx.x; t < tiles; t += gridDim.x, q += KT) {
+  for (int t = first; t < units; t += stride, q += KT) {
     int m0, n0;
-    tile_origin<BM, BN>(M, N, t, m0, n0);
+    tile_origin<CL * BM, BN>(M, N, t, m0, n0);
+    m0 += cr * BM;
 #pragma unroll
     for (int i = 0; i < R; i++) d[i] = 0.0f;
     int held = -1;   /* the stage whose wgmmas may still run */
@@ -218,36 +283,41 @@ __device__ __forceinline__ void lowp_fp8 (int M, int N, int K, float alpha, cons
       asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
       /* k-tile kt - 1's wgmmas are done once at most kt's are pending: its stage goes back */
       asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
-      if (held >= 0 && (ct & 127) == 0) mbar_arrive(ring.empty(held));
+      if (held >= 0) release(held);
       held = s;
     }
     asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-    if (held >= 0 && (ct & 127) == 0) mbar_arrive(ring.empty(held));
+    if (held >= 0) release(held);
     const int r = m0 + wg * 64 + warp * 16 + g, c = n0 + 2 * t4;
     if (ctype == CULUA_F32) lowp_ss_store<CULUA_F32, BN>(d, M, N, r, c, alpha, beta, C, ldc);
     else if (ctype == CULUA_BF16) lowp_ss_store<CULUA_BF16, BN>(d, M, N, r, c, alpha, beta, C, ldc);
     else lowp_ss_store<CULUA_F16, BN>(d, M, N, r, c, alpha, beta, C, ldc);
   }
+  if (CL > 1) lowp_cluster_sync();
 }
 
 #endif
 
-/* culua_matmul_lowp_fp8_<a>_<b>_n<BN>s<STAGES>: the catalog reads these lines (core.instances) */
+/* culua_matmul_lowp_fp8_<a>_<b>_n<BN>s<S>[c<CL>]: the catalog reads these lines (core.instances) */
 #define LOWP_FP8_PARAMS int M, int N, int K, float alpha, const __grid_constant__ culua_tmap tmA, \
                         const __grid_constant__ culua_tmap tmB, float beta, void *C, int ldc, int ctype
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#define LOWP_FP8_BODY(a, b, BN, S) { lowp_fp8<CULUA_##a, CULUA_##b, BN, S>(M, N, K, alpha, tmA, tmB, beta, C, ldc, ctype); }
+#define LOWP_FP8_BODY(a, b, BN, S, CL) \
+  { lowp_fp8<CULUA_##a, CULUA_##b, BN, S, CL>(M, N, K, alpha, tmA, tmB, beta, C, ldc, ctype); }
 #else
-#define LOWP_FP8_BODY(a, b, BN, S) { }
+#define LOWP_FP8_BODY(a, b, BN, S, CL) { }
 #endif
-#define LOWP_FP8_KERNEL(a, b, BN, S, A, B) \
-  extern "C" __global__ void __launch_bounds__(384, 1) culua_matmul_lowp_fp8_##a##_##b##_n##BN##s##S (LOWP_FP8_PARAMS) \
-  LOWP_FP8_BODY(A, B, BN, S)
-#define LOWP_FP8(a, b, BN, S) LOWP_FP8_KERNEL(a, b, BN, S, LOWP_FP8_CODE_##a, LOWP_FP8_CODE_##b)
+#define LOWP_FP8_KERNEL(name, a, b, BN, S, CL) \
+  extern "C" __global__ void __launch_bounds__(384, 1) name (LOWP_FP8_PARAMS) LOWP_FP8_BODY(a, b, BN, S, CL)
 #define LOWP_FP8_CODE_e4m3 E4M3
 #define LOWP_FP8_CODE_e5m2 E5M2
+/* a block alone, and in clusters of CL (launched so by the catalog) */
+#define LOWP_FP8(a, b, BN, S) \
+  LOWP_FP8_KERNEL(culua_matmul_lowp_fp8_##a##_##b##_n##BN##s##S, LOWP_FP8_CODE_##a, LOWP_FP8_CODE_##b, BN, S, 1)
+#define LOWP_FP8_CLUSTER(a, b, BN, S, CL) \
+  LOWP_FP8_KERNEL(culua_matmul_lowp_fp8_##a##_##b##_n##BN##s##S##c##CL, LOWP_FP8_CODE_##a, LOWP_FP8_CODE_##b, BN, S, CL)
 
-/* every pair in the default tile (lua/catalog/matmul.lua's first line of a pair is its
+/* every pair in the default tile (lua/catalog/matmul.lua takes a pair's first line as its
 ** default), and e4m3 x e4m3 in the others that tune.fp8_tile may pick (the bench's sweep) */
 LOWP_FP8(e4m3, e4m3, 256, 4)
 LOWP_FP8(e4m3, e5m2, 256, 4)
@@ -256,5 +326,6 @@ LOWP_FP8(e5m2, e5m2, 256, 4)
 LOWP_FP8(e4m3, e4m3, 256, 3)
 LOWP_FP8(e4m3, e4m3, 128, 4)
 LOWP_FP8(e4m3, e4m3, 128, 6)
+LOWP_FP8_CLUSTER(e4m3, e4m3, 256, 4, 2)
 
 /* }====================================================== */

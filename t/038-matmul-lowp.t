@@ -67,7 +67,9 @@ for _, pair in ipairs{"e4m3_e4m3", "e4m3_e5m2", "e5m2_e4m3", "e5m2_e5m2"} do
          name .. ": LOWP_FP8_SHARED, the ring and its barriers, within 227 KiB")
   end
 end
-T.is_deeply(fp8_plans.pairs.e4m3_e4m3.names, {"n256s4", "n256s3", "n128s4", "n128s6"}, "e4m3 x e4m3: the sweep's tiles too")
+T.is_deeply(fp8_plans.pairs.e4m3_e4m3.names, {"n256s4", "n256s3", "n128s4", "n128s6", "n256s4c2"},
+            "e4m3 x e4m3: the sweep's tiles too, and clusters of two")
+T.is(fp8_plans.pairs.e4m3_e4m3.tiles.n256s4c2.cluster, 2, "  n256s4c2: clusters of two blocks")
 do
   local p = cuda.compile(cuda._catalog.source("matmul_lowp_fp8"), {options = {"-std=c++17", "-arch=compute_90a"},
                                                                     name = "matmul_lowp_fp8.cu"})
@@ -299,9 +301,11 @@ T.gpu_part(function ()
   end
 
   -- fp8 on 9.0: every tile tune.fp8_tile may pick (the bench's sweep), a block a tile
-  -- (fp8_persistent = false), and the knobs' refusals
+  -- (fp8_persistent = false), clusters of two taking several pairs of tiles (one cluster:
+  -- fp8_persistent = 3), and the knobs' refusals; m = 300 is 3 rows of tiles, so a
+  -- cluster's last pair has a tile below C
   if cc == 90 then
-    local m, n, k = 392, 528, 1040
+    local m, n, k = 300, 528, 1040
     local hA = cuda.host_array("float8_e4m3", {m, k}):random(31, -1, 1)
     local hB = cuda.host_array("float8_e4m3", {k, n}):random(32, -1, 1)
     local hC = cuda.host_array("bfloat16", {m, n}):random(33, -1, 1)
@@ -312,13 +316,15 @@ T.gpu_part(function ()
     local runs = {}
     for _, tile in ipairs(mmod._fp8_plans().pairs.e4m3_e4m3.names) do runs[#runs + 1] = {tile, nil} end
     runs[#runs + 1] = {nil, false}
+    runs[#runs + 1] = {"n256s4c2", 3}
+    runs[#runs + 1] = {"n256s4c2", false}
     for _, r in ipairs(runs) do
       mmod.tune.fp8_tile, mmod.tune.fp8_persistent = r[1], r[2]
       Cd:copy_from(hC)
       mm(A, B, Cd, {alpha = 2, beta = -0.5, scale_a = 0.25, scale_b = 2})
       local _, _, rel = cuda.compare(Cd, R)
       T.ok(rel <= tolerance("float8_e4m3", "bfloat16", k), ("fp8 %dx%dx%d, tune.fp8_tile %s%s: error %.2e"):format(
-           m, k, n, r[1] or "default", r[2] == false and ", a block a tile" or "", rel))
+           m, k, n, r[1] or "default", r[2] == false and ", a block a tile" or r[2] and ", at most " .. r[2] .. " blocks" or "", rel))
     end
     mmod.tune.fp8_tile, mmod.tune.fp8_persistent = "n64s2", nil
     T.error_like(function () mm(A, B, Cd) end, "tune%.fp8_tile is n64s2: float8_e4m3 x float8_e4m3 is built in n256s4, n256s3",

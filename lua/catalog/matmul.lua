@@ -368,11 +368,15 @@ end
 -- 16 bytes apart) by the file's transpose kernel, and the product (wgmma fed by TMA, 128 x
 -- BN tiles, S stages of 128 of K) reads A and B^T. Its tiles are the file's LOWP_FP8 lines:
 -- every pair of e4m3 and e5m2 in the first line's tile (the default), e4m3 x e4m3 in a
--- few more. Knobs (bench/matmul_lowp.lua sweep times them), in M.tune:
---   fp8_tile          "n256s4" (nil: the pair's default), "n256s3", "n128s4", "n128s6"
---   fp8_persistent    nil or true: at most a block a multiprocessor, each taking tiles b,
---                     b + grid, ... (the ring runs on from tile to tile); false: a block a
---                     tile; an integer: at most that many blocks
+-- few more, and in clusters of two blocks that share B^T's tile (LOWP_FP8_CLUSTER lines:
+-- TMA multicast, tiles taken two above each other). Knobs (bench/matmul_lowp.lua sweep
+-- times them), in M.tune:
+--   fp8_tile          "n256s4" (nil: the pair's default), "n256s3", "n128s4", "n128s6",
+--                     "n256s4c2" (clusters of two)
+--   fp8_persistent    nil or true: at most a block a multiprocessor (clusters: as many as
+--                     fit at once), each taking tiles b, b + grid, ... (the ring runs on
+--                     from tile to tile); false: a block a tile; an integer: at most that
+--                     many blocks
 --   fp8_programmatic  nil or true: the product a programmatic dependent of the transpose
 --                     where the device can (its blocks set up while the transpose ends); false: not
 core.scratch_kind("fp8_bt", "uint8")
@@ -381,17 +385,31 @@ local function fp8_plans()
   if FP8 then return FP8 end
   local K8 = core.constants("matmul_lowp_fp8")
   FP8 = {bm = K8.LOWP_FP8_BM, bk = K8.LOWP_FP8_BK, threads = K8.LOWP_FP8_T_THREADS, ttile = K8.LOWP_FP8_T_TILE, pairs = {}}
-  for _, l in ipairs(core.instances("matmul_lowp_fp8", "LOWP_FP8")) do
-    local a, b, bn, stages = table.unpack(l)
-    local name = ("n%ds%d"):format(bn, stages)
+  local lines = core.instances("matmul_lowp_fp8", "LOWP_FP8")
+  for _, l in ipairs(core.instances("matmul_lowp_fp8", "LOWP_FP8_CLUSTER")) do lines[#lines + 1] = l end
+  for _, l in ipairs(lines) do
+    local a, b, bn, stages, cl = table.unpack(l)
+    local name = ("n%ds%d"):format(bn, stages) .. (cl and "c" .. cl or "")
     local pair = FP8.pairs[a .. "_" .. b] or {default = name, tiles = {}, names = {}}
     FP8.pairs[a .. "_" .. b] = pair
-    pair.tiles[name] = {bn = bn, stages = stages, shared = K8.LOWP_FP8_SHARED(bn, stages)}
+    pair.tiles[name] = {bn = bn, stages = stages, cluster = cl or 1, shared = K8.LOWP_FP8_SHARED(bn, stages)}
     pair.names[#pair.names + 1] = name
   end
   return FP8
 end
 M._fp8_plans = fp8_plans   -- (the tests and the bench read the tiles built)
+
+-- the most clusters of kernel k's (a plan's) that fit on the device at once, asked once
+local clusters_fit = setmetatable({}, {__mode = "k"})
+local function fp8_clusters(k, plan)
+  local c = clusters_fit[k]
+  if not c then
+    c = k:max_active_clusters({block = 384, shared = plan.shared, cluster = plan.cluster})
+    if c < 1 then fail("matmul", "no cluster of %d blocks of %d bytes of shared memory fits this device", plan.cluster, plan.shared) end
+    clusters_fit[k] = c
+  end
+  return c
+end
 
 local function matmul_fp8_sm90(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, opts)
   local P = fp8_plans()
@@ -414,11 +432,16 @@ local function matmul_fp8_sm90(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, bet
   local kern = core.kernel("matmul_lowp_fp8", ("culua_matmul_lowp_fp8_%s_%s_%s"):format(a, b, tile), nil, dev)
   core.allow_shared(kern, plan.shared)
   -- A in 128 x 128 boxes, B^T in BN x 128: a row of 128 fp8 elements is one 128-byte swizzle
+  -- (in clusters of two, each block copies half of B^T's tile into both)
+  local cl = plan.cluster
   local amap = A:tensor_map(P.bm, P.bk, 128, {rows = m, cols = k, stride = lda})
-  local bmap = Bt:tensor_map(plan.bn, P.bk, 128, {rows = n, cols = k, stride = ldt})
-  local tiles = ceil_div(m, P.bm) * ceil_div(n, plan.bn)
-  local grid = pers == false and tiles or math.min(tiles, math.type(pers) == "integer" and pers or sm_count(dev))
-  kern:launch({grid = grid, block = 384, shared = plan.shared, stream = opts.stream,
+  local bmap = Bt:tensor_map(plan.bn // cl, P.bk, 128, {rows = n, cols = k, stride = ldt})
+  -- units: a tile a block, or cl tiles one above the other a cluster
+  local units = ceil_div(m, P.bm * cl) * ceil_div(n, plan.bn)
+  local most = math.type(pers) == "integer" and math.max(1, pers // cl)
+               or cl > 1 and fp8_clusters(kern, plan) or sm_count(dev)
+  local grid = cl * (pers == false and units or math.min(units, most))
+  kern:launch({grid = grid, block = 384, shared = plan.shared, stream = opts.stream, cluster = cl > 1 and cl or nil,
                programmatic = M.tune.fp8_programmatic ~= false and kern.programmatic},
               m, n, k, alpha, amap, bmap, beta, Cm, ldc, lowp_codes()[Cm.dtype])
   return Cm
