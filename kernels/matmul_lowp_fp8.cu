@@ -15,9 +15,10 @@
 **   culua_matmul_lowp_fp8_transpose (int K, int N, const void *B, int ldb, void *Bt, int ldt)
 **     Bt = B^T, N x K, rows ldt bytes apart (ldt a multiple of 16, ldt >= K):
 **     256 threads, each a 16 x 16 block of bytes through registers
-**   culua_matmul_lowp_fp8_<a>_<b>_n<BN>s<S>
+**   culua_matmul_lowp_fp8_<a>_<b>_n<BN>s<S>[c2]
 **     (int M, int N, int K, float alpha, tensor map of A, tensor map of Bt, float beta,
 **      void *C, int ldc, int ctype)
+**     (c2: launched in clusters of two blocks that share B^T's tile; see lowp_fp8)
 **     C = alpha * A * B + beta * C, as matmul_lowp_sm90.cu's kernels (C's
 **     dtype a code of culua/matmul_lowp.cuh, C not read when beta == 0);
 **     the catalog folds fp8's scales into alpha. 384 threads,
