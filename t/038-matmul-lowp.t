@@ -203,6 +203,8 @@ T.gpu_part(function ()
     local paths = cc ~= 90 and {"default"} or fp8 and {"default", "fp8 grid 3", false} or {"rs", "ss", false}
     for si, s in ipairs(sizes) do
       local m, n, k = s[1], s[2], s[3]
+      -- (the largest, whose references are most of this file's time, for fp8 into bfloat16 only)
+      if m * n * k > 5e8 and fp8 and dc ~= "bfloat16" then goto next_size end
       local seed = 100 * si + #da
       local hA = cuda.host_array(da, {m, k}):random(seed, -1, 1)
       local hB = cuda.host_array(db, {k, n}):random(seed + 1, -1, 1)
@@ -244,6 +246,7 @@ T.gpu_part(function ()
           T.ok(rel <= tol, ("%s: beta 0.75 on a stream, error %.2e"):format(tag, rel))
         end
       end
+      ::next_size::
     end
     scale.tma = nil
     mmod.tune.lowp_sm90, mmod.tune.fp8_persistent, mmod.tune.fp8_programmatic = nil, nil, nil
