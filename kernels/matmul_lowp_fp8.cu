@@ -318,8 +318,8 @@ __device__ __forceinline__ void lowp_fp8 (int M, int N, int K, float alpha, cons
 #define LOWP_FP8_CLUSTER(a, b, BN, S, CL) \
   LOWP_FP8_KERNEL(culua_matmul_lowp_fp8_##a##_##b##_n##BN##s##S##c##CL, LOWP_FP8_CODE_##a, LOWP_FP8_CODE_##b, BN, S, CL)
 
-/* every pair in the default tile (lua/catalog/matmul.lua takes a pair's first line as its
-** default), and e4m3 x e4m3 in the others that tune.fp8_tile may pick (the bench's sweep) */
+/* every pair in the default tile (lua/catalog/matmul.lua's FP8_DEFAULT), and e4m3 x e4m3 in
+** the others that tune.fp8_tile may pick (the bench's sweep) */
 LOWP_FP8(e4m3, e4m3, 256, 4)
 LOWP_FP8(e4m3, e5m2, 256, 4)
 LOWP_FP8(e5m2, e4m3, 256, 4)

@@ -371,7 +371,7 @@ end
 -- few more, and in clusters of two blocks that share B^T's tile (LOWP_FP8_CLUSTER lines:
 -- TMA multicast, tiles taken two above each other). Knobs (bench/matmul_lowp.lua sweep
 -- times them), in M.tune:
---   fp8_tile          "n256s4" (nil: the pair's default), "n256s3", "n128s4", "n128s6",
+--   fp8_tile          "n256s4" (nil: FP8_DEFAULT below), "n256s3", "n128s4", "n128s6",
 --                     "n256s4c2" (clusters of two)
 --   fp8_persistent    nil or true: at most a block a multiprocessor (clusters: as many as
 --                     fit at once), each taking tiles b, b + grid, ... (the ring runs on
@@ -380,6 +380,8 @@ end
 --   fp8_programmatic  nil or true: the product a programmatic dependent of the transpose
 --                     where the device can (its blocks set up while the transpose ends); false: not
 core.scratch_kind("fp8_bt", "uint8")
+-- the default tile, where the pair has it built (else the pair's first)
+local FP8_DEFAULT = "n256s4"
 local FP8 = nil
 local function fp8_plans()
   if FP8 then return FP8 end
@@ -394,6 +396,9 @@ local function fp8_plans()
     FP8.pairs[a .. "_" .. b] = pair
     pair.tiles[name] = {bn = bn, stages = stages, cluster = cl or 1, shared = K8.LOWP_FP8_SHARED(bn, stages)}
     pair.names[#pair.names + 1] = name
+  end
+  for _, pair in pairs(FP8.pairs) do
+    if pair.tiles[FP8_DEFAULT] then pair.default = FP8_DEFAULT end
   end
   return FP8
 end
