@@ -371,37 +371,39 @@ end
 
 -- {====================================================== argument checks
 
-local function size_of(x) return x.size end
 local KEYS_VALUES = {"keys", "values"}
+local array_info = C.array
 
--- an open cuda.array: its element count
+-- an open cuda.array: its element count, dtype and device (what C.array tells in one
+-- crossing into C; a reset array is refused as a closed one, as ever)
 local function check_open(fname, what, x)
-  check_array(fname, what, x)
-  local ok, n = pcall(size_of, x)
-  if not ok then fail(fname, "%s is a closed cuda.array", what) end
-  if x.pitched then   -- its rows are apart: the kernels read elements one after another
+  local dt, n, dev, _, pitched = array_info(x)
+  if not dt then
+    check_array(fname, what, x)
+    fail(fname, "%s is a closed cuda.array", what)
+  end
+  if pitched then   -- its rows are apart: the kernels read elements one after another
     fail(fname, "%s is a pitched array (copy it to a packed array first)", what)
   end
-  return n
+  return n, dt, dev
 end
 
 local function check_keys(fname, keys)
-  local n = check_open(fname, "keys", keys)
-  local dt = keys.dtype
+  local n, dt, dev = check_open(fname, "keys", keys)
   if not key_kind[dt] then
     fail(fname, "keys has dtype %s; expected one of %s", dt, table.concat(key_dtypes, ", "))
   end
-  return n, dt
+  return n, dt, dev
 end
 
+-- values' bytes an element, and its device
 local function check_values(fname, values, n)
-  local nv = check_open(fname, "values", values)
-  local dt = values.dtype
+  local nv, dt, dev = check_open(fname, "values", values)
   if not elem_bytes[dt] then
     fail(fname, "values has dtype %s; expected one of %s", dt, table.concat(value_dtypes, ", "))
   end
   if nv ~= n then fail(fname, "values has %d elements but keys has %d", nv, n) end
-  return elem_bytes[dt]
+  return elem_bytes[dt], dev
 end
 
 -- opts already passed core.options
@@ -604,11 +606,11 @@ function M.sort(keys, values, opts)
   local fname = "sort"
   if opts == nil and type(values) == "table" then values, opts = nil, values end
   opts = core.options(fname, opts, options)   -- a misspelt option first, before any other check
-  local n, kdt = check_keys(fname, keys)
-  local vb
-  if values ~= nil then vb = check_values(fname, values, n) end
+  local n, kdt, dev = check_keys(fname, keys)
+  local vb, vdev
+  if values ~= nil then vb, vdev = check_values(fname, values, n) end
   local o = check_opts(fname, opts, key_bits[kdt])
-  local dev = core.same_device(fname, KEYS_VALUES, keys, values)
+  if vdev and vdev ~= dev then core.same_device(fname, KEYS_VALUES, keys, values) end   -- raises, naming both
   if n == 0 then return keys, values end   -- nothing: sorted
   local plain = opts == core.no_options
   if plain and plans[keys] ~= nil then recording = {scratch = {}, arrays = {}, launches = {}} end
@@ -628,9 +630,8 @@ function M.argsort(keys, opts)
   local fname = "argsort"
   recording = nil
   opts = core.options(fname, opts, options)
-  local n, kdt = check_keys(fname, keys)
+  local n, kdt, dev = check_keys(fname, keys)
   local o = check_opts(fname, opts, key_bits[kdt])
-  local dev = keys.device
   local idt = n < (1 << 32) and "uint32" or "uint64"
   local out = cuda.array(idt, n, {device = dev.ordinal})
   if n > 0 then run(fname, keys, nil, out, n, kdt, elem_bytes[idt], o, dev) end
