@@ -11,8 +11,8 @@
 --   4. cuda.catalog.sort of 2^22 uint32 keys: the host time of a call, cuda.clock() around it
 --      with the GPU not waited for (target <= 20 us); the sort's GPU time beside it
 -- Beside 2-4: the loop's host time a call (cuda.clock, not waiting: what the host spends), and
--- a call on a new view each time (no plan to replay: the full checks, bench/RESULTS.md
--- session 27). On bench/fakecuda.c's driver (no GPU: CULUA_LIBCUDA=fakecuda.so, the anchor
+-- a call on a new view each time (no plan to replay: the full checks, lua/catalog/sort.lua's
+-- plans). On bench/fakecuda.c's driver (no GPU: CULUA_LIBCUDA=fakecuda.so, the anchor
 -- linked to it) every figure is host time, and the driver's part is nothing.
 local cuda = require "cuda"
 require("culua.bench").need_devices()

@@ -246,7 +246,7 @@ local SCAN_OPTIONS = {"exclusive", "op", "init", "accumulate", "variant", "strea
 -- or device never changes), the kernels for being the catalog's still (core.version).
 -- The first call on x only notes it (true); the next makes the plan.
 -- A scan of 2^16 float32 took 1.8 us of host time a call through the checks (this CPU,
--- bench/fakecuda.c's driver: none of the driver's own), 0.6 so (bench/RESULTS.md, session 27).
+-- bench/fakecuda.c's driver: none of the driver's own), 0.6 so (bench/host_paths.lua).
 local plans = setmetatable({}, {__mode = "k"})   -- x -> true, or {[y or x] = plan}
 local live = C.live
 

@@ -473,7 +473,7 @@ end
 -- first call on keys only notes them (true): the next records the plan, so arrays
 -- sorted once cost no plan. A small sort is bound by the host: 2^16 keys
 -- took 6.6 us of host time a call through the checks (this CPU, bench/fakecuda.c's
--- driver: none of the driver's own), 0.5 us so (bench/RESULTS.md, session 27).
+-- driver: none of the driver's own), 0.5 us so (bench/host_paths.lua).
 local plans = setmetatable({}, {__mode = "k"})   -- keys -> true, or {[values or keys] = plan}
 local live, unpack = C.live, table.unpack
 local weak_values = {__mode = "v"}
