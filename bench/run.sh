@@ -62,6 +62,8 @@ grid_part2 () {
   echo
   step $pin "$culua" bench/call_overhead.lua
   echo
+  step $pin "$culua" bench/host_paths.lua bench/anchor
+  echo
   step "$culua" bench/copy.lua bench/anchor
   echo
   step "$culua" bench/managed.lua

@@ -105,6 +105,7 @@ const culua_Blob *culua_blob_next (const char *kind, const culua_Blob *prev, con
 typedef struct culua_Launch {
   CUstream stream;
   int line;            /* Lua line of the k:launch call */
+  unsigned long kernel_id;   /* the kernel's culua_State.kernels_made: kernel holds its name */
   char kernel[256];
   char source[LUA_IDSIZE];   /* its chunk's short name */
 } culua_Launch;
@@ -123,6 +124,14 @@ typedef struct culua_State {
   size_t mapped_bytes;     /* ... mapped host arrays (cuMemHostAlloc, DEVICEMAP) */
   unsigned long long peers[CULUA_MAXDEVICES];   /* bit j of peers[i]: kernels on i may read j's memory */
   int nvtx_depth;          /* NVTX ranges this state has open */
+  unsigned long kernels_made;   /* cuda.kernel objects made: each one's id */
+  /*
+  ** What a launch compares by address rather than by name (kernel.c fills
+  ** them): the config keys, interned strings that the registry keeps, and
+  ** the metatables of the objects a kernel argument may be.
+  */
+  const char *launch_keys[7];
+  const void *launch_meta[4];
 } culua_State;
 
 culua_State *culua_state (lua_State *L);
@@ -352,6 +361,8 @@ static inline int culua_array_isopen (const culua_Array *a) {
 /* the object at i if it is one (open, not reset), else NULL; closed ones raise.
 ** enter: make the array's context current (copies); launches only check */
 culua_Array *culua_testarray (lua_State *L, int i, int enter);
+/* the same checks of a, known to be a cuda.array (launches compare metatables themselves) */
+culua_Array *culua_openarray (lua_State *L, culua_Array *a, int enter);
 /* the same without raising: NULL and *why "type", "closed" or "reset" */
 culua_Array *culua_peekarray (lua_State *L, int i, const char **why);
 culua_HostArray *culua_testhostarray (lua_State *L, int i);

@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include <ctype.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -36,27 +37,27 @@ typedef struct Kernel {
   int clusters;            /* the device and driver launch thread-block clusters */
   int dependents;          /* ... and programmatic dependent launches (compute capability 9.0) */
   int nonportable;         /* clusters of more than 8 allowed (set on first use) */
+  unsigned long id;        /* its number in its state (S->kernels_made), for the journal */
+  /* the last cooperative launch's blocks a multiprocessor, for its block and shared
+  ** memory (coop_block 0: none yet); the attributes that change it clear it */
+  int coop_block, coop_per;
+  unsigned coop_shared;
   char name[256];
   Param p[MAXPARAMS];
 } Kernel;
 
 
 /*
-** kernel_launch runs as a closure whose upvalues are the kernel metatable
-** and the config keys as Lua strings: a launch then checks its kernel and
-** reads its config without interning a string or searching the registry.
+** kernel_launch runs as a closure whose upvalue is the kernel metatable,
+** and reads its config's keys by address (culua_State.launch_keys, kept by
+** the registry): a launch then checks its kernel and reads its config
+** without interning a string or searching the registry.
 */
 #define UP_META      lua_upvalueindex(1)
-#define UP_GRID      lua_upvalueindex(2)
-#define UP_BLOCK     lua_upvalueindex(3)
-#define UP_SHARED    lua_upvalueindex(4)
-#define UP_STREAM    lua_upvalueindex(5)
-#define UP_COOP      lua_upvalueindex(6)
-#define UP_CLUSTER   lua_upvalueindex(7)
-#define UP_PROG      lua_upvalueindex(8)
 static const char *const launch_keys[] = {"grid", "block", "shared", "stream", "cooperative", "cluster",
                                           "programmatic"};
 #define NLAUNCH_KEYS ((int)(sizeof(launch_keys) / sizeof(launch_keys[0])))
+static const char launch_keys_key = 'k';   /* registry: the table that keeps them */
 
 
 static Kernel *check_kernel (lua_State *L, int i) {
@@ -288,6 +289,7 @@ void culua_newkernel (lua_State *L, int modidx, culua_Ctx *mod, CUfunction f, co
   lua_setiuservalue(L, -2, 1);          /* the kernel keeps its module alive */
   k->mod = mod;
   k->S = culua_state(L);
+  k->id = ++k->S->kernels_made;
   k->f = f;
   snprintf(k->name, sizeof(k->name), "%s", name);
   if (ptx != NULL) {
@@ -369,10 +371,12 @@ static void todims (lua_State *L, const char *fname, const char *what, unsigned 
 
 /*
 ** One pass over the keys present (a config usually holds two), matched
-** against the key strings in the upvalues by identity; a key that is none
-** of them is a typo, and raises.
+** against the config keys by address: short strings are interned, so a
+** key "grid" is the very string S->launch_keys[0] (which the registry
+** keeps); a key that is none of them is a typo, and raises.
 */
-static void getconfig (lua_State *L, int i, Config *c, const char *fname) {
+static void getconfig (lua_State *L, int i, Config *c, const char *fname, const culua_State *S) {
+  const char *const *keys = S->launch_keys;
   int seen = 0;
   luaL_checktype(L, i, LUA_TTABLE);
   c->shared = 0;
@@ -381,18 +385,21 @@ static void getconfig (lua_State *L, int i, Config *c, const char *fname) {
   c->cluster[0] = c->cluster[1] = c->cluster[2] = 0;
   lua_pushnil(L);
   while (lua_next(L, i)) {                        /* key, value */
-    if (lua_rawequal(L, -2, UP_GRID)) { todims(L, fname, "grid", c->grid); seen |= 1; }
-    else if (lua_rawequal(L, -2, UP_BLOCK)) { todims(L, fname, "block", c->block); seen |= 2; }
-    else if (lua_rawequal(L, -2, UP_SHARED)) {
+    /* only a string key is read as one (lua_tostring would turn a number key into a string) */
+    const char *key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
+    if (key == NULL) key = "";                    /* no key's address */
+    if (key == keys[0]) { todims(L, fname, "grid", c->grid); seen |= 1; }
+    else if (key == keys[1]) { todims(L, fname, "block", c->block); seen |= 2; }
+    else if (key == keys[2]) {
       lua_Integer v = lua_isinteger(L, -1) ? lua_tointeger(L, -1) : -1;
       if (v < 0 || v > 0x7fffffff)
         luaL_error(L, "%s: shared must be a byte count, got %s", fname, luaL_tolstring(L, -1, NULL));
       c->shared = (unsigned)v;
     }
-    else if (lua_rawequal(L, -2, UP_STREAM)) c->stream = culua_optstream(L, lua_gettop(L), fname);
-    else if (lua_rawequal(L, -2, UP_COOP)) c->cooperative = lua_toboolean(L, -1);
-    else if (lua_rawequal(L, -2, UP_CLUSTER)) todims(L, fname, "cluster", c->cluster);
-    else if (lua_rawequal(L, -2, UP_PROG)) c->programmatic = lua_toboolean(L, -1);
+    else if (key == keys[3]) c->stream = culua_optstream(L, lua_gettop(L), fname);
+    else if (key == keys[4]) c->cooperative = lua_toboolean(L, -1);
+    else if (key == keys[5]) todims(L, fname, "cluster", c->cluster);
+    else if (key == keys[6]) c->programmatic = lua_toboolean(L, -1);
     else
       luaL_error(L, "%s: unknown config key %s (grid, block, shared, stream, cooperative, cluster, programmatic)",
                  fname,
@@ -428,6 +435,7 @@ static void checkcluster (lua_State *L, Kernel *k, const Config *c, const char *
     culua_check(L, cu->cuFuncSetAttribute(k->f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1), fname,
                 "allowing '%s' a cluster of %d blocks (more than 8 is not portable)", k->name, (int)size);
     k->nonportable = 1;
+    k->coop_block = 0;
   }
 }
 
@@ -486,6 +494,19 @@ static void refuse_untyped (lua_State *L, int pos, const Param *p) {
 }
 
 
+/* the metatables a kernel argument's may be, by address (culua_State.launch_meta) */
+enum { META_ARRAY, META_SCALAR, META_HOSTARRAY, META_TEXTURE };
+static void launch_metas (lua_State *L, culua_State *S) {
+  static const char *const names[] = {CULUA_ARRAY, CULUA_SCALAR, CULUA_HOSTARRAY, CULUA_TEXTURE};
+  int j;
+  for (j = 0; j < 4; j++) {
+    luaL_getmetatable(L, names[j]);
+    S->launch_meta[j] = lua_topointer(L, -1);   /* NULL where there is none (nil) */
+    lua_pop(L, 1);
+  }
+}
+
+
 /*
 ** Convert argument i for parameter p into buf. A device array fits any
 ** 64-bit parameter (PTX writes pointers as .u64), and so does a texture
@@ -497,14 +518,21 @@ static void refuse_untyped (lua_State *L, int pos, const Param *p) {
 ** `ordinal` (-1: no device, as check_args) refuses an array of another
 ** device unless peer access from it was enabled: the kernel would fault.
 */
-static void putarg (lua_State *L, int i, int pos, const Param *p, char *buf, int ordinal) {
+static void putarg (lua_State *L, int i, int pos, const Param *p, char *buf, int ordinal, culua_State *S) {
   culua_Array *a;
   culua_HostArray *h;
   unsigned long long tex;
   culua_Dtype st;
   const void *sbits;
   int t = lua_type(L, i);
-  if (t == LUA_TUSERDATA && culua_toscalar(L, i, &st, &sbits)) {
+  /* a userdata's kind by its metatable's address: one look-up, not one a type */
+  const void *mt = NULL;
+  if (t == LUA_TUSERDATA && lua_getmetatable(L, i)) {
+    if (S->launch_meta[0] == NULL) launch_metas(L, S);
+    mt = lua_topointer(L, -1);
+    lua_pop(L, 1);
+  }
+  if (mt != NULL && mt == S->launch_meta[META_SCALAR] && culua_toscalar(L, i, &st, &sbits)) {
     put_scalar(L, pos, p, st, sbits, buf);
     return;
   }
@@ -520,20 +548,21 @@ static void putarg (lua_State *L, int i, int pos, const Param *p, char *buf, int
     memcpy(buf, s, len);
     return;
   }
-  if (t == LUA_TUSERDATA && (a = culua_testarray(L, i, 0)) != NULL) {
+  if (mt != NULL && mt == S->launch_meta[META_ARRAY]) {
+    a = culua_openarray(L, (culua_Array *)lua_touserdata(L, i), 0);
     if (p->bytes != 8 || p->kind == 'f')
       luaL_error(L, "launch: argument %d is a cuda.array but parameter %d is %c%d, not a pointer",
                  pos, pos, p->kind, (int)p->bits);
     /* managed memory is attached globally: every device reaches it */
     if (ordinal >= 0 && a->c.ordinal != ordinal && !a->managed &&
-        !(ordinal < 64 && a->c.ordinal < 64 && (culua_state(L)->peers[ordinal] >> a->c.ordinal & 1)))
+        !(ordinal < 64 && a->c.ordinal < 64 && (S->peers[ordinal] >> a->c.ordinal & 1)))
       luaL_error(L, "launch: argument %d is an array on device %d but the kernel runs on device %d "
                  "(copy it over, or cuda.device(%d):enable_peer_access(cuda.device(%d)))", pos,
                  a->c.ordinal, ordinal, ordinal, a->c.ordinal);
     memcpy(buf, &a->ptr, 8);
     return;
   }
-  if (t == LUA_TUSERDATA && (h = culua_testhostarray(L, i)) != NULL) {
+  if (mt != NULL && mt == S->launch_meta[META_HOSTARRAY] && (h = culua_testhostarray(L, i)) != NULL) {
     if (p->bytes != 8 || p->kind == 'f')
       luaL_error(L, "launch: argument %d is a cuda.host_array but parameter %d is %c%d, not a pointer",
                  pos, pos, p->kind, (int)p->bits);
@@ -543,7 +572,7 @@ static void putarg (lua_State *L, int i, int pos, const Param *p, char *buf, int
     memcpy(buf, &h->dptr, 8);   /* portable and mapped: valid in every context */
     return;
   }
-  if (t == LUA_TUSERDATA && culua_totexture(L, i, &tex)) {   /* a cudaTextureObject_t */
+  if (mt != NULL && mt == S->launch_meta[META_TEXTURE] && culua_totexture(L, i, &tex)) {   /* a cudaTextureObject_t */
     if (p->bytes != 8 || p->kind == 'f')
       luaL_error(L, "launch: argument %d is a cuda.texture but parameter %d is %c%d, not a "
                  "cudaTextureObject_t (u64)", pos, pos, p->kind, (int)p->bits);
@@ -592,16 +621,19 @@ static void putarg (lua_State *L, int i, int pos, const Param *p, char *buf, int
 
 
 /* record a launch in S's journal, for fault messages (on the hot path: no formatting) */
-static void journal (lua_State *L, culua_State *S, CUstream s, const char *kernel) {
+static void journal (lua_State *L, culua_State *S, CUstream s, const Kernel *k) {
   culua_Launch *e = &S->journal[S->journal_next++ % CULUA_JOURNAL];
   lua_Debug ar;
   e->stream = s;
-  /* a loop launches the same kernel again and again: copy only on change */
-  if (strcmp(e->kernel, kernel) != 0) {
+  /* a loop launches the same kernel again and again: copy only on change (ids are
+  ** never reused, addresses may be) */
+  if (e->kernel_id != k->id) {
+    const char *kernel = k->name;
     size_t n = strlen(kernel);
     if (n >= sizeof(e->kernel)) n = sizeof(e->kernel) - 1;
     memcpy(e->kernel, kernel, n);
     e->kernel[n] = '\0';
+    e->kernel_id = k->id;
   }
   if (culua_caller(L, &ar)) {
     memcpy(e->source, ar.short_src, sizeof(e->source));
@@ -679,10 +711,17 @@ static void check_coresident (lua_State *L, const culua_Driver *cu, Kernel *k, c
                  (lua_Integer)clusters, most);
   }
   else {
-    int per = 0;
+    int per = k->coop_per, block = (int)(c->block[0] * c->block[1] * c->block[2]);
     long blocks = (long)c->grid[0] * c->grid[1] * c->grid[2];
-    culua_check(L, cu->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per, k->f,
-                (int)(c->block[0] * c->block[1] * c->block[2]), c->shared), "launch", "computing occupancy");
+    /* the driver's answer depends on the kernel, block and shared memory alone: asked
+    ** again only when they change (a driver call a launch is host time) */
+    if (block != k->coop_block || c->shared != k->coop_shared) {
+      culua_check(L, cu->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per, k->f, block, c->shared), "launch",
+                  "computing occupancy");
+      k->coop_block = block;
+      k->coop_shared = c->shared;
+      k->coop_per = per;
+    }
     if (blocks > (long)per * k->smcount)
       luaL_error(L, "launch: a cooperative grid of %d blocks cannot be co-resident "
                  "(at most %d: %d per multiprocessor x %d)", (int)blocks, per * k->smcount, per, k->smcount);
@@ -699,26 +738,38 @@ static CUresult launch_ex (const culua_Driver *cu, Kernel *k, const Config *c, v
 }
 
 
-/* convert the arguments at argbase.. (nargs of them) and launch with c */
-static void do_launch (lua_State *L, Kernel *k, const Config *c, int argbase, int nargs) {
-  const culua_Driver *cu = culua_cu(L, "launch");
-  char buf[ARGBYTES];
-  void *args[MAXPARAMS];
-  size_t off = 0;
-  CUresult r;
+/*
+** Convert the nargs arguments at argbase into buf as parameters first,
+** first + 1, ... (their bytes from off on, each aligned to its width);
+** args[i] points at parameter i's. Returns where the bytes end.
+*/
+static size_t marshal (lua_State *L, Kernel *k, int argbase, int first, int nargs, char *buf, size_t off,
+                       void **args) {
   int j;
-  if (nargs != k->nparams)
-    luaL_error(L, "launch: '%s' takes %d argument%s, got %d", k->name, k->nparams,
-               k->nparams == 1 ? "" : "s", nargs);
-  for (j = 0; j < nargs; j++) {
+  for (j = first; j < first + nargs; j++) {
     int align = k->p[j].bytes >= 8 ? 8 : k->p[j].bytes;
     off = (off + (size_t)align - 1) / (size_t)align * (size_t)align;
-    if (off + (size_t)k->p[j].bytes > sizeof(buf))
+    if (off + (size_t)k->p[j].bytes > ARGBYTES)
       luaL_error(L, "launch: the arguments of '%s' exceed %d bytes", k->name, ARGBYTES);
-    putarg(L, argbase + j, j + 1, &k->p[j], buf + off, k->mod->ordinal);
+    putarg(L, argbase + j - first, j + 1, &k->p[j], buf + off, k->mod->ordinal, k->S);
     args[j] = buf + off;
     off += (size_t)k->p[j].bytes;
   }
+  return off;
+}
+
+
+static void check_count (lua_State *L, const Kernel *k, int nargs) {
+  if (nargs != k->nparams)
+    luaL_error(L, "launch: '%s' takes %d argument%s, got %d", k->name, k->nparams,
+               k->nparams == 1 ? "" : "s", nargs);
+}
+
+
+/* launch k with c and the converted arguments args */
+static void launch_with (lua_State *L, Kernel *k, const Config *c, void **args) {
+  const culua_Driver *cu = culua_cu(L, "launch");
+  CUresult r;
   culua_ctx_enter(L, k->mod, "cuda.kernel (its module)");
   if (c->cooperative) check_coresident(L, cu, k, c);
   if (c->cluster[0] != 0 || c->programmatic)
@@ -729,7 +780,7 @@ static void do_launch (lua_State *L, Kernel *k, const Config *c, int argbase, in
   else
     r = cu->cuLaunchKernel(k->f, c->grid[0], c->grid[1], c->grid[2], c->block[0], c->block[1], c->block[2],
                            c->shared, c->stream, args, NULL);
-  journal(L, k->S, c->stream, k->name);
+  journal(L, k->S, c->stream, k);
   if (r != CUDA_SUCCESS)
     culua_cufail(L, r, "launch", "launching '%s' with grid {%d, %d, %d}, block {%d, %d, %d}, %d bytes shared%s%s%s",
                  k->name, (int)c->grid[0], (int)c->grid[1], (int)c->grid[2], (int)c->block[0],
@@ -748,46 +799,107 @@ static void do_launch (lua_State *L, Kernel *k, const Config *c, int argbase, in
 static int kernel_launch (lua_State *L) {
   Kernel *k = test_kernel(L, 1);
   Config c;
-  getconfig(L, 2, &c, "launch");
+  char buf[ARGBYTES];
+  void *args[MAXPARAMS];
+  getconfig(L, 2, &c, "launch", k->S);
   checkconfig(L, k, &c, "launch");
-  do_launch(L, k, &c, 3, lua_gettop(L) - 2);
+  check_count(L, k, lua_gettop(L) - 2);
+  marshal(L, k, 3, 0, k->nparams, buf, 0, args);
+  launch_with(L, k, &c, args);
   lua_pushvalue(L, 1);
   return 1;
 }
 
 
 /*
-** A prepared launch: upvalues are the kernel, the parsed config (a full
-** userdata) and the config's stream (nil for the default stream), which is
-** checked on each call since it may have been closed since.
+** A prepared launch: its config, parsed once, and the arguments bound to it
+** (k:prepare(config, ...)), the kernel's first nbound, converted once into
+** buf (end bytes: the userdata is made that size); those that are objects
+** (an array may have been closed since) are converted again a call, from
+** the launcher's table of them.
+*/
+typedef struct Prepared {
+  Config c;
+  int nbound;
+  size_t end;                               /* the bound arguments' bytes in buf */
+  unsigned char object[MAXPARAMS / 8];      /* bit j: bound argument j is a userdata */
+  char buf[];                               /* end bytes (the userdata is made at least one) */
+} Prepared;
+
+/*
+** The launcher's upvalues: the kernel, its Prepared (a full userdata), the
+** config's stream (nil for the default stream), which is checked on each
+** call since it may have been closed since, and the bound arguments (a table).
 */
 static int prepared_call (lua_State *L) {
   Kernel *k = (Kernel *)lua_touserdata(L, lua_upvalueindex(1));
-  Config *c = (Config *)lua_touserdata(L, lua_upvalueindex(2));
+  Prepared *pr = (Prepared *)lua_touserdata(L, lua_upvalueindex(2));
+  int nargs = lua_gettop(L), j;
+  char buf[ARGBYTES];
+  void *args[MAXPARAMS];
   check_live(L, k);
-  if (c->stream != NULL) culua_optstream(L, lua_upvalueindex(3), "launch");
-  do_launch(L, k, c, 1, lua_gettop(L));
+  if (pr->c.stream != NULL) culua_optstream(L, lua_upvalueindex(3), "launch");
+  check_count(L, k, pr->nbound + nargs);
+  if (pr->nbound > 0) {
+    size_t off = 0;
+    memcpy(buf, pr->buf, pr->end);
+    for (j = 0; j < pr->nbound; j++) {   /* marshal's layout again */
+      size_t align = (size_t)(k->p[j].bytes >= 8 ? 8 : k->p[j].bytes);
+      off = (off + align - 1) / align * align;
+      args[j] = buf + off;
+      if (pr->object[j / 8] >> (j % 8) & 1) {
+        lua_rawgeti(L, lua_upvalueindex(4), j + 1);
+        putarg(L, -1, j + 1, &k->p[j], buf + off, k->mod->ordinal, k->S);
+        lua_pop(L, 1);
+      }
+      off += (size_t)k->p[j].bytes;
+    }
+  }
+  marshal(L, k, 1, pr->nbound, nargs, buf, pr->end, args);
+  launch_with(L, k, &pr->c, args);
   return 0;
 }
 
 
 /*
-** k:prepare(config) -> launcher: launcher(...) launches k with config and
-** the arguments, checking them as k:launch does; the config is checked once,
-** here (PyCUDA's prepared call: less work per launch in a hot loop).
+** k:prepare(config [, ...]) -> launcher: launcher(...) launches k with config
+** and the arguments, checking them as k:launch does; the config is checked
+** once, here (PyCUDA's prepared call: less work per launch in a hot loop).
+** Arguments given here are bound, the kernel's first ones: checked and
+** converted here, and the launcher takes the rest.
 */
 static int kernel_prepare (lua_State *L) {
   Kernel *k = check_kernel(L, 1);
-  Config *c;
+  int nbound = lua_gettop(L) - 2, j;
+  void *args[MAXPARAMS];
+  char buf[ARGBYTES];
+  Config c;
+  size_t end;
+  Prepared *pr;
   luaL_checktype(L, 2, LUA_TTABLE);
-  lua_settop(L, 2);
-  c = (Config *)lua_newuserdatauv(L, sizeof(Config), 0);   /* k, cfg, c */
-  getconfig(L, 2, c, "prepare");
-  checkconfig(L, k, c, "prepare");
-  lua_pushvalue(L, 1);
-  lua_insert(L, 3);                                         /* k, cfg, k, c */
-  lua_getfield(L, 2, "stream");                             /* k, cfg, k, c, stream */
-  lua_pushcclosure(L, prepared_call, 3);
+  if (nbound > k->nparams)
+    luaL_error(L, "prepare: '%s' takes %d argument%s, got %d to bind", k->name, k->nparams,
+               k->nparams == 1 ? "" : "s", nbound);
+  getconfig(L, 2, &c, "prepare", k->S);
+  checkconfig(L, k, &c, "prepare");
+  end = marshal(L, k, 3, 0, nbound, buf, 0, args);
+  pr = (Prepared *)lua_newuserdatauv(L, offsetof(Prepared, buf) + (end > 0 ? end : 1), 0);
+  memset(pr, 0, offsetof(Prepared, buf));                       /* k, cfg, args..., pr */
+  pr->c = c;
+  pr->nbound = nbound;
+  pr->end = end;
+  memcpy(pr->buf, buf, end);
+  lua_pushvalue(L, 1);                                          /* ..., pr, k */
+  lua_pushvalue(L, -2);                                         /* ..., pr, k, pr */
+  lua_getfield(L, 2, "stream");                                 /* ..., pr, k, pr, stream */
+  if (nbound == 0) lua_pushnil(L);                              /* ..., pr, k, pr, stream, nil */
+  else lua_createtable(L, nbound, 0);                           /* ..., pr, k, pr, stream, bound */
+  for (j = 0; j < nbound; j++) {
+    if (lua_type(L, 3 + j) == LUA_TUSERDATA) pr->object[j / 8] |= (unsigned char)(1 << (j % 8));
+    lua_pushvalue(L, 3 + j);
+    lua_rawseti(L, -2, j + 1);
+  }
+  lua_pushcclosure(L, prepared_call, 4);
   return 1;
 }
 
@@ -833,6 +945,7 @@ static int kernel_set_max_dynamic_shared (lua_State *L) {
   culua_check(L, culua_cu(L, "set_max_dynamic_shared")->cuFuncSetAttribute(k->f,
               CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)bytes),
               "set_max_dynamic_shared", "allowing %d bytes for '%s'", (int)bytes, k->name);
+  k->coop_block = 0;   /* the occupancy a cooperative launch asked for may differ now */
   lua_settop(L, 1);
   return 1;
 }
@@ -862,7 +975,7 @@ static int kernel_max_active_blocks (lua_State *L) {
 ** k:max_active_clusters(config) -> the most clusters of config's shape (block,
 ** cluster, shared; the grid is one cluster unless given) that fit on the device
 ** at once: a cooperative launch in clusters may have that many. A closure over
-** the launch config keys, as k:launch is.
+** the kernel metatable, as k:launch is.
 */
 static int kernel_max_active_clusters (lua_State *L) {
   static const char fname[] = "max_active_clusters";
@@ -883,7 +996,7 @@ static int kernel_max_active_clusters (lua_State *L) {
     lua_replace(L, 2);
   }
   else lua_pop(L, 1);
-  getconfig(L, 2, &c, fname);
+  getconfig(L, 2, &c, fname, k->S);
   checkconfig(L, k, &c, fname);
   culua_ctx_enter(L, k->mod, "cuda.kernel (its module)");
   lua_pushinteger(L, active_clusters(L, culua_cu(L, fname), k, &c, fname));
@@ -944,7 +1057,7 @@ static const luaL_Reg kernel_meta[] = {
 };
 
 static const luaL_Reg kernel_methods[] = {
-  {"launch", NULL},   /* closures over the config keys, made in culua_open_kernel */
+  {"launch", NULL},   /* closures over the metatable, made in culua_open_kernel */
   {"prepare", NULL},
   {"attributes", kernel_attributes},
   {"set_max_dynamic_shared", kernel_set_max_dynamic_shared},
@@ -1019,7 +1132,7 @@ static int cuda_check_args (lua_State *L) {
                           j + 1, p.bytes);
       continue;
     }
-    putarg(L, j + 2, j + 1, &p, buf, -1);
+    putarg(L, j + 2, j + 1, &p, buf, -1, culua_state(L));
   }
   lua_pushboolean(L, 1);
   return 1;
@@ -1047,17 +1160,22 @@ static const luaL_Reg funcs[] = {
 
 
 void culua_open_kernel (lua_State *L) {
-  static const lua_CFunction withkeys[] = {kernel_launch, kernel_prepare, kernel_max_active_clusters};
+  static const lua_CFunction withmeta[] = {kernel_launch, kernel_prepare, kernel_max_active_clusters};
   static const char *const names[] = {"launch", "prepare", "max_active_clusters"};
+  culua_State *S = culua_state(L);
   int i, j;
+  lua_createtable(L, NLAUNCH_KEYS, 0);            /* keys */
+  for (j = 0; j < NLAUNCH_KEYS; j++) {
+    S->launch_keys[j] = lua_pushstring(L, launch_keys[j]);
+    lua_rawseti(L, -2, j + 1);
+  }
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &launch_keys_key);
   culua_newmeta(L, CULUA_KERNEL, kernel_meta, kernel_methods);
   luaL_getmetatable(L, CULUA_KERNEL);             /* mt */
   lua_getfield(L, -1, "methods");                 /* mt, methods */
   for (i = 0; i < (int)(sizeof(names) / sizeof(names[0])); i++) {
     lua_pushvalue(L, -2);
-    for (j = 0; j < NLAUNCH_KEYS; j++)
-      lua_pushstring(L, launch_keys[j]);
-    lua_pushcclosure(L, withkeys[i], 1 + NLAUNCH_KEYS);   /* mt, methods, f */
+    lua_pushcclosure(L, withmeta[i], 1);          /* mt, methods, f */
     lua_setfield(L, -2, names[i]);
   }
   lua_pop(L, 2);

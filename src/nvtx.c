@@ -34,21 +34,19 @@
 ** answers no depth at all; so culua counts the ranges this state opened.
 ** That catches an unbalanced pop, and lets range and scope close exactly
 ** what they opened even when the code inside forgot a pop of its own.
+** The functions of cuda.nvtx find the state's data in their upvalue (every
+** catalog call is a range: a registry look-up is host time it cannot spare).
 */
-static int depth (lua_State *L) {
-  return culua_state(L)->nvtx_depth;
-}
+#define STATE(L) ((culua_State *)lua_touserdata(L, lua_upvalueindex(1)))
 
-
-static void push (lua_State *L, const char *name) {
+static void push (culua_State *S, const char *name) {
   nvtxRangePushA(name);
-  culua_state(L)->nvtx_depth++;
+  S->nvtx_depth++;
 }
 
 
 /* pop down to depth d (ranges opened inside and left open go too) */
-static void pop_to (lua_State *L, int d) {
-  culua_State *S = culua_state(L);
+static void pop_to (culua_State *S, int d) {
   while (S->nvtx_depth > d) {
     nvtxRangePop();
     S->nvtx_depth--;
@@ -62,17 +60,17 @@ static void pop_to (lua_State *L, int d) {
 
 /* cuda.nvtx.push(name) -> depth */
 static int nvtx_push (lua_State *L) {
-  push(L, luaL_checkstring(L, 1));
-  lua_pushinteger(L, depth(L));
+  push(STATE(L), luaL_checkstring(L, 1));
+  lua_pushinteger(L, STATE(L)->nvtx_depth);
   return 1;
 }
 
 
 /* cuda.nvtx.pop() -> depth */
 static int nvtx_pop (lua_State *L) {
-  int d = depth(L);
+  int d = STATE(L)->nvtx_depth;
   if (d == 0) return luaL_error(L, "cuda.nvtx.pop: no range is open");
-  pop_to(L, d - 1);
+  pop_to(STATE(L), d - 1);
   lua_pushinteger(L, d - 1);
   return 1;
 }
@@ -80,7 +78,7 @@ static int nvtx_pop (lua_State *L) {
 
 /* cuda.nvtx.depth() -> ranges open in this state */
 static int nvtx_depth (lua_State *L) {
-  lua_pushinteger(L, depth(L));
+  lua_pushinteger(L, STATE(L)->nvtx_depth);
   return 1;
 }
 
@@ -91,7 +89,7 @@ static int nvtx_depth (lua_State *L) {
 ** may yield when range runs inside a coroutine.
 */
 static int range_done (lua_State *L, int status, lua_KContext before) {
-  pop_to(L, (int)before);
+  pop_to(STATE(L), (int)before);   /* a continuation runs as range: its upvalue */
   if (status != LUA_OK && status != LUA_YIELD) return lua_error(L);   /* the error object is on top */
   return lua_gettop(L) - 1;   /* everything above the name */
 }
@@ -100,12 +98,12 @@ static int range_done (lua_State *L, int status, lua_KContext before) {
 /* cuda.nvtx.range(name, fn, ...) -> fn(...) */
 static int nvtx_range (lua_State *L) {
   const char *name = luaL_checkstring(L, 1);
-  int before = depth(L);
+  int before = STATE(L)->nvtx_depth;
   if (lua_type(L, 2) != LUA_TFUNCTION) {   /* a callable object will do */
     if (luaL_getmetafield(L, 2, "__call") == LUA_TNIL) return luaL_typeerror(L, 2, "function");
     lua_pop(L, 1);
   }
-  push(L, name);
+  push(STATE(L), name);
   return range_done(L, lua_pcallk(L, lua_gettop(L) - 2, LUA_MULTRET, 0, before, range_done), before);
 }
 
@@ -122,8 +120,8 @@ static int nvtx_scope (lua_State *L) {
   Scope *s = (Scope *)lua_newuserdatauv(L, sizeof(Scope), 0);
   s->depth = 0;
   luaL_setmetatable(L, CULUA_NVTXSCOPE);
-  push(L, name);
-  s->depth = depth(L);
+  push(STATE(L), name);
+  s->depth = STATE(L)->nvtx_depth;
   return 1;
 }
 
@@ -136,7 +134,8 @@ static int nvtx_scope (lua_State *L) {
 static int scope_close (lua_State *L) {
   Scope *s = (Scope *)luaL_checkudata(L, 1, CULUA_NVTXSCOPE);
   if (s->depth > 0) {
-    if (depth(L) >= s->depth) pop_to(L, s->depth - 1);
+    culua_State *S = culua_state(L);   /* a metamethod: no upvalue */
+    if (S->nvtx_depth >= s->depth) pop_to(S, s->depth - 1);
     s->depth = 0;
   }
   return 0;
@@ -177,6 +176,8 @@ static const luaL_Reg funcs[] = {
 
 void culua_open_nvtx (lua_State *L) {
   culua_newmeta(L, CULUA_NVTXSCOPE, scope_meta, scope_methods);
-  luaL_newlib(L, funcs);
+  luaL_newlibtable(L, funcs);
+  lua_pushlightuserdata(L, culua_state(L));
+  luaL_setfuncs(L, funcs, 1);
   lua_setfield(L, -2, "nvtx");
 }

@@ -28,7 +28,11 @@ culua_Array *culua_peekarray (lua_State *L, int i, const char **why) {
 
 culua_Array *culua_testarray (lua_State *L, int i, int enter) {
   culua_Array *a = (culua_Array *)luaL_testudata(L, i, CULUA_ARRAY);
-  if (a == NULL) return NULL;
+  return a == NULL ? NULL : culua_openarray(L, a, enter);
+}
+
+
+culua_Array *culua_openarray (lua_State *L, culua_Array *a, int enter) {
   if (!culua_array_isopen(a))
     luaL_error(L, "attempt to use a closed %s", a->c.ctx ? "cuda.array (its parent was closed)" : CULUA_ARRAY);
   if (enter) culua_ctx_enter(L, &a->c, CULUA_ARRAY);

@@ -413,6 +413,25 @@ do
   for i = 1, size do ref[i] = 1 + 2 * (2.0 * hx[i]) end
   local _, _, rel = cuda.compare(y, ref)
   T.ok(rel < 1e-6, "two prepared launches on a stream: relative error " .. rel)
+  -- arguments bound to the launcher (k:prepare(config, ...)): converted once, the rest a call
+  y:fill(1, ps)
+  local bound = saxpy:prepare({grid = (size + 255) // 256, block = 256, stream = ps}, size, 2.0)
+  bound(x, y)
+  local all = saxpy:prepare({grid = (size + 255) // 256, block = 256, stream = ps}, size, 2.0, x, y)
+  all()
+  ps:synchronize()
+  _, _, rel = cuda.compare(y, ref)
+  T.ok(rel < 1e-6, "prepared with bound arguments, two and all four: relative error " .. rel)
+  T.error_like(function () bound(x) end, "'saxpy' takes 4 arguments, got 3", "bound: argument count, the bound ones counted")
+  T.error_like(function () all(x) end, "'saxpy' takes 4 arguments, got 5", "bound: one too many")
+  T.error_like(function () saxpy:prepare({grid = 1, block = 32}, size, 2.0, x, y, y) end,
+               "prepare: 'saxpy' takes 4 arguments, got 5 to bind", "prepare: too many to bind")
+  T.error_like(function () saxpy:prepare({grid = 1, block = 32}, size, x) end,
+               "argument 2 is a cuda%.array but parameter 2 is f32", "prepare: a bound argument is checked when bound")
+  local z = cuda.array("float32", size):fill(0)
+  local gz = saxpy:prepare({grid = 1, block = 32}, size, 2.0, x, z)
+  z:close()
+  T.error_like(function () gz() end, "attempt to use a closed cuda%.array", "bound: an array closed since is refused")
   T.error_like(function () go(size, 2.0, x) end, "'saxpy' takes 4 arguments, got 3", "prepared: argument count")
   T.error_like(function () go(size, x, x, y) end, "argument 2 is a cuda%.array but parameter 2 is f32", "prepared: argument types")
   T.error_like(function () saxpy:prepare{grid = 1, block = 4096} end, "block%.x = 4096 exceeds the device's 1024", "prepare checks the config")

@@ -391,6 +391,37 @@ local function gpu_tests()
   T.error_like(function () cat.compact(xf, cuda.array("float32", 100), 5) end,
                "compact: pred must be a flags cuda%.array or an expression string, got number", "compact: bad pred")
 
+  -- a scan without options called again on the same arrays replays a plan
+  -- (lua/catalog/scan.lua): new values each round, y and in place, a larger scan between
+  -- (its scratch replaces the plan's), the scratch given back
+  for _, c in ipairs{{"float32", 1 << 16}, {"int32", 100001}, {"float64", 4097}, {"uint32", 33}} do
+    local dt, n = c[1], c[2]
+    local x, y = cuda.array(dt, n), cuda.array(dt, n)
+    local name, good = ("replayed scan %s n=%d"):format(dt, n), true
+    for round = 1, 5 do
+      local hx = input(dt, n, 100 * round + n)
+      local want = expect(hx, {op = "add"})
+      if round == 3 then cat.scan(cuda.array(dt, 300 * n):fill(1)) end
+      if round == 5 then cat.free_scratch() end
+      x:copy_from(hx)
+      poison(y)
+      local r = cat.scan(x, y)
+      local ok, why = same(y, want, dt, "add")
+      if ok and r == y then
+        r = cat.scan(x)
+        ok, why = same(x, want, dt, "add")
+        ok = ok and r == x
+      end
+      if not ok then T.ok(false, ("%s: round %d"):format(name, round), why); good = false; break end
+    end
+    if good then T.ok(true, name .. ": five rounds as the reference, y and in place") end
+  end
+  local x, y = cuda.array("float32", 1000):fill(1), cuda.array("float32", 1000)
+  cat.scan(x, y)
+  cat.scan(x, y)
+  y:close()
+  T.error_like(function () cat.scan(x, y) end, "y is closed", "replayed scan: y closed since")
+
   -- the scratch the catalog keeps for reuse (here a stream's look-back state) is given
   -- back by free_scratch, and the next call makes it anew
   local n = (1 << 20) + 3

@@ -485,6 +485,44 @@ do
   same(d2, h2, "two streams: the second")
 end
 
+-- a sort with no options called again on the same arrays replays its first call's plan
+-- (lua/catalog/sort.lua): new keys each round, scratch poisoned, a larger sort between
+-- (whose scratch replaces the plan's), the scratch given back, and every path (one block,
+-- fused, onesweep with even and odd passes, pairs); a closed array is refused as before
+do
+  local cases = {{"uint32", 3000}, {"uint32", 1 << 16}, {"uint32", 100003, "uint32"}, {"float64", 70001, "int32"},
+                 {"uint32", (1 << 22) + 3}, {"int64", 300007, "uint64"}, {"uint16", 200001}, {"uint8", 50001, "uint16"}}
+  for _, c in ipairs(cases) do
+    local dt, n, vdt = c[1], c[2], c[3]
+    local dk, dv = cuda.array(dt, n), vdt and cuda.array(vdt, n)
+    local name = ("replayed %s n=%d%s"):format(dt, n, vdt and (" +" .. vdt) or "")
+    local good = true
+    for round = 1, 5 do
+      local hk = kbits[dt] and make_keys(dt, n, round == 4 and "few" or "random", 31 * round + n)
+                 or cuda.host_array(dt, n):random(31 * round + n, 0, round == 4 and 3 or dt == "uint8" and 255 or 65535)
+      local hv = vdt and cuda.host_array(vdt, n):iota(round)
+      dk:copy_from(hk)
+      if dv then dv:copy_from(hv) end
+      if round == 2 then poison_scratch(n) end
+      if round == 3 then sort(cuda.array(dt, 3 * n):fill(1)) end   -- larger: new scratch
+      if round == 5 then cuda.catalog.free_scratch() end
+      sort(dk, dv)
+      ref.sort(hk, hv)
+      local got = dk:copy_to(cuda.host_array(dt, n))
+      local diff = first_difference(got, hk) or hv and first_difference(dv:copy_to(cuda.host_array(vdt, n)), hv)
+      if diff then T.ok(false, ("%s: round %d"):format(name, round), diff); good = false; break end
+    end
+    if good then T.ok(true, name .. ": five rounds as the reference") end
+  end
+  local k, v = cuda.array("uint32", 5000):fill(3), cuda.array("uint32", 5000)
+  sort(k, v)
+  sort(k, v)
+  v:close()
+  T.error_like(function () sort(k, v) end, "values is a closed cuda%.array", "replayed: values closed since")
+  k:close()
+  T.error_like(function () sort(k) end, "keys is a closed cuda%.array", "replayed: keys closed since")
+end
+
 -- refusals
 do
   local k = cuda.array("uint32", 10)

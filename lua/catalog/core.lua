@@ -28,8 +28,12 @@ local readback_dev = {}
 -- core.epoch counts the resets: whoever keeps kernels outside this cache (the
 -- elementwise kernels) drops those of an earlier epoch
 core.epoch = 0
+-- core.version counts what drops the loaded kernels or the scratch memory (clear and
+-- free_scratch): a family's plans of launches made before it are stale
+core.version = 0
 function core.clear()
   core.epoch = core.epoch + 1
+  core.version = core.version + 1
   cache = {}
   per_device = {}
   readback_dev = {}
@@ -329,6 +333,7 @@ function core.free_scratch()
   -- predicate kernels' names (scan) must never outlive the kernels they name
   per_device = {}
   cache = {}
+  core.version = core.version + 1
   return bytes
 end
 
@@ -448,6 +453,7 @@ end
 -- bound by work like a table a call), refusing keys not in `known` (a list):
 -- a misspelt option must not be ignored in silence
 local no_options = setmetatable({}, {__newindex = function () error("cuda.catalog: the empty options are read-only", 2) end})
+core.no_options = no_options   -- what options() returns for none: a family tells a call without options by it
 function core.options(fname, opts, known)
   if opts == nil then return no_options end
   if type(opts) ~= "table" then fail(fname, "opts must be a table, got %s", type(opts)) end

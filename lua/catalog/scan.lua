@@ -195,7 +195,7 @@ local function lookback(x, y, n, exclusive, initb, dt, op, stream, dev, ydt)
     local go = by[ntiles]
     if not go then go = kern:prepare({grid = ntiles, block = threads}); by[ntiles] = go end
     go(x, y, n, exclusive and 1 or 0, initb, w, values, base, epoch, ntiles, 0)
-    return
+    return kern, threads, ntiles   -- for a plan (M.scan)
   end
   local cfg = lookback_cfg
   cfg.grid, cfg.block, cfg.stream = ntiles, threads, stream
@@ -239,21 +239,41 @@ end
 local XY = {"x", "y"}
 local SCAN_OPTIONS = {"exclusive", "op", "init", "accumulate", "variant", "stream"}
 
+-- A scan with no options called again on the arrays of an earlier one that took a
+-- prepared launch (the default stream, up to SMALL tiles) replays it: its launcher with
+-- the arrays' addresses, the length and init bound, the tile state still taken a call
+-- (tiles_for). The arrays are checked again only for being open (C.live: a dtype, length
+-- or device never changes), the kernels for being the catalog's still (core.version).
+-- The first call on x only notes it (true); the next makes the plan.
+-- A scan of 2^16 float32 took 1.8 us of host time a call through the checks (this CPU,
+-- bench/fakecuda.c's driver: none of the driver's own), 0.6 so (bench/host_paths.lua).
+local plans = setmetatable({}, {__mode = "k"})   -- x -> true, or {[y or x] = plan}
+local live = C.live
+
 -- cuda.catalog.scan(x [, y] [, opts]) -> y (x when y is omitted: in place)
 --   opts: exclusive (false), op ("add" | "min" | "max"), init (exclusive or
 --   not: the value the scan starts from; the op's identity by default),
 --   variant ("lookback" | "naive" | "blelloch" | "global"), stream;
 --   accumulate: y's dtype, said again (float16 and bfloat16 x: theirs or float32)
 function M.scan(x, y, opts)
+  if opts == nil then
+    local by = plans[x]
+    local p = by and by ~= true and by[y or x]
+    if p and p.version == core.version and live(x, y) then
+      local w, values, base, epoch = tiles_for(p.dev, nil, p.ntiles)
+      p.go(w, values, base, epoch, p.ntiles, 0)
+      return p.y
+    end
+  end
   local fname = "scan"
   if opts == nil and type(y) == "table" and cuda.type(y) == nil then y, opts = nil, y end
   opts = core.options(fname, opts, SCAN_OPTIONS)
-  local dt, n, dev = open_dtype(fname, "x", x, dtypes)
-  local ydt = dt
+  local dt, n, dev, xptr = open_dtype(fname, "x", x, dtypes)
+  local ydt, yptr = dt, xptr
   if y == nil then y = x end
   if not rawequal(y, x) then   -- in place: nothing more to check of y
     local yn, ydev
-    ydt, yn, ydev = open_dtype(fname, "y", y)
+    ydt, yn, ydev, yptr = open_dtype(fname, "y", y)
     if ydt ~= dt and not (lowp[dt] and ydt == "float32") then
       fail(fname, "y has dtype %s but x has %s%s", ydt, dt, lowp[dt] and " (y may be float32)" or "")
     end
@@ -275,7 +295,17 @@ function M.scan(x, y, opts)
   local initb = init ~= nil and to_bits(rdt, init) or identity_bits(rdt, op)
   if n == 0 then return y end   -- a scan of nothing: no launch
   if variant == "lookback" then
-    lookback(x, y, n, opts.exclusive == true, initb, dt, op, stream, dev, ydt)
+    local kern, threads, ntiles = lookback(x, y, n, opts.exclusive == true, initb, dt, op, stream, dev, ydt)
+    if kern and opts == core.no_options then
+      local by = plans[x]
+      if by == nil then
+        plans[x] = true   -- scanned once: a plan the next time
+      else
+        if by == true then by = setmetatable({}, {__mode = "k"}); plans[x] = by end
+        by[y] = {version = core.version, dev = dev, y = y, ntiles = ntiles,
+                 go = kern:prepare({grid = ntiles, block = threads}, xptr, yptr, n, 0, initb)}
+      end
+    end
   else
     seed_scan(fname, variant, x, y, n, opts.exclusive == true, initb, dt, op, stream)
   end

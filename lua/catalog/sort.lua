@@ -84,6 +84,27 @@ core.scratch_kind("sort_keys", "uint64")
 core.scratch_kind("sort_keys2", "uint64")
 core.scratch_kind("sort_values", "uint64")
 
+-- The plan a call records (nil: none), for the next call on the same arrays
+-- (M.sort's plans, below): every scratch array it asks for and every launch it
+-- makes go through these two, which note them when a plan is being recorded.
+local recording
+local function scratch(kind, dev, stream, size)
+  local w = core.scratch(kind, dev, stream, size)
+  if recording then
+    local r = recording.scratch
+    r[#r + 1] = {kind, size}
+    recording.arrays[#r] = w
+  end
+  return w
+end
+local function launch(k, cfg, ...)
+  k:launch(cfg, ...)
+  if recording then
+    local l = recording.launches
+    l[#l + 1] = {k, cfg, table.pack(...)}
+  end
+end
+
 local function pad64(words) return ceil_div(words, 64) * 64 end
 -- word offsets in sort_state: onesweep's (8 passes of u64 counts a digit, the ticket, a skip
 -- mark a pass), fused's (u32 counts, the ticket), a grid barrier's words
@@ -156,9 +177,9 @@ end
 local function chain(passes, n, keys, values, out, dev, stream, kb, vb)
   local plan = {}
   if out then
-    local sa = core.scratch("sort_keys", dev, stream, ceil_div(n * kb, 8))
-    local sb = passes > 2 and core.scratch("sort_keys2", dev, stream, ceil_div(n * kb, 8)) or sa
-    local sv = passes > 1 and core.scratch("sort_values", dev, stream, ceil_div(n * vb, 8)) or out
+    local sa = scratch("sort_keys", dev, stream, ceil_div(n * kb, 8))
+    local sb = passes > 2 and scratch("sort_keys2", dev, stream, ceil_div(n * kb, 8)) or sa
+    local sv = passes > 1 and scratch("sort_values", dev, stream, ceil_div(n * vb, 8)) or out
     local kin, vin = keys, 0
     for p = 0, passes - 1 do
       local kout = p % 2 == 0 and sa or sb   -- the last pass writes no keys
@@ -168,8 +189,8 @@ local function chain(passes, n, keys, values, out, dev, stream, kb, vb)
     end
     return plan
   end
-  local sk = core.scratch("sort_keys", dev, stream, ceil_div(n * kb, 8))
-  local sv = values and core.scratch("sort_values", dev, stream, ceil_div(n * vb, 8))
+  local sk = scratch("sort_keys", dev, stream, ceil_div(n * kb, 8))
+  local sv = values and scratch("sort_values", dev, stream, ceil_div(n * vb, 8))
   local kin, vin = keys, values or 0
   for p = 0, passes - 1 do
     local kout, vout = keys, values or 0
@@ -184,8 +205,8 @@ end
 -- odd passes end in scratch: copy the keys (and values) back to the user's arrays
 local function copy_back(c, n, kb, vb, dev, stream)
   local cfg = {grid = math.min(ceil_div(n, 256), 4 * core.sm_count(dev)), block = 256, stream = stream}
-  kernel("copy" .. 8 * kb, "", dev):launch(cfg, c[1], c[2], n)
-  if c[4] then kernel("copy" .. 8 * vb, "", dev):launch(cfg, c[3], c[4], n) end
+  launch(kernel("copy" .. 8 * kb, "", dev), cfg, c[1], c[2], n)
+  if c[4] then launch(kernel("copy" .. 8 * vb, "", dev), cfg, c[3], c[4], n) end
 end
 
 local function pass_flags(p, passes, desc, out)
@@ -201,7 +222,7 @@ end
 local function run_small(a)
   local k = tile_kernel("small", a)
   local flags = (a.desc and DESC or 0) | (a.out and (IOTA | NOKEYS) or 0)
-  k:launch({grid = 1, block = a.threads, stream = a.stream}, a.keys, a.keys, a.values or 0, a.values or a.out or 0,
+  launch(k, {grid = 1, block = a.threads, stream = a.stream}, a.keys, a.keys, a.values or 0, a.values or a.out or 0,
            a.n, a.begin_bit, a.end_bit, a.kind, flags)
 end
 
@@ -215,22 +236,22 @@ local function run_fused(a, k, tiles)
   local kbytes, vbytes = ceil_div(n * a.kb, 8), a.vb and ceil_div(n * a.vb, 8) or 0   -- vb: nil for keys alone
   local k0, ka, kb, v0, va, vb
   if a.out then
-    local s1 = core.scratch("sort_keys", dev, stream, kbytes)
-    local sv = passes > 1 and core.scratch("sort_values", dev, stream, vbytes) or a.out
-    k0, ka, kb = a.keys, s1, passes > 2 and core.scratch("sort_keys2", dev, stream, kbytes) or s1
+    local s1 = scratch("sort_keys", dev, stream, kbytes)
+    local sv = passes > 1 and scratch("sort_values", dev, stream, vbytes) or a.out
+    k0, ka, kb = a.keys, s1, passes > 2 and scratch("sort_keys2", dev, stream, kbytes) or s1
     v0 = 0
     if passes % 2 == 1 then va, vb = a.out, sv else va, vb = sv, a.out end
   else
-    local sk = core.scratch("sort_keys", dev, stream, kbytes)
-    local sv = a.values and core.scratch("sort_values", dev, stream, vbytes) or 0
+    local sk = scratch("sort_keys", dev, stream, kbytes)
+    local sv = a.values and scratch("sort_values", dev, stream, vbytes) or 0
     local vals = a.values or 0
     k0, v0 = a.keys, vals
     if passes % 2 == 0 then ka, kb, va, vb = sk, a.keys, sv, vals else ka, kb, va, vb = a.keys, sk, vals, sv end
   end
-  local state = core.scratch("sort_state", dev, stream, FREE + RADIX * passes * tiles)
+  local state = scratch("sort_state", dev, stream, FREE + RADIX * passes * tiles)
   local base = state.ptr
   local flags = (a.desc and DESC or 0) | (a.out and (IOTA | NOKEYS) or 0)
-  k:launch({grid = tiles, block = a.threads, stream = stream, cooperative = true},
+  launch(k, {grid = tiles, block = a.threads, stream = stream, cooperative = true},
            k0, ka, kb, v0, va, vb, n, base + 4 * FHIST, base + 4 * FDONE, base + 4 * FREE, base + 4 * BAR,
            a.begin_bit, a.end_bit, a.kind, flags, a.window)
 end
@@ -287,7 +308,7 @@ local function run_onesweep(a)
   local ctr = FREE + 2 * RADIX * portions * passes   -- after the digit offsets (8-byte words)
   local lb0 = ctr + pad64(launches)
   local lb1 = lb0 + RADIX * max_tiles
-  local state = core.scratch("sort_state", dev, stream, lb1 + RADIX * max_tiles)
+  local state = scratch("sort_state", dev, stream, lb1 + RADIX * max_tiles)
   local base = state.ptr
   local function at(word) return base + 4 * word end
   -- unsigned keys ascending over all their bits take the upfront kernel's plain copy
@@ -295,7 +316,7 @@ local function run_onesweep(a)
   local lanes = a.upfront ~= "rows" and lanes_upfront(dev, plain, a.kb)
   if lanes then
     local grid = math.max(1, math.min(ceil_div(n, LANES_THREADS * LANES_LOADS), core.sm_count(dev)))
-    lanes:launch({grid = grid, block = LANES_THREADS, shared = LANES_SHARED, stream = stream,
+    launch(lanes, {grid = grid, block = LANES_THREADS, shared = LANES_SHARED, stream = stream,
                   programmatic = lanes.programmatic},
                  a.keys, n, at(HIST), at(DONE), at(FREE), RADIX * portions, at(SKIP), at(ctr), lb1 - ctr,
                  passes, a.begin_bit, a.end_bit, a.kind, a.desc and DESC or 0)
@@ -304,7 +325,7 @@ local function run_onesweep(a)
     -- eight blocks a multiprocessor of eight loads in flight a thread: 64 KiB of 32-bit keys
     -- on the way to each multiprocessor, which the read of every key at full bandwidth needs
     local grid = math.max(1, math.min(ceil_div(n, RADIX * 8), 8 * core.sm_count(dev)))
-    up:launch({grid = grid, block = RADIX, stream = stream, programmatic = up.programmatic},
+    launch(up, {grid = grid, block = RADIX, stream = stream, programmatic = up.programmatic},
               a.keys, n, at(HIST), at(DONE), at(FREE), RADIX * portions, at(SKIP), at(ctr), lb1 - ctr,
               passes, a.begin_bit, a.end_bit, a.kind, a.desc and DESC or 0)
   end
@@ -321,7 +342,7 @@ local function run_onesweep(a)
       local lb, lb_next = L % 2 == 0 and lb0 or lb1, L % 2 == 0 and lb1 or lb0
       local bins_in = FREE + 2 * RADIX * (p * portions + q)
       local bins_out = q < portions - 1 and at(bins_in + 2 * RADIX) or 0
-      k:launch({grid = ceil_div(count, tile), block = a.threads, stream = stream, programmatic = k.programmatic},
+      launch(k, {grid = ceil_div(count, tile), block = a.threads, stream = stream, programmatic = k.programmatic},
                bufs[1], bufs[2], bufs[3], bufs[4], first, count, at(bins_in), bins_out,
                at(lb), at(lb_next), L < launches - 1 and max_tiles or 0, at(ctr + L), at(SKIP + p),
                shift, bits, a.kind, flags, a.window)
@@ -338,7 +359,7 @@ local function run_lsd(a)
   local blocks = math.min(tiles, 8 * core.sm_count(dev))
   local chunk = ceil_div(tiles, blocks) * tile
   blocks = ceil_div(n, chunk)
-  local state = core.scratch("sort_state", dev, stream, FREE + 2 * RADIX * blocks)
+  local state = scratch("sort_state", dev, stream, FREE + 2 * RADIX * blocks)
   local counts = state.ptr + 4 * FREE
   local count = kernel("lsd_count", "_" .. wname[a.kb], dev)
   local scan = kernel("lsd_scan", "", dev)
@@ -351,9 +372,9 @@ local function run_lsd(a)
     local bits = math.min(8, a.end_bit - shift)
     local flags = pass_flags(p, passes, a.desc, a.out)
     local bufs = a.plan[p + 1]
-    count:launch(cfg, bufs[1], n, chunk, counts, shift, bits, a.kind, flags)
-    scan:launch(one, counts, RADIX * blocks)
-    scatter:launch(wide, bufs[1], bufs[2], bufs[3], bufs[4], n, chunk, counts, shift, bits, a.kind, flags)
+    launch(count, cfg, bufs[1], n, chunk, counts, shift, bits, a.kind, flags)
+    launch(scan, one, counts, RADIX * blocks)
+    launch(scatter, wide, bufs[1], bufs[2], bufs[3], bufs[4], n, chunk, counts, shift, bits, a.kind, flags)
   end
 end
 
@@ -362,36 +383,39 @@ end
 
 -- {====================================================== argument checks
 
-local function size_of(x) return x.size end
+local KEYS_VALUES = {"keys", "values"}
+local array_info = C.array
 
--- an open cuda.array: its element count
+-- an open cuda.array: its element count, dtype and device (what C.array tells in one
+-- crossing into C; a reset array is refused as a closed one, as ever)
 local function check_open(fname, what, x)
-  check_array(fname, what, x)
-  local ok, n = pcall(size_of, x)
-  if not ok then fail(fname, "%s is a closed cuda.array", what) end
-  if x.pitched then   -- its rows are apart: the kernels read elements one after another
+  local dt, n, dev, _, pitched = array_info(x)
+  if not dt then
+    check_array(fname, what, x)
+    fail(fname, "%s is a closed cuda.array", what)
+  end
+  if pitched then   -- its rows are apart: the kernels read elements one after another
     fail(fname, "%s is a pitched array (copy it to a packed array first)", what)
   end
-  return n
+  return n, dt, dev
 end
 
 local function check_keys(fname, keys)
-  local n = check_open(fname, "keys", keys)
-  local dt = keys.dtype
+  local n, dt, dev = check_open(fname, "keys", keys)
   if not key_kind[dt] then
     fail(fname, "keys has dtype %s; expected one of %s", dt, table.concat(key_dtypes, ", "))
   end
-  return n, dt
+  return n, dt, dev
 end
 
+-- values' bytes an element, and its device
 local function check_values(fname, values, n)
-  local nv = check_open(fname, "values", values)
-  local dt = values.dtype
+  local nv, dt, dev = check_open(fname, "values", values)
   if not elem_bytes[dt] then
     fail(fname, "values has dtype %s; expected one of %s", dt, table.concat(value_dtypes, ", "))
   end
   if nv ~= n then fail(fname, "values has %d elements but keys has %d", nv, n) end
-  return elem_bytes[dt]
+  return elem_bytes[dt], dev
 end
 
 -- opts already passed core.options
@@ -449,6 +473,58 @@ end
 -- }======================================================
 
 
+-- {====================================================== plans
+
+-- A sort with no options, called again on the arrays of an earlier call (keys, and
+-- values or none), replays that call: its launches as prepared launchers (k:prepare)
+-- with every argument bound, the arrays' addresses among them. What can have changed
+-- since is checked again: that the arrays are open (C.live; a dtype, length or device
+-- never changes), that the catalog's kernels are the same (core.version), and that the
+-- scratch arrays asked for in the same order and sizes are the same (a larger call
+-- since, or the collector, may have replaced them; the plan does not keep them). The
+-- first call on keys only notes them (true): the next records the plan, so arrays
+-- sorted once cost no plan. A small sort is bound by the host: 2^16 keys
+-- took 6.6 us of host time a call through the checks (this CPU, bench/fakecuda.c's
+-- driver: none of the driver's own), 0.5 us so (bench/host_paths.lua).
+local plans = setmetatable({}, {__mode = "k"})   -- keys -> true, or {[values or keys] = plan}
+local live, unpack = C.live, table.unpack
+local weak_values = {__mode = "v"}
+
+local function plan_of(rec, dev)
+  local p = {version = core.version, dev = dev, scratch = rec.scratch, arrays = setmetatable({}, weak_values),
+             launches = {}}
+  for i = 1, #rec.scratch do p.arrays[i] = rec.arrays[i] end
+  for i, l in ipairs(rec.launches) do
+    local args = l[3]
+    for j = 1, args.n do   -- an array as its address: the plan keeps no array alive
+      if cuda.type(args[j]) == "cuda.array" then args[j] = args[j].ptr end
+    end
+    p.launches[i] = l[1]:prepare(l[2], unpack(args, 1, args.n))   -- every argument bound
+  end
+  return p
+end
+
+-- the plan for sort(keys, values), when it still holds
+local function plan_for(keys, values)
+  local by = plans[keys]
+  local p = by and by ~= true and by[values or keys]
+  if not p or p.version ~= core.version or not live(keys, values) then return nil end
+  local sc, arrays, dev = p.scratch, p.arrays, p.dev
+  for i = 1, #sc do
+    if core.scratch(sc[i][1], dev, nil, sc[i][2]) ~= arrays[i] then return nil end
+  end
+  return p
+end
+
+local function keep_plan(keys, values, p)
+  local by = plans[keys]
+  if by == nil or by == true then by = setmetatable({}, {__mode = "k"}); plans[keys] = by end
+  by[values or keys] = p
+end
+
+-- }======================================================
+
+
 -- {====================================================== sort and argsort
 
 -- the sort of keys (and values) by o; `out`: argsort's result array instead of values
@@ -462,7 +538,7 @@ local function run(fname, keys, values, out, n, kdt, vb, o, dev)
     local k = kernel("warp", "_" .. vs, dev)
     local flags = o.desc and DESC or 0
     if out then flags = flags | IOTA | NOKEYS end
-    k:launch({grid = 1, block = 32, stream = stream}, keys, keys, values or 0, values or out or 0,
+    launch(k, {grid = 1, block = 32, stream = stream}, keys, keys, values or 0, values or out or 0,
              n, o.begin_bit, o.end_bit, flags)
     return
   end
@@ -528,6 +604,13 @@ end
 --         alone of up to 32 bits, 512 x 13 for them with values of up to 4 bytes, 512 x 10 for
 --         64-bit keys, else 256 x 18; with either, the other is 256 or 18 (16 for 64-bit keys)
 function M.sort(keys, values, opts)
+  local p = opts == nil and plan_for(keys, values)
+  if p then
+    local l = p.launches
+    for i = 1, #l do l[i]() end
+    return keys, values
+  end
+  recording = nil
   local o = opts or values   -- over several GPUs (a list of keys a part) or ranks: sort_multi.lua
   if type(keys) == "table" or (type(o) == "table" and (o.devices ~= nil or o.comm ~= nil)) then
     return require("culua.catalog.sort_multi").sort(keys, values, opts)
@@ -535,12 +618,21 @@ function M.sort(keys, values, opts)
   local fname = "sort"
   if opts == nil and type(values) == "table" then values, opts = nil, values end
   opts = core.options(fname, opts, options)   -- a misspelt option first, before any other check
-  local n, kdt = check_keys(fname, keys)
-  local vb
-  if values ~= nil then vb = check_values(fname, values, n) end
+  local n, kdt, dev = check_keys(fname, keys)
+  local vb, vdev
+  if values ~= nil then vb, vdev = check_values(fname, values, n) end
   local o = check_opts(fname, opts, key_bits[kdt])
-  local dev = core.same_device(fname, {"keys", "values"}, keys, values)
-  if n > 0 then run(fname, keys, values, nil, n, kdt, vb, o, dev) end   -- nothing: sorted
+  if vdev and vdev ~= dev then core.same_device(fname, KEYS_VALUES, keys, values) end   -- raises, naming both
+  if n == 0 then return keys, values end   -- nothing: sorted
+  local plain = opts == core.no_options
+  if plain and plans[keys] ~= nil then recording = {scratch = {}, arrays = {}, launches = {}} end
+  run(fname, keys, values, nil, n, kdt, vb, o, dev)
+  if recording then
+    keep_plan(keys, values, plan_of(recording, dev))
+    recording = nil
+  elseif plain then
+    plans[keys] = true   -- sorted once: a plan the next time
+  end
   return keys, values
 end
 
@@ -548,10 +640,10 @@ end
 -- keys in their stable sorted order (uint32; uint64 from 2^32 keys); keys are not changed
 function M.argsort(keys, opts)
   local fname = "argsort"
+  recording = nil
   opts = core.options(fname, opts, options)
-  local n, kdt = check_keys(fname, keys)
+  local n, kdt, dev = check_keys(fname, keys)
   local o = check_opts(fname, opts, key_bits[kdt])
-  local dev = keys.device
   local idt = n < (1 << 32) and "uint32" or "uint64"
   local out = cuda.array(idt, n, {device = dev.ordinal})
   if n > 0 then run(fname, keys, nil, out, n, kdt, elem_bytes[idt], o, dev) end
