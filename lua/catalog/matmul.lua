@@ -204,12 +204,17 @@ end
 -- dmma on compute capability 9.0 fed by TMA (kernels/matmul_sm90.cu's culua_matmul_dmma_tma:
 -- 128 x 128 tiles, a producer warpgroup and two consumer warpgroups, persistent), where TMA
 -- can address A and B (16-byte aligned bases, rows 16 bytes apart) and M.tune.dmma_tma is
--- true (nil: off until timed against cuBLAS; bench/matmul.lua prints both).
+-- true, or by default (`auto` below) where k >= 1024.
+-- The defaults, where none of M.tune.dmma_tile, dmma_group and dmma_tma is set, are from
+-- bench/matmul.lua's sweep on the H100 (bench/RESULTS.md, session 27): k >= 1024, the TMA
+-- kernel (0.89x / 0.92x cuBLAS at 4096 / 8192, against 0.86x / 0.83x for the tiles by k);
+-- k < 1024, LU's updates, the tiles by k in groups of 8 tile rows (1.00x against 0.82x at
+-- 16384 x 16384 x 128, 0.78x against 0.69x at k = 256; the same at 8192 x 8192 x 128).
 -- M.tune.dmma_persistent: nil or true, a block a multiprocessor; false, a block a tile; a
 -- count, at most that many blocks (the tests take a few, so that each runs several tiles).
 local D9 = nil
-local function dmma_tma(dev, A, B, k, lda, ldb)
-  return M.tune.dmma_tma == true and dev.major == 9 and dev.minor == 0 and k > 0
+local function dmma_tma(dev, A, B, k, lda, ldb, auto)
+  return (M.tune.dmma_tma == true or auto and k >= 1024) and dev.major == 9 and dev.minor == 0 and k > 0
          and lda % 2 == 0 and ldb % 2 == 0 and A.ptr % 16 == 0 and B.ptr % 16 == 0
 end
 
@@ -234,14 +239,16 @@ end
 -- wide, which the kernel reads as groups of G tile rows walking C's columns together
 -- (kernels/matmul.cu's dmma): B is read from memory once a group, not once a tile row.
 local function matmul_dmma(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, opts)
-  local group, p = M.tune.dmma_group or 1, M.tune.dmma_persistent
+  local t = M.tune
+  local auto = t.dmma_tile == nil and t.dmma_group == nil and t.dmma_tma == nil
+  local group, p = t.dmma_group or (auto and k < 1024 and 8 or 1), t.dmma_persistent
   if math.type(group) ~= "integer" or group < 1 then
     fail("matmul", "tune.dmma_group must be a positive integer, got %s", tostring(group))
   end
   if not (p == nil or type(p) == "boolean" or (math.type(p) == "integer" and p >= 1)) then
     fail("matmul", "tune.dmma_persistent must be a boolean or a block count, got %s", tostring(p))
   end
-  if dmma_tma(dev, A, B, k, lda, ldb) then
+  if dmma_tma(dev, A, B, k, lda, ldb, auto) then
     return matmul_dmma_tma(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, opts)
   end
   local shape = dmma_tile(k)
@@ -373,10 +380,10 @@ end
 -- times them), in M.tune:
 --   fp8_tile          "n256s4" (nil: FP8_DEFAULT below), "n256s3", "n128s4", "n128s6",
 --                     "n256s4c2" (clusters of two)
---   fp8_persistent    nil or true: at most a block a multiprocessor (clusters: as many as
+--   fp8_persistent    true: at most a block a multiprocessor (clusters: as many as
 --                     fit at once), each taking tiles b, b + grid, ... (the ring runs on
 --                     from tile to tile); false: a block a tile; an integer: at most that
---                     many blocks
+--                     many blocks; nil (the default): true up to 8 waves of tiles, false beyond
 --   fp8_programmatic  nil or true: the product a programmatic dependent of the transpose
 --                     where the device can (its blocks set up while the transpose ends); false: not
 core.scratch_kind("fp8_bt", "uint8")
@@ -443,6 +450,10 @@ local function matmul_fp8_sm90(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, bet
   local bmap = Bt:tensor_map(plan.bn // cl, P.bk, 128, {rows = n, cols = k, stride = ldt})
   -- units: a tile a block, or cl tiles one above the other a cluster
   local units = ceil_div(m, P.bm * cl) * ceil_div(n, plan.bn)
+  -- by default, persistent up to 8 waves of tiles, a block a tile beyond: the H100 sweep
+  -- (RESULTS, session 27) gave 0.77x cuBLASLt persistent and 0.67x a block a tile at 4096
+  -- (512 tiles), 0.81x and 0.88x at 8192 (2048 tiles)
+  if pers == nil then pers = units <= 8 * sm_count(dev) end
   local most = math.type(pers) == "integer" and math.max(1, pers // cl)
                or cl > 1 and fp8_clusters(kern, plan) or sm_count(dev)
   local grid = cl * (pers == false and units or math.min(units, most))
@@ -624,7 +635,7 @@ M.info = {
            scale_a = "fp8 A and B: D = alpha * scale_a * scale_b * A*B + beta * C, as cuBLASLt's (default 1)",
            scale_b = "fp8 A and B: see scale_a",
            mma = "float16, bfloat16 (compute capability 8.0 and later) and fp8 (8.9 and later) on tensor cores, float32 sums; C in A's dtype or float32 (fp8: bfloat16, float16 or float32); float16 and bfloat16 on 9.0: wgmma fed by TMA where A and B rows are 16-byte aligned (tma = false: mma.sync; require('culua.catalog.matmul').tune.lowp_sm90 = 'ss' (the default) takes the kernel with both operands in shared memory, 'rs' B^T's fragments through registers); fp8 on 9.0 likewise, B transposed into scratch first (tune.fp8_tile, fp8_persistent, fp8_programmatic: see doc/matmul.md)",
-           dmma = "float64 on tensor cores (compute capability 8.0 and later): 128 x 64 tiles; require('culua.catalog.matmul').tune.dmma_tile = '128x128', '128x64', '64x128' or '128x64w8' fixes the shape; tune.dmma_group = G runs the tiles in groups of G tile rows (L2 reuse of B); on 9.0, tune.dmma_tma = true takes the TMA-fed kernel of 128 x 128 tiles (A and B rows 16-byte aligned; tune.dmma_persistent = false: a block a tile, a count: that many blocks)"},
+           dmma = "float64 on tensor cores (compute capability 8.0 and later): 128 x 64 tiles; require('culua.catalog.matmul').tune.dmma_tile = '128x128', '128x64', '64x128' or '128x64w8' fixes the shape; tune.dmma_group = G runs the tiles in groups of G tile rows (L2 reuse of B; by default 8 where k < 1024); on 9.0, tune.dmma_tma = true takes the TMA-fed kernel of 128 x 128 tiles (A and B rows 16-byte aligned; by default where k >= 1024; false: never; tune.dmma_persistent = false: a block a tile, a count: that many blocks)"},
   default = "fast (float64: dmma on compute capability 8.0 and later; float16, bfloat16 and fp8: mma, tensor cores with float32 sums)",
 }
 
