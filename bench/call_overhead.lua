@@ -11,11 +11,7 @@ require("culua.bench").need_devices()
 local cat = cuda.catalog
 local CALLS, ROUNDS = tonumber(arg[1]) or 10000, tonumber(arg[2]) or 7
 
-local function median(t)
-  table.sort(t)
-  local n = #t
-  return n % 2 == 1 and t[(n + 1) // 2] or (t[n // 2] + t[n // 2 + 1]) / 2
-end
+local median = require("culua.bench").median
 
 -- us a call of f, median of ROUNDS loops of `calls`
 local function per_call(f, calls)

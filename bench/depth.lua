@@ -123,11 +123,7 @@ end
 
 -- {====================================================== sort
 
-local function random_keys(dt, n, seed)
-  local d = cuda.array(dt, n)
-  if dt == "uint32" then return d:copy_from(cuda.host_array("uint32", n):random(seed, 0, 0xffffffff)) end
-  return d:copy_from(cuda.host_array("int64", n):random(seed, math.mininteger, math.maxinteger):bytes())
-end
+local random_keys = require("culua.bench").random_keys
 
 -- the median ms of a sort, keys (and values) restored before each call on the stream, not
 -- waited for (as bench/sort.lua and the anchor time theirs)

@@ -22,12 +22,7 @@ local ROUNDS = tonumber(arg[2]) or 7
 local N = 20000   -- launches a measurement
 local dev = cuda.device()
 
-local function median(t)
-  local c = table.move(t, 1, #t, 1, {})
-  table.sort(c)
-  local n = #c
-  return n % 2 == 1 and c[(n + 1) // 2] or (c[n // 2] + c[n // 2 + 1]) / 2
-end
+local median = require("culua.bench").median
 
 if ANCHOR then
   local f = io.open(ANCHOR)

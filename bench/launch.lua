@@ -23,12 +23,7 @@ local function per_launch(fn)
   return r.median * 1000 / N
 end
 
-local function median(t)
-  local c = table.move(t, 1, #t, 1, {})
-  table.sort(c)
-  local n = #c
-  return n % 2 == 1 and c[(n + 1) // 2] or (c[n // 2] + c[n // 2 + 1]) / 2
-end
+local median = require("culua.bench").median
 
 -- graph: 1000 launches captured once, replayed
 local s = cuda.stream{non_blocking = true}

@@ -50,19 +50,9 @@ local function anchor(args)
   return run_anchor(ANCHOR and (SYNC and "ANCHOR_SYNC=1 " or "") .. ANCHOR, "sort " .. args, "sort_ms")
 end
 
-local function median(t)
-  table.sort(t)
-  local n = #t
-  return n % 2 == 1 and t[(n + 1) // 2] or (t[n // 2] + t[n // 2 + 1]) / 2
-end
+local median = require("culua.bench").median
 
--- n uniform random keys of every bit pattern, dtype uint32 or uint64, on the device
-local function random_keys(dt, n, seed)
-  local d = cuda.array(dt, n)
-  if dt == "uint32" then return d:copy_from(cuda.host_array("uint32", n):random(seed, 0, 0xffffffff)) end
-  -- uint64 takes no negative bounds: every bit pattern comes as int64, moved as bytes
-  return d:copy_from(cuda.host_array("int64", n):random(seed, math.mininteger, math.maxinteger):bytes())
-end
+local random_keys = require("culua.bench").random_keys
 
 -- n keys of a 2-byte dtype (float16, bfloat16), every bit pattern
 local function random_bits16(dt, n, seed)

@@ -42,11 +42,7 @@ if not ranks and tonumber(arg[2]) and tonumber(arg[2]) > cuda.device_count() the
 end
 local function say(...) if me == 0 then print(...) end end
 
-local function median(t)
-  table.sort(t)
-  local n = #t
-  return n % 2 == 1 and t[(n + 1) // 2] or (t[n // 2] + t[n // 2 + 1]) / 2
-end
+local median = require("culua.bench").median
 
 -- part r's keys (0-based), n of them, on device d: pristine and working copies
 local function part_keys(r, n, d)

@@ -40,6 +40,22 @@ local function median(sorted)
   return (sorted[n // 2] + sorted[n // 2 + 1]) / 2
 end
 
+-- the median of a list of numbers, left as it is (the bench scripts' rounds)
+local function median_of(t)
+  local c = table.move(t, 1, #t, 1, {})
+  table.sort(c)
+  return median(c)
+end
+
+-- n uniform random keys of every bit pattern on the current device, dtype uint32 or uint64
+-- (the sort benches' keys)
+local function random_keys(dt, n, seed)
+  local d = cuda.array(dt, n)
+  if dt == "uint32" then return d:copy_from(cuda.host_array("uint32", n):random(seed, 0, 0xffffffff)) end
+  -- uint64 takes no negative bounds: every bit pattern comes as int64, moved as bytes
+  return d:copy_from(cuda.host_array("int64", n):random(seed, math.mininteger, math.maxinteger):bytes())
+end
+
 local known = {warmup = true, reps = true, stream = true, name = true, setup = true}
 
 local function bench(fn, opts)
@@ -123,5 +139,6 @@ local function need_devices(n, opts)
   os.exit(SKIP_STATUS, true)
 end
 
-return setmetatable({need_devices = need_devices, SKIP_STATUS = SKIP_STATUS, run = bench},
+return setmetatable({need_devices = need_devices, SKIP_STATUS = SKIP_STATUS, run = bench, median = median_of,
+                     random_keys = random_keys},
                     {__call = function (_, ...) return bench(...) end})
