@@ -212,8 +212,29 @@ CUresult cuModuleLoadDataEx (CUmodule *m, const void *image, unsigned n, CUjit_o
 }
 CUresult cuModuleLoadData (CUmodule *m, const void *image) { return cuModuleLoadDataEx(m, image, 0, NULL, NULL); }
 CUresult cuModuleUnload (CUmodule m) { (void)m; return OK; }
-/* a function is its name, kept (a kernel's name is looked up once) */
-CUresult cuModuleGetFunction (CUfunction *f, CUmodule m, const char *name) { (void)m; *f = (CUfunction)strdup(name); return OK; }
+/* a function is its name, interned: one copy a name, on a list that keeps them all
+   reachable to the end (a driver frees its functions with their module; this one never
+   unloads, and a leak checker run over culua on it must not find them lost) */
+struct fname { struct fname *next; char s[]; };
+static struct fname *fnames;
+static const char *intern (const char *s) {
+  for (struct fname *p = fnames; p; p = p->next)
+    if (strcmp(p->s, s) == 0) return p->s;
+  size_t n = strlen(s) + 1;
+  struct fname *p = malloc(sizeof *p + n);
+  if (p == NULL) return NULL;
+  memcpy(p->s, s, n);
+  p->next = fnames;
+  fnames = p;
+  return p->s;
+}
+CUresult cuModuleGetFunction (CUfunction *f, CUmodule m, const char *name) {
+  const char *s = intern(name);
+  (void)m;
+  if (s == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
+  *f = (CUfunction)s;
+  return OK;
+}
 CUresult cuModuleGetGlobal (CUdeviceptr *p, size_t *n, CUmodule m, const char *name) {
   (void)m; (void)name;
   if (p) *p = (CUdeviceptr)(uintptr_t)globals;
