@@ -244,70 +244,12 @@ __device__ __forceinline__ u64 ld_acquire (const u64 *p) {
   return v;
 }
 
-/*
-** Knobs for bench/scan_depth.lua's sweep (issue 40), each off by default:
-** CULUA_SCAN_XPOSE: how a tile goes between the striped global accesses and
-**   a thread's blocked items: 0, through the block's shared memory (a
-**   __syncthreads each way); 1, through the warp's own part (a warp's
-**   elements are one run either way, as CUB's WARP_TRANSPOSE: __syncwarp
-**   only); 2, as 1 with 16-byte shared accesses, a thread's row of items
-**   padded by 16 bytes (conflict-free both ways when ITEMS / VEC is odd).
-** CULUA_SCAN_CACHE: whole tiles' 16-byte loads .cs (1), stores .cs (2), both (3).
-** CULUA_SCAN_SPINS, CULUA_SCAN_SLEEP: the look-back polls this many rounds,
-**   then sleeps this many ns between rounds (0: spins).
-** CULUA_SCAN_PREWAIT: ns a tile sleeps after publishing its aggregate, before
-**   its first poll (CUB's delay constructors wait about an L2 write's latency).
-*/
-#ifndef CULUA_SCAN_XPOSE
-#define CULUA_SCAN_XPOSE 0
-#endif
-#ifndef CULUA_SCAN_CACHE
-#define CULUA_SCAN_CACHE 0
-#endif
-#ifndef CULUA_SCAN_SPINS
-#define CULUA_SCAN_SPINS 5
-#endif
-#ifndef CULUA_SCAN_SLEEP
-#define CULUA_SCAN_SLEEP 64
-#endif
-#ifndef CULUA_SCAN_PREWAIT
-#define CULUA_SCAN_PREWAIT 0
-#endif
-
-/* where element i of a tile (or a warp's part) sits in shared memory: skewed
-** a word every 32 so that a thread's run of items spreads over banks, or
-** (XPOSE 2) 16 bytes every row of ITEMS, keeping 16-byte vectors aligned */
-template <class E, int ITEMS>
-__device__ __forceinline__ int lay (int i) {
-  if constexpr (CULUA_SCAN_XPOSE == 2) return i + i / ITEMS * (16 / (int)sizeof(E));
-  else return i + (i >> 5);
-}
-
-/* a tile's shared buffer in T, for either layout */
-template <class T, int ITEMS, int THREADS>
-struct TileBuf { static const int n = THREADS * ITEMS + (CULUA_SCAN_XPOSE == 2 ? THREADS * 16 / (int)sizeof(T) : THREADS * ITEMS / 32); };
-
-__device__ __forceinline__ uint4 ld_vec (const uint4 *p) {
-  if constexpr (CULUA_SCAN_CACHE & 1) return __ldcs(p); else return *p;
-}
-__device__ __forceinline__ void st_vec (uint4 *p, uint4 v) {
-  if constexpr (CULUA_SCAN_CACHE & 2) __stcs(p, v); else *p = v;
-}
-
-/* the part of a tile transposed at once (XPOSE 0: the block's whole tile; else
-** the warp's run of 32 x ITEMS): its first element, its threads, this one's place */
-template <int ITEMS, int THREADS>
-struct Part {
-  static const bool warp = CULUA_SCAN_XPOSE != 0;
-  static const int S = warp ? 32 : THREADS;
-  int at, me;
-  __device__ __forceinline__ Part () : at(warp ? (int)(threadIdx.x >> 5) * 32 * ITEMS : 0), me(warp ? threadIdx.x & 31 : threadIdx.x) {}
-  __device__ __forceinline__ void sync () const { if (warp) __syncwarp(); else __syncthreads(); }
-};
+/* skew shared-memory indices so that a thread's run of items spreads over banks */
+__device__ __forceinline__ int pad (int i) { return i + (i >> 5); }
 
 /*
 ** A tile of ITEMS elements a thread into registers, blocked (thread t holds
-** elements t*ITEMS .. t*ITEMS+ITEMS-1): loaded striped across the part
+** elements t*ITEMS .. t*ITEMS+ITEMS-1): loaded striped across the block
 ** (coalesced; 16-byte vectors when the tile is whole and p is 16-byte
 ** aligned, element loads otherwise, as in a view at an odd offset) into
 ** shared memory, then read back blocked. Elements past `valid` are `fill`.
@@ -315,23 +257,17 @@ struct Part {
 template <class E, int ITEMS, int THREADS>
 __device__ __forceinline__ void load_tile (const E *p, int valid, E fill, E (&items)[ITEMS], E *buf) {
   const int TILE = THREADS * ITEMS, VEC = 16 / sizeof(E);
-  const bool VS = CULUA_SCAN_XPOSE == 2 && ITEMS % VEC == 0;   /* 16-byte shared accesses */
-  typedef union { uint4 v; E e[VEC]; } U;
-  const Part<ITEMS, THREADS> pt;
   bool done = false;
   if constexpr (ITEMS % VEC == 0) {
     if (valid == TILE && ((u64)p & 15) == 0) {
-      const uint4 *v = (const uint4 *)(p + pt.at);
+      const uint4 *v = (const uint4 *)p;
 #pragma unroll
       for (int k = 0; k < ITEMS / VEC; k++) {
-        int j = pt.me + k * pt.S;
-        U u;
-        u.v = ld_vec(v + j);
-        if (VS) *(uint4 *)&buf[lay<E, ITEMS>(pt.at + j * VEC)] = u.v;
-        else {
+        int j = threadIdx.x + k * THREADS;
+        union { uint4 v; E e[VEC]; } u;
+        u.v = v[j];
 #pragma unroll
-          for (int q = 0; q < VEC; q++) buf[lay<E, ITEMS>(pt.at + j * VEC + q)] = u.e[q];
-        }
+        for (int q = 0; q < VEC; q++) buf[pad(j * VEC + q)] = u.e[q];
       }
       done = true;
     }
@@ -339,62 +275,34 @@ __device__ __forceinline__ void load_tile (const E *p, int valid, E fill, E (&it
   if (!done) {
 #pragma unroll
     for (int k = 0; k < ITEMS; k++) {
-      int i = pt.at + pt.me + k * pt.S;
-      buf[lay<E, ITEMS>(i)] = i < valid ? p[i] : fill;
+      int i = threadIdx.x + k * THREADS;
+      buf[pad(i)] = i < valid ? p[i] : fill;
     }
   }
-  pt.sync();
-  const int mine = threadIdx.x * ITEMS;
-  if constexpr (VS) {
+  __syncthreads();
 #pragma unroll
-    for (int k = 0; k < ITEMS / VEC; k++) {
-      U u;
-      u.v = *(const uint4 *)&buf[lay<E, ITEMS>(mine + k * VEC)];
-#pragma unroll
-      for (int q = 0; q < VEC; q++) items[k * VEC + q] = u.e[q];
-    }
-  } else {
-#pragma unroll
-    for (int k = 0; k < ITEMS; k++) items[k] = buf[lay<E, ITEMS>(mine + k)];
-  }
-  pt.sync();   /* buf is free again */
+  for (int k = 0; k < ITEMS; k++) items[k] = buf[pad(threadIdx.x * ITEMS + k)];
+  __syncthreads();   /* buf is free again */
 }
 
 /* the reverse: blocked registers to p[0 .. valid-1], through shared memory */
 template <class E, int ITEMS, int THREADS>
 __device__ __forceinline__ void store_tile (E *p, int valid, const E (&items)[ITEMS], E *buf) {
   const int TILE = THREADS * ITEMS, VEC = 16 / sizeof(E);
-  const bool VS = CULUA_SCAN_XPOSE == 2 && ITEMS % VEC == 0;
-  typedef union { uint4 v; E e[VEC]; } U;
-  const Part<ITEMS, THREADS> pt;
-  const int mine = threadIdx.x * ITEMS;
   bool done = false;
-  if constexpr (VS) {
 #pragma unroll
-    for (int k = 0; k < ITEMS / VEC; k++) {
-      U u;
-#pragma unroll
-      for (int q = 0; q < VEC; q++) u.e[q] = items[k * VEC + q];
-      *(uint4 *)&buf[lay<E, ITEMS>(mine + k * VEC)] = u.v;
-    }
-  } else {
-#pragma unroll
-    for (int k = 0; k < ITEMS; k++) buf[lay<E, ITEMS>(mine + k)] = items[k];
-  }
-  pt.sync();
+  for (int k = 0; k < ITEMS; k++) buf[pad(threadIdx.x * ITEMS + k)] = items[k];
+  __syncthreads();
   if constexpr (ITEMS % VEC == 0) {
     if (valid == TILE && ((u64)p & 15) == 0) {
-      uint4 *v = (uint4 *)(p + pt.at);
+      uint4 *v = (uint4 *)p;
 #pragma unroll
       for (int k = 0; k < ITEMS / VEC; k++) {
-        int j = pt.me + k * pt.S;
-        U u;
-        if (VS) u.v = *(const uint4 *)&buf[lay<E, ITEMS>(pt.at + j * VEC)];
-        else {
+        int j = threadIdx.x + k * THREADS;
+        union { uint4 v; E e[VEC]; } u;
 #pragma unroll
-          for (int q = 0; q < VEC; q++) u.e[q] = buf[lay<E, ITEMS>(pt.at + j * VEC + q)];
-        }
-        st_vec(v + j, u.v);
+        for (int q = 0; q < VEC; q++) u.e[q] = buf[pad(j * VEC + q)];
+        v[j] = u.v;
       }
       done = true;
     }
@@ -402,8 +310,8 @@ __device__ __forceinline__ void store_tile (E *p, int valid, const E (&items)[IT
   if (!done) {
 #pragma unroll
     for (int k = 0; k < ITEMS; k++) {
-      int i = pt.at + pt.me + k * pt.S;
-      if (i < valid) p[i] = buf[lay<E, ITEMS>(i)];
+      int i = threadIdx.x + k * THREADS;
+      if (i < valid) p[i] = buf[pad(i)];
     }
   }
 }
@@ -488,7 +396,6 @@ __device__ A tile_prefix (u64 *scratch, u64 *values, u64 ntiles, u64 epoch, long
     return init;
   }
   if (lane == 0) publish<A>(scratch, values, ntiles, epoch, tile, FLAG_AGG, agg);
-  if (CULUA_SCAN_PREWAIT > 0) __nanosleep(CULUA_SCAN_PREWAIT);
   A acc = id;
   for (long long w = tile - 1;; w -= 32) {
     long long pred = w - lane;
@@ -497,7 +404,7 @@ __device__ A tile_prefix (u64 *scratch, u64 *values, u64 ntiles, u64 epoch, long
     for (int spins = 0;; spins++) {
       flag = pred < 0 ? FLAG_PREFIX : peek<A>(scratch, values, ntiles, epoch, pred, v);
       if (__all_sync(FULL_MASK, flag != 0)) break;
-      if (spins >= CULUA_SCAN_SPINS && CULUA_SCAN_SLEEP > 0) __nanosleep(CULUA_SCAN_SLEEP);
+      if (spins > 4) __nanosleep(64);
     }
     unsigned pmask = __ballot_sync(FULL_MASK, flag == FLAG_PREFIX);
     int stop = pmask ? __ffs(pmask) - 1 : 31;
@@ -540,7 +447,7 @@ template <class T, class Op, int THREADS, class L = T, class O = T>
 __device__ void scan_lookback (const L *x, O *y, u64 n, int exclusive, u64 initb, u64 *scratch, u64 *values, u64 base,
                                u64 epoch, u64 ntiles, u64 *out) {
   const int ITEMS = Items<T>::n, TILE = THREADS * ITEMS;
-  __shared__ __align__(16) T buf[TileBuf<T, ITEMS, THREADS>::n];
+  __shared__ __align__(16) T buf[TILE + TILE / 32];
   __shared__ T wsum[THREADS / 32];
   __shared__ T s_prefix;
   const T id = Op::template identity<T>();
@@ -826,7 +733,7 @@ __device__ void select_lookback (const T *x, const F *flags, T *y, u64 n, int mo
   CULUA_SELECT_KERNEL(tn, T, u8, unsigned char, _c32, unsigned) \
   CULUA_SELECT_KERNEL(tn, T, i32, int, _c32, unsigned)
 
-#if !defined(CULUA_PRED) && !defined(CULUA_LOWP_SCAN) && !defined(CULUA_SELECT16) && !defined(CULUA_SCAN_SWEEP)
+#if !defined(CULUA_PRED) && !defined(CULUA_LOWP_SCAN) && !defined(CULUA_SELECT16)
 
 CULUA_SCAN_OPS(i32, int)
 CULUA_SCAN_OPS(u32, unsigned)
@@ -870,12 +777,6 @@ CULUA_LOWP_SCAN (const CULUA_LOWP_X *x, CULUA_LOWP_Y *y, u64 n, int exclusive, u
   scan_lookback<float, CULUA_LOWP_OPN(CULUA_LOWP_OP), LowpS::threads, CULUA_LOWP_X, CULUA_LOWP_Y>(
     x, y, n, exclusive, init, scratch, values, base, epoch, ntiles, out);
 }
-
-#elif defined(CULUA_SCAN_SWEEP)
-
-/* the sums of 2^28 float32 and int32 alone, for bench/scan_depth.lua's knobs (a quick build) */
-CULUA_LOOKBACK(culua_scan_lookback_f32_add, float, OpAdd, CULUA_ADD4_THREADS, CULUA_SCAN_MINB)
-CULUA_LOOKBACK(culua_scan_lookback_i32_add, int, OpAdd, CULUA_ADD4_THREADS, CULUA_SCAN_MINB)
 
 #elif defined(CULUA_SELECT16)
 

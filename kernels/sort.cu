@@ -186,17 +186,6 @@ __device__ __forceinline__ void copy_tile (const K *kin, K *kout, const V *vin, 
 ** is then a copy.
 */
 
-/* the walk's polling, knobs for bench/depth.lua (issue 40): rounds that found
-** nothing before it sleeps between rounds, and for how many ns (0: spins) */
-#ifndef CULUA_SORT_LB_SPINS
-#define CULUA_SORT_LB_SPINS 8
-#endif
-#ifndef CULUA_SORT_LB_SLEEP
-#define CULUA_SORT_LB_SLEEP 32
-#endif
-#define SORT_LB_SPINS CULUA_SORT_LB_SPINS
-#define SORT_LB_SLEEP CULUA_SORT_LB_SLEEP
-
 /* the count of every tile before the one of look-back word *word, for its
 ** digit: `window` words of earlier tiles loaded a round */
 __device__ __forceinline__ u32 look_back (const u32 *word, u32 tile, int window) {
@@ -222,7 +211,7 @@ __device__ __forceinline__ u32 look_back (const u32 *word, u32 tile, int window)
     if (found) return before;   /* tile 0 publishes its prefix: the walk ends there at the latest */
     w -= j * SORT_RADIX;
     left -= j;
-    if (j == 0 && spins > SORT_LB_SPINS && SORT_LB_SLEEP > 0) __nanosleep(SORT_LB_SLEEP);
+    if (j == 0 && spins > 8) __nanosleep(32);
   }
 }
 
@@ -558,19 +547,13 @@ __device__ __forceinline__ void lsd_scatter (const K *kin, K *kout, const V *vin
 #define SORT_PASTE(a, b) SORT_PASTE_(a, b)
 #define SORT_PASTE_(a, b) a##b
 #if defined(CULUA_SORT_THREADS) && defined(CULUA_SORT_MINBLOCKS)
-#define SORT_SUFFIX0 SORT_PASTE(SORT_PASTE(_t, CULUA_SORT_THREADS), SORT_PASTE(_b, CULUA_SORT_MINBLOCKS))
+#define SORT_SUFFIX SORT_PASTE(SORT_PASTE(_t, CULUA_SORT_THREADS), SORT_PASTE(_b, CULUA_SORT_MINBLOCKS))
 #elif defined(CULUA_SORT_THREADS)
-#define SORT_SUFFIX0 SORT_PASTE(_t, CULUA_SORT_THREADS)
+#define SORT_SUFFIX SORT_PASTE(_t, CULUA_SORT_THREADS)
 #elif defined(CULUA_SORT_MINBLOCKS)
-#define SORT_SUFFIX0 SORT_PASTE(_b, CULUA_SORT_MINBLOCKS)
+#define SORT_SUFFIX SORT_PASTE(_b, CULUA_SORT_MINBLOCKS)
 #else
-#define SORT_SUFFIX0
-#endif
-/* an experiment's build (sort.lua's M.tune, -DCULUA_SORT_TAG=tag) names its kernels _x<tag> */
-#ifdef CULUA_SORT_TAG
-#define SORT_SUFFIX SORT_PASTE(SORT_SUFFIX0, SORT_PASTE(_x, CULUA_SORT_TAG))
-#else
-#define SORT_SUFFIX SORT_SUFFIX0
+#define SORT_SUFFIX
 #endif
 #define SORT_NAME(f, k, v, I, S) SORT_NAME_(f, k, v, I, S)
 #define SORT_NAME_(f, k, v, I, S) culua_sort_##f##_##k##_##v##_##I##S

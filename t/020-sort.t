@@ -581,24 +581,6 @@ do
   end
 end
 
--- an experiment's kernels (sort.tune, bench/depth.lua): NVRTC's, with the look-back's
--- knobs, the same bytes as the reference; a bad tag refused; the default back after
-do
-  local tune = require("culua.catalog.sort").tune
-  local n = 300001
-  local hk, hv = make_keys("uint32", n, "random", 41), make_keys("uint32", n, "random", 42)
-  local k, v = cuda.array("uint32", n):copy_from(hk), cuda.array("uint32", n):copy_from(hv)
-  tune.tag = "bad tag"
-  local ok, err = pcall(sort, k, v, {fused = false})
-  T.ok(not ok and tostring(err):find("tune.tag must be letters and digits, got bad tag", 1, true) ~= nil,
-       "refused: a tune.tag that is no name", err)
-  tune.tag, tune.defines = "t20", {"CULUA_SORT_LB_SPINS=0", "CULUA_SORT_LB_SLEEP=0"}
-  ok, err = pcall(sort, k, v, {fused = false})
-  tune.tag, tune.defines = nil, nil
-  ref.sort(hk, hv)
-  T.ok(ok and k:bytes() == hk:bytes() and v:bytes() == hv:bytes(), "an experiment's kernels sort pairs as the reference", err)
-end
-
 -- }======================================================
 
 collectgarbage()

@@ -240,15 +240,10 @@ local XY = {"x", "y"}
 local SCAN_OPTIONS = {"exclusive", "op", "init", "accumulate", "variant", "stream"}
 
 -- A scan with no options called again on the arrays of an earlier one that took a
--- prepared launch (the default stream, up to SMALL tiles) replays it: its launcher with
--- the arrays' addresses, the length and init bound, the tile state still taken a call
--- (tiles_for). The arrays are checked again only for being open (C.live: a dtype, length
--- or device never changes), the kernels for being the catalog's still (core.version).
--- The first call on x only notes it (true); the next makes the plan.
--- A scan of 2^16 float32 took 1.8 us of host time a call through the checks (this CPU,
--- bench/fakecuda.c's driver: none of the driver's own), 0.6 so (bench/host_paths.lua).
-local plans = setmetatable({}, {__mode = "k"})   -- x -> true, or {[y or x] = plan}
-local live = C.live
+-- prepared launch (the default stream, up to SMALL tiles) replays it (culua.catalog.plans):
+-- its launcher with the arrays' addresses, the length and init bound, the tile state still
+-- taken a call (tiles_for).
+local plans = require("culua.catalog.plans").new()
 
 -- cuda.catalog.scan(x [, y] [, opts]) -> y (x when y is omitted: in place)
 --   opts: exclusive (false), op ("add" | "min" | "max"), init (exclusive or
@@ -256,14 +251,11 @@ local live = C.live
 --   variant ("lookback" | "naive" | "blelloch" | "global"), stream;
 --   accumulate: y's dtype, said again (float16 and bfloat16 x: theirs or float32)
 function M.scan(x, y, opts)
-  if opts == nil then
-    local by = plans[x]
-    local p = by and by ~= true and by[y or x]
-    if p and p.version == core.version and live(x, y) then
-      local w, values, base, epoch = tiles_for(p.dev, nil, p.ntiles)
-      p.go(w, values, base, epoch, p.ntiles, 0)
-      return p.y
-    end
+  local p = opts == nil and plans:get(x, y)
+  if p then
+    local w, values, base, epoch = tiles_for(p.dev, nil, p.ntiles)
+    p.go(w, values, base, epoch, p.ntiles, 0)
+    return p.y
   end
   local fname = "scan"
   if opts == nil and type(y) == "table" and cuda.type(y) == nil then y, opts = nil, y end
@@ -297,13 +289,9 @@ function M.scan(x, y, opts)
   if variant == "lookback" then
     local kern, threads, ntiles = lookback(x, y, n, opts.exclusive == true, initb, dt, op, stream, dev, ydt)
     if kern and opts == core.no_options then
-      local by = plans[x]
-      if by == nil then
-        plans[x] = true   -- scanned once: a plan the next time
-      else
-        if by == true then by = setmetatable({}, {__mode = "k"}); plans[x] = by end
-        by[y] = {version = core.version, dev = dev, y = y, ntiles = ntiles,
-                 go = kern:prepare({grid = ntiles, block = threads}, xptr, yptr, n, 0, initb)}
+      if plans:again(x) then   -- (scanned once: a plan the next time)
+        plans:keep(x, y, {version = core.version, dev = dev, scratch = {}, y = y, ntiles = ntiles,
+                          go = kern:prepare({grid = ntiles, block = threads}, xptr, yptr, n, 0, initb)})
       end
     end
   else

@@ -84,26 +84,11 @@ core.scratch_kind("sort_keys", "uint64")
 core.scratch_kind("sort_keys2", "uint64")
 core.scratch_kind("sort_values", "uint64")
 
--- The plan a call records (nil: none), for the next call on the same arrays
--- (M.sort's plans, below): every scratch array it asks for and every launch it
--- makes go through these two, which note them when a plan is being recorded.
-local recording
-local function scratch(kind, dev, stream, size)
-  local w = core.scratch(kind, dev, stream, size)
-  if recording then
-    local r = recording.scratch
-    r[#r + 1] = {kind, size}
-    recording.arrays[#r] = w
-  end
-  return w
-end
-local function launch(k, cfg, ...)
-  k:launch(cfg, ...)
-  if recording then
-    local l = recording.launches
-    l[#l + 1] = {k, cfg, table.pack(...)}
-  end
-end
+-- every scratch array a sort asks for and every launch it makes go through its plans
+-- (culua.catalog.plans), which note them while a call is recorded for replays
+local plans = require("culua.catalog.plans").new()
+local function scratch(kind, dev, stream, size) return plans:scratch(kind, dev, stream, size) end
+local function launch(k, cfg, ...) plans:launch(k, cfg, ...) end
 
 local function pad64(words) return ceil_div(words, 64) * 64 end
 -- word offsets in sort_state: onesweep's (8 passes of u64 counts a digit, the ticket, a skip
@@ -142,29 +127,17 @@ end
 -- with 4-byte values, and their small sorts' fused tiles; else built by NVRTC
 -- (-D values: the shape and that case alone; names say the shape). The -D
 -- values are made once a name: a small sort's host time is a few microseconds.
--- An experiment (bench/depth.lua, issue 40): with M.tune.tag (letters and digits) every
--- tile kernel is NVRTC's, built with M.tune.defines too ({"CULUA_SORT_LB_SLEEP=0", ...},
--- kernels/sort.cu's knobs) under names ending _x<tag>; a tag names one set of defines.
-M.tune = {tag = nil, defines = nil}
 local defines_of = {}
 local function tile_kernel(what, a)
-  local tag = M.tune.tag
-  if tag ~= nil and (type(tag) ~= "string" or not tag:match("^%w+$")) then
-    error(("cuda.catalog.sort: tune.tag must be letters and digits, got %s"):format(tostring(tag)), 0)
-  end
-  local name = ("culua_sort_%s_%s_%d%s%s%s"):format(what, case_of(a.kb, a.has_values, a.vb), a.items,
-                                                   a.threads ~= THREADS and "_t" .. a.threads or "",
-                                                   a.min_blocks and "_b" .. a.min_blocks or "", tag and "_x" .. tag or "")
+  local name = ("culua_sort_%s_%s_%d%s%s"):format(what, case_of(a.kb, a.has_values, a.vb), a.items,
+                                                 a.threads ~= THREADS and "_t" .. a.threads or "",
+                                                 a.min_blocks and "_b" .. a.min_blocks or "")
   local defines = defines_of[name]
   if not defines then
     defines = {"CULUA_SORT_ITEMS=" .. a.items, "CULUA_SORT_KEY=" .. 8 * a.kb,
                "CULUA_SORT_VALUE=" .. (a.has_values and 8 * a.vb or 0)}
     if a.threads ~= THREADS then defines[#defines + 1] = "CULUA_SORT_THREADS=" .. a.threads end
     if a.min_blocks then defines[#defines + 1] = "CULUA_SORT_MINBLOCKS=" .. a.min_blocks end
-    if tag then
-      defines[#defines + 1] = "CULUA_SORT_TAG=" .. tag
-      for _, d in ipairs(M.tune.defines or {}) do defines[#defines + 1] = d end
-    end
     defines_of[name] = defines
   end
   return core.kernel(TILES, name, defines, a.dev)
@@ -473,58 +446,6 @@ end
 -- }======================================================
 
 
--- {====================================================== plans
-
--- A sort with no options, called again on the arrays of an earlier call (keys, and
--- values or none), replays that call: its launches as prepared launchers (k:prepare)
--- with every argument bound, the arrays' addresses among them. What can have changed
--- since is checked again: that the arrays are open (C.live; a dtype, length or device
--- never changes), that the catalog's kernels are the same (core.version), and that the
--- scratch arrays asked for in the same order and sizes are the same (a larger call
--- since, or the collector, may have replaced them; the plan does not keep them). The
--- first call on keys only notes them (true): the next records the plan, so arrays
--- sorted once cost no plan. A small sort is bound by the host: 2^16 keys
--- took 6.6 us of host time a call through the checks (this CPU, bench/fakecuda.c's
--- driver: none of the driver's own), 0.5 us so (bench/host_paths.lua).
-local plans = setmetatable({}, {__mode = "k"})   -- keys -> true, or {[values or keys] = plan}
-local live, unpack = C.live, table.unpack
-local weak_values = {__mode = "v"}
-
-local function plan_of(rec, dev)
-  local p = {version = core.version, dev = dev, scratch = rec.scratch, arrays = setmetatable({}, weak_values),
-             launches = {}}
-  for i = 1, #rec.scratch do p.arrays[i] = rec.arrays[i] end
-  for i, l in ipairs(rec.launches) do
-    local args = l[3]
-    for j = 1, args.n do   -- an array as its address: the plan keeps no array alive
-      if cuda.type(args[j]) == "cuda.array" then args[j] = args[j].ptr end
-    end
-    p.launches[i] = l[1]:prepare(l[2], unpack(args, 1, args.n))   -- every argument bound
-  end
-  return p
-end
-
--- the plan for sort(keys, values), when it still holds
-local function plan_for(keys, values)
-  local by = plans[keys]
-  local p = by and by ~= true and by[values or keys]
-  if not p or p.version ~= core.version or not live(keys, values) then return nil end
-  local sc, arrays, dev = p.scratch, p.arrays, p.dev
-  for i = 1, #sc do
-    if core.scratch(sc[i][1], dev, nil, sc[i][2]) ~= arrays[i] then return nil end
-  end
-  return p
-end
-
-local function keep_plan(keys, values, p)
-  local by = plans[keys]
-  if by == nil or by == true then by = setmetatable({}, {__mode = "k"}); plans[keys] = by end
-  by[values or keys] = p
-end
-
--- }======================================================
-
-
 -- {====================================================== sort and argsort
 
 -- the sort of keys (and values) by o; `out`: argsort's result array instead of values
@@ -604,13 +525,12 @@ end
 --         alone of up to 32 bits, 512 x 13 for them with values of up to 4 bytes, 512 x 10 for
 --         64-bit keys, else 256 x 18; with either, the other is 256 or 18 (16 for 64-bit keys)
 function M.sort(keys, values, opts)
-  local p = opts == nil and plan_for(keys, values)
+  -- a sort with no options, again on the arrays of an earlier one: its replay
+  local p = opts == nil and plans:get(keys, values)
   if p then
-    local l = p.launches
-    for i = 1, #l do l[i]() end
+    plans:replay(p)
     return keys, values
   end
-  recording = nil
   local o = opts or values   -- over several GPUs (a list of keys a part) or ranks: sort_multi.lua
   if type(keys) == "table" or (type(o) == "table" and (o.devices ~= nil or o.comm ~= nil)) then
     return require("culua.catalog.sort_multi").sort(keys, values, opts)
@@ -625,14 +545,9 @@ function M.sort(keys, values, opts)
   if vdev and vdev ~= dev then core.same_device(fname, KEYS_VALUES, keys, values) end   -- raises, naming both
   if n == 0 then return keys, values end   -- nothing: sorted
   local plain = opts == core.no_options
-  if plain and plans[keys] ~= nil then recording = {scratch = {}, arrays = {}, launches = {}} end
+  plans:start(keys, plain)
   run(fname, keys, values, nil, n, kdt, vb, o, dev)
-  if recording then
-    keep_plan(keys, values, plan_of(recording, dev))
-    recording = nil
-  elseif plain then
-    plans[keys] = true   -- sorted once: a plan the next time
-  end
+  plans:finish(keys, values, dev, plain)
   return keys, values
 end
 
@@ -640,7 +555,7 @@ end
 -- keys in their stable sorted order (uint32; uint64 from 2^32 keys); keys are not changed
 function M.argsort(keys, opts)
   local fname = "argsort"
-  recording = nil
+  plans:start(keys, false)
   opts = core.options(fname, opts, options)
   local n, kdt, dev = check_keys(fname, keys)
   local o = check_opts(fname, opts, key_bits[kdt])
