@@ -273,6 +273,15 @@ CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor (int *n, CUfunction f, int 
   return OK;
 }
 CUresult cuOccupancyMaxActiveClusters (int *n, CUfunction f, const CUlaunchConfig *c) { (void)f; (void)c; *n = 16; return OK; }
+/* a TMA descriptor that describes nothing: no kernel reads it here */
+CUresult cuTensorMapEncodeTiled (CUtensorMap *m, CUtensorMapDataType t, cuuint32_t rank, void *addr,
+                                 const cuuint64_t *dims, const cuuint64_t *strides, const cuuint32_t *box,
+                                 const cuuint32_t *es, CUtensorMapInterleave il, CUtensorMapSwizzle sw,
+                                 CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill oob) {
+  (void)t; (void)rank; (void)addr; (void)dims; (void)strides; (void)box; (void)es; (void)il; (void)sw; (void)l2; (void)oob;
+  memset(m, 0, sizeof *m);
+  return OK;
+}
 
 CUresult cuLinkCreate (unsigned n, CUjit_option *o, void **v, CUlinkState *s) { (void)n; (void)o; (void)v; *s = (CUlinkState)&dummy_link; return OK; }
 CUresult cuLinkAddData (CUlinkState s, CUjitInputType t, void *d, size_t n, const char *name, unsigned no, CUjit_option *o, void **v) {
@@ -309,6 +318,7 @@ static const struct { const char *name; void *fn; } entries[] = {
   ENTRY(cuDeviceGetUuid, 0)
   ENTRY(cuLaunchKernelEx, 0)
   ENTRY(cuOccupancyMaxActiveClusters, 0)
+  ENTRY(cuTensorMapEncodeTiled, 0)
 #undef ENTRY
 };
 

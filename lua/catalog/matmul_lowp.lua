@@ -1,0 +1,226 @@
+-- culua.catalog.matmul_lowp: cuda.catalog.matmul's low precision, float16, bfloat16 and
+-- fp8 on tensor cores: mma.sync (kernels/matmul_lowp.cu, compute capability 8.0 on), wgmma
+-- fed by TMA on 9.0 (kernels/matmul_lowp_sm90.cu; fp8: kernels/matmul_lowp_fp8.cu, after a
+-- transpose of B). matmul.lua's M.matmul hands such operands here (L.check, then L.run),
+-- and gives its tune table (L.use), whose lowp_sm90 and fp8_* knobs are read here.
+
+local core = require "culua.catalog.core"
+
+local fail, ceil_div, sm_count = core.fail, core.ceil_div, core.sm_count
+
+local L = {}
+local M = {}   -- M.tune: matmul.lua's, from L.use
+
+function L.use(tune)
+  M.tune = tune
+  return L
+end
+
+
+-- the kernels' names for A's and B's dtypes, and C's
+local lowp_in = {float16 = "f16", bfloat16 = "bf16", float8_e4m3 = "e4m3", float8_e5m2 = "e5m2"}
+local lowp_out = {float16 = "f16", bfloat16 = "bf16", float32 = "f32"}
+local lowp_size = {float16 = 2, bfloat16 = 2, float8_e4m3 = 1, float8_e5m2 = 1}
+-- the options of the float32 and float64 kernels, which the low-precision one has not
+local lowp_refused = {"unroll", "tile", "block", "threads", "splits", "streamk"}
+
+local function is_fp8(dt) return lowp_size[dt] == 1 end
+
+-- A and B of one 16-bit dtype with C in it or in float32, or fp8 A and B (e4m3 and
+-- e5m2, any pair) with C in bfloat16, float16 or float32; refused otherwise, and on
+-- devices without the instructions (mma.sync f16/bf16: 8.0; e4m3/e5m2: 8.9)
+local function lowp_check(fname, dev, A, B, Cm, opts)
+  local da, db, dc = A.dtype, B.dtype, Cm.dtype
+  if is_fp8(da) then
+    if not is_fp8(db) then fail(fname, "A is %s but B is %s: fp8 A takes fp8 B (float8_e4m3 or float8_e5m2)", da, db) end
+    if not lowp_out[dc] then fail(fname, "C is %s: with fp8 A and B, C is bfloat16, float16 or float32", dc) end
+  else
+    if db ~= da then fail(fname, "dtypes differ (A %s, B %s, C %s): %s A takes %s B", da, db, dc, da, da) end
+    if dc ~= da and dc ~= "float32" then fail(fname, "C is %s: with %s A and B, C is %s or float32", dc, da, da) end
+  end
+  if opts.variant ~= nil and opts.variant ~= "mma" then
+    fail(fname, "variant '%s' is for float32 and float64; %s takes 'mma' (the default)", tostring(opts.variant), da)
+  end
+  for _, o in ipairs(lowp_refused) do
+    if opts[o] ~= nil then fail(fname, "%s is for float32 and float64, not %s", o, da) end
+  end
+  core.flag(fname, opts, "tma")
+  for _, o in ipairs{"scale_a", "scale_b"} do
+    local v = opts[o]
+    if v ~= nil then
+      if not is_fp8(da) then fail(fname, "%s is for fp8 A and B, not %s", o, da) end
+      if type(v) ~= "number" then fail(fname, "%s must be a number, got %s", o, type(v)) end
+    end
+  end
+  local need = is_fp8(da) and 89 or 80
+  if dev.major * 10 + dev.minor < need then
+    fail(fname, "%s needs compute capability %d.%d or later (tensor-core %s), %s has %d.%d", da, need // 10, need % 10,
+         is_fp8(da) and "fp8" or "16-bit", dev.name, dev.major, dev.minor)
+  end
+end
+
+-- C's dtype as the wgmma kernels take it (culua/matmul_lowp.cuh's codes), read once
+local lowp_ctype = nil
+local function lowp_codes()
+  if not lowp_ctype then
+    local codes = core.constants("culua/matmul_lowp.cuh")
+    lowp_ctype = {float16 = codes.CULUA_F16, bfloat16 = codes.CULUA_BF16, float32 = codes.CULUA_F32}
+  end
+  return lowp_ctype
+end
+
+-- float16 and bfloat16 on compute capability 9.0: kernels/matmul_lowp_sm90.cu (wgmma fed by
+-- TMA) where TMA can address A and B (16-byte aligned first elements, rows a multiple of 16
+-- bytes apart), unless tma = false; C's dtype goes as a code (culua/matmul_lowp.cuh's CULUA_F16 ...).
+-- Two kernels, M.tune.lowp_sm90 picks one (nil: "ss"):
+--   rs  B^T's fragments through registers (ldmatrix.trans), 256 x 128 tiles of C
+--   ss  both operands from shared memory (B N-major by wgmma's transpose bit), 128 x 256
+-- (bench/matmul_lowp.lua sweep times both beside cuBLAS). ss is the default: float16 at
+-- n = 4096 / 8192 0.215 / 1.509 ms against rs's 0.259 / 1.654 (0.87x / 0.94x cuBLAS
+-- against 0.70x / 0.86x; bfloat16 0.84x / 0.97x), the same results (two H200s' run,
+-- bench/RESULTS.md, session 26)
+local LOWP90 = nil
+local lowp_sm90_kernels = nil
+local function matmul_lowp_sm90(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, opts)
+  if not LOWP90 then
+    LOWP90 = core.constants("matmul_lowp_sm90")
+    lowp_sm90_kernels = {
+      rs = {prefix = "culua_matmul_lowp_wgmma_", bm = LOWP90.LOWP_SM90_BM, bn = LOWP90.LOWP_SM90_BN,
+            bk = LOWP90.LOWP_SM90_BK, shared = LOWP90.LOWP_SM90_SHARED},
+      ss = {prefix = "culua_matmul_lowp_wgmma_ss_", bm = LOWP90.LOWP_SS_BM, bn = LOWP90.LOWP_SS_BN,
+            bk = LOWP90.LOWP_SS_BK, shared = LOWP90.LOWP_SS_SHARED},
+    }
+  end
+  local which = M.tune.lowp_sm90 or "ss"
+  local plan = lowp_sm90_kernels[which]
+  if not plan then fail("matmul", "tune.lowp_sm90 must be 'rs' or 'ss', got %s", tostring(which)) end
+  local bm, bn, bk = plan.bm, plan.bn, plan.bk
+  local kern = core.kernel("matmul_lowp_sm90", plan.prefix .. lowp_in[A.dtype], nil, dev)
+  core.allow_shared(kern, plan.shared)
+  -- A in bm x bk boxes, B in bk x 64 panels: a row of 64 16-bit elements is one 128-byte swizzle
+  local amap = A:tensor_map(bm, bk, 128, {rows = m, cols = k, stride = lda * 2})
+  local bmap = B:tensor_map(bk, 64, 128, {rows = k, cols = n, stride = ldb * 2})
+  kern:launch({grid = ceil_div(m, bm) * ceil_div(n, bn), block = 384, shared = plan.shared, stream = opts.stream},
+              m, n, k, alpha, amap, bmap, beta, Cm, ldc, lowp_codes()[Cm.dtype])
+  return Cm
+end
+
+-- fp8 on compute capability 9.0: kernels/matmul_lowp_fp8.cu, where TMA can address A and B
+-- as for 16-bit. fp8 wgmma reads B K-major, so B^T goes first into a scratch array (rows
+-- 16 bytes apart) by the file's transpose kernel, and the product (wgmma fed by TMA, 128 x
+-- BN tiles, S stages of 128 of K) reads A and B^T. Its tiles are the file's LOWP_FP8 lines:
+-- every pair of e4m3 and e5m2 in the first line's tile (the default), e4m3 x e4m3 in a
+-- few more, and in clusters of two blocks that share B^T's tile (LOWP_FP8_CLUSTER lines:
+-- TMA multicast, tiles taken two above each other). Knobs (bench/matmul_lowp.lua sweep
+-- times them), in M.tune:
+--   fp8_tile          "n256s4" (nil: FP8_DEFAULT below), "n256s3", "n128s4", "n128s6",
+--                     "n256s4c2" (clusters of two)
+--   fp8_persistent    true: at most a block a multiprocessor (clusters: as many as
+--                     fit at once), each taking tiles b, b + grid, ... (the ring runs on
+--                     from tile to tile); false: a block a tile; an integer: at most that
+--                     many blocks; nil (the default): true up to 8 waves of tiles, false beyond
+--   fp8_programmatic  nil or true: the product a programmatic dependent of the transpose
+--                     where the device can (its blocks set up while the transpose ends); false: not
+core.scratch_kind("fp8_bt", "uint8")
+-- the default tile, where the pair has it built (else the pair's first)
+local FP8_DEFAULT = "n256s4"
+local FP8 = nil
+local function fp8_plans()
+  if FP8 then return FP8 end
+  local K8 = core.constants("matmul_lowp_fp8")
+  FP8 = {bm = K8.LOWP_FP8_BM, bk = K8.LOWP_FP8_BK, threads = K8.LOWP_FP8_T_THREADS, ttile = K8.LOWP_FP8_T_TILE, pairs = {}}
+  local lines = core.instances("matmul_lowp_fp8", "LOWP_FP8")
+  for _, l in ipairs(core.instances("matmul_lowp_fp8", "LOWP_FP8_CLUSTER")) do lines[#lines + 1] = l end
+  for _, l in ipairs(lines) do
+    local a, b, bn, stages, cl = table.unpack(l)
+    local name = ("n%ds%d"):format(bn, stages) .. (cl and "c" .. cl or "")
+    local pair = FP8.pairs[a .. "_" .. b] or {default = name, tiles = {}, names = {}}
+    FP8.pairs[a .. "_" .. b] = pair
+    pair.tiles[name] = {bn = bn, stages = stages, cluster = cl or 1, shared = K8.LOWP_FP8_SHARED(bn, stages)}
+    pair.names[#pair.names + 1] = name
+  end
+  for _, pair in pairs(FP8.pairs) do
+    if pair.tiles[FP8_DEFAULT] then pair.default = FP8_DEFAULT end
+  end
+  return FP8
+end
+L.fp8_plans = fp8_plans   -- (the tests and the bench read the tiles built)
+
+-- the most clusters of kernel k's (a plan's) that fit on the device at once, asked once
+local clusters_fit = setmetatable({}, {__mode = "k"})
+local function fp8_clusters(k, plan)
+  local c = clusters_fit[k]
+  if not c then
+    c = k:max_active_clusters({block = 384, shared = plan.shared, cluster = plan.cluster})
+    if c < 1 then fail("matmul", "no cluster of %d blocks of %d bytes of shared memory fits this device", plan.cluster, plan.shared) end
+    clusters_fit[k] = c
+  end
+  return c
+end
+
+local function matmul_fp8_sm90(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, opts)
+  local P = fp8_plans()
+  local a, b = lowp_in[A.dtype], lowp_in[B.dtype]
+  local pair = P.pairs[a .. "_" .. b]
+  local tile = M.tune.fp8_tile or pair.default
+  local plan = pair.tiles[tile]
+  if not plan then
+    fail("matmul", "tune.fp8_tile is %s: %s x %s is built in %s", tostring(tile), A.dtype, B.dtype, table.concat(pair.names, ", "))
+  end
+  local pers = M.tune.fp8_persistent
+  if not (pers == nil or type(pers) == "boolean" or (math.type(pers) == "integer" and pers >= 1)) then
+    fail("matmul", "tune.fp8_persistent must be a boolean or a block count, got %s", tostring(pers))
+  end
+  local ldt = ceil_div(k, 16) * 16
+  local Bt = core.scratch("fp8_bt", dev, opts.stream, n * ldt)
+  local tr = core.kernel("matmul_lowp_fp8", "culua_matmul_lowp_fp8_transpose", nil, dev)
+  tr:launch({grid = {ceil_div(n, P.ttile), ceil_div(k, P.ttile)}, block = P.threads, stream = opts.stream},
+            k, n, B, ldb, Bt, ldt)
+  local kern = core.kernel("matmul_lowp_fp8", ("culua_matmul_lowp_fp8_%s_%s_%s"):format(a, b, tile), nil, dev)
+  core.allow_shared(kern, plan.shared)
+  -- A in 128 x 128 boxes, B^T in BN x 128: a row of 128 fp8 elements is one 128-byte swizzle
+  -- (in clusters of two, each block copies half of B^T's tile into both)
+  local cl = plan.cluster
+  local amap = A:tensor_map(P.bm, P.bk, 128, {rows = m, cols = k, stride = lda})
+  local bmap = Bt:tensor_map(plan.bn // cl, P.bk, 128, {rows = n, cols = k, stride = ldt})
+  -- units: a tile a block, or cl tiles one above the other a cluster
+  local units = ceil_div(m, P.bm * cl) * ceil_div(n, plan.bn)
+  -- by default, persistent up to 8 waves of tiles, a block a tile beyond: the H100 sweep
+  -- (RESULTS, session 27) gave 0.77x cuBLASLt persistent and 0.67x a block a tile at 4096
+  -- (512 tiles), 0.81x and 0.88x at 8192 (2048 tiles)
+  if pers == nil then pers = units <= 8 * sm_count(dev) end
+  local most = math.type(pers) == "integer" and math.max(1, pers // cl)
+               or cl > 1 and fp8_clusters(kern, plan) or sm_count(dev)
+  local grid = cl * (pers == false and units or math.min(units, most))
+  kern:launch({grid = grid, block = 384, shared = plan.shared, stream = opts.stream, cluster = cl > 1 and cl or nil,
+               programmatic = M.tune.fp8_programmatic ~= false and kern.programmatic},
+              m, n, k, alpha, amap, bmap, beta, Cm, ldc, lowp_codes()[Cm.dtype])
+  return Cm
+end
+
+local LOWP = nil   -- kernels/matmul_lowp.cu's tile and shared memory, read once
+local function matmul_lowp(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, opts)
+  local es = lowp_size[A.dtype]
+  if opts.tma ~= false and dev.major == 9 and dev.minor == 0 and k > 0
+     and (lda * es) % 16 == 0 and (ldb * es) % 16 == 0 and A.ptr % 16 == 0 and B.ptr % 16 == 0 then
+    if es == 2 then return matmul_lowp_sm90(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, opts) end
+    -- (the transpose's grid has k / 256 rows of blocks, at most 65535)
+    if k <= 65535 * 256 then return matmul_fp8_sm90(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, opts) end
+  end
+  LOWP = LOWP or core.constants("matmul_lowp")
+  local bm, bn = LOWP.LOWP_BM, LOWP.LOWP_BN
+  if ceil_div(m, bm) > 65535 then fail("matmul", "m = %d is more than %d rows of tiles (%d rows)", m, 65535, 65535 * bm) end
+  -- 16-byte copies where every row starts on 16 bytes
+  local vec = (lda * es) % 16 == 0 and (ldb * es) % 16 == 0 and A.ptr % 16 == 0 and B.ptr % 16 == 0
+  local a, b, c = lowp_in[A.dtype], lowp_in[B.dtype], lowp_out[Cm.dtype]
+  local name = ("culua_matmul_lowp_%s_%s_%s%s"):format(a, b, c, vec and "_vec" or "")
+  local kern = core.kernel("matmul_lowp", name, {"CULUA_LOWP_A=" .. a, "CULUA_LOWP_B=" .. b, "CULUA_LOWP_C=" .. c}, dev)
+  core.allow_shared(kern, LOWP.LOWP_SHARED)
+  kern:launch({grid = {ceil_div(n, bn), ceil_div(m, bm)}, block = LOWP.LOWP_THREADS, shared = LOWP.LOWP_SHARED, stream = opts.stream},
+              m, n, k, alpha, A, B, beta, Cm, lda, ldb, ldc)
+  return Cm
+end
+
+L.inputs, L.check, L.run = lowp_in, lowp_check, matmul_lowp
+
+return L
