@@ -100,23 +100,17 @@ static int catalog_array (lua_State *L) {
 
 /*
 ** C.live(a, ...) -> true when every argument but nil ones is an open cuda.array
-** of a device not reset since it was made, else false: a family's repeated call, whose
-** arrays it checked in full before, checks only what can have changed since
-** (an array's dtype, shape and device never do), in one crossing into C.
+** of a device not reset since it was made (culua_peekarray's test), else false: a
+** family's repeated call, whose arrays it checked in full before, checks only what
+** can have changed since (an array's dtype, shape and device never do), in one
+** crossing into C.
 */
 static int catalog_live (lua_State *L) {
-  int i, n = lua_gettop(L), live = 1;
-  for (i = 1; i <= n && live; i++) {
-    if (lua_isnil(L, i)) continue;
-    /* a cuda.array by its metatable, the upvalue (no registry look-up by name) */
-    live = lua_getmetatable(L, i) && lua_rawequal(L, -1, lua_upvalueindex(1));
-    lua_settop(L, n);
-    if (live) {
-      const culua_Array *a = (const culua_Array *)lua_touserdata(L, i);
-      live = culua_array_isopen(a) && !culua_ctx_stale(&a->c);
-    }
-  }
-  lua_pushboolean(L, live);
+  int i, n = lua_gettop(L);
+  const char *why;
+  for (i = 1; i <= n; i++)
+    if (!lua_isnil(L, i) && culua_peekarray(L, i, &why) == NULL) break;
+  lua_pushboolean(L, i > n);
   return 1;
 }
 
@@ -147,6 +141,7 @@ static int catalog_keys (lua_State *L) {
 static const luaL_Reg catalog_funcs[] = {
   {"array", catalog_array},
   {"keys", catalog_keys},
+  {"live", catalog_live},
   {"fatbin", catalog_fatbin},
   {"entries", catalog_entries},
   {"source", catalog_source},
@@ -193,9 +188,6 @@ static int cuda_index (lua_State *L) {
 
 void culua_open_catalog (lua_State *L) {
   luaL_newlib(L, catalog_funcs);
-  luaL_getmetatable(L, CULUA_ARRAY);    /* opened before: luaopen_cuda's order */
-  lua_pushcclosure(L, catalog_live, 1);
-  lua_setfield(L, -2, "live");
   lua_setfield(L, -2, "_catalog");
   lua_createtable(L, 0, 1);             /* the module's metatable */
   lua_pushcfunction(L, cuda_index);
