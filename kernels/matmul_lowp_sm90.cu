@@ -6,7 +6,7 @@
 ** Built for sm_90a only; the catalog loads it on compute capability 9.0 where
 ** TMA can address A and B (first elements 16-byte aligned, rows a multiple of
 ** 16 bytes apart) and uses matmul_lowp.cu's mma.sync kernels elsewhere.
-** Two kernels, which lua/catalog/matmul.lua's tune.lowp_sm90 chooses between:
+** Two kernels, which lua/catalog/matmul_lowp.lua's tune.lowp_sm90 chooses between:
 **
 **   culua_matmul_lowp_wgmma_<f16|bf16>     ("rs": B^T from registers, 256 x 128 tiles)
 **   culua_matmul_lowp_wgmma_ss_<f16|bf16>  ("ss": both operands from shared memory, 128 x 256)
@@ -18,7 +18,10 @@
 ** when beta == 0. 384 threads, LOWP_SM90_SHARED (rs) or LOWP_SS_SHARED (ss) bytes
 ** of dynamic shared memory. No split-K or stream-K here (a tile's sums go
 ** straight to C). The ring counts in 4-byte words: a k-tile of 64 elements of
-** 16 bits is pipeline's BK = 32, and it is given K in words.
+** 16 bits is BK = 32 words of culua/sm90.cuh's Ring, and K goes to it in words.
+** The blocks are persistent when the catalog launches fewer than the tiles
+** (tune.lowp_persistent): block b takes tiles b, b + grid, ... (lowp_tiles
+** below), as matmul_lowp_fp8.cu's product does.
 **
 ** rs, as tf32 does, computes C^T = B^T A^T, so that both operands are K-major
 ** where wgmma reads them: A's 256 x 64 tile (128-byte rows, TMA's 128-byte
@@ -106,6 +109,62 @@ __device__ __forceinline__ void lowp_wgmma (float *d, const unsigned *a, unsigne
   else LOWP_WGMMA("f16.f16");
 }
 
+/*
+** Both kernels' blocks: warpgroup 0 the producer (its one thread calls
+** load(ring, stage, k-tile, m0, n0) for each k-tile, TMA copies that signal the
+** stage's full barrier), warpgroups 1 and 2 the consumers (mma(ring, acc, q0,
+** KT) adds the ring's turns q0 .. q0 + KT - 1 into a thread's R accumulators,
+** releasing each stage on its empty barrier; store(acc, m0, n0) writes the
+** tile from registers to C). It is culua/sm90.cuh's pipeline without split-K
+** and stream-K, and persistent: block b takes tiles b, b + gridDim.x, ...,
+** and its ring's turns run on from one tile to the next (tile i's k-tiles are
+** turns i * KT ..), so that the producer fills the next tile's first stages
+** as soon as the consumers release the last ones of this tile, and the copies
+** land while the consumers write C. A stage is reused only through the ring's
+** barriers, within a tile or across two, and C is written from registers (no
+** shared memory): nothing of tile t's epilogue touches the ring of tile t + 1.
+** A grid of one block a tile runs each block's one tile from turn 0, as the
+** pipeline did.
+**
+** Tiles come in culua/sm90.cuh's tile_origin order: groups of 8 tile rows
+** walk C's columns together, tile t + 1 below tile t within a group's column.
+** At any time the blocks hold about a grid of consecutive tiles, so blocks
+** side by side share B's column panel (ss: 256 columns; 8 tiles a panel) and
+** A's row panels come back every group row. At n = 4096, ss (512 tiles of 128
+** x 256) with 132 blocks: a wave of tiles is about one group (8 x 16 tiles),
+** 8 of A's row panels and all of B, 40 MB, which fits the H100's 50 MB of L2;
+** the order a block a tile had, kept so that a grid of the tiles is unchanged.
+*/
+template <int BM, int BN, int BKW, int STAGES, int R, class Load, class Mma, class Store>
+__device__ __forceinline__ void lowp_tiles (int M, int N, int K, Load load, Mma mma, Store store) {
+  static_assert(R * 256 == BM * BN, "a consumer thread holds R of the tile's sums");
+  extern __shared__ unsigned char lowp_smem[];
+  const Ring<STAGES, BM * BKW * 4, BKW * BN * 4> ring(lowp_smem);
+  ring.init(2);   /* a stage is free once both consumer warpgroups have released it */
+  const int tiles = ((M + BM - 1) / BM) * ((N + BN - 1) / BN), KT = (K + BKW - 1) / BKW;
+  if (threadIdx.x < 128) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 24;");
+    if (threadIdx.x == 0)
+      for (int t = blockIdx.x, q = 0; t < tiles; t += gridDim.x, q += KT) {
+        int m0, n0;
+        tile_origin<BM, BN>(M, N, t, m0, n0);
+        ring.produce(q, KT, [&] (int s, int kt) { load(ring, s, kt, m0, n0); });
+      }
+    return;
+  }
+  /* (the consumers take all the producer gives: 384 x 168 = 128 x 24 + 256 x 240) */
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 240;");
+  float acc[R];
+  for (int t = blockIdx.x, q = 0; t < tiles; t += gridDim.x, q += KT) {
+    int m0, n0;
+    tile_origin<BM, BN>(M, N, t, m0, n0);
+#pragma unroll
+    for (int i = 0; i < R; i++) acc[i] = 0.0f;
+    mma(ring, acc, q, KT);
+    store(acc, m0, n0);
+  }
+}
+
 template <int TA>
 __device__ __forceinline__ void lowp_sm90 (int M, int N, int K, float alpha, const culua_tmap &tmA, const culua_tmap &tmB,
                                            float beta, void *C, int ldc, int ctype) {
@@ -116,8 +175,7 @@ __device__ __forceinline__ void lowp_sm90 (int M, int N, int K, float alpha, con
   const int r0 = wg * 64 + warp * 16 + g;    /* the tile column of fragment rows r0 and r0 + 8 */
   const int w0 = wg * 64 + warp * 16;        /* this warp's 16 columns of B's tile */
   const int ec = ctype == CULUA_F32 ? 4 : 2;
-  pipeline<BM, BN, BKW, LOWP_SM90_STAGES, 2, BM / 2>(M, N, (K + 1) / 2, 1, 0, nullptr, nullptr,
-                                                    [&] (const auto &ring, int s, int kt, int m0, int n0) {
+  lowp_tiles<BM, BN, BKW, LOWP_SM90_STAGES, BM / 2>(M, N, (K + 1) / 2, [&] (const auto &ring, int s, int kt, int m0, int n0) {
     tma_load(ring.abuf(s), &tmA, ring.full(s), kt * BK, m0);
     for (int q = 0; q < BN / 64; q++)   /* B in 64-column panels: a swizzled row is 128 bytes */
       tma_load(ring.bbuf(s) + q * PANEL, &tmB, ring.full(s), n0 + 64 * q, kt * BK);
@@ -153,7 +211,7 @@ __device__ __forceinline__ void lowp_sm90 (int M, int N, int K, float alpha, con
         }
       }
     }
-  }, [&] (const float (&d)[BM / 2], int m0, int n0, int) {
+  }, [&] (const float (&d)[BM / 2], int m0, int n0) {
     /* accumulator 4j + q: C^T row r0 (+8 for q >= 2), column 8j + 2t (+1 for odd q) */
     char *c8 = (char *)C;
     const int n = n0 + r0;
@@ -244,8 +302,7 @@ __device__ __forceinline__ void lowp_ss (int M, int N, int K, float alpha, const
   static_assert(BM * BKW * 4 == BM * BK * 2 && BKW * BN * 4 == BK * BN * 2, "the ring's words hold the tiles");
   static_assert(BM == 2 * 64 && BN == 256 && BK % 16 == 0, "two consumer warpgroups of m64n256, k16 steps");
   const int ct = threadIdx.x - 128, wg = ct >> 7, warp = (ct >> 5) & 3, lane = ct & 31, g = lane >> 2, t = lane & 3;
-  pipeline<BM, BN, BKW, LOWP_SS_STAGES, 2, BM * BN / 256>(M, N, (K + 1) / 2, 1, 0, nullptr, nullptr,
-                                                         [&] (const auto &ring, int s, int kt, int m0, int n0) {
+  lowp_tiles<BM, BN, BKW, LOWP_SS_STAGES, BM * BN / 256>(M, N, (K + 1) / 2, [&] (const auto &ring, int s, int kt, int m0, int n0) {
     tma_load(ring.abuf(s), &tmA, ring.full(s), kt * BK, m0);
     for (int q = 0; q < BN / 64; q++)   /* B in 64-column panels: a swizzled row is 128 bytes */
       tma_load(ring.bbuf(s) + q * PANEL, &tmB, ring.full(s), n0 + 64 * q, kt * BK);
@@ -269,7 +326,7 @@ __device__ __forceinline__ void lowp_ss (int M, int N, int K, float alpha, const
     }
     asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
     if (held >= 0 && (ct & 127) == 0) mbar_arrive(ring.empty(held));
-  }, [&] (const float (&d)[BM * BN / 256], int m0, int n0, int) {
+  }, [&] (const float (&d)[BM * BN / 256], int m0, int n0) {
     const int r = m0 + wg * 64 + warp * 16 + g, c = n0 + 2 * t;
     if (ctype == CULUA_F32) lowp_ss_store<CULUA_F32, BN>(d, M, N, r, c, alpha, beta, C, ldc);
     else if (ctype == CULUA_BF16) lowp_ss_store<CULUA_BF16, BN>(d, M, N, r, c, alpha, beta, C, ldc);

@@ -154,6 +154,80 @@ do
   T.lives_ok(function () check(a100, bf16, bf16, f32, {variant = "mma"}) end, "bfloat16 on 8.0, variant 'mma'")
 end
 
+-- the grids of the 16-bit wgmma kernels (tune.lowp_persistent) on bench/fakecuda.c, the driver
+-- with no device behind it (an H100 of 132 multiprocessors), in a child culua; and the knob's
+-- refusals. ss tiles are 128 x 256, rs 256 x 128: 512 of either at n = 4096; 8 waves are 1056
+do
+  local bad = "tune%.lowp_persistent must be a boolean or a block count, got "
+  local cases = {   -- dtype, m, n, k, tune.lowp_sm90, tune.lowp_persistent, the launch, what
+    {"float16", 4096, 4096, 4096, "ss", nil, "ss_f16 132", "512 tiles (under 8 waves): by default persistent, a block an SM"},
+    {"bfloat16", 4096, 4096, 4096, "ss", true, "ss_bf16 132", "true: a block an SM"},
+    {"float16", 4096, 4096, 4096, "ss", false, "ss_f16 512", "false: a block a tile"},
+    {"float16", 4096, 4096, 4096, "ss", 3, "ss_f16 3", "3: three blocks"},
+    {"float16", 4096, 4096, 4096, "ss", 1000, "ss_f16 512", "1000: no more blocks than tiles"},
+    {"float16", 4096, 4096, 4096, "ss", 128.0, "ss_f16 128", "128.0, a float that is an integer"},
+    {"float16", 4224, 8192, 64, "ss", nil, "ss_f16 132", "1056 tiles, 8 waves: by default persistent"},
+    {"float16", 4225, 8192, 64, "ss", nil, "ss_f16 1088", "1088 tiles, past 8 waves: by default a block a tile"},
+    {"bfloat16", 4225, 8192, 64, "ss", true, "ss_bf16 132", "1088 tiles, true"},
+    {"bfloat16", 4225, 8192, 64, "ss", 1000, "ss_bf16 1000", "1088 tiles, 1000"},
+    {"float16", 300, 520, 200, "ss", nil, "ss_f16 9", "9 tiles: 9 blocks"},
+    {"bfloat16", 300, 520, 200, "ss", 3, "ss_bf16 3", "9 tiles, 3"},
+    {"float16", 4096, 4096, 4096, "rs", nil, "f16 132", "rs: persistent too"},
+    {"bfloat16", 4096, 4096, 4096, "rs", false, "bf16 512", "rs, false"},
+    {"float16", 300, 520, 200, "rs", 3, "f16 3", "rs, 3 (10 tiles)"},
+    {"float16", 300, 520, 200, "ss", 0, bad .. "0", "0 refused"},
+    {"float16", 300, 520, 200, "ss", -2, bad .. "%-2", "-2 refused"},
+    {"bfloat16", 300, 520, 200, "rs", 2.5, bad .. "2%.5", "2.5 refused"},
+    {"float16", 300, 520, 200, "ss", "yes", bad .. "yes", "'yes' refused"},
+  }
+  local code = {[[
+local cuda = require "cuda"
+local mmod = require "culua.catalog.matmul"
+local methods = debug.getregistry()["cuda.kernel"].methods
+local launch, seen = methods.launch, nil
+methods.launch = function (k, c, ...)
+  local wg = k.name:match("^culua_matmul_lowp_wgmma_(.*)")
+  if wg and seen then seen[#seen + 1] = wg .. " " .. tostring(c.grid) end
+  return launch(k, c, ...)
+end
+local function case(i, dt, m, n, k, which, pers)
+  mmod.tune.lowp_sm90, mmod.tune.lowp_persistent = which, pers
+  local A, B, C = cuda.array(dt, {m, k}), cuda.array(dt, {k, n}), cuda.array(dt, {m, n})
+  seen = {}
+  local ok, err = pcall(cuda.catalog.matmul, A, B, C)
+  print(("case %d: %s"):format(i, ok and table.concat(seen, "; ") or tostring(err)))
+  mmod.tune.lowp_sm90, mmod.tune.lowp_persistent, seen = nil, nil, nil
+end
+]]}
+  for i, c in ipairs(cases) do
+    code[#code + 1] = ("case(%d, %q, %d, %d, %d, %q, %q)\n"):format(i, c[1], c[2], c[3], c[4], c[5], c[6])
+  end
+  local srcdir = os.getenv("CULUA_SRCDIR") or "."
+  local inc = os.getenv("CULUA_CUDA_INCLUDE") or (os.getenv("CUDA_HOME") and os.getenv("CUDA_HOME") .. "/include")
+              or "/usr/local/cuda/include"
+  -- (CI's memcheck pass sets CULUA_TEST_SKIP_CC: cc(1) is not its to trace)
+  local skip = os.getenv("CULUA_TEST_SKIP_CC")
+  local base, so, out, status = nil, nil, nil, nil
+  if not skip or skip == "" then
+    base = os.tmpname()
+    so = base .. ".so"
+    out, status = T.run(("cc -shared -fPIC -O1 -I%s -I%s/src -I. -o %s %s/bench/fakecuda.c"):format(inc, srcdir, so, srcdir))
+    if status ~= 0 then skip = "cannot build bench/fakecuda.c with cc and cuda.h: " .. out:gsub("\n", " "):sub(1, 200) end
+  end
+  if skip and skip ~= "" then
+    T.skip(skip, #cases)
+  else
+    local log = T.run(("CULUA_LIBCUDA=%s %s -"):format(so, T.culua), table.concat(code))
+    for i, c in ipairs(cases) do
+      local got = log:match("case " .. i .. ": ([^\n]*)") or log:sub(1, 300)
+      local want = c[7]:find("must be") and "cuda%.catalog%.matmul: " .. c[7] or "^" .. c[7]:gsub("%-", "%%-") .. "$"
+      T.like(got, want, ("fake H100: %s %dx%dx%d, tune.lowp_sm90 %s, lowp_persistent %s: %s"):format(
+             c[1], c[2], c[4], c[3], c[5], tostring(c[6]), c[8]))
+    end
+  end
+  if base then os.remove(so); os.remove(base) end
+end
+
 -- ------}
 
 
@@ -186,7 +260,8 @@ T.gpu_part(function ()
 
   -- m, n, k: odd ones (element-by-element copies), and rows of whole 16 bytes (cp.async)
   -- (on 9.0, float16 and bfloat16 with rows of whole 16 bytes take wgmma; tma = false, mma.sync)
-  -- (and on 9.0 both wgmma kernels, rs and ss: tune.lowp_sm90; 140 x 48 x 264 is one k-tile)
+  -- (and on 9.0 both wgmma kernels, rs and ss: tune.lowp_sm90; 140 x 48 x 264 is one k-tile;
+  -- and each persistent in 3 blocks, "rs grid 3" and "ss grid 3": tune.lowp_persistent = 3)
   -- (fp8 on 9.0: k and n multiples of 16 take B^T and wgmma, 64 x 512 x 256, 255 x 1040 x 48,
   -- 200 x 336 x 272 and 392 x 1040 x 528, the rest mma.sync; and the persistent blocks taking
   -- several tiles each (tune.fp8_persistent = 3, not a programmatic launch: "fp8 grid 3"))
@@ -200,7 +275,8 @@ T.gpu_part(function ()
     local fp8 = da:find("float8") ~= nil
     local scale = fp8 and {scale_a = 0.5, scale_b = 4} or {}
     -- the paths: the wgmma kernels by name (tune.lowp_sm90), or false (tma = false: mma.sync)
-    local paths = cc ~= 90 and {"default"} or fp8 and {"default", "fp8 grid 3", false} or {"rs", "ss", false}
+    local paths = cc ~= 90 and {"default"} or fp8 and {"default", "fp8 grid 3", false}
+                  or {"rs", "ss", "rs grid 3", "ss grid 3", false}
     for si, s in ipairs(sizes) do
       local m, n, k = s[1], s[2], s[3]
       -- (the largest, whose references are most of this file's time, for fp8 into bfloat16 only)
@@ -225,7 +301,8 @@ T.gpu_part(function ()
         local tag = ("%s x %s -> %s, %dx%dx%d%s"):format(da, db, dc, m, k, n,
                                                       tma == "default" and "" or tma and ", wgmma " .. tma or ", tma = false")
         scale.tma = (not tma) and false or nil
-        mmod.tune.lowp_sm90 = (tma == "rs" or tma == "ss") and tma or nil
+        mmod.tune.lowp_sm90 = type(tma) == "string" and tma:match("^[rs]s") or nil
+        mmod.tune.lowp_persistent = (tma == "rs grid 3" or tma == "ss grid 3") and 3 or nil
         mmod.tune.fp8_persistent = tma == "fp8 grid 3" and 3 or nil
         mmod.tune.fp8_programmatic = tma ~= "fp8 grid 3"
         if m == 0 or n == 0 then
@@ -249,7 +326,7 @@ T.gpu_part(function ()
       ::next_size::
     end
     scale.tma = nil
-    mmod.tune.lowp_sm90, mmod.tune.fp8_persistent, mmod.tune.fp8_programmatic = nil, nil, nil
+    mmod.tune.lowp_sm90, mmod.tune.lowp_persistent, mmod.tune.fp8_persistent, mmod.tune.fp8_programmatic = nil, nil, nil, nil
 
     -- blocks of larger matrices (lda, ldb, ldc past the rows) through views that start off
     -- 16 bytes: the element-by-element path; and at 16-byte offsets, the cp.async one (on 9.0,
@@ -291,6 +368,55 @@ T.gpu_part(function ()
     mmod.tune.lowp_sm90 = nil
   end
 
+  -- 16-bit on 9.0, both wgmma kernels persistent in 3 blocks (tune.lowp_persistent = 3), each
+  -- taking 7 tiles, partial at C's edges: M, N and K odd (A's and B's rows padded to 16 bytes
+  -- by lda and ldb, so TMA takes them), 6 k-tiles a tile, so that tiles start their turns in
+  -- stages 0 and 2 of the 4; C of A's dtype and float32, contiguous (ldc odd: written an
+  -- element at a time) and poisoned, then a block with ldc even (pairs), beta 0.75, its
+  -- padding checked untouched
+  if cc == 90 then
+    local m, n, k, lda, ldb, ldc = 777, 517, 331, 336, 520, 520
+    for ci, cfg in ipairs(configs) do
+      local da, dc = cfg[1], cfg[3]
+      if da:find("float8") then goto next_config end
+      local hA = cuda.host_array(da, {m, k}):random(40 + ci, -1, 1)
+      local hB = cuda.host_array(da, {k, n}):random(50 + ci, -1, 1)
+      local hC = cuda.host_array(dc, {m, n}):random(60 + ci, -1, 1)
+      local R = cuda.host_array("float64", {m, n})
+      ref(hA, hB, R, 1.5)
+      local R2 = cuda.host_array("float64", {m, n}):copy_from(hC:totable())
+      ref(hA, hB, R2, -1, 0.75)
+      local bigA, bigB = cuda.host_array(da, m * lda):fill(5), cuda.host_array(da, k * ldb):fill(5)
+      for i = 0, m - 1 do for j = 1, k do bigA[i * lda + j] = hA[i * k + j] end end
+      for i = 0, k - 1 do for j = 1, n do bigB[i * ldb + j] = hB[i * n + j] end end
+      local bigC = cuda.host_array(dc, m * ldc):fill(3)
+      for i = 0, m - 1 do for j = 1, n do bigC[i * ldc + j] = hC[i * n + j] end end
+      local dA, dB = cuda.array(da, m * lda):copy_from(bigA), cuda.array(da, k * ldb):copy_from(bigB)
+      local vA, vB = dA:view(1, (m - 1) * lda + k), dB:view(1, (k - 1) * ldb + n)
+      local tol = tolerance(da, dc, k)
+      for _, kern in ipairs{"ss", "rs"} do
+        mmod.tune.lowp_sm90, mmod.tune.lowp_persistent = kern, 3
+        local tag = ("%s -> %s, %dx%dx%d (lda %d, ldb %d), wgmma %s in 3 persistent blocks"):format(da, dc, m, k, n, lda, ldb, kern)
+        local Cd = cuda.array(dc, {m, n}):fill(0 / 0)
+        mm(vA, vB, Cd, {m = m, n = n, k = k, lda = lda, ldb = ldb, alpha = 1.5})
+        local _, _, rel = cuda.compare(Cd, R)
+        T.ok(rel <= tol, ("%s: beta 0 over NaN, error %.2e (<= %.1e)"):format(tag, rel, tol))
+        local dC = cuda.array(dc, m * ldc):copy_from(bigC)
+        mm(vA, vB, dC:view(1, (m - 1) * ldc + n), {m = m, n = n, k = k, lda = lda, ldb = ldb, ldc = ldc, alpha = -1, beta = 0.75})
+        local got, out, pad = dC:totable(), cuda.host_array("float64", {m, n}), true
+        for i = 0, m - 1 do
+          for j = 1, n do out[i * n + j] = got[i * ldc + j] end
+          for j = n + 1, ldc do if got[i * ldc + j] ~= 3 then pad = false end end
+        end
+        _, _, rel = cuda.compare(out, R2)
+        T.ok(rel <= tol, ("%s: ldc %d, beta 0.75, error %.2e"):format(tag, ldc, rel))
+        T.ok(pad, "  and C's padding past n untouched")
+      end
+      ::next_config::
+    end
+    mmod.tune.lowp_sm90, mmod.tune.lowp_persistent = nil, nil
+  end
+
   -- a kernel name the knob does not know
   do
     local a = cuda.array("float16", {16, 16})
@@ -300,7 +426,14 @@ T.gpu_part(function ()
     else
       T.lives_ok(function () mm(a, a, a) end, "tune.lowp_sm90 is not asked off 9.0")
     end
-    mmod.tune.lowp_sm90 = nil
+    mmod.tune.lowp_sm90, mmod.tune.lowp_persistent = nil, 0
+    if cc == 90 then
+      T.error_like(function () mm(a, a, a) end, "tune%.lowp_persistent must be a boolean or a block count, got 0",
+                   "tune.lowp_persistent 0: refused")
+    else
+      T.lives_ok(function () mm(a, a, a) end, "tune.lowp_persistent is not asked off 9.0")
+    end
+    mmod.tune.lowp_persistent = nil
   end
 
   -- fp8 on 9.0: every tile tune.fp8_tile may pick (the bench's sweep), a block a tile

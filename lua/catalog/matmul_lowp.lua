@@ -2,7 +2,7 @@
 -- fp8 on tensor cores: mma.sync (kernels/matmul_lowp.cu, compute capability 8.0 on), wgmma
 -- fed by TMA on 9.0 (kernels/matmul_lowp_sm90.cu; fp8: kernels/matmul_lowp_fp8.cu, after a
 -- transpose of B). matmul.lua's M.matmul hands such operands here (L.check, then L.run),
--- and gives its tune table (L.use), whose lowp_sm90 and fp8_* knobs are read here.
+-- and gives its tune table (L.use), whose lowp_sm90, lowp_persistent and fp8_* knobs are read here.
 
 local core = require "culua.catalog.core"
 
@@ -78,7 +78,22 @@ end
 -- (bench/matmul_lowp.lua sweep times both beside cuBLAS). ss is the default: float16 at
 -- n = 4096 / 8192 0.215 / 1.509 ms against rs's 0.259 / 1.654 (0.87x / 0.94x cuBLAS
 -- against 0.70x / 0.86x; bfloat16 0.84x / 0.97x), the same results (two H200s' run,
--- bench/RESULTS.md, session 26)
+-- bench/RESULTS.md, session 26); both a block a tile then.
+-- M.tune.lowp_persistent, for both: true, at most a block a multiprocessor, each taking
+-- tiles b, b + grid, ... (the ring runs on from tile to tile, so the next tile's stages
+-- fill while C is written); false, a block a tile; an integer, at most that many blocks;
+-- nil (the default), true up to 8 waves of tiles and false beyond, as fp8's
+-- (fp8_persistent) until the H100 sweep of the 16-bit kernels says otherwise.
+local function lowp_grid(dev, tiles)
+  local pers = M.tune.lowp_persistent
+  local most = math.type(pers) == "float" and math.tointeger(pers) or pers
+  if not (pers == nil or type(pers) == "boolean" or (math.type(most) == "integer" and most >= 1)) then
+    fail("matmul", "tune.lowp_persistent must be a boolean or a block count, got %s", tostring(pers))
+  end
+  if pers == nil then pers = tiles <= 8 * sm_count(dev) end
+  if pers == false then return tiles end
+  return math.min(tiles, pers == true and sm_count(dev) or most)
+end
 local LOWP90 = nil
 local lowp_sm90_kernels = nil
 local function matmul_lowp_sm90(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, opts)
@@ -100,7 +115,7 @@ local function matmul_lowp_sm90(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, be
   -- A in bm x bk boxes, B in bk x 64 panels: a row of 64 16-bit elements is one 128-byte swizzle
   local amap = A:tensor_map(bm, bk, 128, {rows = m, cols = k, stride = lda * 2})
   local bmap = B:tensor_map(bk, 64, 128, {rows = k, cols = n, stride = ldb * 2})
-  kern:launch({grid = ceil_div(m, bm) * ceil_div(n, bn), block = 384, shared = plan.shared, stream = opts.stream},
+  kern:launch({grid = lowp_grid(dev, ceil_div(m, bm) * ceil_div(n, bn)), block = 384, shared = plan.shared, stream = opts.stream},
               m, n, k, alpha, amap, bmap, beta, Cm, ldc, lowp_codes()[Cm.dtype])
   return Cm
 end
