@@ -4,8 +4,9 @@
 -- 0.90x cuBLAS for float16 and bfloat16, 0.85x cuBLASLt for fp8).
 --   culua bench/matmul_lowp.lua [sweep] [ANCHOR] [REPS]
 -- sweep: every kernel of a dtype side by side (float16 and bfloat16 on compute capability
--- 9.0: the wgmma kernels rs and ss of require("culua.catalog.matmul").tune.lowp_sm90, and
--- mma.sync by tma = false; fp8 on 9.0: the wgmma tiles of tune.fp8_tile, the default tile
+-- 9.0: the wgmma kernels rs and ss of require("culua.catalog.matmul").tune.lowp_sm90, each
+-- as by default and a block a tile (tune.lowp_persistent = false), ss persistent too (true),
+-- and mma.sync by tma = false; fp8 on 9.0: the wgmma tiles of tune.fp8_tile, the default tile
 -- with a block a tile (tune.fp8_persistent = false) and not launched as a programmatic
 -- dependent (tune.fp8_programmatic = false), and mma.sync), each C checked against the
 -- first kernel's.
@@ -34,7 +35,9 @@ local cases = {
 local function kernels(da)
   if not sweep then return {{"default", {}}} end
   if sm90 and not da:find("float8") then
-    return {{"wgmma rs", {lowp_sm90 = "rs"}}, {"wgmma ss", {lowp_sm90 = "ss"}}, {"mma.sync", {}, false}}
+    return {{"wgmma rs", {lowp_sm90 = "rs"}}, {"rs 1/tile", {lowp_sm90 = "rs", lowp_persistent = false}},
+            {"wgmma ss", {lowp_sm90 = "ss"}}, {"ss persistent", {lowp_sm90 = "ss", lowp_persistent = true}},
+            {"ss 1/tile", {lowp_sm90 = "ss", lowp_persistent = false}}, {"mma.sync", {}, false}}
   end
   if sm90 then
     local list = {}
@@ -46,7 +49,7 @@ local function kernels(da)
   end
   return {{"mma.sync", {}}}
 end
-local tune_fields = {"lowp_sm90", "fp8_tile", "fp8_persistent", "fp8_programmatic"}
+local tune_fields = {"lowp_sm90", "lowp_persistent", "fp8_tile", "fp8_persistent", "fp8_programmatic"}
 
 -- culua's fp8 transpose of B (n x n) alone, as the product runs it: ms
 local function transpose_ms(B, n)
