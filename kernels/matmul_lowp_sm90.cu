@@ -129,11 +129,12 @@ __device__ __forceinline__ void lowp_wgmma (float *d, const unsigned *a, unsigne
 ** Tiles come in culua/sm90.cuh's tile_origin order: groups of 8 tile rows
 ** walk C's columns together, tile t + 1 below tile t within a group's column.
 ** At any time the blocks hold about a grid of consecutive tiles, so blocks
-** side by side share B's column panel (ss: 256 columns; 8 tiles a panel) and
-** A's row panels come back every group row. At n = 4096, ss (512 tiles of 128
+** side by side share B's column panel (8 tiles a panel) and every column of
+** a group reads the same 8 row panels of A. At n = 4096, ss (512 tiles of 128
 ** x 256) with 132 blocks: a wave of tiles is about one group (8 x 16 tiles),
-** 8 of A's row panels and all of B, 40 MB, which fits the H100's 50 MB of L2;
-** the order a block a tile had, kept so that a grid of the tiles is unchanged.
+** 8 of A's row panels and all of B, 40 MB, which fits the H100's 50 MB of L2.
+** It is the order a block a tile had, kept so that a grid of the tiles is
+** unchanged.
 */
 template <int BM, int BN, int BKW, int STAGES, int R, class Load, class Mma, class Store>
 __device__ __forceinline__ void lowp_tiles (int M, int N, int K, Load load, Mma mma, Store store) {
