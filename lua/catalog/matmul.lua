@@ -203,8 +203,8 @@ end
 
 -- dmma on compute capability 9.0 fed by TMA (kernels/matmul_sm90.cu's culua_matmul_dmma_tma:
 -- 128 x 128 tiles, a producer warpgroup and two consumer warpgroups, persistent), where TMA
--- can address A and B (16-byte aligned bases, rows 16 bytes apart) and M.tune.dmma_tma is
--- true, or by default (`auto` below) where k >= 1024.
+-- can address A and B (v16: 16-byte aligned bases, rows 16 bytes apart) and M.tune.dmma_tma
+-- is true, or by default (`auto` below) where k >= 1024.
 -- The defaults, where none of M.tune.dmma_tile, dmma_group and dmma_tma is set, are from
 -- bench/matmul.lua's sweep on the H100 (bench/RESULTS.md, session 27): k >= 1024, the TMA
 -- kernel (0.89x / 0.92x cuBLAS at 4096 / 8192, against 0.86x / 0.83x for the tiles by k);
@@ -213,9 +213,8 @@ end
 -- M.tune.dmma_persistent: nil or true, a block a multiprocessor; false, a block a tile; a
 -- count, at most that many blocks (the tests take a few, so that each runs several tiles).
 local D9 = nil
-local function dmma_tma(dev, A, B, k, lda, ldb, auto)
-  return (M.tune.dmma_tma == true or auto and k >= 1024) and dev.major == 9 and dev.minor == 0 and k > 0
-         and lda % 2 == 0 and ldb % 2 == 0 and A.ptr % 16 == 0 and B.ptr % 16 == 0
+local function dmma_tma(dev, k, v16, auto)
+  return (M.tune.dmma_tma == true or auto and k >= 1024) and dev.major == 9 and dev.minor == 0 and k > 0 and v16
 end
 
 local function matmul_dmma_tma(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, opts)
@@ -248,12 +247,14 @@ local function matmul_dmma(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, o
   if not (p == nil or type(p) == "boolean" or (math.type(p) == "integer" and p >= 1)) then
     fail("matmul", "tune.dmma_persistent must be a boolean or a block count, got %s", tostring(p))
   end
-  if dmma_tma(dev, A, B, k, lda, ldb, auto) then
+  -- A's and B's rows whole 16 bytes from 16-byte aligned bases: TMA's grain, and the
+  -- mma.sync tiles' 16-byte copies (_v16)
+  local v16 = lda % 2 == 0 and ldb % 2 == 0 and A.ptr % 16 == 0 and B.ptr % 16 == 0
+  if dmma_tma(dev, k, v16, auto) then
     return matmul_dmma_tma(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, opts)
   end
   local shape = dmma_tile(k)
   local tile = dmma_tiles[shape]
-  local v16 = lda % 2 == 0 and ldb % 2 == 0 and A.ptr % 16 == 0 and B.ptr % 16 == 0
   local kern = core.kernel("matmul", "culua_matmul_dmma_" .. shape .. (v16 and "_v16" or ""), nil, dev)
   core.allow_shared(kern, tile[4])
   local tn, tm = ceil_div(n, tile[2]), ceil_div(m, tile[1])
