@@ -29,8 +29,9 @@
 **   column-major k x n, ld k: op T gives B^T, n x k) and Y = A (a column-major
 **   k x m, ld k: op N gives A^T), D's ld n: row-major C again. Every leading
 **   dimension is k (fp8) or n (bfloat16): multiples of 16 bytes when k % 16 and
-**   n % 8 are 0. culua's fp8 matmul reads row-major B and transposes it as it
-**   loads, so this anchor, which is given Bt, is the stricter comparison.
+**   n % 8 are 0. culua's fp8 matmul given a row-major B transposes it into
+**   scratch first, inside its time; given Bt (transb = true) it reads it as
+**   this anchor does: bench/matmul_lowp.lua times both against it.
 **   D = alpha * scale_a * scale_b * A*B (+ beta * C, beta = 0 here); D is its own
 **   buffer, apart from C's (no in-place product), the scales two separate device floats.
 */

@@ -10,8 +10,11 @@
 -- with a block a tile (tune.fp8_persistent = false) and not launched as a programmatic
 -- dependent (tune.fp8_programmatic = false), and mma.sync), each C checked against the
 -- first kernel's.
--- fp8 on 9.0 also prints the transpose of B alone (culua's fp8 product transposes B into
--- scratch first, inside the call and inside its time; the anchor is given B^T).
+-- fp8 also runs with B given as B^T (transb), the form the anchor takes (cuBLASLt's "TN": it
+-- is given B^T): on 9.0 the product reads it as it is, where with a row-major B it transposes
+-- B into scratch first, inside the call and inside its time. Both are timed against the same
+-- anchor, each with its ratio (sweep: every wgmma tile both ways); fp8 on 9.0 also prints
+-- that transpose alone.
 -- ANCHOR: bench/anchor_cublaslt by default (bench/run.sh builds it:
 --   nvcc -O2 -o bench/anchor_cublaslt bench/anchor_cublaslt.cu -lcublasLt -lcublas)
 local cuda = require "cuda"
@@ -31,41 +34,50 @@ local cases = {
   {"bfloat16", "bfloat16", "bfloat16", "bf16_ms", 0.90},
   fp8 and {"float8_e4m3", "float8_e4m3", "bfloat16", "e4m3_ms", 0.85} or nil,
 }
--- a case's kernels: {name, the tune fields it sets, tma}; the default alone unless sweeping
+-- a case's kernels: {name, the tune fields it sets, tma, transb}; the default alone unless
+-- sweeping (fp8: and with B^T given)
 local function kernels(da)
-  if not sweep then return {{"default", {}}} end
-  if sm90 and not da:find("float8") then
+  local fp8 = da:find("float8") ~= nil
+  if not sweep then return fp8 and {{"default", {}}, {"transb", {}, nil, true}} or {{"default", {}}} end
+  if sm90 and not fp8 then
     return {{"wgmma rs", {lowp_sm90 = "rs"}}, {"rs 1/tile", {lowp_sm90 = "rs", lowp_persistent = false}},
             {"wgmma ss", {lowp_sm90 = "ss"}}, {"ss persistent", {lowp_sm90 = "ss", lowp_persistent = true}},
             {"ss 1/tile", {lowp_sm90 = "ss", lowp_persistent = false}}, {"mma.sync", {}, false}}
   end
   if sm90 then
     local list = {}
-    for _, tile in ipairs(mmod._fp8_plans().pairs.e4m3_e4m3.names) do list[#list + 1] = {tile, {fp8_tile = tile}} end
+    for _, tile in ipairs(mmod._fp8_plans().pairs.e4m3_e4m3.names) do
+      list[#list + 1] = {tile, {fp8_tile = tile}}
+      list[#list + 1] = {tile .. " transb", {fp8_tile = tile}, nil, true}
+    end
     list[#list + 1] = {"n256s4 1/tile", {fp8_persistent = false}}
+    list[#list + 1] = {"n256s4 1/tile transb", {fp8_persistent = false}, nil, true}
     list[#list + 1] = {"n256s4 no PDL", {fp8_programmatic = false}}
     list[#list + 1] = {"mma.sync", {}, false}
+    list[#list + 1] = {"mma.sync transb", {}, false, true}
     return list
   end
-  return {{"mma.sync", {}}}
+  return {{"mma.sync", {}}, fp8 and {"mma.sync transb", {}, nil, true} or nil}
 end
 local tune_fields = {"lowp_sm90", "lowp_persistent", "fp8_tile", "fp8_persistent", "fp8_programmatic"}
 
--- culua's fp8 transpose of B (n x n) alone, as the product runs it: ms
-local function transpose_ms(B, n)
-  local core = require "culua.catalog.core"
-  local K8 = core.constants("matmul_lowp_fp8")
-  local Bt = cuda.array("uint8", n * n)
-  local tr = core.kernel("matmul_lowp_fp8", "culua_matmul_lowp_fp8_transpose", nil, dev)
-  local tile = K8.LOWP_FP8_T_TILE
-  local r = cuda.bench(function ()
-    tr:launch({grid = {(n + tile - 1) // tile, (n + tile - 1) // tile}, block = K8.LOWP_FP8_T_THREADS}, n, n, B, n, Bt, n)
-  end, {warmup = 2, reps = REPS})
+-- B^T (n x n, B's dtype) by the catalog's transpose (kernels/matmul_transpose.cu), as an fp8
+-- product with a row-major B runs it first
+local transpose = require("culua.catalog.matmul_lowp").transpose
+local function transposed(B, n)
+  local Bt = cuda.array(B.dtype, {n, n})
+  transpose(dev, 1, B, n, n, n, Bt, n)
+  return Bt
+end
+
+-- that transpose alone: ms
+local function transpose_ms(B, Bt, n)
+  local r = cuda.bench(function () transpose(dev, 1, B, n, n, n, Bt, n) end, {warmup = 2, reps = REPS})
   return r.median
 end
 
 print(("low-precision matmul on %s, n x n x n, median of %d after warm-up"):format(dev.name, REPS))
-print(("%-6s %-38s %-14s %10s %8s %10s %8s %7s %7s%s"):format("n", "A, B -> C", "kernel", "culua ms", "TFLOP/s", "anchor ms",
+print(("%-6s %-38s %-20s %10s %8s %10s %8s %7s %7s%s"):format("n", "A, B -> C", "kernel", "culua ms", "TFLOP/s", "anchor ms",
       "TFLOP/s", "ratio", "target", sweep and "  rel. diff" or ""))
 local verdict, algo = {}, {}
 for _, n in ipairs{4096, 8192} do
@@ -76,15 +88,17 @@ for _, n in ipairs{4096, 8192} do
     local da, db, dc = c[1], c[2], c[3]
     local A = cuda.array(da, {n, n}):copy_from(cuda.host_array(da, {n, n}):random(1, -1, 1))
     local B = cuda.array(db, {n, n}):copy_from(cuda.host_array(db, {n, n}):random(2, -1, 1))
+    local Bt = da:find("float8") and transposed(B, n)
     local C = cuda.array(dc, {n, n})
     local anchor_ms = tonumber(out:match(c[4] .. " (%S+)"))
     if not anchor_ms then error("anchor gave no " .. c[4] .. ": " .. out) end
     local C0 = nil   -- the first kernel's C, which the others are compared with
     for _, kern in ipairs(kernels(da)) do
       local opts = da:find("float8") and {scale_a = 1, scale_b = 1} or {}
-      opts.tma = kern[3]
+      opts.tma, opts.transb = kern[3], kern[4]
+      local Bk = kern[4] and Bt or B
       for f, v in pairs(kern[2]) do mmod.tune[f] = v end
-      local r = cuda.bench(function () cuda.catalog.matmul(A, B, C, opts) end, {warmup = 2, reps = REPS})
+      local r = cuda.bench(function () cuda.catalog.matmul(A, Bk, C, opts) end, {warmup = 2, reps = REPS})
       for _, f in ipairs(tune_fields) do mmod.tune[f] = nil end
       local diff = ""
       if sweep then
@@ -97,16 +111,17 @@ for _, n in ipairs{4096, 8192} do
         end
       end
       local ratio = anchor_ms / r.median
-      print(("%-6d %-38s %-14s %10.3f %8.1f %10.3f %8.1f %6.2fx %6.2fx%s"):format(n, ("%s, %s -> %s"):format(da, db, dc), kern[1],
+      print(("%-6d %-38s %-20s %10.3f %8.1f %10.3f %8.1f %6.2fx %6.2fx%s"):format(n, ("%s, %s -> %s"):format(da, db, dc), kern[1],
             r.median, tflops(n, r.median), anchor_ms, tflops(n, anchor_ms), ratio, c[5], diff))
-      verdict[#verdict + 1] = ("%s%s n=%d %s"):format(da, sweep and " " .. kern[1] or "", n, ratio >= c[5] and "met" or "NOT met")
+      verdict[#verdict + 1] = ("%s%s n=%d %s"):format(da, (sweep or kern[4]) and " " .. kern[1] or "", n,
+                                                   ratio >= c[5] and "met" or "NOT met")
     end
     if sm90 and da:find("float8") then
-      local ms = transpose_ms(B, n)
-      print(("%-6d %-38s %-14s %10.3f ms, %.0f GB/s (inside each fp8 time above)"):format(n, "B^T alone (" .. db .. ")", "transpose",
-            ms, 2 * n * n / (ms * 1e-3) / 1e9))
+      local ms = transpose_ms(B, Bt, n)
+      print(("%-6d %-38s %-20s %10.3f ms, %.0f GB/s (inside each fp8 time above with a row-major B, not with transb)"):format(
+            n, "B^T alone (" .. db .. ")", "transpose", ms, 2 * n * n / (ms * 1e-3) / 1e9))
     end
-    A, B, C, C0 = nil
+    A, B, Bt, C, C0 = nil
     collectgarbage()
   end
 end

@@ -3,18 +3,18 @@
 ** The Hopper fp8 matmul: e4m3 and e5m2 A and B (any pair) on wgmma
 ** (m64nNk32, float32 sums), fed by the Tensor Memory Accelerator, C in
 ** float16, bfloat16 or float32. Built for sm_90a only; lua/catalog/matmul.lua
-** takes it on compute capability 9.0 where TMA can address A and B (first
-** elements 16-byte aligned, rows a multiple of 16 bytes apart), and
-** matmul_lowp.cu's mma.sync kernels elsewhere.
+** takes it on compute capability 9.0 where TMA can address A and B (or the
+** B^T given: first elements 16-byte aligned, rows a multiple of 16 bytes
+** apart), and matmul_lowp.cu's mma.sync kernels elsewhere.
 **
 ** fp8 wgmma reads both operands K-major from shared memory (it has no
 ** transpose bit, which 16-bit wgmma uses for N-major B). Row-major A (M x K)
-** is K-major already; row-major B (K x N) is N-major, so a call runs two
-** kernels:
+** is K-major already; row-major B (K x N) is N-major, so the kernel reads B^T
+** (N x K, K-major): the caller's own where it gives B transposed (matmul's
+** transb, as cuBLASLt's "TN" form and PyTorch's _scaled_mm take it) and TMA
+** can address it, else a copy that kernels/matmul_transpose.cu's 1-byte
+** kernel writes into scratch first (rows padded to 16 bytes):
 **
-**   culua_matmul_lowp_fp8_transpose (int K, int N, const void *B, int ldb, void *Bt, int ldt)
-**     Bt = B^T, N x K, rows ldt bytes apart (ldt a multiple of 16, ldt >= K):
-**     256 threads, each a 16 x 16 block of bytes through registers
 **   culua_matmul_lowp_fp8_<a>_<b>_n<BN>s<S>[c2]
 **     (int M, int N, int K, float alpha, tensor map of A, tensor map of Bt, float beta,
 **      void *C, int ldc, int ctype)
@@ -31,10 +31,11 @@
 ** wgmma, which a transpose in shared memory would add its read and write of B's
 ** tile to. B^T once is a pass over K x N bytes at memory speed: at n = 4096, 32
 ** MB read and written, some 8-11 us beside the product's 110-120 (7-9%); at 8192,
-** 128 MB, 30-45 us beside 740-900 (4-5%). bench/matmul_lowp.lua times it alone.
-** The product is launched as a programmatic dependent of the transpose (where
-** the catalog asks): its blocks set up while the transpose ends, and its
-** producer waits for B^T (griddepcontrol.wait) before its first copy.
+** 128 MB, 30-45 us beside 740-900 (4-5%). bench/matmul_lowp.lua times it alone,
+** and the product on a B^T given (transb) beside it.
+** After a transpose the product is launched as its programmatic dependent
+** (where the catalog asks): its blocks set up while the transpose ends, and
+** its producer waits for B^T (griddepcontrol.wait) before its first copy.
 **
 ** The product, as matmul_lowp_sm90.cu's ss: BM = 128 x BN tiles of C (BN 256 or
 ** 128), K 128 bytes (128 elements) a stage, a ring of S stages in shared memory
@@ -64,74 +65,6 @@
 #define LOWP_FP8_BM 128
 #define LOWP_FP8_BK 128
 #define LOWP_FP8_SHARED(BN, STAGES) ((STAGES) * (LOWP_FP8_BM * LOWP_FP8_BK + (BN) * LOWP_FP8_BK) + 2 * (STAGES) * 8 + 1024)
-/* the transpose: 256 threads, a 16 x 16 block of bytes each, 256 x 256 a block */
-#define LOWP_FP8_T_THREADS 256
-#define LOWP_FP8_T_TILE 256
-
-/* {====================================================== B^T */
-
-/* the bytes of row k's columns n .. n + 15 that lie below N (zeros past it), as 4 words */
-__device__ __forceinline__ void lowp_fp8_row_part (const unsigned char *row, int n, int N, unsigned *w) {
-  w[0] = w[1] = w[2] = w[3] = 0;
-  for (int e = 0; e < 16 && n + e < N; e++) w[e >> 2] |= (unsigned)row[n + e] << (8 * (e & 3));
-}
-
-/*
-** Thread (lane, warp) transposes the 16 x 16 bytes at rows k0 .., columns n0
-** ..: within a warp, 4 threads along N and 8 along K, so that a warp reads 64
-** contiguous bytes of 8 rows and writes 128 of 4. The 16 rows come as 4 words
-** each; each 4 x 4 block of bytes is transposed by byte permutes (as
-** matmul_lowp.cu's fp8 loads do); column n's 16 bytes go out as one 16-byte
-** store. Rows past K read as zeros, so Bt's bytes past K up to the next 16
-** are zeros (never read: the tensor map stops at K).
-*/
-extern "C" __global__ void __launch_bounds__(LOWP_FP8_T_THREADS)
-culua_matmul_lowp_fp8_transpose (int K, int N, const unsigned char *B, int ldb, unsigned char *Bt, int ldt) {
-  /* the product waits for all of this kernel (griddepcontrol.wait): its blocks may
-  ** take their places as soon as this kernel's blocks have all started */
-  culua_dep_release();
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int n0 = blockIdx.x * LOWP_FP8_T_TILE + ((warp & 3) * 4 + (lane & 3)) * 16;
-  const int k0 = blockIdx.y * LOWP_FP8_T_TILE + ((warp >> 2) * 8 + (lane >> 2)) * 16;
-  if (n0 >= N || k0 >= K) return;
-  unsigned v[16][4];
-  if (n0 + 16 <= N && k0 + 16 <= K) {   /* the whole block: 16-byte loads, B read once */
-#pragma unroll
-    for (int r = 0; r < 16; r++) {
-      const uint4 x = __ldcs((const uint4 *)(B + (size_t)(k0 + r) * ldb + n0));
-      v[r][0] = x.x, v[r][1] = x.y, v[r][2] = x.z, v[r][3] = x.w;
-    }
-  } else {
-#pragma unroll
-    for (int r = 0; r < 16; r++) {
-      if (k0 + r < K) lowp_fp8_row_part(B + (size_t)(k0 + r) * ldb, n0, N, v[r]);
-      else v[r][0] = v[r][1] = v[r][2] = v[r][3] = 0;
-    }
-  }
-  /* columns 4i .. 4i + 3: word j of column 4i + u holds rows 4j .. 4j + 3, byte u of word i of each */
-#pragma unroll
-  for (int i = 0; i < 4; i++) {
-    unsigned o[4][4];
-#pragma unroll
-    for (int j = 0; j < 4; j++) {
-      const unsigned w0 = v[4 * j][i], w1 = v[4 * j + 1][i], w2 = v[4 * j + 2][i], w3 = v[4 * j + 3][i];
-      const unsigned lo01 = __byte_perm(w0, w1, 0x5140), hi01 = __byte_perm(w0, w1, 0x7362);
-      const unsigned lo23 = __byte_perm(w2, w3, 0x5140), hi23 = __byte_perm(w2, w3, 0x7362);
-      o[0][j] = __byte_perm(lo01, lo23, 0x5410);
-      o[1][j] = __byte_perm(lo01, lo23, 0x7632);
-      o[2][j] = __byte_perm(hi01, hi23, 0x5410);
-      o[3][j] = __byte_perm(hi01, hi23, 0x7632);
-    }
-#pragma unroll
-    for (int u = 0; u < 4; u++) {
-      const int n = n0 + 4 * i + u;
-      if (n < N) *(uint4 *)(Bt + (size_t)n * ldt + k0) = make_uint4(o[u][0], o[u][1], o[u][2], o[u][3]);
-    }
-  }
-}
-
-/* }====================================================== */
-
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 

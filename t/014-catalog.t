@@ -5,8 +5,10 @@ local cuda = require "cuda"
 
 local list = cuda.catalog.list()
 T.is_deeply(list.families, {"matmul", "matmul_sm90", "matmul_sm90_fast", "matmul_lowp", "matmul_lowp_sm90", "matmul_lowp_fp8",
-                            "barrier", "scan", "histogram", "sort", "sort_counts", "sort_multi", "solve", "lu", "lu_panel", "lu_multi", "triangular", "seed", "cast"},
-            "nineteen kernel files (cast: astype; matmul_lowp, matmul_lowp_sm90, matmul_lowp_fp8: float16, bfloat16, fp8; sort_multi: the sort over GPUs and ranks)")
+                            "matmul_transpose", "barrier", "scan", "histogram", "sort", "sort_counts", "sort_multi", "solve", "lu",
+                            "lu_panel", "lu_multi", "triangular", "seed", "cast"},
+            "twenty kernel files (cast: astype; matmul_lowp, matmul_lowp_sm90, matmul_lowp_fp8: float16, bfloat16, fp8; "
+            .. "matmul_transpose: B^T for fp8 and transb; sort_multi: the sort over GPUs and ranks)")
 T.is_deeply(list.headers, {"culua/barrier.cuh", "culua/common.cuh", "culua/lowp.cuh", "culua/matmul_lowp.cuh", "culua/sm90.cuh",
                            "culua/solve.cuh", "culua/sort.cuh"}, "seven device headers (lowp, matmul_lowp: float16, bfloat16, fp8)")
 T.is_deeply(list.matmul.variants, {"naive", "row", "column", "tiled", "fast", "tf32", "dmma"}, "matmul variants")

@@ -463,6 +463,109 @@ do
   end
 end
 
+-- transb: B given as its transpose, B^T (N x K, built on the host), so C = alpha*A*B^T + beta*C.
+-- float32 and float64 kernels read a row-major B, which each call takes back from B^T first
+-- (a transpose of 4- or 8-byte elements into scratch): every variant, sizes odd and even and
+-- past a tile, beta = 0 over a poisoned C, alpha and beta with C read, B^T as a block of a
+-- larger matrix (rows ldb apart, on 16 bytes and off them, a view at an odd element), on a
+-- stream; and transb = false the same C, bit for bit, as no option.
+do
+  local mtune = require("culua.catalog.matmul").tune
+  local function transposed(h)
+    local r, c = h.shape[1], h.shape[2]
+    local t = cuda.host_array(h.dtype, {c, r})
+    for i = 0, r - 1 do
+      for j = 1, c do t[(j - 1) * r + i + 1] = h[i * c + j] end
+    end
+    return t
+  end
+  local variants = {
+    float32 = {{variant = "fast"}, {variant = "fast", tma = false}, {variant = "tf32"}, {variant = "tf32", tma = false},
+               {variant = "naive"}, {variant = "row"}, {variant = "column"}, {variant = "tiled", tile = 32, unroll = 4},
+               {variant = "fast", splits = 3}, {variant = "tf32", streamk = 3}},
+    float64 = {{variant = "naive"}, {variant = "tiled"}, {variant = "fast"}, dev.major >= 8 and {variant = "dmma"} or nil,
+               dev.major >= 8 and {variant = "dmma", tune = "dmma_tma"} or nil},
+  }
+  local function what(o)
+    local t = {o.variant}
+    for _, key in ipairs{"tile", "unroll", "tma", "splits", "streamk"} do
+      if o[key] ~= nil then t[#t + 1] = ("%s %s"):format(key, tostring(o[key])) end
+    end
+    if o.tune then t[#t + 1] = "tune." .. o.tune end
+    return table.concat(t, ", ")
+  end
+  local function run(A, B, Cd, o, extra)
+    local opts = {variant = o.variant, tile = o.tile, unroll = o.unroll, tma = o.tma, splits = o.splits, streamk = o.streamk}
+    for key, v in pairs(extra) do opts[key] = v end
+    if o.tune then mtune[o.tune] = true end
+    mm(A, B, Cd, opts)
+    if o.tune then mtune[o.tune] = nil end
+    return Cd
+  end
+  for _, dt in ipairs{"float32", "float64"} do
+    local sizes = {{1, 1, 1}, {17, 33, 65}, {130, 67, 129}, {257, 132, 36}, {300, 516, 1030}}
+    for si, s in ipairs(sizes) do
+      local m, n, k = s[1], s[2], s[3]
+      local hA = cuda.host_array(dt, {m, k}):random(60 + si, -1, 1)
+      local hB = cuda.host_array(dt, {k, n}):random(70 + si, -1, 1)
+      local hC = cuda.host_array(dt, {m, n}):random(80 + si, -1, 1)
+      local R = cuda.host_array("float64", {m, n})
+      ref(hA, hB, R)
+      local R2 = cuda.host_array("float64", {m, n}):copy_from(hC:totable())
+      ref(hA, hB, R2, -1.5, 0.5)
+      local A, B = cuda.array(dt, {m, k}):copy_from(hA), cuda.array(dt, {k, n}):copy_from(hB)
+      local Bt = cuda.array(dt, {n, k}):copy_from(transposed(hB))
+      local Cd = cuda.array(dt, {m, n})
+      local tag = ("%s %dx%dx%d"):format(dt, m, k, n)
+      for _, o in ipairs(variants[dt]) do
+        local tol = dt == "float64" and 1e-13 or o.variant == "tf32" and 5e-3 or f32
+        check(run(A, Bt, Cd:fill(0 / 0), o, {transb = true}), R, tol, ("%s transb, %s: beta 0 over NaN"):format(tag, what(o)))
+        Cd:copy_from(hC)
+        check(run(A, Bt, Cd, o, {transb = true, alpha = -1.5, beta = 0.5}), R2, tol,
+              ("%s transb, %s: alpha -1.5, beta 0.5"):format(tag, what(o)))
+      end
+      local first = mm(A, B, Cd:fill(0 / 0)):copy_to(cuda.host_array(dt, {m, n}))
+      T.is(cuda.compare(mm(A, B, Cd:fill(0 / 0), {transb = false}), first), 0.0, tag .. ": transb = false, the same C as no option")
+    end
+    -- B^T a block of a larger matrix: rows ldb apart from a view's first element (a corner
+    -- on 16 bytes, rows 16 bytes apart; and off both), A and C blocks too; on a stream
+    local m, n, k = 77, 45, 33
+    local hA = cuda.host_array(dt, {m, k}):random(91, -1, 1)
+    local hB = cuda.host_array(dt, {k, n}):random(92, -1, 1)
+    local hC = cuda.host_array(dt, {m, n}):random(93, -1, 1)
+    local R = cuda.host_array("float64", {m, n}):copy_from(hC:totable())
+    ref(hA, hB, R, 0.5, -2)
+    local stream = cuda.stream()
+    for _, l in ipairs{{"on 16 bytes", 40, 8, 64, 4}, {"off 16 bytes", 41, 3, 37, 5}} do
+      local name, lda, off, ldbt, offc = l[1], l[2], l[3], l[4], l[5]
+      local ldc = n + 3
+      local bigA = cuda.host_array(dt, off + m * lda):fill(7)
+      local bigBt = cuda.host_array(dt, off + n * ldbt):fill(7)
+      local bigC = cuda.host_array(dt, offc + m * ldc):fill(7)
+      for i = 0, m - 1 do for j = 1, k do bigA[off + i * lda + j] = hA[i * k + j] end end
+      for i = 0, n - 1 do for j = 1, k do bigBt[off + i * ldbt + j] = hB[(j - 1) * n + i + 1] end end
+      for i = 0, m - 1 do for j = 1, n do bigC[offc + i * ldc + j] = hC[i * n + j] end end
+      local dA, dBt = cuda.array(dt, #bigA):copy_from(bigA), cuda.array(dt, #bigBt):copy_from(bigBt)
+      local dC = cuda.array(dt, #bigC)
+      for _, o in ipairs(variants[dt]) do
+        dC:copy_from(bigC)
+        run(dA:view(off + 1, (m - 1) * lda + k), dBt:view(off + 1, (n - 1) * ldbt + k), dC:view(offc + 1, (m - 1) * ldc + n), o,
+            {transb = true, m = m, n = n, k = k, lda = lda, ldb = ldbt, ldc = ldc, alpha = 0.5, beta = -2, stream = stream})
+        stream:synchronize()
+        local hc, out, pad = dC:totable(), cuda.host_array("float64", {m, n}), true
+        for i = 0, m - 1 do
+          for j = 1, n do out[i * n + j] = hc[offc + i * ldc + j] end
+          for j = n + 1, ldc do if i < m - 1 and hc[offc + i * ldc + j] ~= 7 then pad = false end end
+        end
+        for j = 1, offc do if hc[j] ~= 7 then pad = false end end
+        local tol = dt == "float64" and 1e-13 or o.variant == "tf32" and 5e-3 or f32
+        check(out, R, tol, ("%s transb, B^T a block %s (ldb %d), %s, on a stream"):format(dt, name, ldbt, what(o)))
+        T.ok(pad, "  and C outside its block untouched")
+      end
+    end
+  end
+end
+
 -- on a stream, without synchronizing
 do
   local s = cuda.stream()

@@ -158,6 +158,8 @@ case("matmul: ldc 0", function () cuda.catalog.matmul(1, 2, 3, {ldc = 0}) end, "
 case("matmul: ldc a string", function () cuda.catalog.matmul(1, 2, 3, {ldc = "64"}) end, "cuda%.catalog%.matmul: ldc must be a positive integer, got 64")
 case("matmul: lda NaN", function () cuda.catalog.matmul(1, 2, 3, {lda = NAN}) end, "cuda%.catalog%.matmul: lda must be a positive integer, got .*nan")
 case("matmul: k 2.5", function () cuda.catalog.matmul(1, 2, 3, {k = 2.5}) end, "cuda%.catalog%.matmul: k must be an integer 0 or more, got 2%.5")
+case("matmul: transb a number", function () cuda.catalog.matmul(1, 2, 3, {transb = 1}) end, "cuda%.catalog%.matmul: transb must be a boolean, got number")
+case("matmul: transb a string", function () cuda.catalog.matmul(1, 2, 3, {transb = "T"}) end, "cuda%.catalog%.matmul: transb must be a boolean, got string")
 case("scan: a number", function () cuda.catalog.scan(1) end, "cuda%.catalog%.scan: x must be a cuda%.array, got number")
 case("scan: a host array", function () cuda.catalog.scan(h) end, "cuda%.catalog%.scan: x must be a cuda%.array, got cuda%.host_array")
 case("reduce: a string", function () cuda.catalog.reduce("x") end, "cuda%.catalog%.reduce: x must be a cuda%.array, got string")
@@ -409,6 +411,17 @@ __constant__ float coef[4];
   case("matmul: lda less than k", function () cuda.catalog.matmul(A, B, Cm, {m = 8, k = 16, lda = 15}) end, "cuda%.catalog%.matmul: lda = 15 is less than A's rows of 16 %(k%)")
   case("matmul: a view too short for ldc", function () cuda.catalog.matmul(A, B, x:view(1, 59), {m = 8, n = 4, ldc = 8}) end,
        "cuda%.catalog%.matmul: C has 59 elements, fewer than 8x4 with ldc = 8 needs %(60%)")
+  -- transb: B given as B^T, N x K
+  case("matmul: transb with B of K x N", function () cuda.catalog.matmul(A, B, Cm, {transb = true}) end,
+       "cuda%.catalog%.matmul: B is 16x4 but transb wants N x K with K = 16 %(A's columns%)")
+  case("matmul: transb with B of 4x15, n given", function () cuda.catalog.matmul(A, cuda.array("float32", {4, 15}), Cm, {n = 4, transb = true}) end,
+       "cuda%.catalog%.matmul: B is 4x15 but transb wants N x K = 4x16")
+  case("matmul: transb with C of K x N's columns", function () cuda.catalog.matmul(A, cuda.array("float32", {5, 16}), Cm, {transb = true}) end,
+       "cuda%.catalog%.matmul: C is 8x4, expected 8x5")
+  case("matmul: transb with ldb less than k", function () cuda.catalog.matmul(A, x:view(1, 100), Cm, {n = 4, ldb = 8, transb = true}) end,
+       "cuda%.catalog%.matmul: ldb = 8 is less than K = 16: with transb, B is N x K, its rows ldb apart")
+  case("matmul: transb with a view too short for ldb", function () cuda.catalog.matmul(A, x:view(1, 60), Cm, {n = 4, ldb = 20, transb = true}) end,
+       "cuda%.catalog%.matmul: B has 60 elements, fewer than 4x16 with ldb = 20 needs %(76%)")
   local ints = cuda.array("int16", 100)
   case("scan: int16", function () cuda.catalog.scan(ints) end, "cuda%.catalog%.scan: x has dtype int16")
   case("scan: y of another length", function () cuda.catalog.scan(x, cuda.array("float32", 999)) end, "cuda%.catalog%.scan")

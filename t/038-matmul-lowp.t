@@ -48,11 +48,16 @@ for _, t in ipairs{"f16", "bf16", "ss_f16", "ss_bf16"} do
   T.is_deeply(cuda.signature(entries90, name), {"u32", "u32", "u32", "f32", "b8[128]", "b8[128]", "f32", "u64", "u32", "u32"},
               name .. " is prebuilt (sm_90a): two tensor maps by value")
 end
--- fp8 on 9.0: the transpose and the products of kernels/matmul_lowp_fp8.cu (sm_90a), every
--- pair in the default tile, and their PTX (NVRTC for compute_90a) on wgmma's fp8 shapes
+-- the transposes of kernels/matmul_transpose.cu (built for every device): fp8's B^T before its
+-- product on 9.0, and B from the B^T that transb gives, elements of 1, 2, 4 and 8 bytes
+local entriesT = cuda._catalog.entries("matmul_transpose")
+for _, e in ipairs{1, 2, 4, 8} do
+  T.is_deeply(cuda.signature(entriesT, "culua_matmul_transpose_" .. e), {"u32", "u32", "u64", "u32", "u64", "u32"},
+              "culua_matmul_transpose_" .. e .. " is prebuilt")
+end
+-- fp8 on 9.0: the products of kernels/matmul_lowp_fp8.cu (sm_90a), every pair in the default
+-- tile, and their PTX (NVRTC for compute_90a) on wgmma's fp8 shapes
 local entries8 = cuda._catalog.entries("matmul_lowp_fp8")
-T.is_deeply(cuda.signature(entries8, "culua_matmul_lowp_fp8_transpose"), {"u32", "u32", "u64", "u32", "u64", "u32"},
-            "culua_matmul_lowp_fp8_transpose is prebuilt")
 local fp8_plans = mmod._fp8_plans()
 local n8 = core.constants("matmul_lowp_fp8")
 for _, pair in ipairs{"e4m3_e4m3", "e4m3_e5m2", "e5m2_e4m3", "e5m2_e5m2"} do
@@ -228,12 +233,84 @@ end
   if base then os.remove(so); os.remove(base) end
 end
 
+-- what a call launches, on bench/fakecuda.c's driver (an H100 with nothing behind it: kernels
+-- are names, launches run nothing; t/046 builds it the same way): fp8 on 9.0 transposes a
+-- row-major B into scratch first, and with transb reads the B^T given as it is (no transpose,
+-- and no programmatic launch); where TMA cannot address that B^T (ldb = k + 8), and for the
+-- other dtypes, B comes back from B^T by the transpose of its element size, then the call
+-- launches what a row-major B launches. transb = false launches what no option does.
+do
+  local dts = {"float8_e4m3", "float16", "bfloat16", "float32", "float64"}
+  local planned = 3 * #dts
+  local skip_cc = os.getenv("CULUA_TEST_SKIP_CC")
+  local srcdir = os.getenv("CULUA_SRCDIR") or "."
+  local inc = os.getenv("CULUA_CUDA_INCLUDE") or (os.getenv("CUDA_HOME") and os.getenv("CUDA_HOME") .. "/include")
+              or "/usr/local/cuda/include"
+  local base = os.tmpname()
+  local so = base .. ".so"
+  local built, status = "", 1
+  if not (skip_cc and skip_cc ~= "") then
+    built, status = T.run(("cc -shared -fPIC -O1 -I%s -I%s/src -I. -o %s %s/bench/fakecuda.c"):format(inc, srcdir, so, srcdir))
+  end
+  if status ~= 0 then
+    T.skip((skip_cc and skip_cc ~= "") and skip_cc or "cannot build bench/fakecuda.c: " .. built:gsub("\n", " "):sub(1, 200), planned)
+  else
+    local out = T.run(("CULUA_LIBCUDA=%s %s -"):format(so, T.culua), [[
+      local cuda = require "cuda"
+      local methods = debug.getregistry()["cuda.kernel"].methods
+      local launch, log = methods.launch, nil
+      methods.launch = function (k, c, ...)
+        log[#log + 1] = k.name .. (c.programmatic and "/programmatic" or "")
+        return launch(k, c, ...)
+      end
+      local m, n, k = 200, 272, 320
+      for _, dt in ipairs{]] .. '"' .. table.concat(dts, '", "') .. '"' .. [[} do
+        local A, B, Bt = cuda.array(dt, {m, k}), cuda.array(dt, {k, n}), cuda.array(dt, {n, k})
+        local C = cuda.array(dt:find("float8") and "bfloat16" or dt, {m, n})
+        for _, c in ipairs{{"row-major", B}, {"transb", Bt, {transb = true}}, {"transb = false", B, {transb = false}},
+                           {"ldb", cuda.array(dt, n * (k + 8)), {transb = true, n = n, ldb = k + 8}}} do
+          log = {}
+          cuda.catalog.matmul(A, c[2], C, c[3])
+          print(dt .. " " .. c[1] .. ": " .. table.concat(log, " "))
+        end
+      end
+    ]])
+    local got = {}
+    for dt, what, l in out:gmatch("([%w_]+) ([^:\n]+): ([^\n]*)") do got[dt .. " " .. what] = l end
+    for _, dt in ipairs(dts) do
+      local row = got[dt .. " row-major"] or ("(none: " .. out:sub(1, 300) .. ")")
+      T.is(got[dt .. " transb = false"], row, dt .. ": transb = false launches what no option does: " .. row)
+      if dt:find("float8") then
+        local prod = row:match("^culua_matmul_transpose_1 (culua_matmul_lowp_fp8_e4m3_e4m3_%w+)/programmatic$")
+        T.is(got[dt .. " transb"], prod or "(a product after the transpose)",
+             dt .. " on 9.0: transb launches the product alone, on the B^T given (a row-major B: " .. row .. ")")
+        T.is(got[dt .. " ldb"], "culua_matmul_transpose_1 " .. row,
+             dt .. ": transb with rows of B^T TMA cannot address: B from it, then as a row-major B")
+      else
+        local tr = "culua_matmul_transpose_" .. ({float16 = 2, bfloat16 = 2, float32 = 4, float64 = 8})[dt]
+        T.is(got[dt .. " transb"], tr .. " " .. row, dt .. ": transb launches " .. tr .. ", then what a row-major B launches")
+        T.is(got[dt .. " ldb"], tr .. " " .. row, dt .. ": the same with B^T's rows ldb apart")
+      end
+    end
+  end
+  os.remove(so); os.remove(base)
+end
+
 -- ------}
 
 
 -- {------ on a GPU: against the float64 reference
 
 local eps = {float16 = 2^-11, bfloat16 = 2^-8, float32 = 2^-24}
+-- the transpose of a 2-D host array, a new one: transb's B^T, built on the host
+local function transposed(h)
+  local r, c = h.shape[1], h.shape[2]
+  local t = cuda.host_array(h.dtype, {c, r})
+  for i = 0, r - 1 do
+    for j = 1, c do t[(j - 1) * r + i + 1] = h[i * c + j] end
+  end
+  return t
+end
 -- the norm-wise error allowed: C's rounding, and float32 sums over k (fp8's with room
 -- for the tensor cores' narrower fp8 sums)
 local function tolerance(dta, dtc, k)
@@ -258,6 +335,41 @@ T.gpu_part(function ()
   end
   if cc < 80 then T.skip("low-precision matmul needs compute capability 8.0", 1); return end
 
+  -- the transposes alone (kernels/matmul_transpose.cu, as fp8's B^T and transb run them): Y =
+  -- X^T bit for bit, elements of 1, 2, 4 and 8 bytes, odd shapes, X a view at an odd element
+  -- with rows not 16 bytes apart (element by element) and a packed one (16-byte loads where its
+  -- rows allow), Y's rows padded to 16 bytes; and more rows of tiles than a grid's 65535 (one
+  -- column of 2^21 + 1 8-byte elements: blocks take several rows of tiles)
+  do
+    local transpose = require("culua.catalog.matmul_lowp").transpose
+    for _, dt in ipairs{"float8_e4m3", "bfloat16", "float32", "float64"} do
+      local es = ({float8_e4m3 = 1, bfloat16 = 2, float32 = 4, float64 = 8})[dt]
+      for _, s in ipairs{{1, 1}, {17, 33}, {255, 257}, {64, 512}, {300, 520}} do
+        local r, c = s[1], s[2]
+        local h = cuda.host_array(dt, {r, c}):random(r + c, -1, 1)
+        local ht = transposed(h)
+        local ldy = (r * es + 15) // 16 * 16 // es
+        for _, off in ipairs{0, 1} do
+          local ldx = off == 0 and c or c + 3
+          local big = cuda.host_array(dt, off + r * ldx):fill(9)
+          for i = 0, r - 1 do for j = 1, c do big[off + i * ldx + j] = h[i * c + j] end end
+          local X, Y = cuda.array(dt, #big):copy_from(big), cuda.array(dt, c * ldy):fill(7)
+          transpose(dev, es, X:view(off + 1, (r - 1) * ldx + c), r, c, ldx, Y, ldy)
+          local y, want = Y:copy_to(cuda.host_array(dt, c * ldy)), cuda.host_array(dt, c * ldy):fill(0)
+          for i = 0, c - 1 do for j = 1, r do want[i * ldy + j] = ht[i * r + j] end end
+          T.ok(y:bytes() == want:bytes(), ("transpose of %dx%d %s (%d bytes), X at element %d, ldx %d: bit for bit, zeros past its rows"):format(
+               r, c, dt, es, off + 1, ldx))
+        end
+      end
+    end
+    local r = (1 << 21) + 1
+    local h = cuda.host_array("float64", r):random(5, -1, 1)
+    local X, Y = cuda.array("float64", r):copy_from(h), cuda.array("float64", r + 1):fill(7)
+    transpose(dev, 8, X, r, 1, 1, Y, r + 1)
+    T.ok(Y:view(1, r):copy_to(cuda.host_array("float64", r)):bytes() == h:bytes(),
+         ("transpose of %d x 1 float64: %d rows of tiles, more than a grid's 65535"):format(r, (r + 31) // 32))
+  end
+
   -- m, n, k: odd ones (element-by-element copies), and rows of whole 16 bytes (cp.async)
   -- (on 9.0, float16 and bfloat16 with rows of whole 16 bytes take wgmma; tma = false, mma.sync)
   -- (and on 9.0 both wgmma kernels, rs and ss: tune.lowp_sm90; 140 x 48 x 264 is one k-tile;
@@ -265,9 +377,12 @@ T.gpu_part(function ()
   -- (fp8 on 9.0: k and n multiples of 16 take B^T and wgmma, 64 x 512 x 256, 255 x 1040 x 48,
   -- 200 x 336 x 272 and 392 x 1040 x 528, the rest mma.sync; and the persistent blocks taking
   -- several tiles each (tune.fp8_persistent = 3, not a programmatic launch: "fp8 grid 3"))
+  -- Each also with B given as B^T (transb, N x K, built on the host): fp8 on 9.0 where k is a
+  -- multiple of 16 reads it as it is, n odd too (129 x 160 x 77), and every other path takes B
+  -- back from it first; and transb = false bit for bit as no option.
   local sizes = {{1, 1, 1}, {17, 33, 65}, {257, 129, 31}, {130, 136, 72}, {64, 256, 512}, {255, 48, 1040},
                  {300, 520, 200}, {513, 264, 1000}, {140, 264, 48}, {200, 272, 336}, {392, 528, 1040},
-                 {0, 5, 7}, {9, 7, 0}}
+                 {129, 77, 160}, {0, 5, 7}, {9, 7, 0}}
   if not T.sanitizer then sizes[#sizes + 1] = {1000, 999, 1001} end
   local stream = cuda.stream()
   for _, cfg in ipairs(configs) do
@@ -286,6 +401,7 @@ T.gpu_part(function ()
       local hB = cuda.host_array(db, {k, n}):random(seed + 1, -1, 1)
       local hC = cuda.host_array(dc, {m, n}):random(seed + 2, -1, 1)
       local A, B = cuda.array(da, {m, k}):copy_from(hA), cuda.array(db, {k, n}):copy_from(hB)
+      local Bt = cuda.array(db, {n, k}):copy_from(transposed(hB))
       local Cd = cuda.array(dc, {m, n})
       local tol = tolerance(da, dc, k)
       -- the references, once for both paths (the same inputs): a float64 product of
@@ -308,19 +424,32 @@ T.gpu_part(function ()
         if m == 0 or n == 0 then
           Cd:fill(7)
           mm(A, B, Cd, {alpha = 2, scale_a = scale.scale_a, scale_b = scale.scale_b, tma = scale.tma})
-          T.ok(true, tag .. ": nothing to do")
+          mm(A, Bt, Cd, {alpha = 2, scale_a = scale.scale_a, scale_b = scale.scale_b, tma = scale.tma, transb = true})
+          T.ok(true, tag .. ": nothing to do (B and B^T given)")
         else
           -- beta = 0 over a poisoned C (NaN: never read), alpha and the scales
           Cd:fill(0 / 0)
           mm(A, B, Cd, {alpha = 1.5, scale_a = scale.scale_a, scale_b = scale.scale_b, tma = scale.tma})
           local _, _, rel = cuda.compare(Cd, R)
           T.ok(rel <= tol, ("%s: beta 0 over NaN, error %.2e (<= %.1e)"):format(tag, rel, tol))
-          -- beta ~= 0, on a stream
-          Cd:copy_from(hC)
-          mm(A, B, Cd, {alpha = -1, beta = 0.75, stream = stream, scale_a = scale.scale_a, scale_b = scale.scale_b, tma = scale.tma})
-          stream:synchronize()
-          _, _, rel = cuda.compare(Cd, R2)
-          T.ok(rel <= tol, ("%s: beta 0.75 on a stream, error %.2e"):format(tag, rel))
+          local C0 = Cd:copy_to(cuda.host_array(dc, {m, n}))
+          Cd:fill(0 / 0)
+          mm(A, B, Cd, {alpha = 1.5, scale_a = scale.scale_a, scale_b = scale.scale_b, tma = scale.tma, transb = false})
+          T.is(cuda.compare(Cd, C0), 0.0, tag .. ": transb = false, the same C as no option")
+          -- transb: B given as B^T, beta = 0 over NaN
+          Cd:fill(0 / 0)
+          mm(A, Bt, Cd, {alpha = 1.5, scale_a = scale.scale_a, scale_b = scale.scale_b, tma = scale.tma, transb = true})
+          _, _, rel = cuda.compare(Cd, R)
+          T.ok(rel <= tol, ("%s: transb (B^T given), beta 0 over NaN, error %.2e"):format(tag, rel))
+          -- beta ~= 0, on a stream, B and B^T given
+          for _, bt in ipairs{false, true} do
+            Cd:copy_from(hC)
+            mm(A, bt and Bt or B, Cd, {alpha = -1, beta = 0.75, stream = stream, scale_a = scale.scale_a, scale_b = scale.scale_b,
+                                       tma = scale.tma, transb = bt or nil})
+            stream:synchronize()
+            _, _, rel = cuda.compare(Cd, R2)
+            T.ok(rel <= tol, ("%s%s: beta 0.75 on a stream, error %.2e"):format(tag, bt and ", transb" or "", rel))
+          end
         end
       end
       ::next_size::
@@ -333,36 +462,46 @@ T.gpu_part(function ()
     -- 16-bit: wgmma, ldc odd: C written an element at a time). The last: n odd, rows 16
     -- bytes apart (ldb) and ldc even: on 9.0 ss writes pairs of C but the last column.
     -- (fp8 on 9.0: the second and the fourth take B^T and wgmma, the fourth with n odd)
-    local blocks = {{3, 70, 40, 96, 112, 64, 45}, {fp8 and 16 or 8, 70, 40, 96, 112, 64, 45},
-                    {fp8 and 16 or 8, 200, 131, 136, 136, 136, 132}}
-    if fp8 then blocks[4] = {16, 200, 131, 136, 144, 144, 132} end
+    -- Each again with B given as B^T (transb), a block of rows ldbt apart (the last number):
+    -- off 16 bytes, and on it (fp8 on 9.0: the second and the fourth read it as it is; the
+    -- third's rows are not 16 bytes apart, so B comes back from it first)
+    local blocks = {{3, 70, 40, 96, 112, 64, 45, 101}, {fp8 and 16 or 8, 70, 40, 96, 112, 64, 45, 112},
+                    {fp8 and 16 or 8, 200, 131, 136, 136, 136, 132, 139}}
+    if fp8 then blocks[4] = {16, 200, 131, 136, 144, 144, 132, 152} end
     for bi, b in ipairs(blocks) do
       for _, kern in ipairs((not fp8 and cc == 90 and bi > 1) and {"rs", "ss"} or {"default"}) do
         mmod.tune.lowp_sm90 = kern ~= "default" and kern or nil
-        local off, m, n, k, lda, ldb, ldc = table.unpack(b)
+        local off, m, n, k, lda, ldb, ldc, ldbt = table.unpack(b)
         local hA = cuda.host_array(da, {m, k}):random(7, -1, 1)
         local hB = cuda.host_array(db, {k, n}):random(8, -1, 1)
         local R = cuda.host_array("float64", {m, n})
         ref(hA, hB, R, 1, 0, scale.scale_a, scale.scale_b)
         local bigA = cuda.host_array(da, off + m * lda):fill(5)
         local bigB = cuda.host_array(db, off + k * ldb):fill(5)
+        local bigBt = cuda.host_array(db, off + n * ldbt):fill(5)
         for i = 0, m - 1 do for j = 1, k do bigA[off + i * lda + j] = hA[i * k + j] end end
         for i = 0, k - 1 do for j = 1, n do bigB[off + i * ldb + j] = hB[i * n + j] end end
+        for i = 0, n - 1 do for j = 1, k do bigBt[off + i * ldbt + j] = hB[(j - 1) * n + i + 1] end end
         local dA = cuda.array(da, #bigA):copy_from(bigA)
         local dB = cuda.array(db, #bigB):copy_from(bigB)
-        local dC = cuda.array(dc, off + m * ldc):fill(3)
-        mm(dA:view(off + 1, m * lda), dB:view(off + 1, k * ldb), dC:view(off + 1, m * ldc - (ldc - n)),
-           {m = m, n = n, k = k, lda = lda, ldb = ldb, ldc = ldc, scale_a = scale.scale_a, scale_b = scale.scale_b})
-        local hC, out, pad = dC:totable(), cuda.host_array("float64", {m, n}), true
-        for i = 0, m - 1 do
-          for j = 1, n do out[i * n + j] = hC[off + i * ldc + j] end
-          for j = n + 1, ldc do if i < m - 1 and hC[off + i * ldc + j] ~= 3 then pad = false end end
+        local dBt = cuda.array(db, #bigBt):copy_from(bigBt)
+        for _, bt in ipairs{false, true} do
+          local dC = cuda.array(dc, off + m * ldc):fill(3)
+          mm(dA:view(off + 1, m * lda), bt and dBt:view(off + 1, n * ldbt) or dB:view(off + 1, k * ldb),
+             dC:view(off + 1, m * ldc - (ldc - n)), {m = m, n = n, k = k, lda = lda, ldb = bt and ldbt or ldb, ldc = ldc,
+                                                     scale_a = scale.scale_a, scale_b = scale.scale_b, transb = bt or nil})
+          local hC, out, pad = dC:totable(), cuda.host_array("float64", {m, n}), true
+          for i = 0, m - 1 do
+            for j = 1, n do out[i * n + j] = hC[off + i * ldc + j] end
+            for j = n + 1, ldc do if i < m - 1 and hC[off + i * ldc + j] ~= 3 then pad = false end end
+          end
+          for j = 1, off do if hC[j] ~= 3 then pad = false end end
+          local _, _, rel = cuda.compare(out, R)
+          T.ok(rel <= tolerance(da, dc, k), ("%s x %s -> %s%s: %dx%dx%d views at element %d, lda %d, %s %d, ldc %d: error %.2e"):format(
+               da, db, dc, kern == "default" and "" or ", wgmma " .. kern, m, k, n, off + 1, lda, bt and "transb, ldb" or "ldb",
+               bt and ldbt or ldb, ldc, rel))
+          T.ok(pad, "  and C past its rows and before the view untouched")
         end
-        for j = 1, off do if hC[j] ~= 3 then pad = false end end
-        local _, _, rel = cuda.compare(out, R)
-        T.ok(rel <= tolerance(da, dc, k), ("%s x %s -> %s%s: %dx%dx%d views at element %d, lda %d, ldb %d, ldc %d: error %.2e"):format(
-             da, db, dc, kern == "default" and "" or ", wgmma " .. kern, m, k, n, off + 1, lda, ldb, ldc, rel))
-        T.ok(pad, "  and C past its rows and before the view untouched")
       end
     end
     mmod.tune.lowp_sm90 = nil
@@ -439,7 +578,8 @@ T.gpu_part(function ()
   -- fp8 on 9.0: every tile tune.fp8_tile may pick (the bench's sweep), a block a tile
   -- (fp8_persistent = false), clusters of two taking several pairs of tiles (one cluster:
   -- fp8_persistent = 3), and the knobs' refusals; m = 300 is 3 rows of tiles, so a
-  -- cluster's last pair has a tile below C
+  -- cluster's last pair has a tile below C. Each with B, and with B^T given (transb: the
+  -- product on it, no transpose)
   if cc == 90 then
     local m, n, k = 300, 528, 1040
     local hA = cuda.host_array("float8_e4m3", {m, k}):random(31, -1, 1)
@@ -448,6 +588,7 @@ T.gpu_part(function ()
     local R = cuda.host_array("float64", {m, n}):copy_from(hC:totable())
     ref(hA, hB, R, 2, -0.5, 0.25, 2)
     local A, B = cuda.array("float8_e4m3", {m, k}):copy_from(hA), cuda.array("float8_e4m3", {k, n}):copy_from(hB)
+    local Bt = cuda.array("float8_e4m3", {n, k}):copy_from(transposed(hB))
     local Cd = cuda.array("bfloat16", {m, n})
     local runs = {}
     for _, tile in ipairs(mmod._fp8_plans().pairs.e4m3_e4m3.names) do runs[#runs + 1] = {tile, nil} end
@@ -456,11 +597,14 @@ T.gpu_part(function ()
     runs[#runs + 1] = {"n256s4c2", false}
     for _, r in ipairs(runs) do
       mmod.tune.fp8_tile, mmod.tune.fp8_persistent = r[1], r[2]
-      Cd:copy_from(hC)
-      mm(A, B, Cd, {alpha = 2, beta = -0.5, scale_a = 0.25, scale_b = 2})
-      local _, _, rel = cuda.compare(Cd, R)
-      T.ok(rel <= tolerance("float8_e4m3", "bfloat16", k), ("fp8 %dx%dx%d, tune.fp8_tile %s%s: error %.2e"):format(
-           m, k, n, r[1] or "default", r[2] == false and ", a block a tile" or r[2] and ", at most " .. r[2] .. " blocks" or "", rel))
+      for _, bt in ipairs{false, true} do
+        Cd:copy_from(hC)
+        mm(A, bt and Bt or B, Cd, {alpha = 2, beta = -0.5, scale_a = 0.25, scale_b = 2, transb = bt or nil})
+        local _, _, rel = cuda.compare(Cd, R)
+        T.ok(rel <= tolerance("float8_e4m3", "bfloat16", k), ("fp8 %dx%dx%d%s, tune.fp8_tile %s%s: error %.2e"):format(
+             m, k, n, bt and ", transb" or "", r[1] or "default",
+             r[2] == false and ", a block a tile" or r[2] and ", at most " .. r[2] .. " blocks" or "", rel))
+      end
     end
     mmod.tune.fp8_tile, mmod.tune.fp8_persistent = "n64s2", nil
     T.error_like(function () mm(A, B, Cd) end, "tune%.fp8_tile is n64s2: float8_e4m3 x float8_e4m3 is built in n256s4, n256s3",
@@ -472,7 +616,7 @@ T.gpu_part(function ()
     mmod.tune.fp8_tile, mmod.tune.fp8_persistent = nil, 0
     T.error_like(function () mm(A, B, Cd) end, "tune%.fp8_persistent must be a boolean or a block count, got 0", "tune.fp8_persistent 0: refused")
     mmod.tune.fp8_persistent = nil
-    A, B, B5, Cd = nil
+    A, B, Bt, B5, Cd = nil
   end
 
   -- the refusals with device arrays (t/029 has them too)

@@ -203,8 +203,8 @@ end
 
 -- dmma on compute capability 9.0 fed by TMA (kernels/matmul_sm90.cu's culua_matmul_dmma_tma:
 -- 128 x 128 tiles, a producer warpgroup and two consumer warpgroups, persistent), where TMA
--- can address A and B (16-byte aligned bases, rows 16 bytes apart) and M.tune.dmma_tma is
--- true, or by default (`auto` below) where k >= 1024.
+-- can address A and B (v16: 16-byte aligned bases, rows 16 bytes apart) and M.tune.dmma_tma
+-- is true, or by default (`auto` below) where k >= 1024.
 -- The defaults, where none of M.tune.dmma_tile, dmma_group and dmma_tma is set, are from
 -- bench/matmul.lua's sweep on the H100 (bench/RESULTS.md, session 27): k >= 1024, the TMA
 -- kernel (0.89x / 0.92x cuBLAS at 4096 / 8192, against 0.86x / 0.83x for the tiles by k);
@@ -213,9 +213,8 @@ end
 -- M.tune.dmma_persistent: nil or true, a block a multiprocessor; false, a block a tile; a
 -- count, at most that many blocks (the tests take a few, so that each runs several tiles).
 local D9 = nil
-local function dmma_tma(dev, A, B, k, lda, ldb, auto)
-  return (M.tune.dmma_tma == true or auto and k >= 1024) and dev.major == 9 and dev.minor == 0 and k > 0
-         and lda % 2 == 0 and ldb % 2 == 0 and A.ptr % 16 == 0 and B.ptr % 16 == 0
+local function dmma_tma(dev, k, v16, auto)
+  return (M.tune.dmma_tma == true or auto and k >= 1024) and dev.major == 9 and dev.minor == 0 and k > 0 and v16
 end
 
 local function matmul_dmma_tma(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, opts)
@@ -248,12 +247,14 @@ local function matmul_dmma(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, o
   if not (p == nil or type(p) == "boolean" or (math.type(p) == "integer" and p >= 1)) then
     fail("matmul", "tune.dmma_persistent must be a boolean or a block count, got %s", tostring(p))
   end
-  if dmma_tma(dev, A, B, k, lda, ldb, auto) then
+  -- A's and B's rows whole 16 bytes from 16-byte aligned bases: TMA's grain, and the
+  -- mma.sync tiles' 16-byte copies (_v16)
+  local v16 = lda % 2 == 0 and ldb % 2 == 0 and A.ptr % 16 == 0 and B.ptr % 16 == 0
+  if dmma_tma(dev, k, v16, auto) then
     return matmul_dmma_tma(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, opts)
   end
   local shape = dmma_tile(k)
   local tile = dmma_tiles[shape]
-  local v16 = lda % 2 == 0 and ldb % 2 == 0 and A.ptr % 16 == 0 and B.ptr % 16 == 0
   local kern = core.kernel("matmul", "culua_matmul_dmma_" .. shape .. (v16 and "_v16" or ""), nil, dev)
   core.allow_shared(kern, tile[4])
   local tn, tm = ceil_div(n, tile[2]), ceil_div(m, tile[1])
@@ -278,7 +279,7 @@ local function stage_c(dev, beta, ldc)
 end
 
 local matmul_options = {"variant", "alpha", "beta", "unroll", "tile", "block", "threads", "m", "n", "k",
-                        "lda", "ldb", "ldc", "stream", "tma", "splits", "streamk", "scale_a", "scale_b"}
+                        "lda", "ldb", "ldc", "stream", "tma", "splits", "streamk", "scale_a", "scale_b", "transb"}
 
 -- low precision: float16, bfloat16 and fp8 on tensor cores (matmul_lowp.lua)
 local L = require("culua.catalog.matmul_lowp").use(M.tune)
@@ -295,6 +296,24 @@ local function check_sizes(fname, opts)
       fail(fname, "%s must be %s, got %s", o, least == 0 and "an integer 0 or more" or "a positive integer", tostring(v))
     end
   end
+end
+
+-- transb: B is given as B^T (cuBLAS's op(B) = B^T), N x K. fp8 on compute capability 9.0
+-- reads it as it is (L.run_bt); every other kernel reads a row-major B, which it gets from
+-- a scratch array (per stream, of B's dtype) that B^T is transposed into first, its rows
+-- padded to 16 bytes (so that the paths which want whole 16-byte rows can take it)
+local dsize = {float64 = 8, float32 = 4, float16 = 2, bfloat16 = 2, float8_e4m3 = 1, float8_e5m2 = 1}
+local bt_kind = {}
+for dt in pairs(dsize) do
+  bt_kind[dt] = "transb_" .. dt
+  core.scratch_kind(bt_kind[dt], dt)
+end
+local function b_of_bt(dev, Bt, n, k, ldbt, stream)
+  local es = dsize[Bt.dtype]
+  local ld = ceil_div(n * es, 16) * 16 // es
+  local B = core.scratch(bt_kind[Bt.dtype], dev, stream, k * ld)
+  L.transpose(dev, es, Bt, n, k, ldbt, B, ld, stream)
+  return B, ld
 end
 
 -- rows, cols and leading dimension of operand x. Without ld, as core.dims: a 2-D
@@ -316,19 +335,21 @@ local function operand(fname, what, x, rows, cols, ld, ldname, rname, cname)
   return rows, cols, ld
 end
 
--- cuda.catalog.matmul(A, B, C [, opts]) -> C = alpha*A*B + beta*C
+-- cuda.catalog.matmul(A, B, C [, opts]) -> C = alpha*A*B + beta*C (transb: alpha*A*B^T + beta*C)
 --   opts: variant ("fast"), alpha (1), beta (0), unroll, tile, block, threads,
 --         m, n, k (for 1-D arrays, and with leading dimensions), lda, ldb, ldc (elements
 --         from row to row: A, B, C blocks of larger matrices), stream, tma (false: not the
 --         sm_90a kernels),
 --         splits (1..64: split-K on the sm_90a kernels; by default chosen by size),
 --         streamk (false, true or a count of blocks: stream-K on the sm_90a kernels; by default
---         chosen by size), scale_a, scale_b (fp8 A and B: alpha * scale_a * scale_b * A*B)
+--         chosen by size), scale_a, scale_b (fp8 A and B: alpha * scale_a * scale_b * A*B),
+--         transb (true: B is given as B^T, N x K, rows ldb apart)
 --   float16, bfloat16 and fp8 A and B: kernels/matmul_lowp.cu (matmul_lowp.lua's L.check)
 function M.matmul(A, B, Cm, opts)
   local fname = "matmul"
   opts = core.options(fname, opts, matmul_options)
   check_sizes(fname, opts)
+  local transb = core.flag(fname, opts, "transb")
   check_array(fname, "A", A); check_array(fname, "B", B); check_array(fname, "C", Cm)
   local dt = A.dtype
   local lowp = L.inputs[dt] ~= nil
@@ -345,8 +366,23 @@ function M.matmul(A, B, Cm, opts)
     fail(fname, "A, B and C must be on one device (%d, %d, %d)", ao, bo, co)
   end
   local m, k, lda = operand(fname, "A", A, opts.m, opts.k, opts.lda, "lda", "m", "k")
-  local k2, n, ldb = operand(fname, "B", B, k, opts.n, opts.ldb, "ldb", "k", "n")
-  if k2 ~= k then fail(fname, "A is %dx%d but B is %dx%d: inner dimensions differ", m, k, k2, n) end
+  local n, ldb, _
+  if transb then
+    -- B^T, N x K: messages of its own where a K x N B would pass or mislead
+    local shape = opts.ldb == nil and B.shape
+    if shape and #shape == 2 and (shape[2] ~= k or (opts.n and shape[1] ~= opts.n)) then
+      if opts.n then fail(fname, "B is %dx%d but transb wants N x K = %dx%d", shape[1], shape[2], opts.n, k) end
+      fail(fname, "B is %dx%d but transb wants N x K with K = %d (A's columns)", shape[1], shape[2], k)
+    end
+    if opts.ldb and opts.ldb < k then
+      fail(fname, "ldb = %d is less than K = %d: with transb, B is N x K, its rows ldb apart", opts.ldb, k)
+    end
+    n, _, ldb = operand(fname, "B", B, opts.n, k, opts.ldb, "ldb", "n", "k")
+  else
+    local k2
+    k2, n, ldb = operand(fname, "B", B, k, opts.n, opts.ldb, "ldb", "k", "n")
+    if k2 ~= k then fail(fname, "A is %dx%d but B is %dx%d: inner dimensions differ", m, k, k2, n) end
+  end
   local _, _, ldc = operand(fname, "C", Cm, m, n, opts.ldc, "ldc", "m", "n")
   if lowp then
     L.check(fname, dev, A, B, Cm, opts)
@@ -356,8 +392,12 @@ function M.matmul(A, B, Cm, opts)
     if m == 0 or n == 0 then return Cm end
     -- fp8's scales as cuBLASLt's: D = scale_a * scale_b * alpha * A*B + beta * C, folded
     -- into alpha (in double, then the kernel's float)
-    local alpha = (opts.alpha or 1) * (opts.scale_a or 1) * (opts.scale_b or 1) + 0.0
-    return L.run(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, (opts.beta or 0) + 0.0, opts)
+    local alpha, beta = (opts.alpha or 1) * (opts.scale_a or 1) * (opts.scale_b or 1) + 0.0, (opts.beta or 0) + 0.0
+    if transb and k > 0 then
+      if L.run_bt(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, opts) then return Cm end
+      B, ldb = b_of_bt(dev, B, n, k, ldb, opts.stream)
+    end
+    return L.run(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, opts)
   end
   if opts.scale_a ~= nil or opts.scale_b ~= nil then
     fail(fname, "%s is for fp8 A and B, not %s", opts.scale_a ~= nil and "scale_a" or "scale_b", dt)
@@ -392,6 +432,7 @@ function M.matmul(A, B, Cm, opts)
   -- k == 0: C = beta*C, with no A or B to read (their arrays hold no memory); the
   -- naive kernel's sums over k are then 0, and it reads neither
   if k == 0 then variant = "naive" end
+  if transb and k > 0 then B, ldb = b_of_bt(dev, B, n, k, ldb, opts.stream) end
   if use_sm90(variant, t, dev, A, B, m, n, k, lda, ldb, opts) then
     return matmul_sm90(sm90[variant], dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, opts)
   end
@@ -431,7 +472,8 @@ M.info = {
            ldc = "elements from one row of C to the next (n when packed); with m and n",
            scale_a = "fp8 A and B: D = alpha * scale_a * scale_b * A*B + beta * C, as cuBLASLt's (default 1)",
            scale_b = "fp8 A and B: see scale_a",
-           mma = "float16, bfloat16 (compute capability 8.0 and later) and fp8 (8.9 and later) on tensor cores, float32 sums; C in A's dtype or float32 (fp8: bfloat16, float16 or float32); float16 and bfloat16 on 9.0: wgmma fed by TMA where A and B rows are 16-byte aligned (tma = false: mma.sync; require('culua.catalog.matmul').tune.lowp_sm90 = 'ss' (the default) takes the kernel with both operands in shared memory, 'rs' B^T's fragments through registers); fp8 on 9.0 likewise, B transposed into scratch first (tune.fp8_tile, fp8_persistent, fp8_programmatic: see doc/matmul.md)",
+           transb = "true: B is given as B^T, N x K (rows ldb apart, ldb >= k), C = alpha*A*B^T + beta*C, as cuBLAS's op(B) = B^T; fp8 on compute capability 9.0 reads it as it is where TMA can address it (cuBLASLt's TN form, its fast form there), every other path from a scratch B that B^T is transposed into",
+           mma = "float16, bfloat16 (compute capability 8.0 and later) and fp8 (8.9 and later) on tensor cores, float32 sums; C in A's dtype or float32 (fp8: bfloat16, float16 or float32); float16 and bfloat16 on 9.0: wgmma fed by TMA where A and B rows are 16-byte aligned (tma = false: mma.sync; require('culua.catalog.matmul').tune.lowp_sm90 = 'ss' (the default) takes the kernel with both operands in shared memory, 'rs' B^T's fragments through registers); fp8 on 9.0 likewise, B transposed into scratch first unless given as B^T (transb; tune.fp8_tile, fp8_persistent, fp8_programmatic: see doc/matmul.md)",
            dmma = "float64 on tensor cores (compute capability 8.0 and later): 128 x 64 tiles; require('culua.catalog.matmul').tune.dmma_tile = '128x128', '128x64', '64x128' or '128x64w8' fixes the shape; tune.dmma_group = G runs the tiles in groups of G tile rows (L2 reuse of B; by default 8 where k < 1024); on 9.0, tune.dmma_tma = true takes the TMA-fed kernel of 128 x 128 tiles (A and B rows 16-byte aligned; by default where k >= 1024; false: never; tune.dmma_persistent = false: a block a tile, a count: that many blocks)"},
   default = "fast (float64: dmma on compute capability 8.0 and later; float16, bfloat16 and fp8: mma, tensor cores with float32 sums)",
 }

@@ -121,9 +121,10 @@ local function matmul_lowp_sm90(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, be
 end
 
 -- fp8 on compute capability 9.0: kernels/matmul_lowp_fp8.cu, where TMA can address A and B
--- as for 16-bit. fp8 wgmma reads B K-major, so B^T goes first into a scratch array (rows
--- 16 bytes apart) by the file's transpose kernel, and the product (wgmma fed by TMA, 128 x
--- BN tiles, S stages of 128 of K) reads A and B^T. Its tiles are the file's LOWP_FP8 lines:
+-- as for 16-bit. fp8 wgmma reads B K-major, so the product (wgmma fed by TMA, 128 x BN tiles,
+-- S stages of 128 of K) reads A and B^T: B^T written first into a scratch array (rows 16
+-- bytes apart) by L.transpose, or the caller's own where it gives B^T (matmul's transb:
+-- L.run_bt below). Its tiles are the file's LOWP_FP8 lines:
 -- every pair of e4m3 and e5m2 in the first line's tile (the default), e4m3 x e4m3 in a
 -- few more, and in clusters of two blocks that share B^T's tile (LOWP_FP8_CLUSTER lines:
 -- TMA multicast, tiles taken two above each other). Knobs (bench/matmul_lowp.lua sweep
@@ -136,6 +137,24 @@ end
 --                     many blocks; nil (the default): true up to 8 waves of tiles, false beyond
 --   fp8_programmatic  nil or true: the product a programmatic dependent of the transpose
 --                     where the device can (its blocks set up while the transpose ends); false: not
+
+-- Y = X^T, bit for bit (kernels/matmul_transpose.cu, the kernel of es-byte elements): X is
+-- rows x cols, rows ldx elements apart; Y is cols x rows, rows ldy apart, with its base
+-- 16-byte aligned and ldy * es a multiple of 16 at least rows * es (each row of Y is written
+-- to the next 16 bytes, zeros past rows). fp8's B^T below, and matmul.lua's transb (B from
+-- the B^T given).
+local TR = nil
+local transpose_kernels = {[1] = "culua_matmul_transpose_1", [2] = "culua_matmul_transpose_2",
+                           [4] = "culua_matmul_transpose_4", [8] = "culua_matmul_transpose_8"}
+function L.transpose(dev, es, X, rows, cols, ldx, Y, ldy, stream)
+  TR = TR or core.constants("matmul_transpose")
+  local tile = TR.MATMUL_T_TILE(es)
+  local tr = core.kernel("matmul_transpose", transpose_kernels[es], nil, dev)
+  tr:launch({grid = {ceil_div(cols, tile), math.min(ceil_div(rows, tile), 65535)}, block = TR.MATMUL_T_THREADS, stream = stream},
+            rows, cols, X, ldx, Y, ldy)
+end
+
+-- fp8's B^T, uint8: a scratch array per stream (core.scratch)
 core.scratch_kind("fp8_bt", "uint8")
 -- the default tile, where the pair has it built (else the pair's first)
 local FP8_DEFAULT = "n256s4"
@@ -143,7 +162,7 @@ local FP8 = nil
 local function fp8_plans()
   if FP8 then return FP8 end
   local K8 = core.constants("matmul_lowp_fp8")
-  FP8 = {bm = K8.LOWP_FP8_BM, bk = K8.LOWP_FP8_BK, threads = K8.LOWP_FP8_T_THREADS, ttile = K8.LOWP_FP8_T_TILE, pairs = {}}
+  FP8 = {bm = K8.LOWP_FP8_BM, bk = K8.LOWP_FP8_BK, pairs = {}}
   local lines = core.instances("matmul_lowp_fp8", "LOWP_FP8")
   for _, l in ipairs(core.instances("matmul_lowp_fp8", "LOWP_FP8_CLUSTER")) do lines[#lines + 1] = l end
   for _, l in ipairs(lines) do
@@ -173,7 +192,8 @@ local function fp8_clusters(k, plan)
   return c
 end
 
-local function matmul_fp8_sm90(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, opts)
+-- given_bt: B is B^T already (N x K, rows ldb apart; L.run_bt), read as it is
+local function matmul_fp8_sm90(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, opts, given_bt)
   local P = fp8_plans()
   local a, b = lowp_in[A.dtype], lowp_in[B.dtype]
   local pair = P.pairs[a .. "_" .. b]
@@ -186,11 +206,12 @@ local function matmul_fp8_sm90(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, bet
   if not (pers == nil or type(pers) == "boolean" or (math.type(pers) == "integer" and pers >= 1)) then
     fail("matmul", "tune.fp8_persistent must be a boolean or a block count, got %s", tostring(pers))
   end
-  local ldt = ceil_div(k, 16) * 16
-  local Bt = core.scratch("fp8_bt", dev, opts.stream, n * ldt)
-  local tr = core.kernel("matmul_lowp_fp8", "culua_matmul_lowp_fp8_transpose", nil, dev)
-  tr:launch({grid = {ceil_div(n, P.ttile), ceil_div(k, P.ttile)}, block = P.threads, stream = opts.stream},
-            k, n, B, ldb, Bt, ldt)
+  local Bt, ldt = B, ldb
+  if not given_bt then
+    ldt = ceil_div(k, 16) * 16
+    Bt = core.scratch("fp8_bt", dev, opts.stream, n * ldt)
+    L.transpose(dev, 1, B, k, n, ldb, Bt, ldt, opts.stream)
+  end
   local kern = core.kernel("matmul_lowp_fp8", ("culua_matmul_lowp_fp8_%s_%s_%s"):format(a, b, tile), nil, dev)
   core.allow_shared(kern, plan.shared)
   -- A in 128 x 128 boxes, B^T in BN x 128: a row of 128 fp8 elements is one 128-byte swizzle
@@ -208,9 +229,19 @@ local function matmul_fp8_sm90(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, bet
                or cl > 1 and fp8_clusters(kern, plan) or sm_count(dev)
   local grid = cl * (pers == false and units or math.min(units, most))
   kern:launch({grid = grid, block = 384, shared = plan.shared, stream = opts.stream, cluster = cl > 1 and cl or nil,
-               programmatic = M.tune.fp8_programmatic ~= false and kern.programmatic},
+               programmatic = not given_bt and M.tune.fp8_programmatic ~= false and kern.programmatic},
               m, n, k, alpha, amap, bmap, beta, Cm, ldc, lowp_codes()[Cm.dtype])
   return Cm
+end
+
+-- matmul's transb: Bt is B^T (N x K, rows ldb apart), k > 0. fp8 on 9.0 reads it as it is,
+-- with no transpose, where TMA can address A and Bt (the test L.run makes of A and B, and
+-- cuBLASLt's "TN" form); nil elsewhere, where the caller makes B of it for L.run.
+function L.run_bt(dev, A, Bt, Cm, m, n, k, lda, ldb, ldc, alpha, beta, opts)
+  if lowp_size[A.dtype] == 1 and opts.tma ~= false and dev.major == 9 and dev.minor == 0
+     and lda % 16 == 0 and ldb % 16 == 0 and A.ptr % 16 == 0 and Bt.ptr % 16 == 0 then
+    return matmul_fp8_sm90(dev, A, Bt, Cm, m, n, k, lda, ldb, ldc, alpha, beta, opts, true)
+  end
 end
 
 local LOWP = nil   -- kernels/matmul_lowp.cu's tile and shared memory, read once
