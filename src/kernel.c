@@ -26,6 +26,7 @@ typedef struct Param {
   short bits;     /* 8, 16, 32, 64 */
   int bytes;      /* size in the parameter buffer */
   int off;        /* where it starts there, aligned to its width (a kernel's; set once) */
+  char plain;     /* a kernel's: 'i' an integer of its width (u, s), 'f' f32 or f64, else 0 */
 } Param;
 
 typedef struct Kernel {
@@ -122,7 +123,7 @@ static int parse_entry (const char *ptx, const char *name, Param *p, int max) {
   s++;
   while (s < end && n < max) {
     const char *param = strstr(s, ".param");
-    Param q = {'b', 32, 4, 0};
+    Param q = {'b', 32, 4, 0, 0};
     const char *t, *next;
     if (param == NULL || param > end) break;
     next = strchr(param + 6, ',');
@@ -263,8 +264,9 @@ static int param_sizes (const culua_Driver *cu, CUfunction f, Param *p, int max)
 /*
 ** Each parameter's place in the buffer a launch hands the driver: packed in
 ** order, each aligned to its width (8 at most), as the kernel's C compiler
-** lays them out. Found once, for every launch of the kernel; a layout past
-** ARGBYTES is refused by the launch that reaches it (marshal).
+** lays them out; and whether a number for it takes put_plain's short way.
+** Found once, for every launch of the kernel; a layout past ARGBYTES is
+** refused by the launch that reaches it (marshal).
 */
 static void layout (Param *p, int n) {
   int off = 0, j;
@@ -273,6 +275,9 @@ static void layout (Param *p, int n) {
     off = (off + align - 1) / align * align;
     p[j].off = off;
     off += p[j].bytes;
+    p[j].plain = p[j].bytes != p[j].bits / 8 ? 0
+                 : p[j].kind == 'u' || p[j].kind == 's' ? 'i'
+                 : p[j].kind == 'f' && p[j].bits >= 32 ? 'f' : 0;
   }
 }
 
@@ -786,6 +791,37 @@ static CUresult launch_ex (const culua_Driver *cu, Kernel *k, const Config *c, v
 
 
 /*
+** The usual argument the short way: a number for a parameter of Param.plain,
+** converted as putarg would. 0 where putarg must look (a float for an integer
+** parameter, a value out of range): it converts, or raises with its message.
+*/
+static int put_plain (lua_State *L, int i, const Param *p, char *buf) {
+  if (p->plain == 'f') {
+    lua_Number x = lua_tonumber(L, i);
+    if (p->bits == 32) { float f = (float)x; memcpy(buf, &f, 4); }
+    else memcpy(buf, &x, 8);
+    return 1;
+  }
+  else {
+    int isint;
+    lua_Integer v = lua_tointegerx(L, i, &isint);
+    if (!isint) return 0;
+    if (p->bits < 64) {   /* putarg's range: either signedness's for u, the signed one for s */
+      lua_Integer half = (lua_Integer)1 << (p->bits - 1);
+      if (v < -half || v > (p->kind == 's' ? half - 1 : 2 * half - 1)) return 0;
+    }
+    switch (p->bytes) {
+      case 1: { uint8_t x = (uint8_t)v; memcpy(buf, &x, 1); break; }
+      case 2: { uint16_t x = (uint16_t)v; memcpy(buf, &x, 2); break; }
+      case 4: { uint32_t x = (uint32_t)v; memcpy(buf, &x, 4); break; }
+      default: memcpy(buf, &v, 8); break;
+    }
+    return 1;
+  }
+}
+
+
+/*
 ** Convert the nargs arguments at argbase into buf as parameters first,
 ** first + 1, ... (each at its place, Param.off); args[j] points at parameter
 ** j's. Returns where the bytes end (0 for none).
@@ -794,11 +830,13 @@ static int marshal (lua_State *L, Kernel *k, int argbase, int first, int nargs, 
   int j, end = 0;
   for (j = first; j < first + nargs; j++) {
     const Param *p = &k->p[j];
+    int i = argbase + j - first;
     end = p->off + p->bytes;
     if (end > ARGBYTES)
       luaL_error(L, "launch: the arguments of '%s' exceed %d bytes", k->name, ARGBYTES);
-    putarg(L, argbase + j - first, j + 1, p, buf + p->off, k->mod->ordinal, k->S);
     args[j] = buf + p->off;
+    if (!(p->plain && lua_type(L, i) == LUA_TNUMBER && put_plain(L, i, p, buf + p->off)))
+      putarg(L, i, j + 1, p, buf + p->off, k->mod->ordinal, k->S);
   }
   return end;
 }
@@ -862,44 +900,42 @@ static int kernel_launch (lua_State *L) {
 /*
 ** A prepared launch: its config, parsed once, and the arguments bound to it
 ** (k:prepare(config, ...)), the kernel's first nbound, converted once into
-** buf at their places (Param.off; end bytes: the userdata is made that size).
-** The driver reads them there (a userdata does not move), and the launcher's
-** own arguments from a buffer of the call's. Those bound that are objects (an
-** array may have been closed since) are converted again a call, from the
-** launcher's table of them, into their places in buf.
+** buf at their places (Param.off), with args[j] pointing at each: the driver
+** reads them there (a userdata does not move). A call points the rest of
+** args at its own arguments, converted into a buffer of its own. Those bound
+** that are objects (an array may have been closed since) are converted again
+** a call, from the launcher's upvalues, into their places in buf.
 */
 typedef struct Prepared {
   Kernel *k;                                /* the launcher's upvalue 1 (which keeps it) */
   Config c;
   int nbound;
-  int objects;                              /* how many bound arguments are userdata */
-  unsigned char object[MAXPARAMS / 8];      /* bit j: bound argument j is a userdata */
-  char buf[];                               /* end bytes (the userdata is made at least one) */
+  int nobjects;                             /* bound arguments that are userdata */
+  unsigned char objects[MAXPARAMS];         /* ... their positions (0-based) */
+  char *buf;                                /* the bound arguments' bytes, after args */
+  void *args[];                             /* the kernel's nparams pointers, then buf */
 } Prepared;
 
+#define UP_BOUND  4   /* the launcher's upvalues: kernel, Prepared, stream, then the bound objects */
+
 /*
-** The launcher's upvalues: the kernel, its Prepared (a full userdata), the
-** config's stream (nil for the default stream), which is checked on each
-** call since it may have been closed since, and the bound arguments (a table).
+** The launcher: the config's stream (nil for the default stream) is checked
+** on each call, since it may have been closed since.
 */
 static int prepared_call (lua_State *L) {
   Prepared *pr = (Prepared *)lua_touserdata(L, lua_upvalueindex(2));
   Kernel *k = pr->k;
-  int nargs = lua_gettop(L), j;
+  int nargs = lua_gettop(L), o;
   char buf[ARGBYTES];
-  void *args[MAXPARAMS];
   check_live(L, k);
   if (pr->c.stream != NULL) tostream(L, lua_upvalueindex(3), "launch", k->S);
   check_count(L, k, pr->nbound + nargs);
-  for (j = 0; j < pr->nbound; j++) args[j] = pr->buf + k->p[j].off;
-  for (j = 0; pr->objects > 0 && j < pr->nbound; j++)
-    if (pr->object[j / 8] >> (j % 8) & 1) {
-      lua_rawgeti(L, lua_upvalueindex(4), j + 1);
-      putarg(L, -1, j + 1, &k->p[j], pr->buf + k->p[j].off, k->mod->ordinal, k->S);
-      lua_pop(L, 1);
-    }
-  marshal(L, k, 1, pr->nbound, nargs, buf, args);
-  launch_with(L, k, &pr->c, args);
+  for (o = 0; o < pr->nobjects; o++) {
+    int j = pr->objects[o];
+    putarg(L, lua_upvalueindex(UP_BOUND + o), j + 1, &k->p[j], pr->buf + k->p[j].off, k->mod->ordinal, k->S);
+  }
+  marshal(L, k, 1, pr->nbound, nargs, buf, pr->args);
+  launch_with(L, k, &pr->c, pr->args);
   return 0;
 }
 
@@ -918,6 +954,7 @@ static int kernel_prepare (lua_State *L) {
   char buf[ARGBYTES];
   Config c;
   int end;
+  size_t size;
   Prepared *pr;
   luaL_checktype(L, 2, LUA_TTABLE);
   if (nbound > k->nparams)
@@ -926,26 +963,25 @@ static int kernel_prepare (lua_State *L) {
   getconfig(L, 2, &c, "prepare", k->S);
   checkconfig(L, k, &c, "prepare");
   end = marshal(L, k, 3, 0, nbound, buf, args);
-  pr = (Prepared *)lua_newuserdatauv(L, offsetof(Prepared, buf) + (size_t)(end > 0 ? end : 1), 0);
-  memset(pr, 0, offsetof(Prepared, buf));                       /* k, cfg, args..., pr */
+  size = offsetof(Prepared, args) + (size_t)k->nparams * sizeof(void *);
+  pr = (Prepared *)lua_newuserdatauv(L, size + (size_t)(end > 0 ? end : 1), 0);   /* k, cfg, args..., pr */
+  memset(pr, 0, size);
   pr->k = k;
   pr->c = c;
   pr->nbound = nbound;
+  pr->buf = (char *)pr + size;
   memcpy(pr->buf, buf, (size_t)end);
+  for (j = 0; j < nbound; j++) pr->args[j] = pr->buf + k->p[j].off;
+  luaL_checkstack(L, 3 + nbound, "prepare: too many bound arguments");
   lua_pushvalue(L, 1);                                          /* ..., pr, k */
   lua_pushvalue(L, -2);                                         /* ..., pr, k, pr */
   lua_getfield(L, 2, "stream");                                 /* ..., pr, k, pr, stream */
-  if (nbound == 0) lua_pushnil(L);                              /* ..., pr, k, pr, stream, nil */
-  else lua_createtable(L, nbound, 0);                           /* ..., pr, k, pr, stream, bound */
-  for (j = 0; j < nbound; j++) {
+  for (j = 0; j < nbound; j++)                                  /* ..., pr, k, pr, stream, objects... */
     if (lua_type(L, 3 + j) == LUA_TUSERDATA) {
-      pr->object[j / 8] |= (unsigned char)(1 << (j % 8));
-      pr->objects++;
+      pr->objects[pr->nobjects++] = (unsigned char)j;
+      lua_pushvalue(L, 3 + j);
     }
-    lua_pushvalue(L, 3 + j);
-    lua_rawseti(L, -2, j + 1);
-  }
-  lua_pushcclosure(L, prepared_call, 4);
+  lua_pushcclosure(L, prepared_call, UP_BOUND - 1 + pr->nobjects);
   return 1;
 }
 
