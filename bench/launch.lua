@@ -1,8 +1,82 @@
 -- bench/launch.lua: launch overhead of an empty kernel from Lua, against a C
 -- loop of cuLaunchKernel (bench/anchor) measured in the same run.
 --   culua bench/launch.lua [ANCHOR] [N] [REPS]
+-- and culua's own host time a launch, on bench/fakecuda.c's driver (its launches do nothing,
+-- so what remains is ours; on a GPU the driver's time is in it too), N launches a loop
+-- (default 10^6 there, 20000 on a GPU):
+--   cc -shared -fPIC -O1 -Isrc -I. -I$CUDA/include -o fakecuda.so bench/fakecuda.c
+--   CULUA_LIBCUDA=./fakecuda.so culua bench/launch.lua host [N]
 local cuda = require "cuda"
 require("culua.bench").need_devices()
+
+-- {====================================================== host: ns a launch, ours alone
+
+-- kernels of 0, 3 and 8 arguments (int, float, device pointer), each by k:launch(cfg, ...) with
+-- the config reused and made anew each call, by launch(k, cfg, ...) (the method looked up
+-- once), and prepared: the arguments given each call, or all bound by k:prepare
+local function host_mode(N)
+  local prog = cuda.compile[[
+extern "C" __global__ void k0() {}
+extern "C" __global__ void k3(int n, float a, float *x) {}
+extern "C" __global__ void k8(int n, float a, float *x, const float *y, int m, float b, float *z, int c) {}
+]]
+  local mod = prog:module()
+  local x = cuda.array("float32", 32)
+  local cases = {
+    {mod:kernel("k0"), {}},
+    {mod:kernel("k3"), {7, 2.0, x}},
+    {mod:kernel("k8"), {7, 2.0, x, x, 3, 1.5, x, 9}},
+  }
+  local cfg = {grid = 1, block = 32}
+  -- ns a launch by f's loop of N, the least of 5 (the host's noise only adds)
+  local function ns(f)
+    local best = math.huge
+    for _ = 1, 5 do
+      local t0 = cuda.clock()
+      f()
+      best = math.min(best, (cuda.clock() - t0) * 1e9 / N)
+      cuda.synchronize()
+    end
+    return best
+  end
+  -- a loop of N of `call` ("{,}" where the arguments go, after a comma; "{}" alone), the
+  -- arguments locals a1, a2, ... (table.unpack would be a C call a launch of its own)
+  local function loop(call, k, a)
+    local names = {}
+    for i = 1, #a do names[i] = "a" .. i end
+    local list = table.concat(names, ", ")
+    local body = call:gsub("{,}", #a > 0 and ", " .. list or ""):gsub("{}", list)
+    local src = ("local k, cfg, N, go, nop, launch%s = ...\nreturn function () for _ = 1, N do %s end end")
+                :format(#a > 0 and ", " .. list or "", body)
+    local go = call == "go()" and k:prepare(cfg, table.unpack(a)) or k:prepare(cfg)
+    return assert(load(src, "=launch host loop"))(k, cfg, N, go, function () end, k.launch, table.unpack(a))
+  end
+  local dev = cuda.device()
+  print(("culua's host time a launch on %s, ns (least of 5 loops of %d)%s"):format(dev.name, N,
+        dev.name:match("^fake") and "" or ": on a GPU the driver's time is in it"))
+  print(("%-44s %9s %9s %9s"):format("", "0 args", "3 args", "8 args"))
+  local rows = {
+    {"k:launch(cfg, ...), cfg reused", "k:launch(cfg{,})"},
+    {"k:launch({grid = 1, block = 32}, ...)", "k:launch({grid = 1, block = 32}{,})"},
+    {"launch(k, cfg, ...), launch = k.launch", "launch(k, cfg{,})"},
+    {"go = k:prepare(cfg); go(...)", "go({})"},
+    {"go = k:prepare(cfg, ...); go()", "go()"},
+    {"for scale: nop(cfg, ...), a Lua function", "nop(cfg{,})"},
+  }
+  for _, r in ipairs(rows) do
+    local t = {}
+    for i, c in ipairs(cases) do t[i] = ns(loop(r[2], c[1], c[2])) end
+    print(("%-44s %9.1f %9.1f %9.1f"):format(r[1], t[1], t[2], t[3]))
+  end
+end
+
+if arg[1] == "host" then   -- on a GPU, fewer: the launches queue behind the GPU's
+  host_mode(tonumber(arg[2]) or (cuda.device().name:match("^fake") and 1000000 or 20000))
+  return
+end
+
+-- }======================================================
+
 local anchor = arg[1] or "bench/anchor"
 local N, REPS = tonumber(arg[2]) or 20000, tonumber(arg[3]) or 9
 

@@ -128,10 +128,10 @@ typedef struct culua_State {
   /*
   ** What a launch compares by address rather than by name (kernel.c fills
   ** them): the config keys, interned strings that the registry keeps, and
-  ** the metatables of the objects a kernel argument may be.
+  ** the metatables of the objects a kernel argument (or the stream) may be.
   */
-  const char *launch_keys[7];
-  const void *launch_meta[4];
+  const void *launch_keys[7];
+  const void *launch_meta[5];
 } culua_State;
 
 culua_State *culua_state (lua_State *L);

@@ -25,11 +25,14 @@ typedef struct Param {
   char kind;      /* 'u' unsigned, 's' signed, 'f' float, 'b' bits (untyped) */
   short bits;     /* 8, 16, 32, 64 */
   int bytes;      /* size in the parameter buffer */
+  int off;        /* where it starts there, aligned to its width (a kernel's; set once) */
+  char plain;     /* a kernel's: 'i' an integer of its width (u, s), 'f' f32 or f64, else 0 */
 } Param;
 
 typedef struct Kernel {
   culua_Ctx *mod;          /* the module's context (module kept by user value) */
   culua_State *S;          /* per-state data, looked up once rather than per launch */
+  const culua_Driver *cu;  /* the driver, loaded once for the process: not asked again a launch */
   CUfunction f;
   int nparams;
   int fromptx;             /* signature read from PTX (else sizes only) */
@@ -120,7 +123,7 @@ static int parse_entry (const char *ptx, const char *name, Param *p, int max) {
   s++;
   while (s < end && n < max) {
     const char *param = strstr(s, ".param");
-    Param q = {'b', 32, 4};
+    Param q = {'b', 32, 4, 0, 0};
     const char *t, *next;
     if (param == NULL || param > end) break;
     next = strchr(param + 6, ',');
@@ -258,6 +261,27 @@ static int param_sizes (const culua_Driver *cu, CUfunction f, Param *p, int max)
 }
 
 
+/*
+** Each parameter's place in the buffer a launch hands the driver: packed in
+** order, each aligned to its width (8 at most), as the kernel's C compiler
+** lays them out; and whether a number for it takes put_plain's short way.
+** Found once, for every launch of the kernel; a layout past ARGBYTES is
+** refused by the launch that reaches it (marshal).
+*/
+static void layout (Param *p, int n) {
+  int off = 0, j;
+  for (j = 0; j < n; j++) {
+    int align = p[j].bytes >= 8 ? 8 : p[j].bytes < 1 ? 1 : p[j].bytes;
+    off = (off + align - 1) / align * align;
+    p[j].off = off;
+    off += p[j].bytes;
+    p[j].plain = p[j].bytes != p[j].bits / 8 ? 0
+                 : p[j].kind == 'u' || p[j].kind == 's' ? 'i'
+                 : p[j].kind == 'f' && p[j].bits >= 32 ? 'f' : 0;
+  }
+}
+
+
 static void push_typename (lua_State *L, const Param *p) {
   if (p->bytes > p->bits / 8) lua_pushfstring(L, "%c%d[%d]", p->kind, (int)p->bits, p->bytes / (p->bits / 8));
   else lua_pushfstring(L, "%c%d", p->kind, (int)p->bits);
@@ -300,6 +324,8 @@ void culua_newkernel (lua_State *L, int modidx, culua_Ctx *mod, CUfunction f, co
   if (n < 0) n = param_sizes(cu, f, k->p, MAXPARAMS);
   if (n < 0) luaL_error(L, "kernel: cannot read the parameters of '%s' (no PTX, driver too old)", name);
   k->nparams = n;
+  k->cu = cu;
+  layout(k->p, n);
   culua_track(L, -1, CULUA_TRACK_KERNELS);
   /* device limits, read once so that each launch checks without a driver call */
   for (i = 0; i < 6; i++)
@@ -343,14 +369,16 @@ static const char xyz[] = "xyz";
 
 /* a dimension at the top of the stack: n or {x [, y [, z]]}; fname names the caller */
 static void todims (lua_State *L, const char *fname, const char *what, unsigned d[3]) {
-  int t = lua_type(L, -1), j;
+  int t, j;
   d[0] = d[1] = d[2] = 1;
-  if (t == LUA_TNUMBER) {
+  if (lua_isinteger(L, -1)) {   /* the usual case first: one test */
     lua_Integer v = lua_tointeger(L, -1);
-    if (!lua_isinteger(L, -1) || v < 1 || v > 0x7fffffff)
+    if (v < 1 || v > 0x7fffffff)
       luaL_error(L, "%s: %s must be a positive integer or {x, y, z}", fname, what);
     d[0] = (unsigned)v;
   }
+  else if ((t = lua_type(L, -1)) == LUA_TNUMBER)
+    luaL_error(L, "%s: %s must be a positive integer or {x, y, z}", fname, what);
   else if (t == LUA_TTABLE) {
     int n = (int)luaL_len(L, -1);
     if (n < 1 || n > 3) luaL_error(L, "%s: %s must have 1 to 3 dimensions, got %d", fname, what, n);
@@ -370,13 +398,52 @@ static void todims (lua_State *L, const char *fname, const char *what, unsigned 
 
 
 /*
+** The metatables of what a launch takes, by address (culua_State.launch_meta):
+** a kernel argument's, and the config's stream. Filled on first use, after
+** every type has made its own.
+*/
+enum { META_ARRAY, META_SCALAR, META_HOSTARRAY, META_TEXTURE, META_STREAM };
+static void launch_metas (lua_State *L, culua_State *S) {
+  static const char *const names[] = {CULUA_ARRAY, CULUA_SCALAR, CULUA_HOSTARRAY, CULUA_TEXTURE, CULUA_STREAM};
+  int j;
+  for (j = 0; j < 5; j++) {
+    luaL_getmetatable(L, names[j]);
+    S->launch_meta[j] = lua_topointer(L, -1);   /* NULL where there is none (nil) */
+    lua_pop(L, 1);
+  }
+}
+
+
+/*
+** The stream at i, for a launch: an open cuda.stream is told by its
+** metatable's address (luaL_testudata would look its name up in the
+** registry); anything else, nil included, gets culua_optstream's checks and
+** messages.
+*/
+static CUstream tostream (lua_State *L, int i, const char *fname, culua_State *S) {
+  if (lua_getmetatable(L, i)) {
+    const void *mt = lua_topointer(L, -1);
+    lua_pop(L, 1);
+    if (S->launch_meta[META_STREAM] == NULL) launch_metas(L, S);
+    if (mt == S->launch_meta[META_STREAM]) {
+      const culua_Stream *st = (const culua_Stream *)lua_touserdata(L, i);
+      if (st->c.ctx != NULL && !culua_ctx_stale(&st->c)) return st->s;
+    }
+  }
+  return culua_optstream(L, i, fname);
+}
+
+
+/*
 ** One pass over the keys present (a config usually holds two), matched
 ** against the config keys by address: short strings are interned, so a
-** key "grid" is the very string S->launch_keys[0] (which the registry
-** keeps); a key that is none of them is a typo, and raises.
+** key "grid" is the very string object whose address is S->launch_keys[0]
+** (the registry keeps it), and lua_topointer tells it in one call (a key
+** that is not a string is no string's address); a key that is none of
+** them is a typo, and raises.
 */
-static void getconfig (lua_State *L, int i, Config *c, const char *fname, const culua_State *S) {
-  const char *const *keys = S->launch_keys;
+static void getconfig (lua_State *L, int i, Config *c, const char *fname, culua_State *S) {
+  const void *const *keys = S->launch_keys;
   int seen = 0;
   luaL_checktype(L, i, LUA_TTABLE);
   c->shared = 0;
@@ -385,9 +452,7 @@ static void getconfig (lua_State *L, int i, Config *c, const char *fname, const 
   c->cluster[0] = c->cluster[1] = c->cluster[2] = 0;
   lua_pushnil(L);
   while (lua_next(L, i)) {                        /* key, value */
-    /* only a string key is read as one (lua_tostring would turn a number key into a string) */
-    const char *key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
-    if (key == NULL) key = "";                    /* no key's address */
+    const void *key = lua_topointer(L, -2);
     if (key == keys[0]) { todims(L, fname, "grid", c->grid); seen |= 1; }
     else if (key == keys[1]) { todims(L, fname, "block", c->block); seen |= 2; }
     else if (key == keys[2]) {
@@ -396,7 +461,7 @@ static void getconfig (lua_State *L, int i, Config *c, const char *fname, const 
         luaL_error(L, "%s: shared must be a byte count, got %s", fname, luaL_tolstring(L, -1, NULL));
       c->shared = (unsigned)v;
     }
-    else if (key == keys[3]) c->stream = culua_optstream(L, lua_gettop(L), fname);
+    else if (key == keys[3]) c->stream = tostream(L, lua_gettop(L), fname, S);
     else if (key == keys[4]) c->cooperative = lua_toboolean(L, -1);
     else if (key == keys[5]) todims(L, fname, "cluster", c->cluster);
     else if (key == keys[6]) c->programmatic = lua_toboolean(L, -1);
@@ -494,19 +559,6 @@ static void refuse_untyped (lua_State *L, int pos, const Param *p) {
 }
 
 
-/* the metatables a kernel argument's may be, by address (culua_State.launch_meta) */
-enum { META_ARRAY, META_SCALAR, META_HOSTARRAY, META_TEXTURE };
-static void launch_metas (lua_State *L, culua_State *S) {
-  static const char *const names[] = {CULUA_ARRAY, CULUA_SCALAR, CULUA_HOSTARRAY, CULUA_TEXTURE};
-  int j;
-  for (j = 0; j < 4; j++) {
-    luaL_getmetatable(L, names[j]);
-    S->launch_meta[j] = lua_topointer(L, -1);   /* NULL where there is none (nil) */
-    lua_pop(L, 1);
-  }
-}
-
-
 /*
 ** Convert argument i for parameter p into buf. A device array fits any
 ** 64-bit parameter (PTX writes pointers as .u64), and so does a texture
@@ -528,7 +580,7 @@ static void putarg (lua_State *L, int i, int pos, const Param *p, char *buf, int
   /* a userdata's kind by its metatable's address: one look-up, not one a type */
   const void *mt = NULL;
   if (t == LUA_TUSERDATA && lua_getmetatable(L, i)) {
-    if (S->launch_meta[0] == NULL) launch_metas(L, S);
+    if (S->launch_meta[META_STREAM] == NULL) launch_metas(L, S);
     mt = lua_topointer(L, -1);
     lua_pop(L, 1);
   }
@@ -739,23 +791,54 @@ static CUresult launch_ex (const culua_Driver *cu, Kernel *k, const Config *c, v
 
 
 /*
-** Convert the nargs arguments at argbase into buf as parameters first,
-** first + 1, ... (their bytes from off on, each aligned to its width);
-** args[i] points at parameter i's. Returns where the bytes end.
+** The usual argument the short way: a number for a parameter of Param.plain,
+** converted as putarg would. 0 where putarg must look (a float for an integer
+** parameter, a value out of range): it converts, or raises with its message.
 */
-static size_t marshal (lua_State *L, Kernel *k, int argbase, int first, int nargs, char *buf, size_t off,
-                       void **args) {
-  int j;
-  for (j = first; j < first + nargs; j++) {
-    int align = k->p[j].bytes >= 8 ? 8 : k->p[j].bytes;
-    off = (off + (size_t)align - 1) / (size_t)align * (size_t)align;
-    if (off + (size_t)k->p[j].bytes > ARGBYTES)
-      luaL_error(L, "launch: the arguments of '%s' exceed %d bytes", k->name, ARGBYTES);
-    putarg(L, argbase + j - first, j + 1, &k->p[j], buf + off, k->mod->ordinal, k->S);
-    args[j] = buf + off;
-    off += (size_t)k->p[j].bytes;
+static int put_plain (lua_State *L, int i, const Param *p, char *buf) {
+  if (p->plain == 'f') {
+    lua_Number x = lua_tonumber(L, i);
+    if (p->bits == 32) { float f = (float)x; memcpy(buf, &f, 4); }
+    else memcpy(buf, &x, 8);
+    return 1;
   }
-  return off;
+  else {
+    int isint;
+    lua_Integer v = lua_tointegerx(L, i, &isint);
+    if (!isint) return 0;
+    if (p->bits < 64) {   /* putarg's range: either signedness's for u, the signed one for s */
+      lua_Integer half = (lua_Integer)1 << (p->bits - 1);
+      if (v < -half || v > (p->kind == 's' ? half - 1 : 2 * half - 1)) return 0;
+    }
+    switch (p->bytes) {
+      case 1: { uint8_t x = (uint8_t)v; memcpy(buf, &x, 1); break; }
+      case 2: { uint16_t x = (uint16_t)v; memcpy(buf, &x, 2); break; }
+      case 4: { uint32_t x = (uint32_t)v; memcpy(buf, &x, 4); break; }
+      default: memcpy(buf, &v, 8); break;
+    }
+    return 1;
+  }
+}
+
+
+/*
+** Convert the nargs arguments at argbase into buf as parameters first,
+** first + 1, ... (each at its place, Param.off); args[j] points at parameter
+** j's. Returns where the bytes end (0 for none).
+*/
+static int marshal (lua_State *L, Kernel *k, int argbase, int first, int nargs, char *buf, void **args) {
+  int j, end = 0;
+  for (j = first; j < first + nargs; j++) {
+    const Param *p = &k->p[j];
+    int i = argbase + j - first;
+    end = p->off + p->bytes;
+    if (end > ARGBYTES)
+      luaL_error(L, "launch: the arguments of '%s' exceed %d bytes", k->name, ARGBYTES);
+    args[j] = buf + p->off;
+    if (!(p->plain && lua_type(L, i) == LUA_TNUMBER && put_plain(L, i, p, buf + p->off)))
+      putarg(L, i, j + 1, p, buf + p->off, k->mod->ordinal, k->S);
+  }
+  return end;
 }
 
 
@@ -768,9 +851,12 @@ static void check_count (lua_State *L, const Kernel *k, int nargs) {
 
 /* launch k with c and the converted arguments args */
 static void launch_with (lua_State *L, Kernel *k, const Config *c, void **args) {
-  const culua_Driver *cu = culua_cu(L, "launch");
+  const culua_Driver *cu = k->cu;
   CUresult r;
-  culua_ctx_enter(L, k->mod, "cuda.kernel (its module)");
+  check_live(L, k);   /* again: a config's __len or an argument may have run Lua since */
+  r = cu->cuCtxSetCurrent(k->mod->ctx);
+  if (r != CUDA_SUCCESS)
+    culua_cufail(L, r, "launch", "entering the context of device %d for '%s'", k->mod->ordinal, k->name);
   if (c->cooperative) check_coresident(L, cu, k, c);
   if (c->cluster[0] != 0 || c->programmatic)
     r = launch_ex(cu, k, c, args);
@@ -804,7 +890,7 @@ static int kernel_launch (lua_State *L) {
   getconfig(L, 2, &c, "launch", k->S);
   checkconfig(L, k, &c, "launch");
   check_count(L, k, lua_gettop(L) - 2);
-  marshal(L, k, 3, 0, k->nparams, buf, 0, args);
+  marshal(L, k, 3, 0, k->nparams, buf, args);
   launch_with(L, k, &c, args);
   lua_pushvalue(L, 1);
   return 1;
@@ -814,49 +900,42 @@ static int kernel_launch (lua_State *L) {
 /*
 ** A prepared launch: its config, parsed once, and the arguments bound to it
 ** (k:prepare(config, ...)), the kernel's first nbound, converted once into
-** buf (end bytes: the userdata is made that size); those that are objects
-** (an array may have been closed since) are converted again a call, from
-** the launcher's table of them.
+** buf at their places (Param.off), with args[j] pointing at each: the driver
+** reads them there (a userdata does not move). A call points the rest of
+** args at its own arguments, converted into a buffer of its own. Those bound
+** that are objects (an array may have been closed since) are converted again
+** a call, from the launcher's upvalues, into their places in buf.
 */
 typedef struct Prepared {
+  Kernel *k;                                /* the launcher's upvalue 1 (which keeps it) */
   Config c;
   int nbound;
-  size_t end;                               /* the bound arguments' bytes in buf */
-  unsigned char object[MAXPARAMS / 8];      /* bit j: bound argument j is a userdata */
-  char buf[];                               /* end bytes (the userdata is made at least one) */
+  int nobjects;                             /* bound arguments that are userdata */
+  unsigned char objects[MAXPARAMS];         /* ... their positions (0-based) */
+  char *buf;                                /* the bound arguments' bytes, after args */
+  void *args[];                             /* the kernel's nparams pointers, then buf */
 } Prepared;
 
+#define UP_BOUND  4   /* the launcher's upvalues: kernel, Prepared, stream, then the bound objects */
+
 /*
-** The launcher's upvalues: the kernel, its Prepared (a full userdata), the
-** config's stream (nil for the default stream), which is checked on each
-** call since it may have been closed since, and the bound arguments (a table).
+** The launcher: the config's stream (nil for the default stream) is checked
+** on each call, since it may have been closed since.
 */
 static int prepared_call (lua_State *L) {
-  Kernel *k = (Kernel *)lua_touserdata(L, lua_upvalueindex(1));
   Prepared *pr = (Prepared *)lua_touserdata(L, lua_upvalueindex(2));
-  int nargs = lua_gettop(L), j;
+  Kernel *k = pr->k;
+  int nargs = lua_gettop(L), o;
   char buf[ARGBYTES];
-  void *args[MAXPARAMS];
   check_live(L, k);
-  if (pr->c.stream != NULL) culua_optstream(L, lua_upvalueindex(3), "launch");
+  if (pr->c.stream != NULL) tostream(L, lua_upvalueindex(3), "launch", k->S);
   check_count(L, k, pr->nbound + nargs);
-  if (pr->nbound > 0) {
-    size_t off = 0;
-    memcpy(buf, pr->buf, pr->end);
-    for (j = 0; j < pr->nbound; j++) {   /* marshal's layout again */
-      size_t align = (size_t)(k->p[j].bytes >= 8 ? 8 : k->p[j].bytes);
-      off = (off + align - 1) / align * align;
-      args[j] = buf + off;
-      if (pr->object[j / 8] >> (j % 8) & 1) {
-        lua_rawgeti(L, lua_upvalueindex(4), j + 1);
-        putarg(L, -1, j + 1, &k->p[j], buf + off, k->mod->ordinal, k->S);
-        lua_pop(L, 1);
-      }
-      off += (size_t)k->p[j].bytes;
-    }
+  for (o = 0; o < pr->nobjects; o++) {
+    int j = pr->objects[o];
+    putarg(L, lua_upvalueindex(UP_BOUND + o), j + 1, &k->p[j], pr->buf + k->p[j].off, k->mod->ordinal, k->S);
   }
-  marshal(L, k, 1, pr->nbound, nargs, buf, pr->end, args);
-  launch_with(L, k, &pr->c, args);
+  marshal(L, k, 1, pr->nbound, nargs, buf, pr->args);
+  launch_with(L, k, &pr->c, pr->args);
   return 0;
 }
 
@@ -874,7 +953,8 @@ static int kernel_prepare (lua_State *L) {
   void *args[MAXPARAMS];
   char buf[ARGBYTES];
   Config c;
-  size_t end;
+  int end;
+  size_t size;
   Prepared *pr;
   luaL_checktype(L, 2, LUA_TTABLE);
   if (nbound > k->nparams)
@@ -882,24 +962,26 @@ static int kernel_prepare (lua_State *L) {
                k->nparams == 1 ? "" : "s", nbound);
   getconfig(L, 2, &c, "prepare", k->S);
   checkconfig(L, k, &c, "prepare");
-  end = marshal(L, k, 3, 0, nbound, buf, 0, args);
-  pr = (Prepared *)lua_newuserdatauv(L, offsetof(Prepared, buf) + (end > 0 ? end : 1), 0);
-  memset(pr, 0, offsetof(Prepared, buf));                       /* k, cfg, args..., pr */
+  end = marshal(L, k, 3, 0, nbound, buf, args);
+  size = offsetof(Prepared, args) + (size_t)k->nparams * sizeof(void *);
+  pr = (Prepared *)lua_newuserdatauv(L, size + (size_t)(end > 0 ? end : 1), 0);   /* k, cfg, args..., pr */
+  memset(pr, 0, size);
+  pr->k = k;
   pr->c = c;
   pr->nbound = nbound;
-  pr->end = end;
-  memcpy(pr->buf, buf, end);
+  pr->buf = (char *)pr + size;
+  memcpy(pr->buf, buf, (size_t)end);
+  for (j = 0; j < nbound; j++) pr->args[j] = pr->buf + k->p[j].off;
+  luaL_checkstack(L, 3 + nbound, "prepare: too many bound arguments");
   lua_pushvalue(L, 1);                                          /* ..., pr, k */
   lua_pushvalue(L, -2);                                         /* ..., pr, k, pr */
   lua_getfield(L, 2, "stream");                                 /* ..., pr, k, pr, stream */
-  if (nbound == 0) lua_pushnil(L);                              /* ..., pr, k, pr, stream, nil */
-  else lua_createtable(L, nbound, 0);                           /* ..., pr, k, pr, stream, bound */
-  for (j = 0; j < nbound; j++) {
-    if (lua_type(L, 3 + j) == LUA_TUSERDATA) pr->object[j / 8] |= (unsigned char)(1 << (j % 8));
-    lua_pushvalue(L, 3 + j);
-    lua_rawseti(L, -2, j + 1);
-  }
-  lua_pushcclosure(L, prepared_call, 4);
+  for (j = 0; j < nbound; j++)                                  /* ..., pr, k, pr, stream, objects... */
+    if (lua_type(L, 3 + j) == LUA_TUSERDATA) {
+      pr->objects[pr->nobjects++] = (unsigned char)j;
+      lua_pushvalue(L, 3 + j);
+    }
+  lua_pushcclosure(L, prepared_call, UP_BOUND - 1 + pr->nobjects);
   return 1;
 }
 
@@ -1014,20 +1096,33 @@ static int kernel_max_cooperative_grid (lua_State *L) {
 /* }====================================================== */
 
 
+/*
+** k.name, k.signature, k.programmatic, and the methods. A closure over the
+** metatable and the methods table (upvalues), so that k:launch finds its
+** method with one raw look-up: no string compared, no registry searched.
+*/
+#define UP_METHODS   lua_upvalueindex(2)
 static int kernel_index (lua_State *L) {
-  Kernel *k = (Kernel *)luaL_checkudata(L, 1, CULUA_KERNEL);
-  const char *key = lua_tostring(L, 2);
+  Kernel *k;
+  const char *key;
   int j;
-  if (key != NULL && strcmp(key, "name") == 0) lua_pushstring(L, k->name);
-  else if (key != NULL && strcmp(key, "programmatic") == 0) lua_pushboolean(L, k->dependents);
-  else if (key != NULL && strcmp(key, "signature") == 0) {
+  lua_settop(L, 2);
+  lua_pushvalue(L, 2);
+  if (lua_rawget(L, UP_METHODS) != LUA_TNIL) return 1;   /* a method: k itself not read */
+  k = (Kernel *)lua_touserdata(L, 1);
+  if (k == NULL || !lua_getmetatable(L, 1) || !lua_rawequal(L, -1, UP_META))
+    luaL_typeerror(L, 1, CULUA_KERNEL);
+  key = lua_type(L, 2) == LUA_TSTRING ? lua_tostring(L, 2) : "";
+  if (strcmp(key, "name") == 0) lua_pushstring(L, k->name);
+  else if (strcmp(key, "programmatic") == 0) lua_pushboolean(L, k->dependents);
+  else if (strcmp(key, "signature") == 0) {
     lua_createtable(L, k->nparams, 0);
     for (j = 0; j < k->nparams; j++) {
       push_typename(L, &k->p[j]);
       lua_rawseti(L, -2, j + 1);
     }
   }
-  else return culua_pushmethod(L, CULUA_KERNEL, 2);
+  else lua_pushnil(L);
   return 1;
 }
 
@@ -1051,7 +1146,7 @@ static int kernel_tostring (lua_State *L) {
 
 
 static const luaL_Reg kernel_meta[] = {
-  {"__index", kernel_index},
+  {"__index", NULL},   /* a closure over the metatable and the methods, made in culua_open_kernel */
   {"__tostring", kernel_tostring},
   {NULL, NULL}
 };
@@ -1166,7 +1261,8 @@ void culua_open_kernel (lua_State *L) {
   int i, j;
   lua_createtable(L, NLAUNCH_KEYS, 0);            /* keys */
   for (j = 0; j < NLAUNCH_KEYS; j++) {
-    S->launch_keys[j] = lua_pushstring(L, launch_keys[j]);
+    lua_pushstring(L, launch_keys[j]);
+    S->launch_keys[j] = lua_topointer(L, -1);
     lua_rawseti(L, -2, j + 1);
   }
   lua_rawsetp(L, LUA_REGISTRYINDEX, &launch_keys_key);
@@ -1178,6 +1274,10 @@ void culua_open_kernel (lua_State *L) {
     lua_pushcclosure(L, withmeta[i], 1);          /* mt, methods, f */
     lua_setfield(L, -2, names[i]);
   }
+  lua_pushvalue(L, -2);
+  lua_pushvalue(L, -2);
+  lua_pushcclosure(L, kernel_index, 2);           /* mt, methods, __index */
+  lua_setfield(L, -3, "__index");
   lua_pop(L, 2);
   luaL_setfuncs(L, funcs, 0);
 }
