@@ -257,6 +257,41 @@ function T.cuda_shim()
   return shim
 end
 
+-- bench/fakecuda.c, the driver with no device behind it (an H100 whose launches run
+-- nothing), built with cc (once a file) into a temporary .so, for files that check
+-- what a call launches. Returns the path, or nil and why: CI's memcheck pass sets
+-- CULUA_TEST_SKIP_CC (cc(1) is not its to trace), and cc or cuda.h may be missing.
+local fake, fake_why, fake_gone
+function T.fakecuda()
+  if fake or fake_why then return fake, fake_why end
+  local skip = os.getenv("CULUA_TEST_SKIP_CC")
+  if skip and skip ~= "" then fake_why = skip; return nil, fake_why end
+  local srcdir = os.getenv("CULUA_SRCDIR") or "."
+  local inc = os.getenv("CULUA_CUDA_INCLUDE") or (os.getenv("CUDA_HOME") and os.getenv("CUDA_HOME") .. "/include")
+              or "/usr/local/cuda/include"
+  local base = os.tmpname()
+  local so = base .. ".so"
+  local out, status = T.run(("cc -shared -fPIC -O1 -I%s -I%s/src -I. -o %s %s/bench/fakecuda.c"):format(inc, srcdir, so, srcdir))
+  if status ~= 0 then
+    os.remove(base)
+    fake_why = "cannot build bench/fakecuda.c with cc and cuda.h: " .. out:gsub("\n", " "):sub(1, 200)
+    return nil, fake_why
+  end
+  fake = so
+  fake_gone = setmetatable({}, {__gc = function () os.remove(so); os.remove(base) end})   -- when the file ends
+  return fake
+end
+
+-- the transpose of a 2-D host array (r x c), a new c x r one of its dtype
+function T.transposed(h)
+  local r, c = h.shape[1], h.shape[2]
+  local t = require("cuda").host_array(h.dtype, {c, r})
+  for i = 0, r - 1 do
+    for j = 1, c do t[(j - 1) * r + i + 1] = h[i * c + j] end
+  end
+  return t
+end
+
 -- the value of an enumerator of the toolkit's cuda.h ("CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY"),
 -- read from the header rather than copied here; nil and why where none is found
 local cuda_h

@@ -471,14 +471,7 @@ end
 -- stream; and transb = false the same C, bit for bit, as no option.
 do
   local mtune = require("culua.catalog.matmul").tune
-  local function transposed(h)
-    local r, c = h.shape[1], h.shape[2]
-    local t = cuda.host_array(h.dtype, {c, r})
-    for i = 0, r - 1 do
-      for j = 1, c do t[(j - 1) * r + i + 1] = h[i * c + j] end
-    end
-    return t
-  end
+  local transposed = T.transposed
   local variants = {
     float32 = {{variant = "fast"}, {variant = "fast", tma = false}, {variant = "tf32"}, {variant = "tf32", tma = false},
                {variant = "naive"}, {variant = "row"}, {variant = "column"}, {variant = "tiled", tile = 32, unroll = 4},

@@ -207,19 +207,8 @@ end
   for i, c in ipairs(cases) do
     code[#code + 1] = ("case(%d, %q, %d, %d, %d, %q, %q)\n"):format(i, c[1], c[2], c[3], c[4], c[5], c[6])
   end
-  local srcdir = os.getenv("CULUA_SRCDIR") or "."
-  local inc = os.getenv("CULUA_CUDA_INCLUDE") or (os.getenv("CUDA_HOME") and os.getenv("CUDA_HOME") .. "/include")
-              or "/usr/local/cuda/include"
-  -- (CI's memcheck pass sets CULUA_TEST_SKIP_CC: cc(1) is not its to trace)
-  local skip = os.getenv("CULUA_TEST_SKIP_CC")
-  local base, so, out, status = nil, nil, nil, nil
-  if not skip or skip == "" then
-    base = os.tmpname()
-    so = base .. ".so"
-    out, status = T.run(("cc -shared -fPIC -O1 -I%s -I%s/src -I. -o %s %s/bench/fakecuda.c"):format(inc, srcdir, so, srcdir))
-    if status ~= 0 then skip = "cannot build bench/fakecuda.c with cc and cuda.h: " .. out:gsub("\n", " "):sub(1, 200) end
-  end
-  if skip and skip ~= "" then
+  local so, skip = T.fakecuda()
+  if not so then
     T.skip(skip, #cases)
   else
     local log = T.run(("CULUA_LIBCUDA=%s %s -"):format(so, T.culua), table.concat(code))
@@ -230,7 +219,6 @@ end
              c[1], c[2], c[4], c[3], c[5], tostring(c[6]), c[8]))
     end
   end
-  if base then os.remove(so); os.remove(base) end
 end
 
 -- what a call launches, on bench/fakecuda.c's driver (an H100 with nothing behind it: kernels
@@ -242,18 +230,9 @@ end
 do
   local dts = {"float8_e4m3", "float16", "bfloat16", "float32", "float64"}
   local planned = 3 * #dts
-  local skip_cc = os.getenv("CULUA_TEST_SKIP_CC")
-  local srcdir = os.getenv("CULUA_SRCDIR") or "."
-  local inc = os.getenv("CULUA_CUDA_INCLUDE") or (os.getenv("CUDA_HOME") and os.getenv("CUDA_HOME") .. "/include")
-              or "/usr/local/cuda/include"
-  local base = os.tmpname()
-  local so = base .. ".so"
-  local built, status = "", 1
-  if not (skip_cc and skip_cc ~= "") then
-    built, status = T.run(("cc -shared -fPIC -O1 -I%s -I%s/src -I. -o %s %s/bench/fakecuda.c"):format(inc, srcdir, so, srcdir))
-  end
-  if status ~= 0 then
-    T.skip((skip_cc and skip_cc ~= "") and skip_cc or "cannot build bench/fakecuda.c: " .. built:gsub("\n", " "):sub(1, 200), planned)
+  local so, skip = T.fakecuda()
+  if not so then
+    T.skip(skip, planned)
   else
     local out = T.run(("CULUA_LIBCUDA=%s %s -"):format(so, T.culua), [[
       local cuda = require "cuda"
@@ -293,7 +272,6 @@ do
       end
     end
   end
-  os.remove(so); os.remove(base)
 end
 
 -- ------}
@@ -302,15 +280,7 @@ end
 -- {------ on a GPU: against the float64 reference
 
 local eps = {float16 = 2^-11, bfloat16 = 2^-8, float32 = 2^-24}
--- the transpose of a 2-D host array, a new one: transb's B^T, built on the host
-local function transposed(h)
-  local r, c = h.shape[1], h.shape[2]
-  local t = cuda.host_array(h.dtype, {c, r})
-  for i = 0, r - 1 do
-    for j = 1, c do t[(j - 1) * r + i + 1] = h[i * c + j] end
-  end
-  return t
-end
+local transposed = T.transposed   -- transb's B^T, built on the host
 -- the norm-wise error allowed: C's rounding, and float32 sums over k (fp8's with room
 -- for the tensor cores' narrower fp8 sums)
 local function tolerance(dta, dtc, k)

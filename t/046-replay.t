@@ -4,22 +4,10 @@
 -- launches. It runs here on bench/fakecuda.c, the driver with no device behind it, so that
 -- the check needs no GPU; on a GPU it runs as it is too (t/018 and t/020 check the results).
 local T = require "culua.tap"
--- (CI's memcheck pass sets this: cc(1), which builds the driver, is not ours to trace; the
--- plain and sanitizer passes run the file)
-local skip_cc = os.getenv("CULUA_TEST_SKIP_CC")
-if skip_cc and skip_cc ~= "" then T.skip_all(skip_cc) end
+local so, why = T.fakecuda()
+if not so then T.skip_all(why) end
 local srcdir = os.getenv("CULUA_SRCDIR") or "."
-local inc = os.getenv("CULUA_CUDA_INCLUDE") or (os.getenv("CUDA_HOME") and os.getenv("CUDA_HOME") .. "/include")
-            or "/usr/local/cuda/include"
-local base = os.tmpname()
-local so = base .. ".so"
-local out, status = T.run(("cc -shared -fPIC -O1 -I%s -I%s/src -I. -o %s %s/bench/fakecuda.c"):format(inc, srcdir, so, srcdir))
-if status ~= 0 then
-  os.remove(base)
-  T.skip_all("cannot build bench/fakecuda.c with cc and cuda.h: " .. out:gsub("\n", " "):sub(1, 200))
-end
 local log, st = T.run(("CULUA_LIBCUDA=%s %s %s/t/replay-check.lua"):format(so, T.culua, srcdir))
-os.remove(so); os.remove(base)
 T.is(st, 0, "t/replay-check.lua ran on the fake driver")
 local lines = 0
 for line in log:gmatch("[^\n]+") do
