@@ -216,13 +216,12 @@ T.gpu_part(function ()
   -- the knobs: merge tiles NVRTC builds, fewer candidates a round (more rounds), no phases
   local tune = require("culua.catalog.sort_multi").tune
   local saved = {tune.items, tune.search, tune.phased, tune.direct}
-  tune.direct = false   -- the pieces copied, not read where they lie
-  multi("copies, not direct, on {0, 0, 0, 0}", "uint32", {0, 0, 0, 0}, {40000, 1, 30000, 20001}, nil, "int32", "few")
+  tune.direct = true   -- the pieces read where they lie, not copied (the default copies them)
+  multi("direct, on {0, 0, 0, 0}", "uint32", {0, 0, 0, 0}, {40000, 1, 30000, 20001}, nil, "int32", "few")
   if cuda.device_count() >= 4 then
-    multi("copies, not direct, on {0, 1, 2, 3}", "float32", {0, 1, 2, 3}, {40000, 1, 30000, 20001}, nil, "int64")
-    multi("copies, not direct, on {3, 2, 1, 0, 0}", "uint64", {3, 2, 1, 0, 0}, {40000, 1, 30000, 20001, 777}, nil, "int64")
+    multi("direct, on {0, 1, 2, 3}", "float32", {0, 1, 2, 3}, {40000, 1, 30000, 20001}, nil, "int64")
+    multi("direct, on {3, 2, 1, 0, 0}", "uint64", {3, 2, 1, 0, 0}, {40000, 1, 30000, 20001, 777}, nil, "int64")
   end
-  tune.direct = true
   tune.items, tune.search, tune.phased = 3, 7, false
   multi("tune: 3 keys a thread, 7 candidates, no phases", "float32", {0, 0, 0}, {20000, 777, 30001}, nil, "uint64", "few")
   tune.items, tune.search, tune.phased = 16, 4096, true

@@ -23,8 +23,10 @@ local DESC = core.constants("culua/sort.cuh").SORT_DESC
 -- pieces go in phases, the nearest first, so that the first merges overlap the farther
 -- pieces (else all at once, every merge after the last piece); and whether, within one
 -- process, the first merges read the pieces where they lie, over the links between the
--- devices, rather than from copies (sort_multi_transport.lua's direct)
-local tune = {items = ITEMS, search = 256, phased = true, direct = true}
+-- devices, rather than from copies (sort_multi_transport.lua's direct; off by default: on
+-- four H200s 2^30 uint32 keys took 11.93 ms copied against 13.62 read where they lie, 2.37x
+-- one GPU against 2.08x, bench/RESULTS.md, session 28)
+local tune = {items = ITEMS, search = 256, phased = true, direct = false}
 
 -- the knobs, checked before a call does anything
 local function check_tune(fail, fname)
