@@ -83,7 +83,9 @@ end
 -- tiles b, b + grid, ... (the ring runs on from tile to tile, so the next tile's stages
 -- fill while C is written); false, a block a tile; an integer, at most that many blocks;
 -- nil (the default), true up to 8 waves of tiles and false beyond, as fp8's
--- (fp8_persistent) until the H100 sweep of the 16-bit kernels says otherwise.
+-- (fp8_persistent). The H100 sweep (bench/RESULTS.md, session 28) did not choose between
+-- them: ss at n = 4096 persistent 0.80x / 0.92x cuBLAS (float16 / bfloat16), a block a
+-- tile 0.85x / 0.90x; at 8192 0.92x-0.93x both ways, run to run within 3%.
 local function lowp_grid(dev, tiles)
   local pers = M.tune.lowp_persistent
   local most = math.type(pers) == "float" and math.tointeger(pers) or pers
