@@ -149,5 +149,5 @@ print(("%-34s %8.3f us %8.3f us %6.2fx  (per-round ratios %.2f..%.2f)"):format("
 print(("%-34s %8.3f us %8.3f us %6.2fx  (per-round ratios %.2f..%.2f)"):format("prepared: go = k:prepare(cfg); go()", median(prep_t), c_us, pmed, prep_ratio[1], prep_ratio[#prep_ratio]))
 print(("%-34s %8.3f us %8.3f us %6.2fx"):format("graph replay, per kernel", graph_us, c_graph, graph_us / c_graph))
 print(("%-34s %8.3f us %10s"):format("4-argument kernel (array, float)", median(four_t), ""))
-print(("target: empty-kernel launch <= 1.10x C: k:launch(cfg) %s (%.2fx), prepared launcher %s (%.2fx)")
-      :format(rmed <= 1.10 and "met" or "NOT met", rmed, pmed <= 1.10 and "met" or "NOT met", pmed))
+print(("target: empty-kernel launch <= 1.05x C (issue 40): k:launch(cfg) %s (%.2fx), prepared launcher %s (%.2fx)")
+      :format(rmed <= 1.05 and "met" or "NOT met", rmed, pmed <= 1.05 and "met" or "NOT met", pmed))
