@@ -236,50 +236,49 @@ function T.gpu_part(fn, what)
   end
 end
 
--- t/cudashim.c, beside the test file that runs, built with cc (once a file) into
--- a temporary .so: a driver that hides features of the real one (it says how),
--- for tests of the messages culua gives where a device or driver lacks them.
--- Returns the path, or nil and why.
-local shim, shim_why, shim_gone
-function T.cuda_shim()
-  if shim or shim_why then return shim, shim_why end
-  local src = ((arg and arg[0] or ""):match("^(.*)/[^/]*$") or ".") .. "/cudashim.c"
+-- a shared library built by cc from args (sources and flags) into a temporary .so,
+-- removed when the file ends (the second result holds that); nil and why on failure
+local function cc_so(args, what)
   local base = os.tmpname()
   local so = base .. ".so"
-  local out, status = T.run(("cc -shared -fPIC -O1 -o %s %s -ldl"):format(so, src))
+  local out, status = T.run(("cc -shared -fPIC -O1 -o %s %s"):format(so, args))
   if status ~= 0 then
     os.remove(base)
-    shim_why = "cannot build t/cudashim.c with cc: " .. out:gsub("\n", " "):sub(1, 200)
-    return nil, shim_why
+    return nil, ("cannot build %s with cc: %s"):format(what, out:gsub("\n", " "):sub(1, 200))
   end
-  shim = so
-  shim_gone = setmetatable({}, {__gc = function () os.remove(so); os.remove(base) end})   -- when the file ends
-  return shim
+  return so, setmetatable({}, {__gc = function () os.remove(so); os.remove(base) end})
+end
+
+-- t/cudashim.c, beside the test file that runs, built with cc (once a file): a
+-- driver that hides features of the real one (it says how), for tests of the
+-- messages culua gives where a device or driver lacks them. Returns the path, or
+-- nil and why.
+local shim, shim_why, shim_gone
+function T.cuda_shim()
+  if not (shim or shim_why) then
+    local src = ((arg and arg[0] or ""):match("^(.*)/[^/]*$") or ".") .. "/cudashim.c"
+    shim, shim_gone = cc_so(src .. " -ldl", "t/cudashim.c")
+    if not shim then shim_why = shim_gone end
+  end
+  return shim, shim_why
 end
 
 -- bench/fakecuda.c, the driver with no device behind it (an H100 whose launches run
--- nothing), built with cc (once a file) into a temporary .so, for files that check
--- what a call launches. Returns the path, or nil and why: CI's memcheck pass sets
--- CULUA_TEST_SKIP_CC (cc(1) is not its to trace), and cc or cuda.h may be missing.
+-- nothing), built with cc (once a file), for files that check what a call launches.
+-- Returns the path, or nil and why: CI's memcheck pass sets CULUA_TEST_SKIP_CC (cc(1)
+-- is not its to trace), and cc or cuda.h may be missing.
 local fake, fake_why, fake_gone
 function T.fakecuda()
-  if fake or fake_why then return fake, fake_why end
-  local skip = os.getenv("CULUA_TEST_SKIP_CC")
-  if skip and skip ~= "" then fake_why = skip; return nil, fake_why end
-  local srcdir = os.getenv("CULUA_SRCDIR") or "."
-  local inc = os.getenv("CULUA_CUDA_INCLUDE") or (os.getenv("CUDA_HOME") and os.getenv("CUDA_HOME") .. "/include")
-              or "/usr/local/cuda/include"
-  local base = os.tmpname()
-  local so = base .. ".so"
-  local out, status = T.run(("cc -shared -fPIC -O1 -I%s -I%s/src -I. -o %s %s/bench/fakecuda.c"):format(inc, srcdir, so, srcdir))
-  if status ~= 0 then
-    os.remove(base)
-    fake_why = "cannot build bench/fakecuda.c with cc and cuda.h: " .. out:gsub("\n", " "):sub(1, 200)
-    return nil, fake_why
+  if not (fake or fake_why) then
+    local skip = os.getenv("CULUA_TEST_SKIP_CC")
+    if skip and skip ~= "" then return nil, skip end
+    local srcdir = os.getenv("CULUA_SRCDIR") or "."
+    local inc = os.getenv("CULUA_CUDA_INCLUDE") or (os.getenv("CUDA_HOME") and os.getenv("CUDA_HOME") .. "/include")
+                or "/usr/local/cuda/include"
+    fake, fake_gone = cc_so(("-I%s -I%s/src -I. %s/bench/fakecuda.c"):format(inc, srcdir, srcdir), "bench/fakecuda.c and cuda.h")
+    if not fake then fake_why = fake_gone end
   end
-  fake = so
-  fake_gone = setmetatable({}, {__gc = function () os.remove(so); os.remove(base) end})   -- when the file ends
-  return fake
+  return fake, fake_why
 end
 
 -- the transpose of a 2-D host array (r x c), a new c x r one of its dtype
@@ -290,6 +289,19 @@ function T.transposed(h)
     for j = 1, c do t[(j - 1) * r + i + 1] = h[i * c + j] end
   end
   return t
+end
+
+-- the m x n block at offset off of a flat table t (1-based, rows ld apart) as a float64
+-- host array, and whether the rest of its span (before it, and between its rows) still
+-- holds fill: a C given as a block of a larger matrix, poisoned around it
+function T.block_of(t, off, m, n, ld, fill)
+  local out, kept = require("cuda").host_array("float64", {m, n}), true
+  for i = 0, m - 1 do
+    for j = 1, n do out[i * n + j] = t[off + i * ld + j] end
+    for j = n + 1, ld do if i < m - 1 and t[off + i * ld + j] ~= fill then kept = false end end
+  end
+  for j = 1, off do if t[j] ~= fill then kept = false end end
+  return out, kept
 end
 
 -- the value of an enumerator of the toolkit's cuda.h ("CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY"),

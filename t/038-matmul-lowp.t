@@ -460,12 +460,7 @@ T.gpu_part(function ()
           mm(dA:view(off + 1, m * lda), bt and dBt:view(off + 1, n * ldbt) or dB:view(off + 1, k * ldb),
              dC:view(off + 1, m * ldc - (ldc - n)), {m = m, n = n, k = k, lda = lda, ldb = bt and ldbt or ldb, ldc = ldc,
                                                      scale_a = scale.scale_a, scale_b = scale.scale_b, transb = bt or nil})
-          local hC, out, pad = dC:totable(), cuda.host_array("float64", {m, n}), true
-          for i = 0, m - 1 do
-            for j = 1, n do out[i * n + j] = hC[off + i * ldc + j] end
-            for j = n + 1, ldc do if i < m - 1 and hC[off + i * ldc + j] ~= 3 then pad = false end end
-          end
-          for j = 1, off do if hC[j] ~= 3 then pad = false end end
+          local out, pad = T.block_of(dC:totable(), off, m, n, ldc, 3)
           local _, _, rel = cuda.compare(out, R)
           T.ok(rel <= tolerance(da, dc, k), ("%s x %s -> %s%s: %dx%dx%d views at element %d, lda %d, %s %d, ldc %d: error %.2e"):format(
                da, db, dc, kern == "default" and "" or ", wgmma " .. kern, m, k, n, off + 1, lda, bt and "transb, ldb" or "ldb",
