@@ -252,8 +252,7 @@ local function matmul_lowp(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, o
   if opts.tma ~= false and dev.major == 9 and dev.minor == 0 and k > 0
      and (lda * es) % 16 == 0 and (ldb * es) % 16 == 0 and A.ptr % 16 == 0 and B.ptr % 16 == 0 then
     if es == 2 then return matmul_lowp_sm90(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, opts) end
-    -- (the transpose's grid has k / 256 rows of blocks, at most 65535)
-    if k <= 65535 * 256 then return matmul_fp8_sm90(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, opts) end
+    return matmul_fp8_sm90(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, opts)
   end
   LOWP = LOWP or core.constants("matmul_lowp")
   local bm, bn = LOWP.LOWP_BM, LOWP.LOWP_BN
