@@ -545,7 +545,7 @@ cuda._catalog = {
 }
 local real_core = assert(loadfile(srcdir .. "/lua/catalog/core.lua", "t",
                                   setmetatable({require = function () return cuda end}, {__index = _G})))()
-core.constants, core.event_on = real_core.constants, real_core.event_on
+core.constants, core.event_on, core.dtype_bytes = real_core.constants, real_core.event_on, real_core.dtype_bytes
 
 -- }======================================================
 

@@ -435,6 +435,10 @@ end
 
 function core.ceil_div(a, b) return (a + b - 1) // b end
 
+-- the bytes of an element of each dtype (src/dtype.c's culua_dtype_size)
+core.dtype_bytes = {int8 = 1, uint8 = 1, float8_e4m3 = 1, float8_e5m2 = 1, int16 = 2, uint16 = 2, float16 = 2,
+                    bfloat16 = 2, int32 = 4, uint32 = 4, float32 = 4, int64 = 8, uint64 = 8, float64 = 8}
+
 function core.one_of(fname, what, v, allowed)
   for i = 1, #allowed do if v == allowed[i] then return v end end
   local s = {}

@@ -302,14 +302,13 @@ end
 -- reads it as it is (L.run_bt); every other kernel reads a row-major B, which it gets from
 -- a scratch array (per stream, of B's dtype) that B^T is transposed into first, its rows
 -- padded to 16 bytes (so that the paths which want whole 16-byte rows can take it)
-local dsize = {float64 = 8, float32 = 4, float16 = 2, bfloat16 = 2, float8_e4m3 = 1, float8_e5m2 = 1}
 local bt_kind = {}
-for dt in pairs(dsize) do
+for _, dt in ipairs{"float64", "float32", "float16", "bfloat16", "float8_e4m3", "float8_e5m2"} do
   bt_kind[dt] = "transb_" .. dt
   core.scratch_kind(bt_kind[dt], dt)
 end
 local function b_of_bt(dev, Bt, n, k, ldbt, stream)
-  local es = dsize[Bt.dtype]
+  local es = core.dtype_bytes[Bt.dtype]
   local ld = ceil_div(n * es, 16) * 16 // es
   local B = core.scratch(bt_kind[Bt.dtype], dev, stream, k * ld)
   L.transpose(dev, es, Bt, n, k, ldbt, B, ld, stream)

@@ -20,11 +20,11 @@ end
 -- the kernels' names for A's and B's dtypes, and C's
 local lowp_in = {float16 = "f16", bfloat16 = "bf16", float8_e4m3 = "e4m3", float8_e5m2 = "e5m2"}
 local lowp_out = {float16 = "f16", bfloat16 = "bf16", float32 = "f32"}
-local lowp_size = {float16 = 2, bfloat16 = 2, float8_e4m3 = 1, float8_e5m2 = 1}
+local function lowp_size(dt) return lowp_in[dt] and core.dtype_bytes[dt] end
 -- the options of the float32 and float64 kernels, which the low-precision one has not
 local lowp_refused = {"unroll", "tile", "block", "threads", "splits", "streamk"}
 
-local function is_fp8(dt) return lowp_size[dt] == 1 end
+local function is_fp8(dt) return lowp_size(dt) == 1 end
 
 -- A and B of one 16-bit dtype with C in it or in float32, or fp8 A and B (e4m3 and
 -- e5m2, any pair) with C in bfloat16, float16 or float32; refused otherwise, and on
@@ -240,7 +240,7 @@ end
 -- with no transpose, where TMA can address A and Bt (the test L.run makes of A and B, and
 -- cuBLASLt's "TN" form); nil elsewhere, where the caller makes B of it for L.run.
 function L.run_bt(dev, A, Bt, Cm, m, n, k, lda, ldb, ldc, alpha, beta, opts)
-  if lowp_size[A.dtype] == 1 and opts.tma ~= false and dev.major == 9 and dev.minor == 0
+  if lowp_size(A.dtype) == 1 and opts.tma ~= false and dev.major == 9 and dev.minor == 0
      and lda % 16 == 0 and ldb % 16 == 0 and A.ptr % 16 == 0 and Bt.ptr % 16 == 0 then
     return matmul_fp8_sm90(dev, A, Bt, Cm, m, n, k, lda, ldb, ldc, alpha, beta, opts, true)
   end
@@ -248,7 +248,7 @@ end
 
 local LOWP = nil   -- kernels/matmul_lowp.cu's tile and shared memory, read once
 local function matmul_lowp(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, opts)
-  local es = lowp_size[A.dtype]
+  local es = lowp_size(A.dtype)
   if opts.tma ~= false and dev.major == 9 and dev.minor == 0 and k > 0
      and (lda * es) % 16 == 0 and (ldb * es) % 16 == 0 and A.ptr % 16 == 0 and B.ptr % 16 == 0 then
     if es == 2 then return matmul_lowp_sm90(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, opts) end

@@ -26,8 +26,7 @@ local key_dtypes = {"uint32", "int32", "float32", "uint64", "int64", "float64", 
                     "bfloat16", "uint8", "int8", "float8_e4m3", "float8_e5m2"}
 local value_dtypes = {"int32", "uint32", "float32", "int64", "uint64", "float64", "int16", "uint16", "float16",
                       "bfloat16", "int8", "uint8", "float8_e4m3", "float8_e5m2"}
-local elem_bytes = {int8 = 1, uint8 = 1, float8_e4m3 = 1, float8_e5m2 = 1, int16 = 2, uint16 = 2, float16 = 2,
-                    bfloat16 = 2, int32 = 4, uint32 = 4, float32 = 4, int64 = 8, uint64 = 8, float64 = 8}
+local elem_bytes = core.dtype_bytes
 local key_bits = {}
 for _, dt in ipairs(key_dtypes) do key_bits[dt] = 8 * elem_bytes[dt] end
 local options = {"descending", "begin_bit", "end_bit", "variant", "stream", "items", "threads", "min_blocks",

@@ -47,7 +47,7 @@ local key_types = {uint32 = {4, 0}, int32 = {4, 1}, float32 = {4, 2}, uint64 = {
                    float64 = {8, 2}, uint16 = {2, 0}, int16 = {2, 1}, float16 = {2, 2, 0x7c00},
                    bfloat16 = {2, 2, 0x7f80}}
 local width_name = {[2] = "u16", [4] = "u32", [8] = "u64"}
-local elem_bytes = {int32 = 4, uint32 = 4, float32 = 4, int64 = 8, uint64 = 8, float64 = 8}
+local elem_bytes = core.dtype_bytes
 -- dtypes by number, for the rows the parts compare
 local dtype_list = {"int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float32", "float64",
                     "float16", "bfloat16"}
