@@ -1,7 +1,9 @@
 -- bench/host_paths.lua: the host time of small calls (issue 40), next to the C launch anchor.
---   culua bench/host_paths.lua [ANCHOR] [ROUNDS]
+--   culua bench/host_paths.lua [ANCHOR] [ROUNDS] [CUB]
 -- ANCHOR: bench/anchor (bench/run.sh builds it: cc bench/anchor.c -lcuda), whose C loop of
--- cuLaunchKernel is the launch figure's reference; without it, ours alone.
+-- cuLaunchKernel is the launch figure's reference; without it, ours alone. CUB:
+-- bench/anchor_cub, whose DeviceScan and DeviceRadixSort of the same 2^16 elements (a
+-- call between two events, queued: the GPU's time) are printed beside 2 and 3.
 --
 --   1. an empty kernel's k:launch(cfg) in a Lua loop, and the prepared go(), against the same
 --      launches from C: us a launch between events, rounds alternating Lua and C, the ratio
@@ -19,15 +21,18 @@ require("culua.bench").need_devices()
 local cat = cuda.catalog
 local ANCHOR = arg[1]
 local ROUNDS = tonumber(arg[2]) or 7
+local CUB = arg[3]
 local N = 20000   -- launches a measurement
 local dev = cuda.device()
 
 local median = require("culua.bench").median
 
-if ANCHOR then
-  local f = io.open(ANCHOR)
-  if not f then print(("anchor %s is missing: ours alone"):format(ANCHOR)); ANCHOR = nil else f:close() end
+local function present(path)
+  local f = path and io.open(path)
+  if f then f:close() return path end
+  if path then print(("anchor %s is missing: ours alone"):format(path)) end
 end
+ANCHOR, CUB = present(ANCHOR), present(CUB)
 
 -- {====================================================== 1. launches
 
@@ -100,6 +105,19 @@ local sort_view = host_call(function () cat.sort(keys:view(1, n)) end, 51)
 -- the 2^16 sort's GPU time: one call between events, the GPU idle before (launch latency in)
 local sort_gpu = cuda.bench(function () cat.sort(keys) end, {warmup = 3, reps = 21}).median * 1000
 
+-- CUB's own calls of the same size, ms between events -> us
+local function cub_us(args, key)
+  if not CUB then return end
+  local out = io.popen(("%s %s"):format(CUB, args)):read("a")
+  return (tonumber(out:match(key .. " (%S+)")) or error("anchor_cub failed: " .. out)) * 1000
+end
+local cub_scan = cub_us(("scan f32 %d 101"):format(n), "scan_ms")
+local cub_sort = cub_us(("sort u32 %d 101 keys"):format(n), "sort_ms")
+-- and 4096 keys, which both sort in one block (ours: the small path, every pass in one launch)
+local k4 = keys:view(1, 4096)
+local small_ev = loop(function () cat.sort(k4) end, 100)
+local cub_small = cub_us("sort u32 4096 101 keys", "sort_ms")
+
 local big = cuda.array("uint32", 1 << 22):copy_from(cuda.host_array("uint32", 1 << 22):random(6, 0, 0xffffffff))
 local big_host = host_call(function () cat.sort(big) end, 51)
 local big_view = host_call(function () cat.sort(big:view(1, 1 << 22)) end, 21)
@@ -127,6 +145,15 @@ print(("%-44s %8.3f us   host %7.3f us a call, a new view a call %7.3f; one call
       "sort 2^16 uint32, a call in a loop of 100", sort_ev, sort_host, sort_view, sort_gpu))
 print(("%-44s %8.3f us   a new view a call %7.3f; GPU, between events %.2f"):format(
       "sort 2^22 uint32, host time of a call", big_host, big_view, big_gpu))
+if CUB then
+  print(("%-44s %8.3f us   (a call between events, queued: the GPU's time)"):format(
+        "CUB DeviceScan, 2^16 float32", cub_scan))
+  print(("%-44s %8.3f us   (the same)"):format("CUB DeviceRadixSort, 2^16 uint32 keys", cub_sort))
+end
+print(("%-44s %8.3f us"):format("sort 4096 uint32, a call in a loop of 100", small_ev))
+if CUB then
+  print(("%-44s %8.3f us   (a call between events, queued)"):format("CUB DeviceRadixSort, 4096 uint32 keys", cub_small))
+end
 targets[#targets + 1] = ("scan 2^16 <= 7 us %s"):format(scan_ev <= 7 and "met" or "NOT met")
 targets[#targets + 1] = ("sort 2^16 <= 12 us %s"):format(sort_ev <= 12 and "met" or "NOT met")
 targets[#targets + 1] = ("sort 2^22 host <= 20 us %s"):format(big_host <= 20 and "met" or "NOT met")
