@@ -76,8 +76,17 @@ end
 -- the sort's own account of a call (sort_multi.lua's M.stats), medians
 local stats = setmetatable({}, {__index = function (_, k) return require("culua.catalog.sort_multi").stats[k] end})
 local function where(parts)
-  return ("  where it went (medians): local sorts %.3f ms, boundaries %.3f ms (%d rounds), pieces and merges %.3f ms")
-         :format(median(parts.sort), median(parts.search), stats.rounds or 0, median(parts.exchange))
+  local s = ("  where it went (medians): local sorts %.3f ms, boundaries %.3f ms (%d rounds), pieces and merges %.3f ms")
+            :format(median(parts.sort), median(parts.search), stats.rounds or 0, median(parts.exchange))
+  -- each round of the search, host ms: the candidates' copies and launches + the wait for the counts
+  local r = {}
+  for i = 1, #(parts.round_launch[1] or {}) do
+    local l, w = {}, {}
+    for j = 1, #parts.round_launch do l[j], w[j] = parts.round_launch[j][i] or 0, parts.round_wait[j][i] or 0 end
+    r[i] = ("%.3f + %.3f"):format(median(l), median(w))
+  end
+  if #r > 0 then s = s .. "\n  the search's rounds (host ms, launches + wait): " .. table.concat(r, ", ") end
+  return s
 end
 
 local n = N // G
@@ -104,7 +113,7 @@ if not ranks then
   local base = one_gpu(all)
   all:close()
   local local_ms = one_gpu(pristine[1])
-  local t, parts = {}, {sort = {}, search = {}, exchange = {}}
+  local t, parts = {}, {sort = {}, search = {}, exchange = {}, round_launch = {}, round_wait = {}}
   for r = -1, REPS do
     for i = 1, G do keys[i]:copy_from(pristine[i]) end
     for i = 1, G do cuda.device(i - 1):synchronize() end
@@ -137,7 +146,7 @@ local base, local_ms
 if me == 0 then base, local_ms = one_gpu(all), one_gpu(pristine) end
 all:close()
 mpi.barrier()
-local t, parts = {}, {sort = {}, search = {}, exchange = {}}
+local t, parts = {}, {sort = {}, search = {}, exchange = {}, round_launch = {}, round_wait = {}}
 for r = -1, REPS do
   keys:copy_from(pristine)
   cuda.device(d):synchronize()

@@ -169,8 +169,9 @@ local function test_fail(r, where) return M.test_fail ~= nil and M.test_fail(r, 
 
 -- M.stats: the last call's parts and how the pieces went ("direct": read where they lie;
 -- "copies": copied between the devices; "nccl"), and where its time went (host ms):
--- sort (the local sorts), search (the boundaries: `rounds` rounds), exchange (the pieces
--- and the merges, which overlap)
+-- sort (the local sorts), search (the boundaries: `rounds` rounds, each one's host ms in
+-- round_launch, the candidates' copies and the launches, and round_wait, the wait for the
+-- counts), exchange (the pieces and the merges, which overlap)
 local function new_stats(P, transport)
   M.stats = {parts = P, transport = transport}
   return M.stats

@@ -291,12 +291,17 @@ local function run(T, ctx)
       if not hi or math.ult(hi, all[r][4]) then hi = all[r][4] end
     end
   end
-  stats.rounds = 0
+  stats.rounds, stats.round_launch, stats.round_wait = 0, {}, {}
   local v = boundaries(R, lo, hi, function (cands)
     stats.rounds = stats.rounds + 1
     if ctx.test_fail(parts[1].r, "search") then error("cuda.catalog.sort: a failure for the tests", 0) end
+    local t = cuda.clock()
     for _, p in ipairs(parts) do bounds(p, o, cands, 0, false) end
-    return T:sum(#cands, #cands)
+    local l = cuda.clock()
+    local sums = T:sum(#cands, #cands)
+    -- a round's host ms: the candidates' copies and the launches, then the wait for the counts
+    stats.round_launch[stats.rounds], stats.round_wait[stats.rounds] = (l - t) * 1e3, (cuda.clock() - l) * 1e3
+    return sums
   end)
   -- every part's lower and upper bounds of the boundaries' keys, gathered
   for _, p in ipairs(parts) do
