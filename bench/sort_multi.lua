@@ -5,7 +5,8 @@
 --                                                 every GPU, at most 4); each holds N / GPUS
 --   mpirun -np 4 culua bench/sort_multi.lua [LOG2N]  comm = c over the ranks, a GPU a rank
 --                                                 (mpirun -np 2 on two GPUs); rank 0 prints
---   ... items=N search=N phased=0|1 direct=0|1    the sort's knobs (sort_multi_run.lua's tune)
+--   ... items=N search=N phased=0|1 direct=0|1    the sort's knobs (sort_multi_run.lua's tune);
+--       timeline=1                                each part's steps on its GPU, the last call
 -- A call is timed by the host clock from the moment every GPU (every rank: after a barrier)
 -- is idle until it returns, which the sort does once every part holds its slice; the keys
 -- are restored from pristine copies before each call. One GPU's figure is the one-GPU sort
@@ -86,6 +87,12 @@ local function where(parts)
     r[i] = ("%.3f + %.3f"):format(median(l), median(w))
   end
   if #r > 0 then s = s .. "\n  the search's rounds (host ms, launches + wait): " .. table.concat(r, ", ") end
+  -- timeline=1: the last call's steps on each part's GPU, ms from the call's start
+  for i, row in ipairs(stats.timeline or {}) do
+    local marks = {}
+    for k, m in ipairs(row) do marks[k] = ("%s %.3f"):format(m[1], m[2]) end
+    s = s .. ("\n  part %d (GPU ms from the start): %s"):format(i, table.concat(marks, ", "))
+  end
   return s
 end
 

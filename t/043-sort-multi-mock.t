@@ -188,6 +188,11 @@ local function new_event()
     return self
   end
   e.synchronize = function (self) sync_all() end
+  -- timing events (tune.timeline): the mock has no clock, only the order of the work
+  e.elapsed = function (self, e1)
+    sync_all()
+    return 0.0
+  end
   return e
 end
 
@@ -929,6 +934,33 @@ SORT_DTYPES[#SORT_DTYPES] = nil
 local st = M.stats
 T.ok(st.parts == 4 and st.transport == "nccl" and st.sort and st.search and st.exchange and st.rounds >= 1,
      "M.stats: the last call's parts, transport, rounds and times")
+T.ok(#st.round_launch == st.rounds and #st.round_wait == st.rounds and type(st.round_wait[1]) == "number",
+     "M.stats: each round's host time")
+T.is(st.timeline, nil, "M.stats: no timeline unless tune.timeline")
+
+-- tune.timeline: each part's steps on its GPU, in order, from the call's start
+do
+  local direct = M.tune.direct
+  M.tune.direct, M.tune.timeline = false, true
+  check("timeline: four devices, copies", {dt = "uint32", sizes = {30, 41, 45, 29}, devs = {0, 1, 2, 3}})
+  local tl, names = M.stats.timeline, {}
+  for k, m in ipairs(tl and tl[1] or {}) do
+    names[k] = m[1]
+    if type(m[2]) ~= "number" then names[k] = "not a number" end
+  end
+  T.is(#(tl or {}), 4, "timeline: a list a part")
+  T.is(table.concat(names, ","), "start,sorted,piece 2,piece 3,piece 4,merge 1.0,merge 1.1,merge 2.0",
+       "timeline: part 1's steps as they were queued")
+  check("timeline: three ranks", {dt = "float32", sizes = {20, 13, 29}}, true)
+  local r = {}
+  for k, m in ipairs(M.stats.timeline and M.stats.timeline[1] or {}) do r[k] = m[1] end
+  T.is(table.concat(r, ","), "start,sorted,phase 2,merge 1.1,merge 1.0,merge 2.0",
+       "timeline: over ranks, NCCL's phases (the last rank's: all its pieces in phase 2)")
+  M.tune.timeline = 1
+  T.like(select(2, pcall(M.sort, {cuda.array("uint32", 4)}, {devices = {0}})), "tune%.timeline must be a boolean, got 1",
+         "tune.timeline checked")
+  M.tune.direct, M.tune.timeline = direct, false
+end
 
 -- the search alone: boundaries of many equal keys, and of 64-bit keys of every bit
 do

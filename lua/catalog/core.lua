@@ -232,12 +232,14 @@ function core.device_state(key, dev)
 end
 
 -- an event of device dev (cuda.event makes them on the current device, which stays as
--- it was): the several-GPU families' (solve's shares, the sort over parts) one helper
-function core.event_on(dev)
+-- it was): the several-GPU families' (solve's shares, the sort over parts) one helper.
+-- Without timing unless `timing` (a bench's timeline)
+function core.event_on(dev, timing)
   local cur = cuda.device()
-  if cur.ordinal == dev.ordinal then return cuda.event{timing = false} end
+  local opts = {timing = timing == true}
+  if cur.ordinal == dev.ordinal then return cuda.event(opts) end
   dev:use()
-  local ok, e = pcall(cuda.event, {timing = false})
+  local ok, e = pcall(cuda.event, opts)
   cur:use()
   if not ok then error(e, 0) end
   return e

@@ -25,14 +25,40 @@ local DESC = core.constants("culua/sort.cuh").SORT_DESC
 -- process, the first merges read the pieces where they lie, over the links between the
 -- devices, rather than from copies (sort_multi_transport.lua's direct; off by default: on
 -- four H200s 2^30 uint32 keys took 11.93 ms copied against 13.62 read where they lie, 2.37x
--- one GPU against 2.08x, bench/RESULTS.md, session 28)
-local tune = {items = ITEMS, search = 256, phased = true, direct = false}
+-- one GPU against 2.08x, bench/RESULTS.md, session 28). timeline: each part's GPU
+-- times of its steps (sorted, each piece's arrival, each merge) from the call's start, in
+-- M.stats.timeline, for bench/sort_multi.lua (timing events: off by default)
+local tune = {items = ITEMS, search = 256, phased = true, direct = false, timeline = false}
 
 -- the knobs, checked before a call does anything
 local function check_tune(fail, fname)
   local i, s = tune.items, tune.search
   if math.type(i) ~= "integer" or i < 1 or i > 16 then fail(fname, "tune.items must be an integer 1..16, got %s", tostring(i)) end
   if math.type(s) ~= "integer" or s < 2 or s > 4096 then fail(fname, "tune.search must be an integer 2..4096, got %s", tostring(s)) end
+  if type(tune.timeline) ~= "boolean" then fail(fname, "tune.timeline must be a boolean, got %s", tostring(tune.timeline)) end
+end
+
+-- tune.timeline's marks: part p's step `what`, done on stream s; read once the call ends
+local function timeline_mark(p, what, s)
+  if not p.timeline then return end
+  local k = #p.timeline + 1
+  local evs = p.slot.timeline or {}   -- kept with the part's slot for the next call
+  p.slot.timeline = evs
+  local e = evs[k] or core.event_on(p.dev, true)
+  evs[k] = e
+  e:record(s)
+  p.timeline[k] = {what, e}
+end
+
+-- the marks as {what, ms since the call's start}, a list a part
+local function timeline_read(parts)
+  local all = {}
+  for i, p in ipairs(parts) do
+    local row = {}
+    for k, m in ipairs(p.timeline or {}) do row[k] = {m[1], p.timeline[1][2]:elapsed(m[2])} end
+    all[i], p.timeline = row, nil
+  end
+  return all
 end
 
 -- a merge kernel (corank or merge) for the knobs' tile: prebuilt, or built by NVRTC
@@ -178,6 +204,7 @@ local function merge_all(T, parts, o, plan)
       local b, nb, vb = child(l - 1, s1, s2)
       local dst, vdst, f = buf(l)
       merge(p, o, a, na, b, nb, va, vb, dst:view(off[s0] * f + 1, (na + nb) * f), vdst and vdst:view(off[s0] + 1, na + nb))
+      timeline_mark(p, ("merge %d.%d"):format(l, i), p.S)
     end
     -- when each node may start: the last phase of its pieces
     local ready = {}
@@ -242,6 +269,11 @@ local function run(T, ctx)
   end
   -- 2. local sorts, side by side on every part's stream (a failure here is this part's,
   -- told to every part by the gather that follows)
+  for _, p in ipairs(parts) do
+    if tune.timeline then p.timeline = {} end
+    timeline_mark(p, "start", p.S)
+  end
+  T.mark = timeline_mark
   local fails = {}
   local function try(i, f)
     if fails[i] then return end
@@ -260,6 +292,7 @@ local function run(T, ctx)
         p.words:view(1, 2):copy_to(slot_host(p.slot, p.dev, 2), p.S)
       end
       p.sorted:record(p.S)
+      timeline_mark(p, "sorted", p.S)
     end)
   end
   local rows = {}
@@ -354,6 +387,7 @@ local function run(T, ctx)
   merge_all(T, parts, o, plan)
   for _, p in ipairs(parts) do p.S:synchronize() end
   mark("exchange")
+  if tune.timeline then stats.timeline = timeline_read(parts) end
 end
 
 -- }======================================================

@@ -164,6 +164,7 @@ function Peer:exchange(plan)
           if t.vrecv then t.vrecv:view(to + 1, c):copy_from(s.values:view(from + 1, c), st) end
           local e = slot_event(t.slot, t.dev, "copy" .. s.r)
           e:record(st)
+          if self.mark then self.mark(t, "piece " .. s.r, st) end
           evs[#evs + 1] = e
           self.reads[s.r][#self.reads[s.r] + 1] = e
         end
@@ -269,6 +270,7 @@ function Nccl:exchange(plan)
     if ops then
       local e = slot_event(p.slot, p.dev, "phase" .. phase)
       e:record(X)
+      if self.mark then self.mark(p, "phase " .. phase, X) end
       self.done[phase] = e
     end
   end
