@@ -295,4 +295,42 @@ extern "C" __global__ void culua_sortm_copy8 (const unsigned char *src, unsigned
   for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) dst[i] = src[i];
 }
 
+
+/*
+** n bytes of src into dst, read by this GPU's multiprocessors: the pieces of
+** the sort over GPUs pulled from another GPU's memory over the link between
+** them (peer access on), where the copy engines' peer copies ran at about
+** half the link's rate with every GPU sending and receiving at once
+** (lua/catalog/sort_multi_run.lua's tune.pull). Words of W bytes, the widest
+** that src and dst share an alignment in; the bytes before dst's first whole
+** word and after its last go one at a time. Four loads in flight a thread.
+*/
+template <typename W>
+__device__ __forceinline__ void pull_words (const unsigned char *src, unsigned char *dst, u64 n) {
+  const u64 tid = (u64)blockIdx.x * blockDim.x + threadIdx.x, stride = (u64)gridDim.x * blockDim.x;
+  const u64 skew = (u64)(sizeof(W) - ((size_t)dst & (sizeof(W) - 1))) & (sizeof(W) - 1);
+  const u64 head = skew < n ? skew : n, words = (n - head) / sizeof(W), done = head + words * sizeof(W);
+  if (tid < head) dst[tid] = src[tid];
+  const W *s = (const W *)(src + head);
+  W *d = (W *)(dst + head);
+  for (u64 i = tid; i < words; i += 4 * stride) {
+    W w[4];
+#pragma unroll
+    for (int u = 0; u < 4; u++)
+      if (i + u * stride < words) w[u] = s[i + u * stride];
+#pragma unroll
+    for (int u = 0; u < 4; u++)
+      if (i + u * stride < words) d[i + u * stride] = w[u];
+  }
+  if (tid < n - done) dst[done + tid] = src[done + tid];
+}
+
+extern "C" __global__ void culua_sortm_pull (const unsigned char *src, unsigned char *dst, u64 n) {
+  const size_t x = (size_t)src ^ (size_t)dst;
+  if (!(x & 15)) pull_words<uint4>(src, dst, n);
+  else if (!(x & 7)) pull_words<uint2>(src, dst, n);
+  else if (!(x & 3)) pull_words<unsigned>(src, dst, n);
+  else pull_words<unsigned char>(src, dst, n);
+}
+
 /* }====================================================== */

@@ -64,7 +64,7 @@ end
 
 -- {====================================================== several GPUs
 
-local kbytes = {uint32 = 4, int32 = 4, float32 = 4, uint64 = 8, int64 = 8, float64 = 8}
+local kbytes = {uint32 = 4, int32 = 4, float32 = 4, uint64 = 8, int64 = 8, float64 = 8, uint16 = 2, float16 = 2}
 
 -- n host keys of dtype dt: "random" (every bit pattern: NaNs, -0.0, denormals among the
 -- floats) or "few" (four values: long runs of equal keys across the parts' boundaries)
@@ -79,8 +79,9 @@ local function make_keys(dt, n, how, seed)
     end
     return h:copy_from(i:bytes())
   end
-  local bits = kbytes[dt] == 4 and cuda.host_array("int32", n):random(seed, -2147483648, 2147483647)
-                                or cuda.host_array("int64", n):random(seed, math.mininteger, math.maxinteger)
+  local bits = kbytes[dt] == 2 and cuda.host_array("int16", n):random(seed, -32768, 32767)
+               or kbytes[dt] == 4 and cuda.host_array("int32", n):random(seed, -2147483648, 2147483647)
+               or cuda.host_array("int64", n):random(seed, math.mininteger, math.maxinteger)
   return h:copy_from(bits:bytes())
 end
 
@@ -222,6 +223,18 @@ T.gpu_part(function ()
     multi("direct, on {0, 1, 2, 3}", "float32", {0, 1, 2, 3}, {40000, 1, 30000, 20001}, nil, "int64")
     multi("direct, on {3, 2, 1, 0, 0}", "uint64", {3, 2, 1, 0, 0}, {40000, 1, 30000, 20001, 777}, nil, "int64")
   end
+  -- tune.pull: the pieces read by the receivers' multiprocessors, 16-bit keys among them
+  -- (pieces at offsets of 2 bytes: the kernel's narrower words and single bytes)
+  tune.direct, tune.pull = false, true
+  multi("pull, on {0, 0, 0, 0}", "uint32", {0, 0, 0, 0}, {40000, 1, 30000, 20001}, nil, "int32", "few")
+  multi("pull, float16 keys on {0, 0, 0}", "float16", {0, 0, 0}, {12345, 777, 30001}, nil, "uint32")
+  if cuda.device_count() >= 2 then
+    multi("pull, on {0, 1, 1, 0}", "uint64", {0, 1, 1, 0}, {40001, 3, 29999, 20000}, nil, "int64")
+    multi("pull, uint16 keys on {1, 0, 1}", "uint16", {1, 0, 1}, {9999, 20001, 12347}, {descending = true}, "uint16")
+  else
+    T.skip("one GPU: pulls between GPUs need two", 1)
+  end
+  tune.pull = false
   tune.items, tune.search, tune.phased = 3, 7, false
   multi("tune: 3 keys a thread, 7 candidates, no phases", "float32", {0, 0, 0}, {20000, 777, 30001}, nil, "uint64", "few")
   tune.items, tune.search, tune.phased = 16, 4096, true

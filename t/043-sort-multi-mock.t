@@ -365,11 +365,18 @@ KERNELS.copy8 = function (_, src, dst, n)
   end
 end
 
+KERNELS.pull = function (_, src, dst, n)
+  assert(src.dtype == dst.dtype, "pull: one dtype at both ends")
+  local es = sizes[src.dtype]
+  assert(n % es == 0 and n // es <= src.n and n // es <= dst.n, "pull: whole elements inside both arrays")
+  for i = 0, n // es - 1 do dst.data[dst.off + i] = src.data[src.off + i] end
+end
+
 -- each kernel's parameters: p a pointer (an array of the launch's device), the others integers
 local SIG = {
   bounds = "p u64 p u32 p u32 s32 s32 s32 u64 u32", ends = "p u64 p s32 s32 s32 u64 u32",
   corank = "p u64 p u64 p u64 s32 s32 s32 u64 u32", merge_keys = "p u64 p u64 p p s32 s32 s32 u64 u32",
-  merge_pairs = "p u64 p u64 p p p p p s32 s32 s32 u64 u32", copy8 = "p p u64"}
+  merge_pairs = "p u64 p u64 p p p p p s32 s32 s32 u64 u32", copy8 = "p p u64", pull = "p p u64"}
 local function kernel(file, name, defines, dev)
   assert(file == "sort_multi", "a kernel of " .. file)
   local mi = MI
@@ -914,6 +921,23 @@ local direct_before = launches.merge_pairs
 check("direct: three devices", {dt = "uint64", vdt = "uint64", sizes = {30, 41, 45}, devs = {0, 1, 2}})
 T.ok(launches.merge_pairs > direct_before and cuda.device(0).peers[1] and cuda.device(2).peers[0],
      "direct: peer access enabled every way")
+
+-- tune.pull: the pieces read by the receivers' multiprocessors, a pair without peer access
+-- copied as before
+M.tune.direct, M.tune.pull = false, true
+local pulls, copies = launches.pull or 0, 0
+check("pull: four devices, uint32 pairs", {dt = "uint32", vdt = "uint32", sizes = {30, 41, 45, 29}, devs = {0, 1, 2, 3}, few = true})
+T.ok((launches.pull or 0) - pulls == 24, "pull: every piece's keys and values pulled (4 x 3 pieces, 2 arrays)")
+pulls = launches.pull
+check("pull: shares of two devices, float64 keys", {dt = "float64", sizes = {9, 14, 3, 20, 11}, devs = {0, 1, 0, 1, 0}})
+NO_PEER[1] = {[2] = true}
+pulls = launches.pull
+check("pull: device 1 cannot reach device 2, that piece copied", {dt = "int64", sizes = {30, 41, 45, 29}, devs = {0, 1, 2, 3}})
+T.is(launches.pull - pulls, 11, "pull: the piece device 1 gets from device 2 copied, the other eleven pulled")
+NO_PEER[1] = nil
+M.tune.pull = "yes"
+T.like(select(2, pcall(M.sort, {cuda.array("uint32", 4)}, {devices = {0}})), "tune%.pull must be a boolean, got yes", "tune.pull checked")
+M.tune.direct, M.tune.pull = true, false
 
 -- the knobs: other merge tiles (NVRTC's), fewer candidates a round, the pieces all at once
 M.tune.items, M.tune.search, M.tune.phased = 2, 3, false

@@ -241,7 +241,7 @@ local function by_devices(fname, keys, values, opts)
   for i, p in ipairs(parts) do rows[i] = agreement_row(p, o) end
   local ns, out, N = agree(ctx, rows)
   ctx.ns, ctx.out = ns, out
-  local T = X.peer(parts, P, R.levels_of(P), R.tune.direct)
+  local T = X.peer(parts, P, R.levels_of(P), R.tune.direct, R.tune.pull)
   ctx.stats.transport = T.direct and "direct" or "copies"
   if N > 0 then
     for _, p in ipairs(parts) do

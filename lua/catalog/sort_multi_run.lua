@@ -28,13 +28,16 @@ local DESC = core.constants("culua/sort.cuh").SORT_DESC
 -- one GPU against 2.08x, bench/RESULTS.md, session 28). timeline: each part's GPU
 -- times of its steps (sorted, each piece's arrival, each merge) from the call's start, in
 -- M.stats.timeline, for bench/sort_multi.lua (timing events: off by default)
-local tune = {items = ITEMS, search = 256, phased = true, direct = false, timeline = false}
+-- pull: within one process, each piece is read by its receiver's multiprocessors
+-- (kernels/sort_multi.cu's pull) rather than copied by the copy engines.
+local tune = {items = ITEMS, search = 256, phased = true, direct = false, timeline = false, pull = false}
 
 -- the knobs, checked before a call does anything
 local function check_tune(fail, fname)
   local i, s = tune.items, tune.search
   if math.type(i) ~= "integer" or i < 1 or i > 16 then fail(fname, "tune.items must be an integer 1..16, got %s", tostring(i)) end
   if math.type(s) ~= "integer" or s < 2 or s > 4096 then fail(fname, "tune.search must be an integer 2..4096, got %s", tostring(s)) end
+  if type(tune.pull) ~= "boolean" then fail(fname, "tune.pull must be a boolean, got %s", tostring(tune.pull)) end
   if type(tune.timeline) ~= "boolean" then fail(fname, "tune.timeline must be a boolean, got %s", tostring(tune.timeline)) end
 end
 

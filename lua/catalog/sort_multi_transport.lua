@@ -97,8 +97,8 @@ end
 local Peer = {}
 Peer.__index = Peer
 
-local function peer(parts, P, levels, direct)
-  local T = setmetatable({P = P, parts = parts, direct = direct and levels >= 2}, Peer)
+local function peer(parts, P, levels, direct, pull)
+  local T = setmetatable({P = P, parts = parts, direct = direct and levels >= 2, pull = pull}, Peer)
   if T.direct then
     for _, a in ipairs(parts) do
       for _, b in ipairs(parts) do
@@ -111,7 +111,30 @@ local function peer(parts, P, levels, direct)
       for _, b in ipairs(parts) do if a.dev ~= b.dev then a.dev:enable_peer_access(b.dev) end end
     end
   end
+  if T.pull and not T.direct then   -- pull: the pairs whose reader can reach the other's memory
+    T.can_pull = {}
+    for _, a in ipairs(parts) do
+      for _, b in ipairs(parts) do
+        if a.dev == b.dev or a.dev:can_access_peer(b.dev) then
+          if a.dev ~= b.dev then a.dev:enable_peer_access(b.dev) end
+          T.can_pull[a.r * (P + 1) + b.r] = true
+        end
+      end
+    end
+  end
   return T
+end
+
+-- c elements of src into dst (arrays of one dtype) on stream st of t's device: a copy by
+-- the copy engines, or with `pull` (tune.pull) read by t's multiprocessors where t can
+-- reach src's device (kernels/sort_multi.cu's pull)
+function Peer:move(t, s, src, dst, st)
+  if self.can_pull and self.can_pull[t.r * (self.P + 1) + s.r] then
+    kern("pull", t.dev):launch({grid = core.sm_count(t.dev), block = 512, stream = st}, src, dst,
+                               #src * core.dtype_bytes[src.dtype])
+  else
+    dst:copy_from(src, st)
+  end
 end
 
 function Peer:gather(rows) return rows end
@@ -160,8 +183,8 @@ function Peer:exchange(plan)
           st:wait(s.sorted)
           for _, e in ipairs(prev or {}) do st:wait(e) end
           local from, to = plan.from[s.r][t.r], plan.to[t.r][s.r]
-          t.recv:view(to + 1, c):copy_from(s.keys:view(from + 1, c), st)
-          if t.vrecv then t.vrecv:view(to + 1, c):copy_from(s.values:view(from + 1, c), st) end
+          self:move(t, s, s.keys:view(from + 1, c), t.recv:view(to + 1, c), st)
+          if t.vrecv then self:move(t, s, s.values:view(from + 1, c), t.vrecv:view(to + 1, c), st) end
           local e = slot_event(t.slot, t.dev, "copy" .. s.r)
           e:record(st)
           if self.mark then self.mark(t, "piece " .. s.r, st) end
