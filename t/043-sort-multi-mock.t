@@ -167,6 +167,15 @@ function Host.totable(h)
   for i = 1, h.n do t[i] = rawget(h, "data")[i - 1] or 0 end
   return t
 end
+-- a host array's copy from a list or another host array of its dtype, no longer than it
+function Host.copy_from(h, src)
+  local list = not src.kind
+  assert(list or (src.kind == "cuda.host_array" and src.dtype == h.dtype), "host copy_from: a list or a host array of its dtype")
+  local n = list and #src or src.n
+  assert(n <= h.n, "host copy_from: too long")
+  for i = 1, n do rawget(h, "data")[i - 1] = list and src[i] or rawget(src, "data")[i - 1] end
+  return h
+end
 local function host_array(dt, n)
   local h = {kind = "cuda.host_array", dtype = dt, n = n, data = {}, off = 0}
   return setmetatable(h, {__len = function () return n end,

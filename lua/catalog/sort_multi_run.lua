@@ -11,6 +11,7 @@ local X = require "culua.catalog.sort_multi_transport"
 
 local ceil_div = core.ceil_div
 local kern, copy_bytes, buffer, slot_event, slot_host = X.kern, X.copy_bytes, X.buffer, X.slot_event, X.slot_host
+local slot_cands = X.slot_cands
 
 local K = core.constants("sort_multi")
 local THREADS, ITEMS = K.SORTM_THREADS, K.SORTM_ITEMS
@@ -139,18 +140,22 @@ local function boundaries(R, lo, hi, eval)
   end
 end
 
--- part p's bounds of the candidates `cands` into words[at, at + #cands) (and, with both,
--- the upper bounds after them), on its stream
+-- part p's bounds of the candidates `cands` (a list, or another part's pinned copy of
+-- it) into words[at, at + #cands) (and, with both, the upper bounds after them), on its
+-- stream; returns its pinned copy of the candidates
 local function bounds(p, o, cands, at, both)
   local n = #cands
   local cv, ov = p.words:view(at + 1, n), p.words:view(at + n + 1, both and 2 * n or n)
-  cv:copy_from(cands, p.S)
   if p.n == 0 then
     ov:fill(0, p.S)
-    return
+    return cands
   end
+  local h = slot_cands(p.slot, p.dev, n)
+  if h ~= cands then h:copy_from(cands) end
+  cv:copy_from(h, p.S)   -- read before the round's end, when the host waits for p.S
   kern("bounds_" .. o.wname, p.dev):launch({grid = ceil_div(n, THREADS), block = THREADS, stream = p.S},
     p.keys, p.n, cv, n, ov, both and 1 or 0, order_args(o))
+  return h
 end
 
 -- a merge on part p's stream: a[0, na) and b[0, nb) (cuda.arrays or views, the keys in wire
@@ -332,7 +337,8 @@ local function run(T, ctx)
     stats.rounds = stats.rounds + 1
     if ctx.test_fail(parts[1].r, "search") then error("cuda.catalog.sort: a failure for the tests", 0) end
     local t = cuda.clock()
-    for _, p in ipairs(parts) do bounds(p, o, cands, 0, false) end
+    local from = cands
+    for _, p in ipairs(parts) do from = bounds(p, o, from, 0, false) end
     local l = cuda.clock()
     local sums = T:sum(#cands, #cands)
     -- a round's host ms: the candidates' copies and the launches, then the wait for the counts
@@ -340,8 +346,9 @@ local function run(T, ctx)
     return sums
   end)
   -- every part's lower and upper bounds of the boundaries' keys, gathered
+  local from = v
   for _, p in ipairs(parts) do
-    bounds(p, o, v, 0, true)
+    from = bounds(p, o, from, 0, true)
     p.words:view(P, 2 * (P - 1)):copy_to(slot_host(p.slot, p.dev, 2 * (P - 1)), p.S)
   end
   local lrows = {}

@@ -57,6 +57,20 @@ local function slot_host(s, dev, n)
   return s.hw
 end
 
+-- s's pinned words of exactly n elements for a search round's candidates (a device
+-- view takes a host array no longer than itself), one a size, kept: the host fills them
+-- with a copy of the first part's (a memcpy, where a Lua table would be converted again
+-- a part) and the copies to the device run without the driver's staging
+local function slot_cands(s, dev, n)
+  s.cands = s.cands or {}
+  local h = s.cands[n]
+  if not h then
+    h = cuda.host_array("int64", n, {pinned = true, device = dev.ordinal})
+    s.cands[n] = h
+  end
+  return h
+end
+
 local function kern(stem, dev) return core.kernel("sort_multi", "culua_sortm_" .. stem, nil, dev) end
 
 -- bytes between arrays of other dtypes (keys NCCL has no dtype for travel as bytes)
@@ -322,4 +336,4 @@ local function wire(dt, bytes, over_ranks)
 end
 
 return {peer = peer, Nccl = Nccl, wire = wire, kern = kern, copy_bytes = copy_bytes, buffer = buffer, slot = slot,
-        slot_event = slot_event, slot_host = slot_host}
+        slot_event = slot_event, slot_host = slot_host, slot_cands = slot_cands}
