@@ -111,6 +111,7 @@ local function differ(got, want, es, what)
 end
 
 local POISON = 0x5a5a5a5a   -- the room past a part's keys, and the scratch
+local function poison(dt) return kbytes[dt] == 2 and 0x5a5a or POISON end   -- what a 16-bit dtype holds
 -- under compute-sanitizer (T.sanitizer) the parts are smaller: the case of 2^21 keys a part
 -- takes 2^14, the others a tenth
 local SCALE, BIG = T.sanitizer and 10 or 1, T.sanitizer and 1 << 14 or 1 << 21
@@ -128,10 +129,10 @@ local function multi(name, dt, devs, sizes, opts, vdt, how, caps)
   local keys, values, at = {}, vdt and {} or nil, 0
   for r = 1, P do
     local n, cap = sizes[r], caps and caps[r] or sizes[r]
-    keys[r] = cuda.array(dt, math.max(cap, 1), {device = devs[r]}):view(1, cap):fill(POISON)
+    keys[r] = cuda.array(dt, math.max(cap, 1), {device = devs[r]}):view(1, cap):fill(poison(dt))
     if n > 0 then keys[r]:view(1, n):copy_from(kall:sub(at * es + 1, (at + n) * es)) end
     if vdt then
-      values[r] = cuda.array(vdt, math.max(cap, 1), {device = devs[r]}):view(1, cap):fill(POISON)
+      values[r] = cuda.array(vdt, math.max(cap, 1), {device = devs[r]}):view(1, cap):fill(poison(vdt))
       if n > 0 then values[r]:view(1, n):copy_from(cuda.host_array(vdt, n):iota(at + 1)) end
     end
     at = at + n
