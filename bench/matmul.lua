@@ -2,12 +2,16 @@
 -- TF32 tensor ops), and float64 (dmma, fast) against DGEMM: squares, and LU's trailing
 -- update (C -= A*B, k = 128 and 256), measured in the same run; float64 prints dmma's
 -- tiles and its knobs (matmul.tune: dmma_group, dmma_tma) beside the default.
---   culua bench/matmul.lua [ANCHOR] [REPS] [float64]   (float64: that half alone)
+--   culua bench/matmul.lua [ANCHOR] [REPS] [float64 [SHAPES [ROWS]]]   (float64: that half alone)
+-- SHAPES: all (the default), lu (LU's four update shapes, k = 128 and 256) or square (4096^3,
+-- 8192^3); ROWS: all (the default) or lu (the default, the old default and the rows new for
+-- LU's shapes: epilogues, k-tiles of 32, the TMA kernel's epilogues)
 local cuda = require "cuda"
 require("culua.bench").need_devices()
 local anchor = arg[1] or "bench/anchor_cublas"
 local REPS = tonumber(arg[2]) or 9
 local only64 = arg[3] == "float64"
+local which_shapes, which_rows = arg[4] or "all", arg[5] or "all"
 
 local function tflops(n, ms) return 2 * n ^ 3 / (ms * 1e-3) / 1e12 end
 local verdict = {}
@@ -41,15 +45,34 @@ local tune = require("culua.catalog.matmul").tune
 -- 8 tile rows below: session 27's sweep), the tiles by k with no knob (the default before),
 -- each tile, and the knobs of matmul.tune: tile rows in groups of 8 or 16 (dmma_group), and on
 -- compute capability 9.0 the TMA-fed 128 x 128 kernel, persistent (dmma_tma) or a block a
--- tile (dmma_persistent = false)
+-- tile (dmma_persistent = false). Then the variants for LU's shapes (C read, k = 128 and 256):
+-- the tiles that read C in batches (128x64w8e1, 128x64w8e2, 128x64e2; kernels/matmul.cu's EB),
+-- 128x64w8k32 (k-tiles of 32 in 2 stages), and the TMA kernel reading C in batches
+-- (dmma_tma_eb). Rows marked lu are those of ROWS = lu.
 local rows64 = {
-  {"dmma", "default"}, {"dmma", "by k, no knob", {dmma_tma = false, dmma_group = 1}}, {"dmma", "128x128", {dmma_tile = "128x128"}}, {"dmma", "128x64", {dmma_tile = "128x64"}},
+  {"dmma", "default", lu = true}, {"dmma", "by k, no knob", {dmma_tma = false, dmma_group = 1}}, {"dmma", "128x128", {dmma_tile = "128x128"}}, {"dmma", "128x64", {dmma_tile = "128x64"}},
   {"dmma", "64x128", {dmma_tile = "64x128"}}, {"dmma", "128x64w8", {dmma_tile = "128x64w8"}},
   {"dmma", "by k group8", {dmma_group = 8}}, {"dmma", "by k group16", {dmma_group = 16}},
-  {"dmma", "tma", {dmma_tma = true}}, {"dmma", "tma a tile", {dmma_tma = true, dmma_persistent = false}},
+  {"dmma", "tma", {dmma_tma = true}, lu = true}, {"dmma", "tma a tile", {dmma_tma = true, dmma_persistent = false}},
+  {"dmma", "w8e1 group8", {dmma_tile = "128x64w8e1", dmma_group = 8}, lu = true},
+  {"dmma", "w8e2 group8", {dmma_tile = "128x64w8e2", dmma_group = 8}, lu = true},
+  {"dmma", "w8e2 group16", {dmma_tile = "128x64w8e2", dmma_group = 16}, lu = true},
+  {"dmma", "w8e2 no group", {dmma_tile = "128x64w8e2"}, lu = true},
+  {"dmma", "128x64e2 group8", {dmma_tile = "128x64e2", dmma_group = 8}, lu = true},
+  {"dmma", "w8k32 group8", {dmma_tile = "128x64w8k32", dmma_group = 8}, lu = true},
+  {"dmma", "tma eb", {dmma_tma = true, dmma_tma_eb = true}, lu = true},
+  {"dmma", "tma eb a tile", {dmma_tma = true, dmma_tma_eb = true, dmma_persistent = false}, lu = true},
   {"fast", ""},
 }
-for _, c in ipairs{{4096, 4096}, {8192, 8192}, {8192, 128}, {8192, 256}, {16384, 128}, {16384, 256}} do
+local shapes64 = {{4096, 4096}, {8192, 8192}, {8192, 128}, {8192, 256}, {16384, 128}, {16384, 256}}
+if which_shapes == "lu" then shapes64 = {{8192, 128}, {8192, 256}, {16384, 128}, {16384, 256}}
+elseif which_shapes == "square" then shapes64 = {{4096, 4096}, {8192, 8192}} end
+if which_rows == "lu" then
+  local keep = {}
+  for _, v in ipairs(rows64) do if v.lu then keep[#keep + 1] = v end end
+  rows64 = keep
+end
+for _, c in ipairs(shapes64) do
   local n, k = c[1], c[2]
   local A = cuda.array("float64", {n, k}):copy_from(cuda.host_array("float64", {n, k}):random(1, -1, 1))
   local B = cuda.array("float64", {k, n}):copy_from(cuda.host_array("float64", {k, n}):random(2, -1, 1))

@@ -493,12 +493,13 @@ __device__ __forceinline__ bool dmma_origin (int M, int N, int &bm, int &bn) {
 }
 
 
-/* the shared memory of dmma<BM, BN, STAGES>: STAGES copies of A's BM x 16 tile (rows padded
-** to 20) and B's 16 x BN tile (rows padded to BN + 4); lua/catalog/matmul.lua sizes it alike */
-#define CULUA_DMMA_SHARED(BM, BN, STAGES) ((STAGES) * ((BM) * 20 + 16 * ((BN) + 4)) * 8)
+/* the shared memory of dmma<BM, BN, STAGES, BK>: STAGES copies of A's BM x BK tile (rows
+** padded to BK + 4) and B's BK x BN tile (rows padded to BN + 4); lua/catalog/matmul.lua
+** sizes it alike */
+#define CULUA_DMMA_SHARED(BM, BN, STAGES, BK) ((STAGES) * ((BM) * ((BK) + 4) + (BK) * ((BN) + 4)) * 8)
 
 /*
-** BM x BN tiles of C, k 16 at a time through a ring of STAGES shared tiles filled by
+** BM x BN tiles of C, k BK (16 or 32) at a time through a ring of STAGES shared tiles filled by
 ** cp.async (the next STAGES - 1 in flight while one is multiplied); WM x WN warps, each
 ** a (BM / WM) x (BN / WN) block of C as 16 x 8 mma tiles. V16: 16-byte copies (lda, ldb
 ** even and A, B 16-byte aligned: the dispatcher checks), else 8-byte ones.
@@ -512,7 +513,7 @@ __device__ __forceinline__ bool dmma_origin (int M, int N, int &bm, int &bn) {
 ** Fragments are read 8 bytes at a time, each straight into the mma's register: 16-byte
 ** reads of two k of a row (a free choice of the k slots) needed register moves around
 ** every mma, since the mma takes its four A values in the order A(g), A(g + 8), A(g) ...
-** With rows of A 20 apart and of B BN + 4 apart, a half-warp's reads hit 16 banks.
+** With rows of A BK + 4 apart and of B BN + 4 apart, a half-warp's reads hit 16 banks.
 **
 ** Where C is read (beta != 0; LU's update, C -= A*B, k = 128), the block first asks L2 to
 ** fetch its tile of C (prefetch.global.L2: no registers, no shared memory), so that the
@@ -520,11 +521,17 @@ __device__ __forceinline__ bool dmma_origin (int M, int N, int &bm, int &bn) {
 ** as C waited for it from memory before the first product: 18 TFLOP/s on an H100 at
 ** 16384^2 x 128 either way.) The final reads and writes take two columns at once where
 ** C's rows allow (ldc even, C on 16 bytes).
+**
+** EB > 0: in a tile wholly inside C (with the two-column reads), the reads of C go in
+** batches of EB rows of mma tiles, every read of a batch issued before its first write.
+** With EB = 0 each read waits for the write before it (the compiler cannot tell that they
+** touch other elements of C): 16 round trips to L2 one after the other a thread, at the
+** end of every tile, which at LU's k (128, 256) weigh as much as a third of the products.
 */
-template <int BM, int BN, int WM, int WN, int STAGES, bool V16>
+template <int BM, int BN, int WM, int WN, int STAGES, bool V16, int EB, int BK>
 __device__ void dmma (int M, int N, int K, double alpha, const double *A, const double *B, double beta, double *C,
                       int lda, int ldb, int ldc) {
-  constexpr int BK = 16, SA = BK + 4, SB = BN + 4, NT = WM * WN * 32;
+  constexpr int SA = BK + 4, SB = BN + 4, NT = WM * WN * 32;
   constexpr int TM = BM / WM, TN = BN / WN, MI = TM / 16, NI = TN / 8;
   constexpr int E = V16 ? 2 : 1;                                   /* doubles a copy */
   constexpr int QA = BM * BK / E / NT, QB = BK * BN / E / NT;      /* copies a thread */
@@ -615,6 +622,34 @@ __device__ void dmma (int M, int N, int K, double alpha, const double *A, const 
   ** the tile's origin read afresh, so that it need not live across the products */
   dmma_origin<BM, BN>(M, N, bm, bn);
   const bool pairs = (ldc & 1) == 0 && ((size_t)C & 15) == 0;
+  if (EB > 0 && pairs && bm + BM <= M && bn + BN <= N) {
+    /* a tile inside C: its reads of C in batches of EB rows of mma tiles, all of a batch
+    ** issued before its first write (a read after a write of C must wait for it: the
+    ** compiler cannot tell that they touch other elements) */
+    double *c0 = C + (size_t)(bm + wm + g) * ldc + bn + wn + 2 * t;
+#pragma unroll
+    for (int i0 = 0; i0 < MI; i0 += EB) {
+      double2 old[EB > 0 ? EB : 1][NI][2];
+      if (beta != 0.0)
+#pragma unroll
+        for (int i = 0; i < EB; i++)
+#pragma unroll
+          for (int j = 0; j < NI; j++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) old[i][j][h] = *(const double2 *)(c0 + (size_t)((i0 + i) * 16 + 8 * h) * ldc + j * 8);
+#pragma unroll
+      for (int i = 0; i < EB; i++)
+#pragma unroll
+        for (int j = 0; j < NI; j++)
+#pragma unroll
+          for (int h = 0; h < 2; h++) {
+            double x = alpha * acc[i0 + i][j][2 * h], y = alpha * acc[i0 + i][j][2 * h + 1];
+            if (beta != 0.0) { x += beta * old[i][j][h].x; y += beta * old[i][j][h].y; }
+            *(double2 *)(c0 + (size_t)((i0 + i) * 16 + 8 * h) * ldc + j * 8) = make_double2(x, y);
+          }
+    }
+    return;
+  }
 #pragma unroll
   for (int i = 0; i < MI; i++)
 #pragma unroll
@@ -707,17 +742,25 @@ extern "C" __global__ void __launch_bounds__(CULUA_FAST_THREADS) culua_matmul_fa
 ** 64x128: 4 warps of 64 x 32, two blocks a multiprocessor; 128x64w8: 8 warps of 32 x 32
 ** (about 128 registers), two blocks a multiprocessor: more warps to hide the loads of C and
 ** the short k-loops of LU's update (k = 128: 27.5 TFLOP/s on an H100 at 8192^2, where the
-** 4 warps gave 22.7). */
-#define CULUA_DMMA(NAME, BM, BN, WM, WN, STAGES, MINB) \
+** 4 warps gave 22.7).
+** For LU's update (C read, k = 128 and 256), the same tiles with C read in batches (EB
+** above): 128x64w8e1 (8 loads of 16 bytes in flight a thread), 128x64w8e2 (16: all of its
+** tile's), 128x64e2 (16, twice); and 128x64w8k32, 128x64w8e2 with k-tiles of 32 in 2 stages
+** (half the barriers and waits of a short k-loop; 106 KiB, still two blocks a
+** multiprocessor). The last argument is BK. */
+#define CULUA_DMMA(NAME, BM, BN, WM, WN, STAGES, MINB, EB, BK) \
   extern "C" __global__ void __launch_bounds__(WM * WN * 32, MINB) culua_matmul_dmma_##NAME (CULUA_PARAMS(double)) \
-  { dmma<BM, BN, WM, WN, STAGES, false>(CULUA_ARGS); } \
+  { dmma<BM, BN, WM, WN, STAGES, false, EB, BK>(CULUA_ARGS); } \
   extern "C" __global__ void __launch_bounds__(WM * WN * 32, MINB) culua_matmul_dmma_##NAME##_v16 (CULUA_PARAMS(double)) \
-  { dmma<BM, BN, WM, WN, STAGES, true>(CULUA_ARGS); }
-CULUA_DMMA(128x128, 128, 128, 2, 4, 4, 1)
-CULUA_DMMA(128x64, 128, 64, 2, 2, 3, 2)
-CULUA_DMMA(64x128, 64, 128, 1, 4, 3, 2)
-CULUA_DMMA(128x64w8, 128, 64, 4, 2, 3, 2)
-
+  { dmma<BM, BN, WM, WN, STAGES, true, EB, BK>(CULUA_ARGS); }
+CULUA_DMMA(128x128, 128, 128, 2, 4, 4, 1, 0, 16)
+CULUA_DMMA(128x64, 128, 64, 2, 2, 3, 2, 0, 16)
+CULUA_DMMA(64x128, 64, 128, 1, 4, 3, 2, 0, 16)
+CULUA_DMMA(128x64w8, 128, 64, 4, 2, 3, 2, 0, 16)
+CULUA_DMMA(128x64w8e1, 128, 64, 4, 2, 3, 2, 1, 16)
+CULUA_DMMA(128x64w8e2, 128, 64, 4, 2, 3, 2, 2, 16)
+CULUA_DMMA(128x64e2, 128, 64, 2, 2, 3, 2, 2, 16)
+CULUA_DMMA(128x64w8k32, 128, 64, 4, 2, 2, 2, 2, 32)
 
 extern "C" __global__ void __launch_bounds__(CULUA_TF32_THREADS) culua_matmul_tf32_vec (CULUA_PARAMS(float))
 { tf32<true>(CULUA_ARGS); }

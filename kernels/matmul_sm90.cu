@@ -195,9 +195,9 @@ __device__ __forceinline__ unsigned swz128 (int r, int c) {
   return r * 128 + ((((c >> 1) ^ (r & 7)) << 4) | ((c & 1) << 3));
 }
 
-extern "C" __global__ void __launch_bounds__(384, 1)
-culua_matmul_dmma_tma (int M, int N, int K, double alpha, const __grid_constant__ culua_tmap tmA,
-                       const __grid_constant__ culua_tmap tmB, double beta, double *C, int ldc) {
+template <int EB>
+__device__ __forceinline__ void dmma_tma (int M, int N, int K, double alpha, const culua_tmap &tmA, const culua_tmap &tmB,
+                                          double beta, double *C, int ldc) {
   constexpr int BM = CULUA_DMMA_TMA_BM, BN = CULUA_DMMA_TMA_BN, BK = CULUA_DMMA_TMA_BK, P = CULUA_DMMA_TMA_PANEL;
   constexpr int STAGES = CULUA_DMMA_TMA_STAGES, A_BYTES = BM * BK * 8, B_BYTES = BK * BN * 8, P_BYTES = BK * P * 8;
   static_assert(CULUA_DMMA_TMA_SHARED(STAGES) == STAGES * (A_BYTES + B_BYTES) + 2 * STAGES * 8 + 1024, "shared memory");
@@ -282,6 +282,33 @@ culua_matmul_dmma_tma (int M, int N, int K, double alpha, const __grid_constant_
       if (lane == 0) mbar_arrive(ring.empty(s));
     }
     /* accumulators 2h and 2h + 1 of tile (i, j): row g (+8 for h = 1), columns 2t and 2t + 1 */
+    if (EB > 0 && pairs && m0 + BM <= M && n0 + BN <= N) {
+      /* a tile inside C: its reads in batches of EB rows of mma tiles, each batch's reads
+      ** issued before its first write (as matmul.cu's dmma with EB > 0) */
+      double *c0 = C + (size_t)(m0 + wm + g) * ldc + n0 + wn + 2 * t;
+#pragma unroll
+      for (int i0 = 0; i0 < 4; i0 += (EB > 0 ? EB : 4)) {
+        double2 old[EB > 0 ? EB : 1][4][2];
+        if (beta != 0.0)
+#pragma unroll
+          for (int i = 0; i < EB; i++)
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+#pragma unroll
+              for (int h = 0; h < 2; h++) old[i][j][h] = *(const double2 *)(c0 + (size_t)((i0 + i) * 16 + 8 * h) * ldc + j * 8);
+#pragma unroll
+        for (int i = 0; i < EB; i++)
+#pragma unroll
+          for (int j = 0; j < 4; j++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+              double x = alpha * acc[i0 + i][j][2 * h], y = alpha * acc[i0 + i][j][2 * h + 1];
+              if (beta != 0.0) { x += beta * old[i][j][h].x; y += beta * old[i][j][h].y; }
+              *(double2 *)(c0 + (size_t)((i0 + i) * 16 + 8 * h) * ldc + j * 8) = make_double2(x, y);
+            }
+      }
+      continue;
+    }
 #pragma unroll
     for (int i = 0; i < 4; i++)
 #pragma unroll
@@ -306,6 +333,20 @@ culua_matmul_dmma_tma (int M, int N, int K, double alpha, const __grid_constant_
           }
         }
   }
+}
+
+/* culua_matmul_dmma_tma: each read of C after the write before it (32 round trips to L2
+** a thread at the end of a tile); culua_matmul_dmma_tma_eb: in a tile inside C, the reads
+** in two batches of 16 (the catalog's tune.dmma_tma_eb) */
+extern "C" __global__ void __launch_bounds__(384, 1)
+culua_matmul_dmma_tma (int M, int N, int K, double alpha, const __grid_constant__ culua_tmap tmA,
+                       const __grid_constant__ culua_tmap tmB, double beta, double *C, int ldc) {
+  dmma_tma<0>(M, N, K, alpha, tmA, tmB, beta, C, ldc);
+}
+extern "C" __global__ void __launch_bounds__(384, 1)
+culua_matmul_dmma_tma_eb (int M, int N, int K, double alpha, const __grid_constant__ culua_tmap tmA,
+                          const __grid_constant__ culua_tmap tmB, double beta, double *C, int ldc) {
+  dmma_tma<2>(M, N, K, alpha, tmA, tmB, beta, C, ldc);
 }
 
 /* }====================================================== */

@@ -218,13 +218,15 @@ do
   -- 3 leaves a short last group at 300 and 520 rows), and on 9.0 the TMA-fed kernel where
   -- lda and ldb are even (300x200x100, 520x390x262, 1000^3; odd ones fall back to mma.sync),
   -- a block a multiprocessor, a block a tile, and two blocks that take turns over the tiles
-  -- (its ring going on from tile to tile, k-tiles 7, 17 and 63 a tile)
-  local knobs = {{"dmma_group", 3}, {"dmma_group", 2, "128x64w8"}, {"dmma_tma", true},
-                 {"dmma_tma", true, nil, false}, {"dmma_tma", true, nil, 2}}
+  -- (its ring going on from tile to tile, k-tiles 7, 17 and 63 a tile); the same reading C in
+  -- batches (tune.dmma_tma_eb; C is not read here, beta = 0: see below for C read)
+  local knobs = {{"dmma_group", 3}, {"dmma_group", 2, "128x64w8"}, {"dmma_group", 3, "128x64w8k32"}, {"dmma_tma", true},
+                 {"dmma_tma", true, nil, false}, {"dmma_tma", true, nil, 2}, {"dmma_tma", true, nil, 2, true}}
   for _, s in ipairs(shapes) do
     local A, B, Cd, R = problem("float64", s[1], s[2], s[3], 5)
     local tag = ("float64 %dx%dx%d dmma"):format(s[1], s[3], s[2])
-    for _, tile in ipairs{false, "128x128", "128x64", "64x128", "128x64w8"} do
+    for _, tile in ipairs{false, "128x128", "128x64", "64x128", "128x64w8", "128x64w8e1", "128x64w8e2", "128x64e2",
+                          "128x64w8k32"} do
       if not dmma then
         T.skip(tag .. ": needs compute capability 8.0, the device has " .. dev.major .. "." .. dev.minor)
       else
@@ -234,14 +236,15 @@ do
       end
     end
     for _, kn in ipairs(knobs) do
-      local what = ("%s %s = %s%s%s"):format(tag, kn[1], tostring(kn[2]), kn[3] and ", tile " .. kn[3] or "",
-                                             kn[4] ~= nil and ", dmma_persistent = " .. tostring(kn[4]) or "")
+      local what = ("%s %s = %s%s%s%s"):format(tag, kn[1], tostring(kn[2]), kn[3] and ", tile " .. kn[3] or "",
+                                               kn[4] ~= nil and ", dmma_persistent = " .. tostring(kn[4]) or "",
+                                               kn[5] and ", dmma_tma_eb" or "")
       if not dmma then
         T.skip(what .. ": needs compute capability 8.0")
       else
-        tune[kn[1]], tune.dmma_tile, tune.dmma_persistent = kn[2], kn[3], kn[4]
+        tune[kn[1]], tune.dmma_tile, tune.dmma_persistent, tune.dmma_tma_eb = kn[2], kn[3], kn[4], kn[5]
         check(mm(A, B, Cd:fill(0 / 0), {variant = "dmma"}), R, 1e-13, what)
-        tune[kn[1]], tune.dmma_tile, tune.dmma_persistent = nil, nil, nil
+        tune[kn[1]], tune.dmma_tile, tune.dmma_persistent, tune.dmma_tma_eb = nil, nil, nil, nil
       end
     end
     if dmma then check(mm(A, B, Cd:fill(0 / 0)), R, 1e-13, tag .. ": the float64 default") end
@@ -254,7 +257,7 @@ do
     local A, B = cuda.array("float64", {m, 29}):copy_from(hA), cuda.array("float64", {29, n}):copy_from(hB)
     -- beta = 0 (C not read), beta = +-alpha and others: C read in pairs or one at a time
     for _, ab in ipairs{{2.5, -0.5}, {-1, 1}, {0.5, -0.5}, {2, 2}, {1, 0}} do
-      for _, kn in ipairs{{}, {"dmma_group", 2}, {"dmma_tma", true}} do
+      for _, kn in ipairs{{}, {"dmma_group", 2}, {"dmma_tma", true}, {"dmma_tile", "128x64w8e2"}} do
         local R = cuda.host_array("float64", {m, n}):copy_from(hC)
         ref(hA, hB, R, ab[1], ab[2])
         local Cd = cuda.array("float64", {m, n}):copy_from(hC)
@@ -410,10 +413,13 @@ do
           -- the blocks start on 16 bytes) with one block over the tiles
           if dt == "float64" and dev.major >= 8 then
             local mtune = require("culua.catalog.matmul").tune
-            for _, kn in ipairs{{"dmma_group", 2}, {"dmma_tma", true}} do
+            for _, kn in ipairs{{"dmma_group", 2}, {"dmma_tma", true}, {"dmma_tile", "128x64w8e2"},
+                                {"dmma_tile", "128x64w8k32"}, {"dmma_tma", true, true}} do
               mtune[kn[1]], mtune.dmma_persistent = kn[2], kn[1] == "dmma_tma" and 1 or nil
-              run({variant = "dmma"}, tol, ("%s, alpha %g beta %g, tune.%s"):format(l[1], ab[1], ab[2], kn[1]))
-              mtune[kn[1]], mtune.dmma_persistent = nil, nil
+              mtune.dmma_tma_eb = kn[3]
+              run({variant = "dmma"}, tol, ("%s, alpha %g beta %g, tune.%s = %s%s"):format(l[1], ab[1], ab[2], kn[1],
+                  tostring(kn[2]), kn[3] and ", dmma_tma_eb" or ""))
+              mtune[kn[1]], mtune.dmma_persistent, mtune.dmma_tma_eb = nil, nil, nil
             end
           end
         end
@@ -433,9 +439,18 @@ do
       local mtune = require("culua.catalog.matmul").tune
       mtune.dmma_tma, mtune.dmma_persistent = true, 3
       run64({variant = "dmma"}, 1e-13, "C -= A*B, tune.dmma_tma (3 blocks)")
+      mtune.dmma_tma_eb = true
+      run64({variant = "dmma"}, 1e-13, "C -= A*B, tune.dmma_tma (3 blocks), dmma_tma_eb")
+      mtune.dmma_tma_eb = nil
       mtune.dmma_tma, mtune.dmma_group, mtune.dmma_persistent = nil, 4, nil
       run64({variant = "dmma"}, 1e-13, "C -= A*B, tune.dmma_group = 4")
       mtune.dmma_group = nil
+      -- the tiles that read C in batches, and k-tiles of 32: tiles inside C, C read (beta = 1)
+      for _, tile in ipairs{"128x64w8e1", "128x64w8e2", "128x64e2", "128x64w8k32"} do
+        mtune.dmma_tile = tile
+        run64({variant = "dmma"}, 1e-13, "C -= A*B, tune.dmma_tile = " .. tile)
+      end
+      mtune.dmma_tile = nil
     end
   end
   -- float32 fast without TMA stages C in shared memory where it is read (compute capability
@@ -630,7 +645,8 @@ do
   for _, c in ipairs{{"dmma_group", 0, "tune%.dmma_group must be a positive integer, got 0"},
                      {"dmma_group", 2.5, "tune%.dmma_group must be a positive integer, got 2%.5"},
                      {"dmma_persistent", "x", "tune%.dmma_persistent must be a boolean or a block count, got x"},
-                     {"dmma_persistent", 0, "tune%.dmma_persistent must be a boolean or a block count, got 0"}} do
+                     {"dmma_persistent", 0, "tune%.dmma_persistent must be a boolean or a block count, got 0"},
+                     {"dmma_tile", "96x96", "tune%.dmma_tile must be one of 128x128, 128x64, 128x64e2, .*, got 96x96"}} do
     if dev.major < 8 then
       T.skip("refused: tune." .. c[1] .. " = " .. tostring(c[2]) .. ": dmma needs compute capability 8.0")
     else

@@ -179,14 +179,15 @@ end
 
 -- dmma, float64 on tensor cores (compute capability 8.0 and later; kernels/matmul.cu): the
 -- tile shapes built, {rows, columns, threads, shared memory}, read from the file's
--- CULUA_DMMA(NAME, BM, BN, WM, WN, STAGES, MINB) lines and its CULUA_DMMA_SHARED;
+-- CULUA_DMMA(NAME, BM, BN, WM, WN, STAGES, MINB, EB, BK) lines and its CULUA_DMMA_SHARED;
 -- require("culua.catalog.matmul").tune.dmma_tile (nil: by k, dmma_tile below) picks one.
 local dmma_tiles = {}
 for _, d in ipairs(core.instances("matmul", "CULUA_DMMA")) do
-  local name, bm, bn, wm, wn, stages = table.unpack(d)
-  dmma_tiles[name] = {bm, bn, wm * wn * 32, MK.CULUA_DMMA_SHARED(bm, bn, stages)}
+  local name, bm, bn, wm, wn, stages, _, _, bk = table.unpack(d)
+  dmma_tiles[name] = {bm, bn, wm * wn * 32, MK.CULUA_DMMA_SHARED(bm, bn, stages, bk)}
 end
-M.tune = {dmma_tile = nil, dmma_group = nil, dmma_tma = nil, dmma_persistent = nil, stage_c = nil, lowp_sm90 = nil,
+M._dmma_tiles = dmma_tiles   -- (the tests and the bench read the tiles built)
+M.tune = {dmma_tile = nil, dmma_group = nil, dmma_tma = nil, dmma_persistent = nil, dmma_tma_eb = nil, stage_c = nil, lowp_sm90 = nil,
           fp8_tile = nil, fp8_persistent = nil, fp8_programmatic = nil}
 
 -- 128 x 64 in 8 warps for k under 1024 (LU's update), in 4 warps past it, unless
@@ -212,6 +213,9 @@ end
 -- 16384 x 16384 x 128, 0.78x against 0.69x at k = 256; the same at 8192 x 8192 x 128).
 -- M.tune.dmma_persistent: nil or true, a block a multiprocessor; false, a block a tile; a
 -- count, at most that many blocks (the tests take a few, so that each runs several tiles).
+-- M.tune.dmma_tma_eb = true: the kernel that reads C in batches (culua_matmul_dmma_tma_eb:
+-- two batches of 16 reads a thread in tiles inside C, where the other reads each after the
+-- write before it).
 local D9 = nil
 local function dmma_tma(dev, k, v16, auto)
   return (M.tune.dmma_tma == true or auto and k >= 1024) and dev.major == 9 and dev.minor == 0 and k > 0 and v16
@@ -222,7 +226,7 @@ local function matmul_dmma_tma(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, bet
   local bm, bn, bk, panel, swz = D9.CULUA_DMMA_TMA_BM, D9.CULUA_DMMA_TMA_BN, D9.CULUA_DMMA_TMA_BK,
                                  D9.CULUA_DMMA_TMA_PANEL, D9.CULUA_DMMA_TMA_SWIZZLE
   local shared = D9.CULUA_DMMA_TMA_SHARED(D9.CULUA_DMMA_TMA_STAGES)
-  local kern = core.kernel("matmul_sm90", "culua_matmul_dmma_tma", nil, dev)
+  local kern = core.kernel("matmul_sm90", M.tune.dmma_tma_eb and "culua_matmul_dmma_tma_eb" or "culua_matmul_dmma_tma", nil, dev)
   core.allow_shared(kern, shared)
   local amap = A:tensor_map(bm, bk, swz, {rows = m, cols = k, stride = lda * 8})
   local bmap = B:tensor_map(bk, panel, swz, {rows = k, cols = n, stride = ldb * 8})
@@ -255,6 +259,12 @@ local function matmul_dmma(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, o
   end
   local shape = dmma_tile(k)
   local tile = dmma_tiles[shape]
+  if not tile then
+    local names = {}
+    for name in pairs(dmma_tiles) do names[#names + 1] = name end
+    table.sort(names)
+    fail("matmul", "tune.dmma_tile must be one of %s, got %s", table.concat(names, ", "), tostring(shape))
+  end
   local kern = core.kernel("matmul", "culua_matmul_dmma_" .. shape .. (v16 and "_v16" or ""), nil, dev)
   core.allow_shared(kern, tile[4])
   local tn, tm = ceil_div(n, tile[2]), ceil_div(m, tile[1])
