@@ -47,7 +47,9 @@ local tune = require("culua.catalog.matmul").tune
 -- compute capability 9.0 the TMA-fed 128 x 128 kernel, persistent (dmma_tma) or a block a
 -- tile (dmma_persistent = false). Then the variants for LU's shapes (C read, k = 128 and 256):
 -- the tiles that read C in batches (128x64w8e1, 128x64w8e2, 128x64e2; kernels/matmul.cu's EB),
--- 128x64w8k32 (k-tiles of 32 in 2 stages), and the TMA kernel reading C in batches
+-- 128x64w8k32 (k-tiles of 32 in 2 stages), the tiles whose tiles inside C go out by bulk
+-- copies from shared memory, added to C in L2 (128x64w8b, 128x64b, 128x64w8k32b), and the
+-- TMA kernel reading C in batches
 -- (dmma_tma_eb) or sending C's tiles by bulk copies, added to C in L2 (dmma_tma_bulk).
 -- Rows marked lu are those of ROWS = lu.
 local rows64 = {
@@ -61,6 +63,9 @@ local rows64 = {
   {"dmma", "w8e2 no group", {dmma_tile = "128x64w8e2"}, lu = true},
   {"dmma", "128x64e2 group8", {dmma_tile = "128x64e2", dmma_group = 8}, lu = true},
   {"dmma", "w8k32 group8", {dmma_tile = "128x64w8k32", dmma_group = 8}, lu = true},
+  {"dmma", "w8b group8", {dmma_tile = "128x64w8b", dmma_group = 8}, lu = true},
+  {"dmma", "128x64b group8", {dmma_tile = "128x64b", dmma_group = 8}, lu = true},
+  {"dmma", "w8k32b group8", {dmma_tile = "128x64w8k32b", dmma_group = 8}, lu = true},
   {"dmma", "tma eb", {dmma_tma = true, dmma_tma_eb = true}, lu = true},
   {"dmma", "tma eb a tile", {dmma_tma = true, dmma_tma_eb = true, dmma_persistent = false}, lu = true},
   {"dmma", "tma bulk", {dmma_tma = true, dmma_tma_bulk = true}, lu = true},

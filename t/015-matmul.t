@@ -228,7 +228,7 @@ do
     local A, B, Cd, R = problem("float64", s[1], s[2], s[3], 5)
     local tag = ("float64 %dx%dx%d dmma"):format(s[1], s[3], s[2])
     for _, tile in ipairs{false, "128x128", "128x64", "64x128", "128x64w8", "128x64w8e1", "128x64w8e2", "128x64e2",
-                          "128x64w8k32"} do
+                          "128x64w8k32", "128x64w8b", "128x64b", "128x64w8k32b"} do
       if not dmma then
         T.skip(tag .. ": needs compute capability 8.0, the device has " .. dev.major .. "." .. dev.minor)
       else
@@ -418,7 +418,7 @@ do
           if dt == "float64" and dev.major >= 8 then
             local mtune = require("culua.catalog.matmul").tune
             for _, kn in ipairs{{"dmma_group", 2}, {"dmma_tma", true}, {"dmma_tile", "128x64w8e2"},
-                                {"dmma_tile", "128x64w8k32"}, {"dmma_tma", true, "dmma_tma_eb"},
+                                {"dmma_tile", "128x64w8k32"}, {"dmma_tile", "128x64w8b"}, {"dmma_tma", true, "dmma_tma_eb"},
                                 {"dmma_tma", true, "dmma_tma_bulk"}} do
               mtune[kn[1]], mtune.dmma_persistent = kn[2], kn[1] == "dmma_tma" and 1 or nil
               if kn[3] then mtune[kn[3]] = true end
@@ -467,6 +467,15 @@ do
       for _, tile in ipairs{"128x64w8e1", "128x64w8e2", "128x64e2", "128x64w8k32"} do
         mtune.dmma_tile = tile
         run64({variant = "dmma"}, 1e-13, "C -= A*B, tune.dmma_tile = " .. tile)
+      end
+      -- the tiles whose tiles inside C go by bulk copies (9.0; elsewhere as 128x64w8e2): added
+      -- in L2 (beta = 1, any alpha), written (beta = 0), other betas read in batches
+      for _, tile in ipairs{"128x64w8b", "128x64b", "128x64w8k32b"} do
+        mtune.dmma_tile = tile
+        for _, ab in ipairs{{-1, 1}, {2.5, 1}, {0.5, 0}, {2, -0.5}} do
+          local runb = ld_case("float64", s[1], s[2], s[3], {one = {600, 600}}, {300, 0}, {0, 300}, {300, 300}, ab[1], ab[2])
+          runb({variant = "dmma"}, 1e-13, ("alpha %g beta %g, tune.dmma_tile = %s"):format(ab[1], ab[2], tile))
+        end
       end
       mtune.dmma_tile = nil
     end
@@ -664,7 +673,7 @@ do
                      {"dmma_group", 2.5, "tune%.dmma_group must be a positive integer, got 2%.5"},
                      {"dmma_persistent", "x", "tune%.dmma_persistent must be a boolean or a block count, got x"},
                      {"dmma_persistent", 0, "tune%.dmma_persistent must be a boolean or a block count, got 0"},
-                     {"dmma_tile", "96x96", "tune%.dmma_tile must be one of 128x128, 128x64, 128x64e2, .*, got 96x96"}} do
+                     {"dmma_tile", "96x96", "tune%.dmma_tile must be one of 128x128, 128x64, 128x64b, 128x64e2, .*, got 96x96"}} do
     if dev.major < 8 then
       T.skip("refused: tune." .. c[1] .. " = " .. tostring(c[2]) .. ": dmma needs compute capability 8.0")
     else
