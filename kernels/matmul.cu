@@ -537,6 +537,7 @@ __device__ void dmma (int M, int N, int K, double alpha, const double *A, const 
   constexpr int SA = BK + 4, SB = BN + 4, NT = WM * WN * 32;
   constexpr int TM = BM / WM, TN = BN / WN, MI = TM / 16, NI = TN / 8;
   constexpr int XB = EB > 0 ? EB : 2;   /* the batches of C's reads (BULK with EB = 0: 2) */
+  static_assert(MI % XB == 0, "whole batches");
   constexpr int E = V16 ? 2 : 1;                                   /* doubles a copy */
   constexpr int QA = BM * BK / E / NT, QB = BK * BN / E / NT;      /* copies a thread */
   constexpr int RA = NT * E / BK, RB = NT * E / BN;                /* rows between them */
