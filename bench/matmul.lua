@@ -2,12 +2,16 @@
 -- TF32 tensor ops), and float64 (dmma, fast) against DGEMM: squares, and LU's trailing
 -- update (C -= A*B, k = 128 and 256), measured in the same run; float64 prints dmma's
 -- tiles and its knobs (matmul.tune: dmma_group, dmma_tma) beside the default.
---   culua bench/matmul.lua [ANCHOR] [REPS] [float64]   (float64: that half alone)
+--   culua bench/matmul.lua [ANCHOR] [REPS] [float64 [SHAPES [ROWS]]]   (float64: that half alone)
+-- SHAPES: all (the default), lu (LU's four update shapes, k = 128 and 256) or square (4096^3,
+-- 8192^3); ROWS: all (the default) or lu (the default, the old default and the rows new for
+-- LU's shapes: epilogues, k-tiles of 32, the TMA kernel's epilogues)
 local cuda = require "cuda"
 require("culua.bench").need_devices()
 local anchor = arg[1] or "bench/anchor_cublas"
 local REPS = tonumber(arg[2]) or 9
 local only64 = arg[3] == "float64"
+local which_shapes, which_rows = arg[4] or "all", arg[5] or "all"
 
 local function tflops(n, ms) return 2 * n ^ 3 / (ms * 1e-3) / 1e12 end
 local verdict = {}
@@ -35,21 +39,49 @@ end
 
 -- float64: n x n x n, and the update's n x n x k with C read (beta = 1)
 print(("matmul on %s, float64, median of %d after warm-up"):format(cuda.device().name, REPS))
-print(("%-18s %-16s %10s %10s %10s %10s %7s"):format("m x n x k", "", "culua ms", "TFLOP/s", "cuBLAS ms", "TFLOP/s", "ratio"))
+print(("%-18s %-22s %10s %10s %10s %10s %7s  %s"):format("m x n x k", "", "culua ms", "TFLOP/s", "cuBLAS ms", "TFLOP/s", "ratio",
+      "max |C - C by fast| of one call"))
 local tune = require("culua.catalog.matmul").tune
 -- dmma's rows: the default (on 9.0 the TMA kernel where k >= 1024, the tiles by k in groups of
 -- 8 tile rows below: session 27's sweep), the tiles by k with no knob (the default before),
 -- each tile, and the knobs of matmul.tune: tile rows in groups of 8 or 16 (dmma_group), and on
 -- compute capability 9.0 the TMA-fed 128 x 128 kernel, persistent (dmma_tma) or a block a
--- tile (dmma_persistent = false)
+-- tile (dmma_persistent = false). Then the variants for LU's shapes (C read, k = 128 and 256):
+-- the tiles that read C in batches (128x64w8e1, 128x64w8e2, 128x64e2; kernels/matmul.cu's EB),
+-- 128x64w8k32 (k-tiles of 32 in 2 stages), the tiles whose tiles inside C go out by bulk
+-- copies from shared memory, added to C in L2 (128x64w8b, 128x64b, 128x64w8k32b), and the
+-- TMA kernel reading C in batches
+-- (dmma_tma_eb) or sending C's tiles by bulk copies, added to C in L2 (dmma_tma_bulk).
+-- Rows marked lu are those of ROWS = lu.
 local rows64 = {
-  {"dmma", "default"}, {"dmma", "by k, no knob", {dmma_tma = false, dmma_group = 1}}, {"dmma", "128x128", {dmma_tile = "128x128"}}, {"dmma", "128x64", {dmma_tile = "128x64"}},
+  {"dmma", "default", lu = true}, {"dmma", "by k, no knob", {dmma_tma = false, dmma_group = 1}}, {"dmma", "128x128", {dmma_tile = "128x128"}}, {"dmma", "128x64", {dmma_tile = "128x64"}},
   {"dmma", "64x128", {dmma_tile = "64x128"}}, {"dmma", "128x64w8", {dmma_tile = "128x64w8"}},
   {"dmma", "by k group8", {dmma_group = 8}}, {"dmma", "by k group16", {dmma_group = 16}},
-  {"dmma", "tma", {dmma_tma = true}}, {"dmma", "tma a tile", {dmma_tma = true, dmma_persistent = false}},
+  {"dmma", "tma", {dmma_tma = true}, lu = true}, {"dmma", "tma a tile", {dmma_tma = true, dmma_persistent = false}},
+  {"dmma", "w8e1 group8", {dmma_tile = "128x64w8e1", dmma_group = 8}, lu = true},
+  {"dmma", "w8e2 group8", {dmma_tile = "128x64w8e2", dmma_group = 8}, lu = true},
+  {"dmma", "w8e2 group16", {dmma_tile = "128x64w8e2", dmma_group = 16}, lu = true},
+  {"dmma", "w8e2 no group", {dmma_tile = "128x64w8e2"}, lu = true},
+  {"dmma", "128x64e2 group8", {dmma_tile = "128x64e2", dmma_group = 8}, lu = true},
+  {"dmma", "w8k32 group8", {dmma_tile = "128x64w8k32", dmma_group = 8}, lu = true},
+  {"dmma", "w8b group8", {dmma_tile = "128x64w8b", dmma_group = 8}, lu = true},
+  {"dmma", "128x64b group8", {dmma_tile = "128x64b", dmma_group = 8}, lu = true},
+  {"dmma", "w8k32b group8", {dmma_tile = "128x64w8k32b", dmma_group = 8}, lu = true},
+  {"dmma", "tma eb", {dmma_tma = true, dmma_tma_eb = true}, lu = true},
+  {"dmma", "tma eb a tile", {dmma_tma = true, dmma_tma_eb = true, dmma_persistent = false}, lu = true},
+  {"dmma", "tma bulk", {dmma_tma = true, dmma_tma_bulk = true}, lu = true},
+  {"dmma", "tma bulk a tile", {dmma_tma = true, dmma_tma_bulk = true, dmma_persistent = false}, lu = true},
   {"fast", ""},
 }
-for _, c in ipairs{{4096, 4096}, {8192, 8192}, {8192, 128}, {8192, 256}, {16384, 128}, {16384, 256}} do
+local shapes64 = {{4096, 4096}, {8192, 8192}, {8192, 128}, {8192, 256}, {16384, 128}, {16384, 256}}
+if which_shapes == "lu" then shapes64 = {{8192, 128}, {8192, 256}, {16384, 128}, {16384, 256}}
+elseif which_shapes == "square" then shapes64 = {{4096, 4096}, {8192, 8192}} end
+if which_rows == "lu" then
+  local keep = {}
+  for _, v in ipairs(rows64) do if v.lu then keep[#keep + 1] = v end end
+  rows64 = keep
+end
+for _, c in ipairs(shapes64) do
   local n, k = c[1], c[2]
   local A = cuda.array("float64", {n, k}):copy_from(cuda.host_array("float64", {n, k}):random(1, -1, 1))
   local B = cuda.array("float64", {k, n}):copy_from(cuda.host_array("float64", {k, n}):random(2, -1, 1))
@@ -62,22 +94,31 @@ for _, c in ipairs{{4096, 4096}, {8192, 8192}, {8192, 128}, {8192, 256}, {16384,
   local opts = square and {} or {alpha = -1, beta = 1}
   local target = square and 0.95 or 0.90
   local best, best_ratio = nil, 0
+  -- each row's product checked once against the FFMA kernel's (fast: other code, no tensor
+  -- cores), from the same C, on the device: a fast wrong kernel shows as WRONG
+  local Cref = cuda.array("float64", {n, n}):fill(0.5)
+  cuda.catalog.matmul(A, B, Cref, {variant = "fast", alpha = opts.alpha, beta = opts.beta})
   for _, v in ipairs(rows64) do
     opts.variant = v[1]
     for key, val in pairs(v[3] or {}) do tune[key] = val end
+    cuda.catalog.matmul(A, B, Cm:fill(0.5), opts)
+    cuda.map("c = fabs(c - r)", {c = Cm, r = Cref})
+    local err = Cm:max()
+    Cm:fill(0.5)
     local r = cuda.bench(function () cuda.catalog.matmul(A, B, Cm, opts) end, {warmup = 2, reps = REPS})
     for key in pairs(v[3] or {}) do tune[key] = nil end
     local ratio = anchor_ms / r.median
-    print(("%-18s %-16s %10.3f %10.2f %10.3f %10.2f %6.2fx"):format(("%dx%dx%d"):format(n, n, k),
-          v[1] .. " " .. v[2], r.median, flop / r.median / 1e9, anchor_ms, flop / anchor_ms / 1e9, ratio))
+    print(("%-18s %-22s %10.3f %10.2f %10.3f %10.2f %6.2fx  %.1e%s"):format(("%dx%dx%d"):format(n, n, k),
+          v[1] .. " " .. v[2], r.median, flop / r.median / 1e9, anchor_ms, flop / anchor_ms / 1e9, ratio, err,
+          (err == err and err <= 1e-8) and "" or "  WRONG"))
     if v[1] == "dmma" and v[2] == "default" then
       verdict[#verdict + 1] = ("dmma %dx%dx%d %.2fx DGEMM (target %.2fx %s)"):format(n, n, k, ratio, target,
                                                                                    ratio >= target and "met" or "NOT met")
     end
-    if v[1] == "dmma" and ratio > best_ratio then best, best_ratio = v[2], ratio end
+    if v[1] == "dmma" and ratio > best_ratio and err == err and err <= 1e-8 then best, best_ratio = v[2], ratio end
   end
   verdict[#verdict + 1] = ("  best dmma row there: %s %.2fx"):format(best, best_ratio)
-  A, B, Cm = nil
+  A, B, Cm, Cref = nil
   collectgarbage()
 end
 print("targets:\n" .. table.concat(verdict, "\n"))

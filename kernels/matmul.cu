@@ -493,12 +493,16 @@ __device__ __forceinline__ bool dmma_origin (int M, int N, int &bm, int &bn) {
 }
 
 
-/* the shared memory of dmma<BM, BN, STAGES>: STAGES copies of A's BM x 16 tile (rows padded
-** to 20) and B's 16 x BN tile (rows padded to BN + 4); lua/catalog/matmul.lua sizes it alike */
-#define CULUA_DMMA_SHARED(BM, BN, STAGES) ((STAGES) * ((BM) * 20 + 16 * ((BN) + 4)) * 8)
+/* the shared memory of dmma<BM, BN, STAGES, BK>: STAGES copies of A's BM x BK tile (rows
+** padded to BK + 4) and B's BK x BN tile (rows padded to BN + 4); lua/catalog/matmul.lua
+** sizes it alike. BULK's staging of C's tile takes the same memory afterwards, its rows
+** CULUA_DMMA_STAGING_ROW bytes apart (320: the 8 rows of a store fall on two halves of the
+** banks, 4 wavefronts for its 512 bytes, where 256 bytes apart would take 8) */
+#define CULUA_DMMA_SHARED(BM, BN, STAGES, BK) ((STAGES) * ((BM) * ((BK) + 4) + (BK) * ((BN) + 4)) * 8)
+#define CULUA_DMMA_STAGING_ROW 320
 
 /*
-** BM x BN tiles of C, k 16 at a time through a ring of STAGES shared tiles filled by
+** BM x BN tiles of C, k BK (16 or 32) at a time through a ring of STAGES shared tiles filled by
 ** cp.async (the next STAGES - 1 in flight while one is multiplied); WM x WN warps, each
 ** a (BM / WM) x (BN / WN) block of C as 16 x 8 mma tiles. V16: 16-byte copies (lda, ldb
 ** even and A, B 16-byte aligned: the dispatcher checks), else 8-byte ones.
@@ -512,7 +516,7 @@ __device__ __forceinline__ bool dmma_origin (int M, int N, int &bm, int &bn) {
 ** Fragments are read 8 bytes at a time, each straight into the mma's register: 16-byte
 ** reads of two k of a row (a free choice of the k slots) needed register moves around
 ** every mma, since the mma takes its four A values in the order A(g), A(g + 8), A(g) ...
-** With rows of A 20 apart and of B BN + 4 apart, a half-warp's reads hit 16 banks.
+** With rows of A BK + 4 apart and of B BN + 4 apart, a half-warp's reads hit 16 banks.
 **
 ** Where C is read (beta != 0; LU's update, C -= A*B, k = 128), the block first asks L2 to
 ** fetch its tile of C (prefetch.global.L2: no registers, no shared memory), so that the
@@ -520,12 +524,20 @@ __device__ __forceinline__ bool dmma_origin (int M, int N, int &bm, int &bn) {
 ** as C waited for it from memory before the first product: 18 TFLOP/s on an H100 at
 ** 16384^2 x 128 either way.) The final reads and writes take two columns at once where
 ** C's rows allow (ldc even, C on 16 bytes).
+**
+** EB > 0: in a tile wholly inside C (with the two-column reads), the reads of C go in
+** batches of EB rows of mma tiles, every read of a batch issued before its first write.
+** With EB = 0 each read waits for the write before it (the compiler cannot tell that they
+** touch other elements of C): 16 round trips to L2 one after the other a thread, at the
+** end of every tile, which at LU's k (128, 256) weigh as much as a third of the products.
 */
-template <int BM, int BN, int WM, int WN, int STAGES, bool V16>
+template <int BM, int BN, int WM, int WN, int STAGES, bool V16, int EB, int BK, bool BULK>
 __device__ void dmma (int M, int N, int K, double alpha, const double *A, const double *B, double beta, double *C,
                       int lda, int ldb, int ldc) {
-  constexpr int BK = 16, SA = BK + 4, SB = BN + 4, NT = WM * WN * 32;
+  constexpr int SA = BK + 4, SB = BN + 4, NT = WM * WN * 32;
   constexpr int TM = BM / WM, TN = BN / WN, MI = TM / 16, NI = TN / 8;
+  constexpr int XB = EB > 0 ? EB : 2;   /* the batches of C's reads (BULK with EB = 0: 2) */
+  static_assert(MI % XB == 0, "whole batches");
   constexpr int E = V16 ? 2 : 1;                                   /* doubles a copy */
   constexpr int QA = BM * BK / E / NT, QB = BK * BN / E / NT;      /* copies a thread */
   constexpr int RA = NT * E / BK, RB = NT * E / BN;                /* rows between them */
@@ -615,6 +627,73 @@ __device__ void dmma (int M, int N, int K, double alpha, const double *A, const 
   ** the tile's origin read afresh, so that it need not live across the products */
   dmma_origin<BM, BN>(M, N, bm, bn);
   const bool pairs = (ldc & 1) == 0 && ((size_t)C & 15) == 0;
+#if __CUDA_ARCH__ >= 900
+  if (BULK && (beta == 0.0 || beta == 1.0) && pairs && bm + BM <= M && bn + BN <= N) {
+    /* a tile inside C, beta 0 or 1 (compute capability 9.0): alpha A*B through shared memory
+    ** (the ring, free once every warp has done its products), each warp's TM rows of TN
+    ** doubles CULUA_DMMA_STAGING_ROW bytes apart, then its lanes send the rows to C by bulk
+    ** copies: cp.reduce.async.bulk .add.f64 (beta = 1: L2 adds them to C) or cp.async.bulk
+    ** (beta = 0). The block waits only until they have read shared memory, not for C: its
+    ** reads and writes are L2's, beside the next blocks' products. */
+    constexpr int SROW = CULUA_DMMA_STAGING_ROW / 8;
+    static_assert(TN * 8 % 16 == 0 && SROW >= TN && CULUA_DMMA_STAGING_ROW % 16 == 0, "rows of whole 16 bytes");
+    static_assert(!BULK || NT / 32 * TM * CULUA_DMMA_STAGING_ROW <= CULUA_DMMA_SHARED(BM, BN, STAGES, BK), "the staging fits the ring");
+    __syncthreads();   /* every warp's last reads of the ring done */
+    double *stg = dmma_smem + warp * TM * SROW;
+#pragma unroll
+    for (int i = 0; i < MI; i++)
+#pragma unroll
+      for (int j = 0; j < NI; j++)
+#pragma unroll
+        for (int h = 0; h < 2; h++)
+          *(double2 *)(stg + (i * 16 + g + 8 * h) * SROW + j * 8 + 2 * t) =
+            make_double2(alpha * acc[i][j][2 * h], alpha * acc[i][j][2 * h + 1]);
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    __syncwarp();
+    const unsigned s0 = (unsigned)__cvta_generic_to_shared(stg);
+#pragma unroll
+    for (int r = lane; r < TM; r += 32) {
+      double *dst = C + (size_t)(bm + wm + r) * ldc + bn + wn;
+      if (beta != 0.0)
+        asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f64 [%0], [%1], %2;"
+                     :: "l"(dst), "r"(s0 + r * CULUA_DMMA_STAGING_ROW), "n"(TN * 8) : "memory");
+      else
+        asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;"
+                     :: "l"(dst), "r"(s0 + r * CULUA_DMMA_STAGING_ROW), "n"(TN * 8) : "memory");
+    }
+    asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+    asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");   /* shared memory read: the block may go */
+    return;
+  }
+#endif
+  if ((EB > 0 || BULK) && pairs && bm + BM <= M && bn + BN <= N) {
+    /* a tile inside C: its reads of C in batches of EB rows of mma tiles, all of a batch
+    ** issued before its first write (a read after a write of C must wait for it: the
+    ** compiler cannot tell that they touch other elements) */
+    double *c0 = C + (size_t)(bm + wm + g) * ldc + bn + wn + 2 * t;
+#pragma unroll
+    for (int i0 = 0; i0 < MI; i0 += XB) {
+      double2 old[XB][NI][2];
+      if (beta != 0.0)
+#pragma unroll
+        for (int i = 0; i < XB; i++)
+#pragma unroll
+          for (int j = 0; j < NI; j++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) old[i][j][h] = *(const double2 *)(c0 + (size_t)((i0 + i) * 16 + 8 * h) * ldc + j * 8);
+#pragma unroll
+      for (int i = 0; i < XB; i++)
+#pragma unroll
+        for (int j = 0; j < NI; j++)
+#pragma unroll
+          for (int h = 0; h < 2; h++) {
+            double x = alpha * acc[i0 + i][j][2 * h], y = alpha * acc[i0 + i][j][2 * h + 1];
+            if (beta != 0.0) { x += beta * old[i][j][h].x; y += beta * old[i][j][h].y; }
+            *(double2 *)(c0 + (size_t)((i0 + i) * 16 + 8 * h) * ldc + j * 8) = make_double2(x, y);
+          }
+    }
+    return;
+  }
 #pragma unroll
   for (int i = 0; i < MI; i++)
 #pragma unroll
@@ -707,16 +786,30 @@ extern "C" __global__ void __launch_bounds__(CULUA_FAST_THREADS) culua_matmul_fa
 ** 64x128: 4 warps of 64 x 32, two blocks a multiprocessor; 128x64w8: 8 warps of 32 x 32
 ** (about 128 registers), two blocks a multiprocessor: more warps to hide the loads of C and
 ** the short k-loops of LU's update (k = 128: 27.5 TFLOP/s on an H100 at 8192^2, where the
-** 4 warps gave 22.7). */
-#define CULUA_DMMA(NAME, BM, BN, WM, WN, STAGES, MINB) \
+** 4 warps gave 22.7).
+** For LU's update (C read, k = 128 and 256), the same tiles with C read in batches (EB
+** above): 128x64w8e1 (8 loads of 16 bytes in flight a thread), 128x64w8e2 (16: all of its
+** tile's), 128x64e2 (16, twice); 128x64w8k32, 128x64w8e2 with k-tiles of 32 in 2 stages
+** (half the barriers and waits of a short k-loop; 106 KiB, still two blocks a
+** multiprocessor); and 128x64w8b, 128x64b, 128x64w8k32b, whose tiles inside C with beta 0
+** or 1 go out by bulk copies on 9.0 (BULK above; elsewhere, and for other tiles, as EB = 2).
+** The arguments after MINB: EB, BK, BULK. */
+#define CULUA_DMMA(NAME, BM, BN, WM, WN, STAGES, MINB, EB, BK, BULK) \
   extern "C" __global__ void __launch_bounds__(WM * WN * 32, MINB) culua_matmul_dmma_##NAME (CULUA_PARAMS(double)) \
-  { dmma<BM, BN, WM, WN, STAGES, false>(CULUA_ARGS); } \
+  { dmma<BM, BN, WM, WN, STAGES, false, EB, BK, BULK>(CULUA_ARGS); } \
   extern "C" __global__ void __launch_bounds__(WM * WN * 32, MINB) culua_matmul_dmma_##NAME##_v16 (CULUA_PARAMS(double)) \
-  { dmma<BM, BN, WM, WN, STAGES, true>(CULUA_ARGS); }
-CULUA_DMMA(128x128, 128, 128, 2, 4, 4, 1)
-CULUA_DMMA(128x64, 128, 64, 2, 2, 3, 2)
-CULUA_DMMA(64x128, 64, 128, 1, 4, 3, 2)
-CULUA_DMMA(128x64w8, 128, 64, 4, 2, 3, 2)
+  { dmma<BM, BN, WM, WN, STAGES, true, EB, BK, BULK>(CULUA_ARGS); }
+CULUA_DMMA(128x128, 128, 128, 2, 4, 4, 1, 0, 16, false)
+CULUA_DMMA(128x64, 128, 64, 2, 2, 3, 2, 0, 16, false)
+CULUA_DMMA(64x128, 64, 128, 1, 4, 3, 2, 0, 16, false)
+CULUA_DMMA(128x64w8, 128, 64, 4, 2, 3, 2, 0, 16, false)
+CULUA_DMMA(128x64w8e1, 128, 64, 4, 2, 3, 2, 1, 16, false)
+CULUA_DMMA(128x64w8e2, 128, 64, 4, 2, 3, 2, 2, 16, false)
+CULUA_DMMA(128x64e2, 128, 64, 2, 2, 3, 2, 2, 16, false)
+CULUA_DMMA(128x64w8k32, 128, 64, 4, 2, 2, 2, 2, 32, false)
+CULUA_DMMA(128x64w8b, 128, 64, 4, 2, 3, 2, 2, 16, true)
+CULUA_DMMA(128x64b, 128, 64, 2, 2, 3, 2, 2, 16, true)
+CULUA_DMMA(128x64w8k32b, 128, 64, 4, 2, 2, 2, 2, 32, true)
 
 
 extern "C" __global__ void __launch_bounds__(CULUA_TF32_THREADS) culua_matmul_tf32_vec (CULUA_PARAMS(float))

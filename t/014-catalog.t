@@ -104,8 +104,8 @@ do
   end
   T.ok(#bad == 0, "core.constants: function-like macros (SORT_TILE_*, CULUA_SM90_SHARED) as the compiler has them",
        table.concat(bad, "; "))
-  T.is(#core.instances("matmul", "CULUA_DMMA"), 4, "core.instances: matmul.cu's four dmma tiles")
-  T.is_deeply(core.instances("matmul", "CULUA_DMMA")[2], {"128x64", 128, 64, 2, 2, 3, 2}, "with their shapes")
+  T.is(#core.instances("matmul", "CULUA_DMMA"), 11, "core.instances: matmul.cu's eleven dmma tiles")
+  T.is_deeply(core.instances("matmul", "CULUA_DMMA")[2], {"128x64", 128, 64, 2, 2, 3, 2, 0, 16, "false"}, "with their shapes")
 end
 local solve_nums = core.constants("culua/solve.cuh")
 T.is(solve_nums.PANEL_SLOT, 2 + solve_nums.MAXBLOCK, "core.constants: an expression of names above it")

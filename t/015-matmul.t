@@ -218,13 +218,17 @@ do
   -- 3 leaves a short last group at 300 and 520 rows), and on 9.0 the TMA-fed kernel where
   -- lda and ldb are even (300x200x100, 520x390x262, 1000^3; odd ones fall back to mma.sync),
   -- a block a multiprocessor, a block a tile, and two blocks that take turns over the tiles
-  -- (its ring going on from tile to tile, k-tiles 7, 17 and 63 a tile)
-  local knobs = {{"dmma_group", 3}, {"dmma_group", 2, "128x64w8"}, {"dmma_tma", true},
-                 {"dmma_tma", true, nil, false}, {"dmma_tma", true, nil, 2}}
+  -- (its ring going on from tile to tile, k-tiles 7, 17 and 63 a tile); the same reading C in
+  -- batches (tune.dmma_tma_eb) and writing C by bulk copies (tune.dmma_tma_bulk; beta = 0
+  -- here, so the tiles inside C of 520x390x262 and 1000^3 take them; C read: see below)
+  local knobs = {{"dmma_group", 3}, {"dmma_group", 2, "128x64w8"}, {"dmma_group", 3, "128x64w8k32"}, {"dmma_tma", true},
+                 {"dmma_tma", true, nil, false}, {"dmma_tma", true, nil, 2}, {"dmma_tma", true, nil, 2, "dmma_tma_eb"},
+                 {"dmma_tma", true, nil, 2, "dmma_tma_bulk"}, {"dmma_tma", true, nil, false, "dmma_tma_bulk"}}
   for _, s in ipairs(shapes) do
     local A, B, Cd, R = problem("float64", s[1], s[2], s[3], 5)
     local tag = ("float64 %dx%dx%d dmma"):format(s[1], s[3], s[2])
-    for _, tile in ipairs{false, "128x128", "128x64", "64x128", "128x64w8"} do
+    for _, tile in ipairs{false, "128x128", "128x64", "64x128", "128x64w8", "128x64w8e1", "128x64w8e2", "128x64e2",
+                          "128x64w8k32", "128x64w8b", "128x64b", "128x64w8k32b"} do
       if not dmma then
         T.skip(tag .. ": needs compute capability 8.0, the device has " .. dev.major .. "." .. dev.minor)
       else
@@ -234,14 +238,17 @@ do
       end
     end
     for _, kn in ipairs(knobs) do
-      local what = ("%s %s = %s%s%s"):format(tag, kn[1], tostring(kn[2]), kn[3] and ", tile " .. kn[3] or "",
-                                             kn[4] ~= nil and ", dmma_persistent = " .. tostring(kn[4]) or "")
+      local what = ("%s %s = %s%s%s%s"):format(tag, kn[1], tostring(kn[2]), kn[3] and ", tile " .. kn[3] or "",
+                                               kn[4] ~= nil and ", dmma_persistent = " .. tostring(kn[4]) or "",
+                                               kn[5] and ", " .. kn[5] or "")
       if not dmma then
         T.skip(what .. ": needs compute capability 8.0")
       else
         tune[kn[1]], tune.dmma_tile, tune.dmma_persistent = kn[2], kn[3], kn[4]
+        if kn[5] then tune[kn[5]] = true end
         check(mm(A, B, Cd:fill(0 / 0), {variant = "dmma"}), R, 1e-13, what)
         tune[kn[1]], tune.dmma_tile, tune.dmma_persistent = nil, nil, nil
+        if kn[5] then tune[kn[5]] = nil end
       end
     end
     if dmma then check(mm(A, B, Cd:fill(0 / 0)), R, 1e-13, tag .. ": the float64 default") end
@@ -254,7 +261,7 @@ do
     local A, B = cuda.array("float64", {m, 29}):copy_from(hA), cuda.array("float64", {29, n}):copy_from(hB)
     -- beta = 0 (C not read), beta = +-alpha and others: C read in pairs or one at a time
     for _, ab in ipairs{{2.5, -0.5}, {-1, 1}, {0.5, -0.5}, {2, 2}, {1, 0}} do
-      for _, kn in ipairs{{}, {"dmma_group", 2}, {"dmma_tma", true}} do
+      for _, kn in ipairs{{}, {"dmma_group", 2}, {"dmma_tma", true}, {"dmma_tile", "128x64w8e2"}} do
         local R = cuda.host_array("float64", {m, n}):copy_from(hC)
         ref(hA, hB, R, ab[1], ab[2])
         local Cd = cuda.array("float64", {m, n}):copy_from(hC)
@@ -410,10 +417,15 @@ do
           -- the blocks start on 16 bytes) with one block over the tiles
           if dt == "float64" and dev.major >= 8 then
             local mtune = require("culua.catalog.matmul").tune
-            for _, kn in ipairs{{"dmma_group", 2}, {"dmma_tma", true}} do
+            for _, kn in ipairs{{"dmma_group", 2}, {"dmma_tma", true}, {"dmma_tile", "128x64w8e2"},
+                                {"dmma_tile", "128x64w8k32"}, {"dmma_tile", "128x64w8b"}, {"dmma_tma", true, "dmma_tma_eb"},
+                                {"dmma_tma", true, "dmma_tma_bulk"}} do
               mtune[kn[1]], mtune.dmma_persistent = kn[2], kn[1] == "dmma_tma" and 1 or nil
-              run({variant = "dmma"}, tol, ("%s, alpha %g beta %g, tune.%s"):format(l[1], ab[1], ab[2], kn[1]))
+              if kn[3] then mtune[kn[3]] = true end
+              run({variant = "dmma"}, tol, ("%s, alpha %g beta %g, tune.%s = %s%s"):format(l[1], ab[1], ab[2], kn[1],
+                  tostring(kn[2]), kn[3] and ", " .. kn[3] or ""))
               mtune[kn[1]], mtune.dmma_persistent = nil, nil
+              if kn[3] then mtune[kn[3]] = nil end
             end
           end
         end
@@ -433,9 +445,39 @@ do
       local mtune = require("culua.catalog.matmul").tune
       mtune.dmma_tma, mtune.dmma_persistent = true, 3
       run64({variant = "dmma"}, 1e-13, "C -= A*B, tune.dmma_tma (3 blocks)")
+      mtune.dmma_tma_eb = true
+      run64({variant = "dmma"}, 1e-13, "C -= A*B, tune.dmma_tma (3 blocks), dmma_tma_eb")
+      mtune.dmma_tma_eb = nil
+      -- C's tiles inside C by bulk copies: added in L2 (beta = 1, any alpha), written (beta =
+      -- 0), and, for other betas, as dmma_tma_eb; 3 blocks over the tiles, then a block a tile
+      mtune.dmma_tma_bulk = true
+      for _, p in ipairs{3, false} do
+        mtune.dmma_persistent = p
+        for _, ab in ipairs{{-1, 1}, {2.5, 1}, {0.5, 0}, {2, -0.5}} do
+          local runb = ld_case("float64", s[1], s[2], s[3], {one = {600, 600}}, {300, 0}, {0, 300}, {300, 300}, ab[1], ab[2])
+          runb({variant = "dmma"}, 1e-13, ("alpha %g beta %g, tune.dmma_tma_bulk, dmma_persistent = %s"):format(ab[1], ab[2],
+               tostring(p)))
+        end
+      end
+      mtune.dmma_tma_bulk = nil
       mtune.dmma_tma, mtune.dmma_group, mtune.dmma_persistent = nil, 4, nil
       run64({variant = "dmma"}, 1e-13, "C -= A*B, tune.dmma_group = 4")
       mtune.dmma_group = nil
+      -- the tiles that read C in batches, and k-tiles of 32: tiles inside C, C read (beta = 1)
+      for _, tile in ipairs{"128x64w8e1", "128x64w8e2", "128x64e2", "128x64w8k32"} do
+        mtune.dmma_tile = tile
+        run64({variant = "dmma"}, 1e-13, "C -= A*B, tune.dmma_tile = " .. tile)
+      end
+      -- the tiles whose tiles inside C go by bulk copies (9.0; elsewhere as 128x64w8e2): added
+      -- in L2 (beta = 1, any alpha), written (beta = 0), other betas read in batches
+      for _, tile in ipairs{"128x64w8b", "128x64b", "128x64w8k32b"} do
+        mtune.dmma_tile = tile
+        for _, ab in ipairs{{-1, 1}, {2.5, 1}, {0.5, 0}, {2, -0.5}} do
+          local runb = ld_case("float64", s[1], s[2], s[3], {one = {600, 600}}, {300, 0}, {0, 300}, {300, 300}, ab[1], ab[2])
+          runb({variant = "dmma"}, 1e-13, ("alpha %g beta %g, tune.dmma_tile = %s"):format(ab[1], ab[2], tile))
+        end
+      end
+      mtune.dmma_tile = nil
     end
   end
   -- float32 fast without TMA stages C in shared memory where it is read (compute capability
@@ -630,7 +672,8 @@ do
   for _, c in ipairs{{"dmma_group", 0, "tune%.dmma_group must be a positive integer, got 0"},
                      {"dmma_group", 2.5, "tune%.dmma_group must be a positive integer, got 2%.5"},
                      {"dmma_persistent", "x", "tune%.dmma_persistent must be a boolean or a block count, got x"},
-                     {"dmma_persistent", 0, "tune%.dmma_persistent must be a boolean or a block count, got 0"}} do
+                     {"dmma_persistent", 0, "tune%.dmma_persistent must be a boolean or a block count, got 0"},
+                     {"dmma_tile", "96x96", "tune%.dmma_tile must be one of 128x128, 128x64, 128x64b, 128x64e2, .*, got 96x96"}} do
     if dev.major < 8 then
       T.skip("refused: tune." .. c[1] .. " = " .. tostring(c[2]) .. ": dmma needs compute capability 8.0")
     else
