@@ -49,9 +49,7 @@ local tune = require("culua.catalog.matmul").tune
 -- tile (dmma_persistent = false). Then the variants for LU's shapes (C read, k = 128 and 256):
 -- the tiles that read C in batches (128x64w8e1, 128x64w8e2, 128x64e2; kernels/matmul.cu's EB),
 -- 128x64w8k32 (k-tiles of 32 in 2 stages), the tiles whose tiles inside C go out by bulk
--- copies from shared memory, added to C in L2 (128x64w8b, 128x64b, 128x64w8k32b), and the
--- TMA kernel reading C in batches
--- (dmma_tma_eb) or sending C's tiles by bulk copies, added to C in L2 (dmma_tma_bulk).
+-- copies from shared memory, added to C in L2 (128x64w8b, 128x64b, 128x64w8k32b).
 -- Rows marked lu are those of ROWS = lu.
 local rows64 = {
   {"dmma", "default", lu = true}, {"dmma", "by k, no knob", {dmma_tma = false, dmma_group = 1}}, {"dmma", "128x128", {dmma_tile = "128x128"}}, {"dmma", "128x64", {dmma_tile = "128x64"}},
@@ -67,10 +65,6 @@ local rows64 = {
   {"dmma", "w8b group8", {dmma_tile = "128x64w8b", dmma_group = 8}, lu = true},
   {"dmma", "128x64b group8", {dmma_tile = "128x64b", dmma_group = 8}, lu = true},
   {"dmma", "w8k32b group8", {dmma_tile = "128x64w8k32b", dmma_group = 8}, lu = true},
-  {"dmma", "tma eb", {dmma_tma = true, dmma_tma_eb = true}, lu = true},
-  {"dmma", "tma eb a tile", {dmma_tma = true, dmma_tma_eb = true, dmma_persistent = false}, lu = true},
-  {"dmma", "tma bulk", {dmma_tma = true, dmma_tma_bulk = true}, lu = true},
-  {"dmma", "tma bulk a tile", {dmma_tma = true, dmma_tma_bulk = true, dmma_persistent = false}, lu = true},
   {"fast", ""},
 }
 local shapes64 = {{4096, 4096}, {8192, 8192}, {8192, 128}, {8192, 256}, {16384, 128}, {16384, 256}}

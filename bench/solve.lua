@@ -28,8 +28,7 @@
 -- float64's products (the trailing update and the other matmul calls) take matmul.tune's
 -- dmma knobs from suffixes: "+dtileNAME" (tune.dmma_tile = NAME, e.g. +dtile128x64w8e2),
 -- "+dgroupG" (tune.dmma_group = G), "+dtma" (tune.dmma_tma = true: the TMA-fed kernel at any
--- k), "+dtmaeb" (that kernel reading C in batches, tune.dmma_tma_eb), "+dtmabulk" (that kernel
--- adding its tiles to C by bulk copies, tune.dmma_tma_bulk), "+dtma0" (never).
+-- k), "+dtma0" (never).
 -- DEVICES: "0,1" (or "all") also times float32 lu + lu_solve with devices =
 -- that list (peer copies where the pair allows; "0,1:host" forces pinned-host
 -- staging), beside the one-GPU time. DEVICES "comm", under mpirun (one GPU a
@@ -238,14 +237,11 @@ for _, dt in ipairs(DTYPES) do
       tune.taper[dt] = taper and math.tointeger(tonumber(taper)) or TAPER0[dt]
       tune.wide_from[dt] = wide and math.tointeger(tonumber(wide)) or WIDE0[dt]
       tune.programmatic = not panel:match("%+pdl0") and nil
-      -- float64's products: matmul.tune's dmma knobs ("+dtileNAME", "+dgroupG", "+dtma", "+dtmaeb",
-      -- "+dtmabulk", "+dtma0")
+      -- float64's products: matmul.tune's dmma knobs ("+dtileNAME", "+dgroupG", "+dtma", "+dtma0")
       mtune.dmma_tile = panel:match("%+dtile(%w+)")
       mtune.dmma_group = math.tointeger(tonumber(panel:match("%+dgroup(%d+)") or ""))
       local dtma = panel:match("%+dtma(%w*)")
-      mtune.dmma_tma = ({[""] = true, eb = true, bulk = true, ["0"] = false})[dtma or "none"]
-      mtune.dmma_tma_eb = dtma == "eb" or nil
-      mtune.dmma_tma_bulk = dtma == "bulk" or nil
+      mtune.dmma_tma = ({[""] = true, ["0"] = false})[dtma or "none"]
       pname = pname or panel:match("^(%a+)")
       local lopts = {block = nb or nil, panel = pname or panel}
       local what = ("%s n = %d block %s %s"):format(dt, n, nb or "default", panel)

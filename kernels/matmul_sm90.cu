@@ -187,11 +187,6 @@ culua_matmul_tf32_wgmma (int M, int N, int K, float alpha, const __grid_constant
 #define CULUA_DMMA_TMA_PANEL 16
 #define CULUA_DMMA_TMA_SWIZZLE 128
 #define CULUA_DMMA_TMA_SHARED(STAGES) ((STAGES) * (128 * 16 * 8 + 16 * 128 * 8) + 2 * (STAGES) * 8 + 1024)
-/* culua_matmul_dmma_tma_bulk: a ring of 4 stages, then each consumer warp's staging of 32
-** rows of 32 doubles, a row every 320 bytes (and 128 bytes to align them) */
-#define CULUA_DMMA_TMA_BULK_STAGES 4
-#define CULUA_DMMA_TMA_STAGING_ROW 320
-#define CULUA_DMMA_TMA_STAGING (8 * 32 * CULUA_DMMA_TMA_STAGING_ROW + 128)
 static_assert(CULUA_DMMA_TMA_BK * 8 == CULUA_DMMA_TMA_SWIZZLE && CULUA_DMMA_TMA_PANEL * 8 == CULUA_DMMA_TMA_SWIZZLE,
               "a row of A's box and of B's panel is one swizzle span");
 
@@ -200,11 +195,11 @@ __device__ __forceinline__ unsigned swz128 (int r, int c) {
   return r * 128 + ((((c >> 1) ^ (r & 7)) << 4) | ((c & 1) << 3));
 }
 
-template <int EB, int STAGES, bool BULK>
-__device__ __forceinline__ void dmma_tma (int M, int N, int K, double alpha, const culua_tmap &tmA, const culua_tmap &tmB,
-                                          double beta, double *C, int ldc) {
+extern "C" __global__ void __launch_bounds__(384, 1)
+culua_matmul_dmma_tma (int M, int N, int K, double alpha, const __grid_constant__ culua_tmap tmA,
+                       const __grid_constant__ culua_tmap tmB, double beta, double *C, int ldc) {
   constexpr int BM = CULUA_DMMA_TMA_BM, BN = CULUA_DMMA_TMA_BN, BK = CULUA_DMMA_TMA_BK, P = CULUA_DMMA_TMA_PANEL;
-  constexpr int A_BYTES = BM * BK * 8, B_BYTES = BK * BN * 8, P_BYTES = BK * P * 8;
+  constexpr int STAGES = CULUA_DMMA_TMA_STAGES, A_BYTES = BM * BK * 8, B_BYTES = BK * BN * 8, P_BYTES = BK * P * 8;
   static_assert(CULUA_DMMA_TMA_SHARED(STAGES) == STAGES * (A_BYTES + B_BYTES) + 2 * STAGES * 8 + 1024, "shared memory");
   extern __shared__ unsigned char smem_raw[];
   const Ring<STAGES, A_BYTES, B_BYTES> ring(smem_raw);
@@ -236,13 +231,6 @@ __device__ __forceinline__ void dmma_tma (int M, int N, int K, double alpha, con
   ** and the ring's waits and releases (asm volatile, "memory") still order them */
   const unsigned s0 = smem_u32(smem_raw);
   auto ldd = [&] (unsigned a) { return *(const double *)(smem_raw + (a - s0)); };
-  /* BULK: this warp's staging (32 rows of 32 doubles, CULUA_DMMA_TMA_STAGING_ROW bytes apart),
-  ** after the ring's barriers */
-  constexpr int SROW = CULUA_DMMA_TMA_STAGING_ROW;
-  const unsigned stg = ((ring.bars + 2 * STAGES * 8 + 127) & ~127u) + warp * 32 * SROW;
-  /* C's tiles go out by the bulk copies where beta is 1 (C += alpha A*B, added in L2) or 0 (C
-  ** written), C's rows allow 16-byte copies, and the tile lies inside C */
-  const bool bulk_beta = BULK && (beta == 0.0 || beta == 1.0) && pairs;
   int q = 0;
   for (int b = blockIdx.x; b < tiles; b += gridDim.x, q += KT) {
     int m0, n0;
@@ -294,68 +282,6 @@ __device__ __forceinline__ void dmma_tma (int M, int N, int K, double alpha, con
       if (lane == 0) mbar_arrive(ring.empty(s));
     }
     /* accumulators 2h and 2h + 1 of tile (i, j): row g (+8 for h = 1), columns 2t and 2t + 1 */
-    if (BULK && bulk_beta && m0 + BM <= M && n0 + BN <= N) {
-      /* alpha A*B into this warp's staging, 32 rows at a time (mma rows i = 2 half, 2 half + 1),
-      ** then lane l sends row l of them to C: a bulk copy (beta = 0) or a bulk reduction that adds
-      ** it to C in L2 (beta = 1), both asynchronous. Before the staging is written again, the
-      ** lanes wait until their copies have read it. The products of the next tile do not wait
-      ** for C at all: its reads and writes are L2's. */
-      const bool add = beta != 0.0;
-      double *crow = C + (size_t)(m0 + wm + lane) * ldc + n0 + wn;
-#pragma unroll
-      for (int half = 0; half < 2; half++) {
-        asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
-        __syncwarp();
-#pragma unroll
-        for (int i = 0; i < 2; i++)
-#pragma unroll
-          for (int j = 0; j < 4; j++)
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-              const double *d = acc[2 * half + i][j];
-              const unsigned a = stg + (i * 16 + g + 8 * h) * SROW + (j * 8 + 2 * t) * 8;
-              asm volatile("st.shared.v2.f64 [%0], {%1, %2};" :: "r"(a), "d"(alpha * d[2 * h]), "d"(alpha * d[2 * h + 1]) : "memory");
-            }
-        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-        __syncwarp();
-        double *dst = crow + (size_t)(32 * half) * ldc;
-        if (add)
-          asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f64 [%0], [%1], 256;"
-                       :: "l"(dst), "r"(stg + lane * SROW) : "memory");
-        else
-          asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], 256;"
-                       :: "l"(dst), "r"(stg + lane * SROW) : "memory");
-        asm volatile("cp.async.bulk.commit_group;" ::: "memory");
-      }
-      continue;
-    }
-    if (EB > 0 && pairs && m0 + BM <= M && n0 + BN <= N) {
-      /* a tile inside C: its reads in batches of EB rows of mma tiles, each batch's reads
-      ** issued before its first write (as matmul.cu's dmma with EB > 0) */
-      double *c0 = C + (size_t)(m0 + wm + g) * ldc + n0 + wn + 2 * t;
-#pragma unroll
-      for (int i0 = 0; i0 < 4; i0 += (EB > 0 ? EB : 4)) {
-        double2 old[EB > 0 ? EB : 1][4][2];
-        if (beta != 0.0)
-#pragma unroll
-          for (int i = 0; i < EB; i++)
-#pragma unroll
-            for (int j = 0; j < 4; j++)
-#pragma unroll
-              for (int h = 0; h < 2; h++) old[i][j][h] = *(const double2 *)(c0 + (size_t)((i0 + i) * 16 + 8 * h) * ldc + j * 8);
-#pragma unroll
-        for (int i = 0; i < EB; i++)
-#pragma unroll
-          for (int j = 0; j < 4; j++)
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-              double x = alpha * acc[i0 + i][j][2 * h], y = alpha * acc[i0 + i][j][2 * h + 1];
-              if (beta != 0.0) { x += beta * old[i][j][h].x; y += beta * old[i][j][h].y; }
-              *(double2 *)(c0 + (size_t)((i0 + i) * 16 + 8 * h) * ldc + j * 8) = make_double2(x, y);
-            }
-      }
-      continue;
-    }
 #pragma unroll
     for (int i = 0; i < 4; i++)
 #pragma unroll
@@ -380,30 +306,6 @@ __device__ __forceinline__ void dmma_tma (int M, int N, int K, double alpha, con
           }
         }
   }
-  if (BULK) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");   /* C written, the staging read */
-}
-
-/* culua_matmul_dmma_tma: each read of C after the write before it (32 round trips to L2
-** a thread at the end of a tile); culua_matmul_dmma_tma_eb: in a tile inside C, the reads
-** in two batches of 16 (the catalog's tune.dmma_tma_eb); culua_matmul_dmma_tma_bulk
-** (tune.dmma_tma_bulk): where beta is 0 or 1, a tile inside C goes out through shared
-** memory by bulk copies (beta = 1: bulk reductions, cp.reduce.async.bulk .add.f64, which add
-** it to C in L2), so that the consumers go on to the next tile's products at once; a ring
-** of 4 stages (the staging takes the shared memory of two), other tiles and betas as _eb */
-extern "C" __global__ void __launch_bounds__(384, 1)
-culua_matmul_dmma_tma (int M, int N, int K, double alpha, const __grid_constant__ culua_tmap tmA,
-                       const __grid_constant__ culua_tmap tmB, double beta, double *C, int ldc) {
-  dmma_tma<0, CULUA_DMMA_TMA_STAGES, false>(M, N, K, alpha, tmA, tmB, beta, C, ldc);
-}
-extern "C" __global__ void __launch_bounds__(384, 1)
-culua_matmul_dmma_tma_eb (int M, int N, int K, double alpha, const __grid_constant__ culua_tmap tmA,
-                          const __grid_constant__ culua_tmap tmB, double beta, double *C, int ldc) {
-  dmma_tma<2, CULUA_DMMA_TMA_STAGES, false>(M, N, K, alpha, tmA, tmB, beta, C, ldc);
-}
-extern "C" __global__ void __launch_bounds__(384, 1)
-culua_matmul_dmma_tma_bulk (int M, int N, int K, double alpha, const __grid_constant__ culua_tmap tmA,
-                            const __grid_constant__ culua_tmap tmB, double beta, double *C, int ldc) {
-  dmma_tma<2, CULUA_DMMA_TMA_BULK_STAGES, true>(M, N, K, alpha, tmA, tmB, beta, C, ldc);
 }
 
 /* }====================================================== */

@@ -218,12 +218,9 @@ do
   -- 3 leaves a short last group at 300 and 520 rows), and on 9.0 the TMA-fed kernel where
   -- lda and ldb are even (300x200x100, 520x390x262, 1000^3; odd ones fall back to mma.sync),
   -- a block a multiprocessor, a block a tile, and two blocks that take turns over the tiles
-  -- (its ring going on from tile to tile, k-tiles 7, 17 and 63 a tile); the same reading C in
-  -- batches (tune.dmma_tma_eb) and writing C by bulk copies (tune.dmma_tma_bulk; beta = 0
-  -- here, so the tiles inside C of 520x390x262 and 1000^3 take them; C read: see below)
+  -- (its ring going on from tile to tile, k-tiles 7, 17 and 63 a tile)
   local knobs = {{"dmma_group", 3}, {"dmma_group", 2, "128x64w8"}, {"dmma_group", 3, "128x64w8k32"}, {"dmma_tma", true},
-                 {"dmma_tma", true, nil, false}, {"dmma_tma", true, nil, 2}, {"dmma_tma", true, nil, 2, "dmma_tma_eb"},
-                 {"dmma_tma", true, nil, 2, "dmma_tma_bulk"}, {"dmma_tma", true, nil, false, "dmma_tma_bulk"}}
+                 {"dmma_tma", true, nil, false}, {"dmma_tma", true, nil, 2}}
   for _, s in ipairs(shapes) do
     local A, B, Cd, R = problem("float64", s[1], s[2], s[3], 5)
     local tag = ("float64 %dx%dx%d dmma"):format(s[1], s[3], s[2])
@@ -238,17 +235,14 @@ do
       end
     end
     for _, kn in ipairs(knobs) do
-      local what = ("%s %s = %s%s%s%s"):format(tag, kn[1], tostring(kn[2]), kn[3] and ", tile " .. kn[3] or "",
-                                               kn[4] ~= nil and ", dmma_persistent = " .. tostring(kn[4]) or "",
-                                               kn[5] and ", " .. kn[5] or "")
+      local what = ("%s %s = %s%s%s"):format(tag, kn[1], tostring(kn[2]), kn[3] and ", tile " .. kn[3] or "",
+                                             kn[4] ~= nil and ", dmma_persistent = " .. tostring(kn[4]) or "")
       if not dmma then
         T.skip(what .. ": needs compute capability 8.0")
       else
         tune[kn[1]], tune.dmma_tile, tune.dmma_persistent = kn[2], kn[3], kn[4]
-        if kn[5] then tune[kn[5]] = true end
         check(mm(A, B, Cd:fill(0 / 0), {variant = "dmma"}), R, 1e-13, what)
         tune[kn[1]], tune.dmma_tile, tune.dmma_persistent = nil, nil, nil
-        if kn[5] then tune[kn[5]] = nil end
       end
     end
     if dmma then check(mm(A, B, Cd:fill(0 / 0)), R, 1e-13, tag .. ": the float64 default") end
@@ -418,14 +412,11 @@ do
           if dt == "float64" and dev.major >= 8 then
             local mtune = require("culua.catalog.matmul").tune
             for _, kn in ipairs{{"dmma_group", 2}, {"dmma_tma", true}, {"dmma_tile", "128x64w8e2"},
-                                {"dmma_tile", "128x64w8k32"}, {"dmma_tile", "128x64w8b"}, {"dmma_tma", true, "dmma_tma_eb"},
-                                {"dmma_tma", true, "dmma_tma_bulk"}} do
+                                {"dmma_tile", "128x64w8k32"}, {"dmma_tile", "128x64w8b"}, {"dmma_tile", "128x64b"}} do
               mtune[kn[1]], mtune.dmma_persistent = kn[2], kn[1] == "dmma_tma" and 1 or nil
-              if kn[3] then mtune[kn[3]] = true end
-              run({variant = "dmma"}, tol, ("%s, alpha %g beta %g, tune.%s = %s%s"):format(l[1], ab[1], ab[2], kn[1],
-                  tostring(kn[2]), kn[3] and ", " .. kn[3] or ""))
+              run({variant = "dmma"}, tol, ("%s, alpha %g beta %g, tune.%s = %s"):format(l[1], ab[1], ab[2], kn[1],
+                  tostring(kn[2])))
               mtune[kn[1]], mtune.dmma_persistent = nil, nil
-              if kn[3] then mtune[kn[3]] = nil end
             end
           end
         end
@@ -445,21 +436,6 @@ do
       local mtune = require("culua.catalog.matmul").tune
       mtune.dmma_tma, mtune.dmma_persistent = true, 3
       run64({variant = "dmma"}, 1e-13, "C -= A*B, tune.dmma_tma (3 blocks)")
-      mtune.dmma_tma_eb = true
-      run64({variant = "dmma"}, 1e-13, "C -= A*B, tune.dmma_tma (3 blocks), dmma_tma_eb")
-      mtune.dmma_tma_eb = nil
-      -- C's tiles inside C by bulk copies: added in L2 (beta = 1, any alpha), written (beta =
-      -- 0), and, for other betas, as dmma_tma_eb; 3 blocks over the tiles, then a block a tile
-      mtune.dmma_tma_bulk = true
-      for _, p in ipairs{3, false} do
-        mtune.dmma_persistent = p
-        for _, ab in ipairs{{-1, 1}, {2.5, 1}, {0.5, 0}, {2, -0.5}} do
-          local runb = ld_case("float64", s[1], s[2], s[3], {one = {600, 600}}, {300, 0}, {0, 300}, {300, 300}, ab[1], ab[2])
-          runb({variant = "dmma"}, 1e-13, ("alpha %g beta %g, tune.dmma_tma_bulk, dmma_persistent = %s"):format(ab[1], ab[2],
-               tostring(p)))
-        end
-      end
-      mtune.dmma_tma_bulk = nil
       mtune.dmma_tma, mtune.dmma_group, mtune.dmma_persistent = nil, 4, nil
       run64({variant = "dmma"}, 1e-13, "C -= A*B, tune.dmma_group = 4")
       mtune.dmma_group = nil

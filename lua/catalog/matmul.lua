@@ -187,20 +187,25 @@ for _, d in ipairs(core.instances("matmul", "CULUA_DMMA")) do
   dmma_tiles[name] = {bm, bn, wm * wn * 32, MK.CULUA_DMMA_SHARED(bm, bn, stages, bk)}
 end
 M._dmma_tiles = dmma_tiles   -- (the tests and the bench read the tiles built)
-M.tune = {dmma_tile = nil, dmma_group = nil, dmma_tma = nil, dmma_persistent = nil, dmma_tma_eb = nil, dmma_tma_bulk = nil,
-          stage_c = nil, lowp_sm90 = nil,
+M.tune = {dmma_tile = nil, dmma_group = nil, dmma_tma = nil, dmma_persistent = nil, stage_c = nil, lowp_sm90 = nil,
           fp8_tile = nil, fp8_persistent = nil, fp8_programmatic = nil}
 
--- 128 x 64 in 8 warps for k under 1024 (LU's update), in 4 warps past it, unless
--- M.tune.dmma_tile says otherwise. On an H100 (bench/matmul.lua, session 13), TFLOP/s,
+-- 128 x 64 for k under 1024 (LU's update; 8 warps until session 29, 128x64b since: below),
+-- in 4 warps past it, unless M.tune.dmma_tile says otherwise. On an H100 (bench/matmul.lua, session 13), TFLOP/s,
 -- 128x64 / 128x64w8 / 128x128 / 64x128 (cuBLAS DGEMM):
 --   4096^3           51.3 / 41.1 / 45.4 / 50.3 (59.1)
 --   8192^3           46.9 / 45.3 / 44.6 / 42.2 (56.5)
 --   8192^2 x 128     22.7 / 27.5 / 19.7 / 22.7 (29.7)
 --   16384^2 x 128    20.6 / 23.9 / 18.8 / 19.5 (26.7)
 --   16384^2 x 256    27.5 / 32.1 / 23.5 / 23.4 (47.2)
+--
+-- Below k = 1024 the tile is 128x64b (session 29, bench/matmul.lua's float64 lu rows, H100,
+-- in groups of 8 tile rows, against cuBLAS DGEMM): 8192^2 x 128 / 256 1.00x / 0.99x and
+-- 16384^2 x 128 / 256 1.25x / 0.99x, where 128x64w8 gave 0.86x / 0.79x and 1.06x / 0.81x.
+-- Its tiles inside C with beta 0 or 1 go out by bulk copies on 9.0, added to C in L2 (no
+-- read of C in the block); elsewhere it reads C in batches (kernels/matmul.cu's EB).
 local function dmma_tile(k)
-  return M.tune.dmma_tile or (k < 1024 and "128x64w8" or "128x64")
+  return M.tune.dmma_tile or (k < 1024 and "128x64b" or "128x64")
 end
 
 -- dmma on compute capability 9.0 fed by TMA (kernels/matmul_sm90.cu's culua_matmul_dmma_tma:
@@ -214,11 +219,6 @@ end
 -- 16384 x 16384 x 128, 0.78x against 0.69x at k = 256; the same at 8192 x 8192 x 128).
 -- M.tune.dmma_persistent: nil or true, a block a multiprocessor; false, a block a tile; a
 -- count, at most that many blocks (the tests take a few, so that each runs several tiles).
--- M.tune.dmma_tma_eb = true: the kernel that reads C in batches (culua_matmul_dmma_tma_eb:
--- two batches of 16 reads a thread in tiles inside C, where the other reads each after the
--- write before it). M.tune.dmma_tma_bulk = true (before dmma_tma_eb): the kernel whose tiles
--- inside C, where beta is 0 or 1, go out through shared memory by bulk copies, which add
--- them to C in L2 where beta is 1 (culua_matmul_dmma_tma_bulk; a ring of 4 stages, not 6).
 local D9 = nil
 local function dmma_tma(dev, k, v16, auto)
   return (M.tune.dmma_tma == true or auto and k >= 1024) and dev.major == 9 and dev.minor == 0 and k > 0 and v16
@@ -228,13 +228,8 @@ local function matmul_dmma_tma(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, bet
   D9 = D9 or core.constants("matmul_sm90")
   local bm, bn, bk, panel, swz = D9.CULUA_DMMA_TMA_BM, D9.CULUA_DMMA_TMA_BN, D9.CULUA_DMMA_TMA_BK,
                                  D9.CULUA_DMMA_TMA_PANEL, D9.CULUA_DMMA_TMA_SWIZZLE
-  local shared, name = D9.CULUA_DMMA_TMA_SHARED(D9.CULUA_DMMA_TMA_STAGES), "culua_matmul_dmma_tma"
-  if M.tune.dmma_tma_bulk then
-    shared, name = D9.CULUA_DMMA_TMA_SHARED(D9.CULUA_DMMA_TMA_BULK_STAGES) + D9.CULUA_DMMA_TMA_STAGING, name .. "_bulk"
-  elseif M.tune.dmma_tma_eb then
-    name = name .. "_eb"
-  end
-  local kern = core.kernel("matmul_sm90", name, nil, dev)
+  local shared = D9.CULUA_DMMA_TMA_SHARED(D9.CULUA_DMMA_TMA_STAGES)
+  local kern = core.kernel("matmul_sm90", "culua_matmul_dmma_tma", nil, dev)
   core.allow_shared(kern, shared)
   local amap = A:tensor_map(bm, bk, swz, {rows = m, cols = k, stride = lda * 8})
   local bmap = B:tensor_map(bk, panel, swz, {rows = k, cols = n, stride = ldb * 8})
@@ -491,7 +486,7 @@ M.info = {
            scale_b = "fp8 A and B: see scale_a",
            transb = "true: B is given as B^T, N x K (rows ldb apart, ldb >= k), C = alpha*A*B^T + beta*C, as cuBLAS's op(B) = B^T; fp8 on compute capability 9.0 reads it as it is where TMA can address it (cuBLASLt's TN form, its fast form there), every other path from a scratch B that B^T is transposed into",
            mma = "float16, bfloat16 (compute capability 8.0 and later) and fp8 (8.9 and later) on tensor cores, float32 sums; C in A's dtype or float32 (fp8: bfloat16, float16 or float32); float16 and bfloat16 on 9.0: wgmma fed by TMA where A and B rows are 16-byte aligned (tma = false: mma.sync; require('culua.catalog.matmul').tune.lowp_sm90 = 'ss' (the default) takes the kernel with both operands in shared memory, 'rs' B^T's fragments through registers; tune.lowp_persistent: true, false or a block count, blocks that take tile after tile); fp8 on 9.0 likewise, B transposed into scratch first unless given as B^T (transb; tune.fp8_tile, fp8_persistent, fp8_programmatic: see doc/matmul.md)",
-           dmma = "float64 on tensor cores (compute capability 8.0 and later): 128 x 64 tiles; require('culua.catalog.matmul').tune.dmma_tile = '128x128', '128x64', '64x128' or '128x64w8' fixes the shape, or one of the tiles for LU's updates (C read, k = 128 and 256) whose reads of C go in batches, '128x64w8e1', '128x64w8e2' and '128x64e2', '128x64w8k32' (the same in k-tiles of 32), and '128x64w8b', '128x64b' and '128x64w8k32b', whose tiles inside C, where beta is 0 or 1, go out by bulk copies from shared memory on 9.0 (beta = 1: added to C in L2); tune.dmma_group = G runs the tiles in groups of G tile rows (L2 reuse of B; by default 8 where k < 1024); on 9.0, tune.dmma_tma = true takes the TMA-fed kernel of 128 x 128 tiles (A and B rows 16-byte aligned; by default where k >= 1024; false: never; tune.dmma_persistent = false: a block a tile, a count: that many blocks; tune.dmma_tma_eb = true: C read in batches; tune.dmma_tma_bulk = true: where beta is 0 or 1, C written or added to in L2 by bulk copies from shared memory)"},
+           dmma = "float64 on tensor cores (compute capability 8.0 and later): 128 x 64 tiles (below k = 1024 '128x64b'); require('culua.catalog.matmul').tune.dmma_tile = '128x128', '128x64', '64x128' or '128x64w8' fixes the shape, or one of the tiles for LU's updates (C read, k = 128 and 256) whose reads of C go in batches, '128x64w8e1', '128x64w8e2' and '128x64e2', '128x64w8k32' (the same in k-tiles of 32), and '128x64w8b', '128x64b' and '128x64w8k32b', whose tiles inside C, where beta is 0 or 1, go out by bulk copies from shared memory on 9.0 (beta = 1: added to C in L2); tune.dmma_group = G runs the tiles in groups of G tile rows (L2 reuse of B; by default 8 where k < 1024); on 9.0, tune.dmma_tma = true takes the TMA-fed kernel of 128 x 128 tiles (A and B rows 16-byte aligned; by default where k >= 1024; false: never; tune.dmma_persistent = false: a block a tile, a count: that many blocks)"},
   default = "fast (float64: dmma on compute capability 8.0 and later; float16, bfloat16 and fp8: mma, tensor cores with float32 sums)",
 }
 
