@@ -15,11 +15,13 @@
 #include <culua/sort.cuh>
 
 #define SORTM_THREADS 256                        /* a merge tile's block, and the searches' */
-/* keys a thread of a merge tile: prebuilt at 8; NVRTC builds other counts (sort_multi_run.lua's
+/* keys a thread of a merge tile: prebuilt at 12; NVRTC builds other counts (sort_multi_run.lua's
 ** tune.items, 1..16: a tile of 64-bit keys and its sources within 48 KiB) with -DSORTM_ITEMS=n
-** -DSORTM_V=_in, SORTM_V naming the merges so built */
+** -DSORTM_V=_in, SORTM_V naming the merges so built. A merge of two runs into 2^27 uint32
+** keys on an H100 took 0.684 ms at 12 (1570 GB/s read and written), 0.815 at 8, 1.163 at 4,
+** 0.831 at 16 (bench/RESULTS.md, session 29) */
 #ifndef SORTM_ITEMS
-#define SORTM_ITEMS 8
+#define SORTM_ITEMS 12
 #endif
 #ifndef SORTM_V
 #define SORTM_V

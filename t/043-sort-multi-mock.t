@@ -251,7 +251,7 @@ local function ult(a, b) return math.ult(a, b) end
 -- the mock kernel file's shape: a tile of 4 x 3 keys, so that small sorts have many tiles
 local KSRC = slurp(srcdir .. "/kernels/sort_multi.cu")
   :gsub("#define SORTM_THREADS 256", "#define SORTM_THREADS 4")
-  :gsub("#define SORTM_ITEMS 8", "#define SORTM_ITEMS 3")
+  :gsub("#define SORTM_ITEMS 12", "#define SORTM_ITEMS 3")
 local MT, MI = 4, 3
 local CUR_MI = MI   -- the keys a thread of the merge kernel running (NVRTC's variants: other counts)
 
