@@ -476,6 +476,8 @@ __constant__ float coef[4];
   case("argsort: an unknown variant", function () cuda.catalog.argsort(x, {variant = "bitonic"}) end, "cuda%.catalog%.argsort: variant must be one of")
   case("sort over devices: a part of int8 keys", function () cuda.catalog.sort({x, cuda.array("int8", 8)}, {devices = {0, 0}}) end,
        "cuda%.catalog%.sort: part 2 %(device 0%): keys of dtype int8 are not sorted over devices or ranks")
+  case("sort over devices: 16-bit values", function () cuda.catalog.sort({x, cuda.array("float32", 8)}, {cuda.array("uint16", 1000), cuda.array("uint16", 8)}, {devices = {0, 0}}) end,
+       "cuda%.catalog%.sort: part 1 %(device 0%): values of dtype uint16 are not sorted over devices or ranks %(values of 4 or 8 bytes are%)")
   case("sort over devices: overlapping parts", function () cuda.catalog.sort({x:view(1, 600), x:view(500, 501)}, {devices = {0, 0}}) end,
        "cuda%.catalog%.sort: part 2 %(device 0%): its arrays overlap part 1's")
   case("sort over devices: no room for balance = 'even'", function ()

@@ -231,7 +231,7 @@ T.gpu_part(function ()
   multi("pull, float16 keys on {0, 0, 0}", "float16", {0, 0, 0}, {12345, 777, 30001}, nil, "uint32")
   if cuda.device_count() >= 2 then
     multi("pull, on {0, 1, 1, 0}", "uint64", {0, 1, 1, 0}, {40001, 3, 29999, 20000}, nil, "int64")
-    multi("pull, uint16 keys on {1, 0, 1}", "uint16", {1, 0, 1}, {9999, 20001, 12347}, {descending = true}, "uint16")
+    multi("pull, uint16 keys on {1, 0, 1}", "uint16", {1, 0, 1}, {9999, 20001, 12347}, {descending = true}, "uint32")
   else
     T.skip("one GPU: pulls between GPUs need two", 1)
   end

@@ -944,6 +944,10 @@ pulls = launches.pull
 check("pull: device 1 cannot reach device 2, that piece copied", {dt = "int64", sizes = {30, 41, 45, 29}, devs = {0, 1, 2, 3}})
 T.is(launches.pull - pulls, 11, "pull: the piece device 1 gets from device 2 copied, the other eleven pulled")
 NO_PEER[1] = nil
+T.like(select(2, pcall(M.sort, {cuda.array("uint32", 4), cuda.array("uint32", 4)}, {cuda.array("uint16", 4), cuda.array("uint16", 4)},
+                       {devices = {0, 1}})),
+       "part 1 %(device 0%): values of dtype uint16 are not sorted over devices or ranks %(values of 4 or 8 bytes are%)",
+       "16-bit values refused (the merges carry 4- and 8-byte values)")
 M.tune.pull = "yes"
 T.like(select(2, pcall(M.sort, {cuda.array("uint32", 4)}, {devices = {0}})), "tune%.pull must be a boolean, got yes", "tune.pull checked")
 M.tune.direct, M.tune.pull = true, false

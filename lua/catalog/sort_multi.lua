@@ -81,6 +81,10 @@ local function check_part(fname, keys, values, count, opts)
     if vn ~= cap then fail(fname, "values has %d elements but keys has %d", vn, cap) end
     if vdev ~= dev then fail(fname, "values is on device %d but keys is on device %d", vdev.ordinal, dev.ordinal) end
   end
+  -- the merges carry 4- and 8-byte values (kernels/sort_multi.cu's SORTM_PAIRS)
+  if vdt and elem_bytes[vdt] < 4 then
+    fail(fname, "values of dtype %s are not sorted over devices or ranks (values of 4 or 8 bytes are)", vdt)
+  end
   sort1.sort(keys:view(1, 0), values and values:view(1, 0),
              {descending = opts.descending, begin_bit = opts.begin_bit, end_bit = opts.end_bit})
   if not key_types[dt] then fail(fname, "keys of dtype %s are not sorted over devices or ranks", dt) end
