@@ -948,6 +948,25 @@ T.like(select(2, pcall(M.sort, {cuda.array("uint32", 4), cuda.array("uint32", 4)
                        {devices = {0, 1}})),
        "part 1 %(device 0%): values of dtype uint16 are not sorted over devices or ranks %(values of 4 or 8 bytes are%)",
        "16-bit values refused (the merges carry 4- and 8-byte values)")
+-- tune.pairs: phases that pair the parts (each sends one piece and receives one a phase)
+M.tune.direct, M.tune.pairs = false, true
+check("pairs: four devices, uint32 pairs", {dt = "uint32", vdt = "uint32", sizes = {30, 41, 45, 29}, devs = {0, 1, 2, 3}, few = true})
+check("pairs: five parts on three devices, float64", {dt = "float64", vdt = "int32", sizes = {9, 14, 3, 20, 11}, devs = {0, 1, 2, 0, 1}})
+check("pairs: eight parts, int64 keys", {dt = "int64", sizes = {9, 14, 3, 20, 11, 5, 17, 8}, devs = {0, 1, 2, 3, 0, 1, 2, 3}})
+check("pairs: four ranks, uint64 pairs", {dt = "uint64", vdt = "uint64", sizes = {30, 41, 45, 29}}, true)
+check("pairs: three ranks, float32", {dt = "float32", sizes = {20, 13, 29}}, true)
+do
+  M.tune.timeline = true
+  check("pairs: timeline, four devices", {dt = "uint32", sizes = {30, 41, 45, 29}, devs = {0, 1, 2, 3}})
+  local names = {}
+  for k, m in ipairs(M.stats.timeline and M.stats.timeline[2] or {}) do names[k] = m[1] end
+  T.is(table.concat(names, ","), "start,sorted,piece 1,piece 4,piece 3,merge 1.0,merge 1.1,merge 2.0",
+       "pairs: part 2 receives part 1's piece, then part 4's (2 xor 4 - 1 = 2), then part 3's")
+  M.tune.timeline = false
+end
+M.tune.pairs = 1
+T.like(select(2, pcall(M.sort, {cuda.array("uint32", 4)}, {devices = {0}})), "tune%.pairs must be a boolean, got 1", "tune.pairs checked")
+M.tune.direct, M.tune.pairs = true, false
 M.tune.pull = "yes"
 T.like(select(2, pcall(M.sort, {cuda.array("uint32", 4)}, {devices = {0}})), "tune%.pull must be a boolean, got yes", "tune.pull checked")
 M.tune.direct, M.tune.pull = true, false

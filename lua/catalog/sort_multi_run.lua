@@ -31,13 +31,15 @@ local DESC = core.constants("culua/sort.cuh").SORT_DESC
 -- M.stats.timeline, for bench/sort_multi.lua (timing events: off by default)
 -- pull: within one process, each piece is read by its receiver's multiprocessors
 -- (kernels/sort_multi.cu's pull) rather than copied by the copy engines.
-local tune = {items = ITEMS, search = 256, phased = true, direct = false, timeline = false, pull = false}
+-- pairs: the phases pair the parts (pair_phase below) rather than following the merge tree's levels.
+local tune = {items = ITEMS, search = 256, phased = true, direct = false, timeline = false, pull = false, pairs = false}
 
 -- the knobs, checked before a call does anything
 local function check_tune(fail, fname)
   local i, s = tune.items, tune.search
   if math.type(i) ~= "integer" or i < 1 or i > 16 then fail(fname, "tune.items must be an integer 1..16, got %s", tostring(i)) end
   if math.type(s) ~= "integer" or s < 2 or s > 4096 then fail(fname, "tune.search must be an integer 2..4096, got %s", tostring(s)) end
+  if type(tune.pairs) ~= "boolean" then fail(fname, "tune.pairs must be a boolean, got %s", tostring(tune.pairs)) end
   if type(tune.pull) ~= "boolean" then fail(fname, "tune.pull must be a boolean, got %s", tostring(tune.pull)) end
   if type(tune.timeline) ~= "boolean" then fail(fname, "tune.timeline must be a boolean, got %s", tostring(tune.timeline)) end
 end
@@ -101,6 +103,12 @@ local function phase_of(s, t)
   while x > 0 do x = x >> 1; ph = ph + 1 end
   return ph
 end
+
+-- tune.pairs: the phase of parts s and t is their 0-based numbers' exclusive or (1 ..
+-- 2^levels - 1), so that in each phase every part sends one piece and receives one (a
+-- perfect matching where P is a power of two), where phase_of's last phase has each part
+-- receive half its pieces from as many senders at once
+local function pair_phase(s, t) return (s - 1) ~ (t - 1) end
 
 --[[
 ** The boundaries of the global order in order-key space: for each target R[j] (keys before
@@ -366,6 +374,8 @@ local function run(T, ctx)
   plan.phases = plan.levels
   if T.direct or not tune.phased then
     plan.phase, plan.phases = function (a, b) return a == b and 0 or 1 end, 1
+  elseif tune.pairs then
+    plan.phase, plan.phases = pair_phase, (1 << plan.levels) - 1
   end
   for a = 1, P do
     plan.cnt[a], plan.from[a], plan.to[a] = {}, {}, {}
