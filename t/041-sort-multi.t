@@ -237,6 +237,7 @@ T.gpu_part(function ()
   end
   tune.pull = false
   -- tune.pairs: phases that pair the parts, a piece in and a piece out a part a phase
+  local pairs0 = tune.pairs
   tune.pairs = true
   multi("pairs, on {0, 0, 0, 0}", "uint32", {0, 0, 0, 0}, {40000, 1, 30000, 20001}, nil, "uint32")
   multi("pairs, three shares", "float64", {0, 0, 0}, {12345, 777, 30001}, {descending = true})
@@ -245,7 +246,9 @@ T.gpu_part(function ()
   else
     T.skip(("%d GPU(s): pairs over four GPUs needs four"):format(cuda.device_count()), 1)
   end
-  tune.pairs = false
+  tune.pairs = false   -- the tree's phases, the default before
+  multi("tree phases, on {0, 0, 0, 0}", "int32", {0, 0, 0, 0}, {40000, 1, 30000, 20001}, nil, "int32")
+  tune.pairs = pairs0
   tune.items, tune.search, tune.phased = 3, 7, false
   multi("tune: 3 keys a thread, 7 candidates, no phases", "float32", {0, 0, 0}, {20000, 777, 30001}, nil, "uint64", "few")
   tune.items, tune.search, tune.phased = 16, 4096, true

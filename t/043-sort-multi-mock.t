@@ -949,6 +949,7 @@ T.like(select(2, pcall(M.sort, {cuda.array("uint32", 4), cuda.array("uint32", 4)
        "part 1 %(device 0%): values of dtype uint16 are not sorted over devices or ranks %(values of 4 or 8 bytes are%)",
        "16-bit values refused (the merges carry 4- and 8-byte values)")
 -- tune.pairs: phases that pair the parts (each sends one piece and receives one a phase)
+local pairs0 = M.tune.pairs
 M.tune.direct, M.tune.pairs = false, true
 check("pairs: four devices, uint32 pairs", {dt = "uint32", vdt = "uint32", sizes = {30, 41, 45, 29}, devs = {0, 1, 2, 3}, few = true})
 check("pairs: five parts on three devices, float64", {dt = "float64", vdt = "int32", sizes = {9, 14, 3, 20, 11}, devs = {0, 1, 2, 0, 1}})
@@ -967,6 +968,10 @@ end
 M.tune.pairs = 1
 T.like(select(2, pcall(M.sort, {cuda.array("uint32", 4)}, {devices = {0}})), "tune%.pairs must be a boolean, got 1", "tune.pairs checked")
 M.tune.direct, M.tune.pairs = true, false
+-- the tree's phases (tune.pairs = false): the farther pieces in one phase
+check("tree phases: four devices", {dt = "uint32", vdt = "uint32", sizes = {30, 41, 45, 29}, devs = {0, 1, 2, 3}, few = true})
+check("tree phases: four ranks", {dt = "float32", sizes = {30, 41, 45, 29}}, true)
+M.tune.pairs = pairs0
 M.tune.pull = "yes"
 T.like(select(2, pcall(M.sort, {cuda.array("uint32", 4)}, {devices = {0}})), "tune%.pull must be a boolean, got yes", "tune.pull checked")
 M.tune.direct, M.tune.pull = true, false
@@ -1010,8 +1015,8 @@ do
   check("timeline: three ranks", {dt = "float32", sizes = {20, 13, 29}}, true)
   local r = {}
   for k, m in ipairs(M.stats.timeline and M.stats.timeline[1] or {}) do r[k] = m[1] end
-  T.is(table.concat(r, ","), "start,sorted,phase 2,merge 1.1,merge 1.0,merge 2.0",
-       "timeline: over ranks, NCCL's phases (the last rank's: all its pieces in phase 2)")
+  T.is(table.concat(r, ","), "start,sorted,phase 2,phase 3,merge 1.1,merge 1.0,merge 2.0",
+       "timeline: over ranks, NCCL's phases (the last rank's, 0-based 2: rank 0's piece in phase 2, rank 1's in 3)")
   M.tune.timeline = 1
   T.like(select(2, pcall(M.sort, {cuda.array("uint32", 4)}, {devices = {0}})), "tune%.timeline must be a boolean, got 1",
          "tune.timeline checked")

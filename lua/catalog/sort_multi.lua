@@ -14,7 +14,8 @@
 --      and summing the counts over the parts; equal keys at a boundary are split
 --      by part, the earlier parts' first, which keeps the sort stable;
 --   4. every part sends each other part its piece (a contiguous range of its
---      run), in phases by the distance of the two parts in a binary tree;
+--      run), in phases that pair the parts (a piece out and a piece in a part
+--      a phase; tune.pairs) or by their distance in a binary tree;
 --   5. each part merges the pieces it holds, pairwise up the tree, a node as
 --      soon as its pieces are there (the part's own pair while the farther
 --      pieces still travel), the last merge into the part's own arrays.
