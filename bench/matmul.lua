@@ -4,8 +4,8 @@
 -- tiles and its knobs (matmul.tune: dmma_group, dmma_tma) beside the default.
 --   culua bench/matmul.lua [ANCHOR] [REPS] [float64 [SHAPES [ROWS]]]   (float64: that half alone)
 -- SHAPES: all (the default), lu (LU's four update shapes, k = 128 and 256) or square (4096^3,
--- 8192^3); ROWS: all (the default) or lu (the default, the old default and the rows new for
--- LU's shapes: epilogues, k-tiles of 32, the TMA kernel's epilogues)
+-- 8192^3); ROWS: all (the default) or lu (the default, the TMA kernel and the rows for LU's
+-- shapes: C read in batches, k-tiles of 32, C by bulk copies)
 local cuda = require "cuda"
 require("culua.bench").need_devices()
 local anchor = arg[1] or "bench/anchor_cublas"
@@ -42,8 +42,9 @@ print(("matmul on %s, float64, median of %d after warm-up"):format(cuda.device()
 print(("%-18s %-22s %10s %10s %10s %10s %7s  %s"):format("m x n x k", "", "culua ms", "TFLOP/s", "cuBLAS ms", "TFLOP/s", "ratio",
       "max |C - C by fast| of one call"))
 local tune = require("culua.catalog.matmul").tune
--- dmma's rows: the default (on 9.0 the TMA kernel where k >= 1024, the tiles by k in groups of
--- 8 tile rows below: session 27's sweep), the tiles by k with no knob (the default before),
+-- dmma's rows: the default (on 9.0 the TMA kernel where k >= 1024, session 27's sweep; below,
+-- 128x64b in groups of 8 tile rows, session 29's), the tiles by k with no knob (128x64b below
+-- k = 1024 and 128x64 above, in no groups),
 -- each tile, and the knobs of matmul.tune: tile rows in groups of 8 or 16 (dmma_group), and on
 -- compute capability 9.0 the TMA-fed 128 x 128 kernel, persistent (dmma_tma) or a block a
 -- tile (dmma_persistent = false). Then the variants for LU's shapes (C read, k = 128 and 256):
