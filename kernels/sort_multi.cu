@@ -290,25 +290,19 @@ SORTM_PAIRS(u32, u32, u64, u64)
 SORTM_PAIRS(u64, u64, u32, u32)
 SORTM_PAIRS(u64, u64, u64, u64)
 
-/* n bytes of src into dst: keys of a dtype NCCL has no name for (16-bit) go
-** through a byte array (the transport over ranks) */
-extern "C" __global__ void culua_sortm_copy8 (const unsigned char *src, unsigned char *dst, u64 n) {
-  const u64 stride = (u64)gridDim.x * blockDim.x;
-  for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) dst[i] = src[i];
-}
-
-
 /*
-** n bytes of src into dst, read by this GPU's multiprocessors: the pieces of
-** the sort over GPUs pulled from another GPU's memory over the link between
-** them (peer access on), where the copy engines' peer copies ran at about
-** half the link's rate with every GPU sending and receiving at once
-** (lua/catalog/sort_multi_run.lua's tune.pull). Words of W bytes, the widest
-** that src and dst share an alignment in; the bytes before dst's first whole
-** word and after its last go one at a time. Four loads in flight a thread.
+** n bytes of src into dst (sort_multi_transport.lua's copy_bytes): keys of a
+** dtype NCCL has no name for (16-bit) into a byte array for the transport over
+** ranks, and, with tune.pull, the pieces of the sort over GPUs read from
+** another GPU's memory over the link between them (peer access on) by this
+** GPU's multiprocessors, where the copy engines' peer copies ran at about half
+** the link's rate with every GPU sending and receiving at once. Words of W
+** bytes, the widest that src and dst share an alignment in; the bytes before
+** dst's first whole word and after its last go one at a time. Four loads in
+** flight a thread.
 */
 template <typename W>
-__device__ __forceinline__ void pull_words (const unsigned char *src, unsigned char *dst, u64 n) {
+__device__ __forceinline__ void copy_words (const unsigned char *src, unsigned char *dst, u64 n) {
   const u64 tid = (u64)blockIdx.x * blockDim.x + threadIdx.x, stride = (u64)gridDim.x * blockDim.x;
   const u64 skew = (u64)(sizeof(W) - ((size_t)dst & (sizeof(W) - 1))) & (sizeof(W) - 1);
   const u64 head = skew < n ? skew : n, words = (n - head) / sizeof(W), done = head + words * sizeof(W);
@@ -327,12 +321,12 @@ __device__ __forceinline__ void pull_words (const unsigned char *src, unsigned c
   if (tid < n - done) dst[done + tid] = src[done + tid];
 }
 
-extern "C" __global__ void culua_sortm_pull (const unsigned char *src, unsigned char *dst, u64 n) {
+extern "C" __global__ void culua_sortm_copy (const unsigned char *src, unsigned char *dst, u64 n) {
   const size_t x = (size_t)src ^ (size_t)dst;
-  if (!(x & 15)) pull_words<uint4>(src, dst, n);
-  else if (!(x & 7)) pull_words<uint2>(src, dst, n);
-  else if (!(x & 3)) pull_words<unsigned>(src, dst, n);
-  else pull_words<unsigned char>(src, dst, n);
+  if (!(x & 15)) copy_words<uint4>(src, dst, n);
+  else if (!(x & 7)) copy_words<uint2>(src, dst, n);
+  else if (!(x & 3)) copy_words<unsigned>(src, dst, n);
+  else copy_words<unsigned char>(src, dst, n);
 }
 
 /* }====================================================== */

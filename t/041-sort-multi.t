@@ -43,7 +43,7 @@ do
              "merge_" .. k .. "_" .. v .. "'s arguments")
       end
     end
-    T.ok(fits("culua_sortm_copy8", 1, 2, big), "copy8's arguments")
+    T.ok(fits("culua_sortm_copy", 1, 2, big), "copy's arguments")
   end
   -- tune.items: the merges of another tile, built by NVRTC and named for it (the largest,
   -- 16 keys a thread of 64-bit keys and values, within 48 KiB of shared memory)

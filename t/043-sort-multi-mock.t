@@ -361,7 +361,10 @@ local function merge_tiles(w, a, na, b, nb, va, vb, out, vout, co, kind, flags, 
 end
 KERNELS.merge_keys = function (w, a, na, b, nb, out, co, ...) return merge_tiles(w, a, na, b, nb, nil, nil, out, nil, co, ...) end
 KERNELS.merge_pairs = function (w, ...) return merge_tiles(w, ...) end
-KERNELS.copy8 = function (_, src, dst, n)
+-- n bytes, between arrays of any dtypes (the 16-bit keys into bytes over ranks; a piece
+-- pulled with tune.pull), inside both
+KERNELS.copy = function (_, src, dst, n)
+  assert(n <= src.n * sizes[src.dtype] and n <= dst.n * sizes[dst.dtype], "copy: bytes inside both arrays")
   local function get(x, i)
     if x.dtype == "uint8" then return x.data[x.off + i] end
     local es = sizes[x.dtype]
@@ -374,18 +377,11 @@ KERNELS.copy8 = function (_, src, dst, n)
   end
 end
 
-KERNELS.pull = function (_, src, dst, n)
-  assert(src.dtype == dst.dtype, "pull: one dtype at both ends")
-  local es = sizes[src.dtype]
-  assert(n % es == 0 and n // es <= src.n and n // es <= dst.n, "pull: whole elements inside both arrays")
-  for i = 0, n // es - 1 do dst.data[dst.off + i] = src.data[src.off + i] end
-end
-
 -- each kernel's parameters: p a pointer (an array of the launch's device), the others integers
 local SIG = {
   bounds = "p u64 p u32 p u32 s32 s32 s32 u64 u32", ends = "p u64 p s32 s32 s32 u64 u32",
   corank = "p u64 p u64 p u64 s32 s32 s32 u64 u32", merge_keys = "p u64 p u64 p p s32 s32 s32 u64 u32",
-  merge_pairs = "p u64 p u64 p p p p p s32 s32 s32 u64 u32", copy8 = "p p u64", pull = "p p u64"}
+  merge_pairs = "p u64 p u64 p p p p p s32 s32 s32 u64 u32", copy = "p p u64"}
 local function kernel(file, name, defines, dev)
   assert(file == "sort_multi", "a kernel of " .. file)
   local mi = MI
@@ -402,7 +398,6 @@ local function kernel(file, name, defines, dev)
   assert(KSRC:find("culua_sortm_" .. stem, 1, true), name .. " is not in kernels/sort_multi.cu")
   local w = wname ~= "" and tonumber(wname:sub(2)) or nil
   local kname = stem
-  if name == "culua_sortm_copy8" then kname, w = "copy8", nil end
   if stem == "merge" then
     kname = name:match("_keys$") and "merge_keys" or "merge_pairs"
     local v = name:match("_u%d+_(u%d+)$")
@@ -934,15 +929,15 @@ T.ok(launches.merge_pairs > direct_before and cuda.device(0).peers[1] and cuda.d
 -- tune.pull: the pieces read by the receivers' multiprocessors, a pair without peer access
 -- copied as before
 M.tune.direct, M.tune.pull = false, true
-local pulls, copies = launches.pull or 0, 0
+local pulls = launches.copy or 0
 check("pull: four devices, uint32 pairs", {dt = "uint32", vdt = "uint32", sizes = {30, 41, 45, 29}, devs = {0, 1, 2, 3}, few = true})
-T.ok((launches.pull or 0) - pulls == 24, "pull: every piece's keys and values pulled (4 x 3 pieces, 2 arrays)")
-pulls = launches.pull
+T.ok((launches.copy or 0) - pulls == 24, "pull: every piece's keys and values pulled (4 x 3 pieces, 2 arrays)")
+pulls = launches.copy
 check("pull: shares of two devices, float64 keys", {dt = "float64", sizes = {9, 14, 3, 20, 11}, devs = {0, 1, 0, 1, 0}})
 NO_PEER[1] = {[2] = true}
-pulls = launches.pull
+pulls = launches.copy
 check("pull: device 1 cannot reach device 2, that piece copied", {dt = "int64", sizes = {30, 41, 45, 29}, devs = {0, 1, 2, 3}})
-T.is(launches.pull - pulls, 11, "pull: the piece device 1 gets from device 2 copied, the other eleven pulled")
+T.is(launches.copy - pulls, 11, "pull: the piece device 1 gets from device 2 copied, the other eleven pulled")
 NO_PEER[1] = nil
 T.like(select(2, pcall(M.sort, {cuda.array("uint32", 4), cuda.array("uint32", 4)}, {cuda.array("uint16", 4), cuda.array("uint16", 4)},
                        {devices = {0, 1}})),
@@ -1138,6 +1133,6 @@ T.like(how, "^hang: rank 0 waits in all_gather, rank 1 has ended", "a rank that 
 
 -- }======================================================
 
-T.ok(launches.merge_keys and launches.merge_pairs and launches.corank and launches.bounds and launches.ends and launches.copy8,
+T.ok(launches.merge_keys and launches.merge_pairs and launches.corank and launches.bounds and launches.ends and launches.copy,
      "every kernel of kernels/sort_multi.cu ran")
 T.done_testing()

@@ -186,7 +186,6 @@ for _, d in ipairs(core.instances("matmul", "CULUA_DMMA")) do
   local name, bm, bn, wm, wn, stages, _, _, bk = table.unpack(d)
   dmma_tiles[name] = {bm, bn, wm * wn * 32, MK.CULUA_DMMA_SHARED(bm, bn, stages, bk)}
 end
-M._dmma_tiles = dmma_tiles   -- (the tests and the bench read the tiles built)
 M.tune = {dmma_tile = nil, dmma_group = nil, dmma_tma = nil, dmma_persistent = nil, stage_c = nil, lowp_sm90 = nil,
           fp8_tile = nil, fp8_persistent = nil, fp8_programmatic = nil}
 

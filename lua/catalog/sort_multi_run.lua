@@ -30,7 +30,7 @@ local DESC = core.constants("culua/sort.cuh").SORT_DESC
 -- times of its steps (sorted, each piece's arrival, each merge) from the call's start, in
 -- M.stats.timeline, for bench/sort_multi.lua (timing events: off by default)
 -- pull: within one process, each piece is read by its receiver's multiprocessors
--- (kernels/sort_multi.cu's pull) rather than copied by the copy engines.
+-- (kernels/sort_multi.cu's copy) rather than copied by the copy engines.
 -- pairs: the phases pair the parts (pair_phase below) rather than following the merge tree's
 -- levels (on by default: on four H200s 2^30 uint32 keys took 10.26-10.93 ms so against 12.20,
 -- 2.59-2.76x one GPU against 2.32x; over four ranks 13.11 against 15.31 ms, bench/RESULTS.md,

@@ -75,7 +75,7 @@ local function kern(stem, dev) return core.kernel("sort_multi", "culua_sortm_" .
 
 -- bytes between arrays of other dtypes (keys NCCL has no dtype for travel as bytes)
 local function copy_bytes(p, src, dst, bytes, stream)
-  kern("copy8", p.dev):launch({grid = math.max(1, math.min(ceil_div(bytes, 256), 4 * core.sm_count(p.dev))),
+  kern("copy", p.dev):launch({grid = math.max(1, math.min(ceil_div(bytes, 256), 4 * core.sm_count(p.dev))),
                                block = 256, stream = stream}, src, dst, bytes)
 end
 
@@ -141,11 +141,10 @@ end
 
 -- c elements of src into dst (arrays of one dtype) on stream st of t's device: a copy by
 -- the copy engines, or with `pull` (tune.pull) read by t's multiprocessors where t can
--- reach src's device (kernels/sort_multi.cu's pull)
+-- reach src's device (copy_bytes)
 function Peer:move(t, s, src, dst, st)
   if self.can_pull and self.can_pull[t.r * (self.P + 1) + s.r] then
-    kern("pull", t.dev):launch({grid = core.sm_count(t.dev), block = 512, stream = st}, src, dst,
-                               #src * core.dtype_bytes[src.dtype])
+    copy_bytes(t, src, dst, #src * core.dtype_bytes[src.dtype], st)
   else
     dst:copy_from(src, st)
   end
