@@ -160,8 +160,8 @@ local function over_ranks(n, nb, pname, panel, A0, b0, A, b, ms)
       tflops(n, rms)))
   local want = ({[4] = {[32768] = 2.7, [49152] = 3.3}, [2] = {[32768] = 1.7}})[G]
   want = want and want[n]
-  print(("  %.2fx one GPU%s; block %d, panels by %s; %s"):format(ms / rms, want and (" (target >= %.1fx)"):format(want) or "",
-        info.block, info.panels_by, moved(info)))
+  print(("  %.2fx one GPU%s; block %d, panels by %s, gathered by %s; %s"):format(ms / rms,
+        want and (" (target >= %.1fx)"):format(want) or "", info.block, info.panels_by, info.gathered_by, moved(info)))
   -- already dealt out: each rank's columns (scattered once, untimed), solve over the ranks
   local d = cat.block_cyclic(n, G, info.block)
   local X0 = d:array("float32", me)
@@ -229,6 +229,9 @@ for _, dt in ipairs(DTYPES) do
       tune.start_chunks = math.tointeger(tonumber(panel:match("%+chunks(%d+)") or 8))
       -- "+p2p": over ranks, each panel sent to each rank rather than broadcast (solve.tune.rank_panels)
       tune.rank_panels = panel:match("%+p2p") and "send" or "broadcast"
+      -- "+gatherE": over ranks, the factors back to root after the last step (solve.tune.rank_gather;
+      -- else a block row at a time as it becomes final)
+      tune.rank_gather = panel:match("%+gatherE") and "end" or "rows"
       -- "+trsmK" / "+trsmP": the full-width triangular solve by its kernel / as a product
       tune.trsm = ({K = "kernel", P = "product"})[panel:match("%+trsm(%u)") or ""]
       -- "+taperC": the default block of 128 narrowed to 64 for the last C columns

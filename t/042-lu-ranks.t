@@ -252,7 +252,9 @@ local function check(n, nb, G, ordinals, root)
   bad = bad or differ(n, p1, A1, res[root][2], As[root])
   local info = res[root][3]
   if not bad and not (info and info.transfer == "nccl" and info.layout == "root" and info.root == root and
-                      info.ranks == G and info.block == nb and (G == 1 or info.moved.panels > 0)) then
+                      info.ranks == G and info.block == nb and (G == 1 or info.moved.panels > 0) and
+                      info.gathered_by == (mock.M.tune.rank_gather == "end" and "end" or "rows") and
+                      (G == 1 or (info.moved.start > 0 and info.moved.finish > 0))) then
     bad = "info: " .. tostring(info and info.layout)
   end
   if not T.ok(not bad, "lu, root " .. root .. ": " .. where) then T.diag(bad) end
@@ -324,6 +326,18 @@ mock.M.tune.rank_panels = "send"
 check(20, 3, 3, {0, 1, 2}, 1)
 check(40, 8, 4, {0}, 2)
 mock.M.tune.rank_panels = "broadcast"
+-- the root layout's columns dealt out in one piece (start_chunks 1) and in chunks of a
+-- panel (many: 8 chunks of 4 columns a rank), and gathered after the last step rather than a
+-- block row at a time (rank_gather = "end")
+check(64, 4, 2, {0, 1}, 0)
+check(61, 4, 3, {0, 1, 2}, 2)
+mock.M.tune.start_chunks = 1
+check(40, 8, 4, {0, 1, 2}, 1)
+mock.M.tune.rank_gather = "end"
+check(23, 2, 4, {0, 1}, 3)
+mock.M.tune.start_chunks = 8
+check(61, 4, 3, {0, 1, 2}, 0)
+mock.M.tune.rank_gather = "rows"
 
 -- block_cyclic: the columns a rank holds, both ways, and its moves as the root layout's
 do

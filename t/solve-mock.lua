@@ -206,6 +206,9 @@ K.cyclic = function (n, rows, nb, G, g, nloc, c0, w, A, X, back)
     if back == 1 then S(A, r * n + gc, E(X, r * nloc + lc)) else S(X, r * nloc + lc, E(A, r * n + gc)) end
   end end
 end
+K.copy2d = function (rows, cols, X, xoff, ldx, Y, yoff, ldy)
+  for r = 0, rows - 1 do for c = 0, cols - 1 do S(Y, yoff + r * ldy + c, E(X, xoff + r * ldx + c)) end end
+end
 K.panel_pack = function (n, j0, jb, A, aoff, ld, ipiv, buf)
   for i = 0, jb - 1 do S(buf, i, E(ipiv, j0 + i)) end
   for r = j0, n - 1 do for c = 0, jb - 1 do S(buf, jb + (r - j0) * jb + c, E(A, aoff + r * ld + c)) end end

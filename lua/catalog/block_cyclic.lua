@@ -262,4 +262,5 @@ end
 
 -- }======================================================
 
-return {new = new, is = is, columns_of = columns_of, check_local = check_local, scatter = scatter, gather = gather}
+return {new = new, is = is, columns_of = columns_of, check_local = check_local, scatter = scatter, gather = gather,
+        cyclic = cyclic}

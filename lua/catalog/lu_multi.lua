@@ -42,6 +42,9 @@ local cyclic_columns = require("culua.catalog.block_cyclic").columns_of
 **   tp.take(s, o, R, buf, cnt) the panel that o sent into s's buf, on stream R
 **   tp.rows(s, j0, rows, nxt)  rows [j0, j0 + rows) of s's columns are final (after s.w;
 **               nxt: s owns the next panel, whose rows its Q wrote before s.ready)
+**   tp.taken(s)                (optional) s took panel k, and nothing of step k + 1 has
+**               been sent: the one point of a step at which every share (every rank) has
+**               made the same transfers, in the same order
 **   tp.finish()                the columns and the pivots home; the first bad pivot
 **
 ** Blocked right-looking LU over the G shares (MAGMA's multi-GPU getrf): each share keeps its
@@ -127,6 +130,7 @@ local function lu_multi(owned, fname, n, nb, dt, pk, tp)
         tp.take(s, o, R, buf, cnt)
         K("panel_pivots"):launch({grid = 1, block = MAXBLOCK, stream = R}, j0, jb, buf, s.ipiv)   -- a thread a pivot
       end
+      if tp.taken then tp.taken(s) end
       if R ~= S then
         s.u:record(R)
         S:wait(s.u)

@@ -19,6 +19,7 @@ local bc = require "culua.catalog.block_cyclic"
 
 local fail, ceil_div = core.fail, core.ceil_div
 local kernels, view, esize, copy, gemm_sub, check_block = S.kernels, S.view, S.esize, S.copy, S.gemm_sub, S.check_block
+local grid_for = S.grid_for
 local square, rhs, check_finite, pivot_verdict = S.square, S.rhs, S.check_finite, S.pivot_verdict
 local keep, close_all, share_on, stream_on = sh_.keep, sh_.close_all, sh_.share_on, S.stream_on
 local trsm, permute, solve_factored = triangular.trsm, triangular.permute, triangular.solve_factored
@@ -134,9 +135,9 @@ end
 ** of the panels (the owner of panel k + 1 sends it in step k, after it took panel k; the
 ** others take it in step k + 1), so they pair up. A rank's S and Q wait for no other rank
 ** but through the panels they take; C holds the rank's part of each broadcast.
-** The root layout deals A's columns out from root at the start (block_cyclic.lua's scatter,
-** on C; root packs its own on S) and gathers them back at the end; the distributed one
-** factors the ranks' own columns in place. info.moved counts the bytes that left or
+** The root layout deals A's columns out from root at the start, in chunks that the first
+** step takes as they come, and gathers them back a block row at a time as they become
+** final (both below); the distributed one factors the ranks' own columns in place. info.moved counts the bytes that left or
 ** reached this rank by NCCL, at the start, in panels and at the end.
 ]]
 local function transport(owned, comm, s, ustream, n, nb, dt, layout, A, root, ipiv, info)
@@ -152,18 +153,83 @@ local function transport(owned, comm, s, ustream, n, nb, dt, layout, A, root, ip
 
   function tp.setup() end
 
-  function tp.start()
+  -- the root layout's start: every rank's columns dealt out from root (on C; root packs its
+  -- own on S). In tune.start_chunks chunks (shares.lua's chunks_of), each with an event
+  -- (s.chunks) that the first step waits for, as the shares of one process do: rank r's
+  -- chunk [c0, c1) is packed by root in the kernel's own order (its panels i0 .. are the
+  -- matrix's i0 G + r, ...: the cyclic kernel over A from column i0 G nb), sent and
+  -- received whole, and set into L's columns on the receiver
+  local function scatter_chunks(lstart)
+    local K, C = s.K, s.C
+    if me ~= root then
+      local list = sh_.chunks_of(s, nb, lstart)
+      local widest = 0
+      for _, ch in ipairs(list) do widest = math.max(widest, ch.c1 - ch.c0) end
+      local T = make(dt, n * widest)
+      for i, ch in ipairs(list) do
+        local w = ch.c1 - ch.c0
+        comm:recv(view(T, 0, n * w), root, {stream = C})
+        K("copy2d"):launch({grid = grid_for(n * w, 256, s.dev), block = 256, stream = C}, n, w, T, 0, w, s.L, ch.c0, s.nloc)
+        ch.ev = sh_.chunk_event(s.dev, i)
+        ch.ev:record(C)
+        moved.start = moved.start + n * w * esz
+      end
+      s.chunks = list
+      s.S:wait(list[1].ev)
+      return
+    end
+    bc.cyclic(cols, s.dev, dt, s.S, me, A, s.L, 0)
+    -- (the packing runs ahead on G, a chunk of every rank at a time; C sends each as it is packed)
+    s.G:wait(s.recv)
+    W = {}
+    local lists, most = {}, 0
+    for r = 0, G - 1 do
+      if r ~= me then
+        lists[r] = sh_.chunks_of(sh[r + 1], nb, lstart)
+        most = math.max(most, #lists[r])
+        W[r] = make(dt, n * sh[r + 1].nloc)
+      end
+    end
+    for i = 1, most do
+      for r, list in pairs(lists) do
+        local ch = list[i]
+        if ch then
+          local w, off = ch.c1 - ch.c0, (ch.c0 // nb) * G * nb
+          K("cyclic"):launch({grid = grid_for(n * w, 256, s.dev), block = 256, stream = s.G}, n, n, nb, G, r, w, 0, w,
+                             view(A, off, n * n - off), view(W[r], n * ch.c0, n * w), 0)
+        end
+      end
+      local ev = sh_.chunk_event(s.dev, i)
+      ev:record(s.G)
+      C:wait(ev)
+      cuda.nccl.group(function ()
+        for r = 0, G - 1 do
+          local ch = lists[r] and lists[r][i]
+          if ch then
+            comm:send(view(W[r], n * ch.c0, n * (ch.c1 - ch.c0)), r, {stream = C})
+            moved.start = moved.start + n * (ch.c1 - ch.c0) * esz
+          end
+        end
+      end)
+    end
+  end
+
+  function tp.start(lstart)
     s.recv:record(ustream)   -- the start, after the caller's stream
     s.S:wait(s.recv)
     s.Q:wait(s.recv)
     s.C:wait(s.recv)
     if layout == "root" then
-      local m = {0}
-      W = bc.scatter(cols, comm, root, A, s.L, dt, s.C, make, s.S, nil, m)
-      moved.start = m[1]
-      if me ~= root then
-        s.u:record(s.C)
-        s.S:wait(s.u)
+      if (S.tune.start_chunks or 1) > 1 then
+        scatter_chunks(lstart)
+      else
+        local m = {0}
+        W = bc.scatter(cols, comm, root, A, s.L, dt, s.C, make, s.S, nil, m)
+        moved.start = m[1]
+        if me ~= root then
+          s.u:record(s.C)
+          s.S:wait(s.u)
+        end
       end
     end
     s.u:record(s.S)
@@ -197,7 +263,54 @@ local function transport(owned, comm, s, ustream, n, nb, dt, layout, A, root, ip
     moved.panels = moved.panels + cnt * esz
   end
 
-  function tp.rows() end
+  --[[
+  ** The root layout's way back, a block row at a time (solve.tune.rank_gather, "rows" by
+  ** default; "end": all of it after the last step): rows [j0, j0 + rows) of every rank's
+  ** columns are final after its step k (and, on the owner of panel k + 1, after its Q's
+  ** `ready`); they go to root in step k + 1, at tp.taken, where every rank has made the same
+  ** NCCL calls (panel k + 1 taken, none of step k + 2's sent), and root puts them into A's
+  ** rows, beside the steps that follow; the last step's go in tp.finish
+  ]]
+  local by_rows = layout == "root" and S.tune.rank_gather ~= "end"
+  info.gathered_by = layout == "root" and (by_rows and "rows" or "end") or nil
+  local pending   -- the final rows not yet sent: {j0, rows, nxt}
+  local RW = {}   -- root's receive buffers, a rank each (a block row of its columns)
+
+  function tp.rows(_, j0, rows, nxt)
+    if by_rows then pending = {j0, rows, nxt} end
+  end
+
+  local function send_rows()
+    if not pending then return end
+    local j0, rows, nxt = pending[1], pending[2], pending[3]
+    pending = nil
+    local C, K = s.C, s.K
+    C:wait(s.w)
+    if nxt then C:wait(s.ready) end
+    if me ~= root then
+      comm:send(view(s.L, j0 * s.nloc, rows * s.nloc), root, {stream = C})
+      moved.finish = moved.finish + rows * s.nloc * esz
+      return
+    end
+    cuda.nccl.group(function ()
+      for r = 0, G - 1 do
+        if r ~= me then
+          local nl = sh[r + 1].nloc
+          RW[r] = RW[r] or make(dt, nb * nl)
+          comm:recv(view(RW[r], 0, rows * nl), r, {stream = C})
+          moved.finish = moved.finish + rows * nl * esz
+        end
+      end
+    end)
+    local rowsA = view(A, j0 * n, rows * n)
+    for r = 0, G - 1 do
+      local nl = sh[r + 1].nloc
+      K("cyclic"):launch({grid = grid_for(rows * nl, 256, s.dev), block = 256, stream = C}, n, rows, nb, G, r, nl, 0, nl,
+                         rowsA, r == me and view(s.L, j0 * nl, rows * nl) or RW[r], 1)
+    end
+  end
+
+  tp.taken = by_rows and function () send_rows() end or nil
 
   -- after the last step (S) and panel (Q): the columns back to root (root layout), every
   -- rank's status word to every rank, this rank's pivots into ipiv; the caller's stream
@@ -207,7 +320,9 @@ local function transport(owned, comm, s, ustream, n, nb, dt, layout, A, root, ip
     s.C:wait(s.done)
     s.u:record(s.Q)
     s.C:wait(s.u)
-    if layout == "root" then
+    if by_rows then
+      send_rows()
+    elseif layout == "root" then
       local m = {0}
       bc.gather(cols, comm, root, s.L, A, dt, s.C, make, W or {}, m)
       moved.finish = m[1]

@@ -148,6 +148,19 @@ local function chunk_event(dev0, i)
   return home.chunks[i]
 end
 
+-- the chunks in which share s's columns first come (start_chunks): {c0, c1} in whole
+-- panels of nb, the first holding those its Q works on in step 0 (lstart: lu_multi's)
+local function chunks_of(s, nb, lstart)
+  local per = ceil_div(ceil_div(s.nloc, math.max(S.tune.start_chunks or 1, 1)), nb) * nb
+  local list, c0 = {}, 0
+  while c0 < s.nloc do
+    local c1 = math.min(s.nloc, c0 == 0 and math.max(per, lstart(s, 2)) or c0 + per)
+    list[#list + 1] = {c0 = c0, c1 = c1}
+    c0 = c1
+  end
+  return list
+end
+
 -- the end: the caller's stream after the home stream, which is waited for
 local function home_done(HS, ev, ustream)
   ev:record(HS)
@@ -213,18 +226,13 @@ local function lu_transport(owned, dev0, ustream, n, nb, dt, A, ipiv, list, peer
         grid.stream = s.S
         cyclic:launch(grid, n, n, nb, G, s.g - 1, s.nloc, 0, s.nloc, A, s.L, 0)
       elseif s.home == "peer" then
-        s.chunks = {}
-        local per = ceil_div(ceil_div(s.nloc, math.max(S.tune.start_chunks or 1, 1)), nb) * nb
-        local c0 = 0
-        while c0 < s.nloc do
-          local c1 = math.min(s.nloc, c0 == 0 and math.max(per, lstart(s, 2)) or c0 + per)
-          grid.grid = grid_for(n * (c1 - c0), 256, dev0)
-          cyclic:launch(grid, n, n, nb, G, s.g - 1, s.nloc, c0, c1 - c0, A, s.L, 0)
+        s.chunks = chunks_of(s, nb, lstart)
+        for _, ch in ipairs(s.chunks) do
+          grid.grid = grid_for(n * (ch.c1 - ch.c0), 256, dev0)
+          cyclic:launch(grid, n, n, nb, G, s.g - 1, s.nloc, ch.c0, ch.c1 - ch.c0, A, s.L, 0)
           nev = nev + 1
-          local ev = chunk_event(dev0, nev)
-          ev:record(HS)
-          s.chunks[#s.chunks + 1] = {c0 = c0, c1 = c1, ev = ev}
-          c0 = c1
+          ch.ev = chunk_event(dev0, nev)
+          ch.ev:record(HS)
         end
         s.S:wait(s.chunks[1].ev)
       else
@@ -291,4 +299,5 @@ end
 
 return {new_info = new_info, transport = transport, move = move, pinned = pinned, close_all = close_all, keep = keep,
         closing = closing, share_on = share_on, shares_on = shares_on, home_stream = home_stream, chunk_event = chunk_event,
+        chunks_of = chunks_of,
         finish = finish, first_bad = first_bad, lu_transport = lu_transport}

@@ -156,8 +156,8 @@ end
 --         descriptor: A is this rank's columns, n x d:columns(rank), factored in place);
 --         block, panel, stream as above
 --   ipiv on every rank; info: ranks, rank, shares, transfer ("nccl"), panels_by, layout ("root" |
---         "distributed"), root, block, moved = {start =, panels =, finish =} (the bytes that
---         left or reached this rank by NCCL)
+--         "distributed"), root, block, gathered_by ("rows" | "end": root layout), moved =
+--         {start =, panels =, finish =} (the bytes that left or reached this rank by NCCL)
 function M.lu(A, opts)
   local fname = "lu"
   if type(opts) == "table" and opts.comm ~= nil then return ranks.lu(A, opts) end

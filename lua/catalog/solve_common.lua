@@ -95,10 +95,16 @@ core.scratch_kind("solve_absmax", "float64", true)     -- absmax's word (a doubl
 -- "broadcast" (the default: one NCCL broadcast, a ring, each rank's part forwarding it) or
 -- "send" (the owner sends it to each rank in one NCCL group: more of the owner's bandwidth,
 -- but a rank takes it without waiting for the ranks after it in the ring). Not measured yet.
+-- start_chunks: the first distribution to a peer (devices =) or a rank (comm =, root
+-- layout) in that many chunks, which the first step takes as they come.
+-- rank_gather: over ranks with A on root, how the factors come back: "rows" (the default: a
+-- block row of every rank's columns as soon as it is final, beside the steps that follow)
+-- or "end" (all of them after the last step).
 local tune = {cluster_rows = 256, cluster_bytes = nil, cluster_spill = 0.25, lookahead = true, split_at = nil,
           trsv_max = 16, fused_keep = true, fused_rows = 16, narrow = nil, trsm = nil, tall_split = 16, tall_spill = 0,
           cluster_whole = nil, step_on = "Q", wide_from = {float32 = 8192, float64 = 8192},
-          taper = {float32 = 6656, float64 = 6656}, programmatic = nil, start_chunks = 8, rank_panels = "broadcast"}
+          taper = {float32 = 6656, float64 = 6656}, programmatic = nil, start_chunks = 8, rank_panels = "broadcast",
+          rank_gather = "rows"}
 S.tune = tune
 
 -- }======================================================
