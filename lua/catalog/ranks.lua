@@ -413,7 +413,8 @@ local function plan_of(fname, call, comm, A, B, opts, keys)
       w.root = root
       w.k = rhs(fname, B, d.n, w.dtype)
       here("B", B)
-      finite("B", B, d.n * w.k)
+      -- (only root's values are solved for: another rank's B is overwritten, whatever it held)
+      if me == root then finite("B", B, d.n * w.k) end
     end
     p.d = d
   else
