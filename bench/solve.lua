@@ -36,7 +36,7 @@
 -- set up through cuda.mpi) beside rank 0's one GPU: A whole on rank 0 (root
 -- layout: dealt out, factored, gathered, lu_solve there) and already dealt out
 -- (solve with distribution =: the triangular solves over the ranks too); rank 0
--- prints. DTYPES: "float32", "float64" or both (the
+-- prints (DEVICES "comm:root": the root layout only). DTYPES: "float32", "float64" or both (the
 -- default). Target on two H200s (issue 12): n = 32768
 -- float32 >= 1.7x one GPU:  culua bench/solve.lua "" 64 32768 auto all
 -- Targets over ranks (issue 39, x4 and x2 kinds, NCCL_NVLS_ENABLE=0):
@@ -49,7 +49,8 @@
 -- status), which synchronize. The seed's method (three kernels a column) is
 -- timed once at n <= 8192 as the baseline.
 local cuda = require "cuda"
-local COMM_MODE = arg[5] == "comm"
+local COMM_MODE = arg[5] == "comm" or arg[5] == "comm:root"
+local ROOT_ONLY = arg[5] == "comm:root"
 local mpi = COMM_MODE and cuda.mpi or nil
 local me = COMM_MODE and mpi.rank or 0   -- (cuda.mpi picks each rank's GPU: its node-local rank)
 require("culua.bench").need_devices(1, {quiet = me ~= 0})
@@ -162,6 +163,7 @@ local function over_ranks(n, nb, pname, panel, A0, b0, A, b, ms)
   want = want and want[n]
   print(("  %.2fx one GPU%s; block %d, panels by %s, gathered by %s; %s"):format(ms / rms,
         want and (" (target >= %.1fx)"):format(want) or "", info.block, info.panels_by, info.gathered_by, moved(info)))
+  if ROOT_ONLY then return end
   -- already dealt out: each rank's columns (scattered once, untimed), solve over the ranks
   local d = cat.block_cyclic(n, G, info.block)
   local X0 = d:array("float32", me)
