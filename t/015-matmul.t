@@ -659,6 +659,15 @@ do
       T.ok(not ok and err:find(c[3]) ~= nil, "refused: tune." .. c[1] .. " = " .. tostring(c[2]), err)
     end
   end
+  -- a block count given as a float that is an integer is taken, as tune.lowp_persistent takes one
+  if dev.major >= 8 then
+    mtune.dmma_persistent = 4.0
+    local ok, err = pcall(mm, D[1], D[2], D[3], {variant = "dmma"})
+    mtune.dmma_persistent = nil
+    T.ok(ok, "tune.dmma_persistent = 4.0 taken", err)
+  else
+    T.skip("tune.dmma_persistent = 4.0: dmma needs compute capability 8.0")
+  end
 end
 
 A, B, Cd, P = nil

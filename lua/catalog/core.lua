@@ -448,6 +448,17 @@ function core.one_of(fname, what, v, allowed)
   fail(fname, "%s must be one of %s, got %s", what, table.concat(s, ", "), tostring(v))
 end
 
+-- a knob of "how many blocks" (matmul.tune's *_persistent): nil (the default), a boolean,
+-- or a count of blocks >= 1, a float that is an integer taken as one; anything else refused
+function core.block_count(fname, what, v)
+  if v == nil or type(v) == "boolean" then return v end
+  local c = math.type(v) == "float" and math.tointeger(v) or v
+  if math.type(c) ~= "integer" or c < 1 then
+    fail(fname, "%s must be a boolean or a block count, got %s", what, tostring(v))
+  end
+  return c
+end
+
 -- opts[name], refused unless it is nil (the option's default) or a boolean
 function core.flag(fname, opts, name)
   local v = opts[name]

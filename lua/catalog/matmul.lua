@@ -233,7 +233,7 @@ local function matmul_dmma_tma(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, bet
   local amap = A:tensor_map(bm, bk, swz, {rows = m, cols = k, stride = lda * 8})
   local bmap = B:tensor_map(bk, panel, swz, {rows = k, cols = n, stride = ldb * 8})
   local tiles = ceil_div(m, bm) * ceil_div(n, bn)
-  local p = M.tune.dmma_persistent
+  local p = core.block_count("matmul", "tune.dmma_persistent", M.tune.dmma_persistent)
   local grid = p == false and tiles or math.min(tiles, math.type(p) == "integer" and p or sm_count(dev))
   kern:launch({grid = grid, block = 384, shared = shared, stream = opts.stream},
               m, n, k, alpha, amap, bmap, beta, Cm, ldc)
@@ -246,13 +246,11 @@ end
 local function matmul_dmma(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, opts)
   local t = M.tune
   local auto = t.dmma_tile == nil and t.dmma_group == nil and t.dmma_tma == nil
-  local group, p = t.dmma_group or (auto and k < 1024 and 8 or 1), t.dmma_persistent
+  local group = t.dmma_group or (auto and k < 1024 and 8 or 1)
   if math.type(group) ~= "integer" or group < 1 then
     fail("matmul", "tune.dmma_group must be a positive integer, got %s", tostring(group))
   end
-  if not (p == nil or type(p) == "boolean" or (math.type(p) == "integer" and p >= 1)) then
-    fail("matmul", "tune.dmma_persistent must be a boolean or a block count, got %s", tostring(p))
-  end
+  core.block_count("matmul", "tune.dmma_persistent", t.dmma_persistent)
   -- A's and B's rows whole 16 bytes from 16-byte aligned bases: TMA's grain, and the
   -- mma.sync tiles' 16-byte copies (_v16)
   local v16 = lda % 2 == 0 and ldb % 2 == 0 and A.ptr % 16 == 0 and B.ptr % 16 == 0

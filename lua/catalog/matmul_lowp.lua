@@ -87,14 +87,10 @@ end
 -- them: ss at n = 4096 persistent 0.80x / 0.92x cuBLAS (float16 / bfloat16), a block a
 -- tile 0.85x / 0.90x; at 8192 0.92x-0.93x both ways, run to run within 3%.
 local function lowp_grid(dev, tiles)
-  local pers = M.tune.lowp_persistent
-  local most = math.type(pers) == "float" and math.tointeger(pers) or pers
-  if not (pers == nil or type(pers) == "boolean" or (math.type(most) == "integer" and most >= 1)) then
-    fail("matmul", "tune.lowp_persistent must be a boolean or a block count, got %s", tostring(pers))
-  end
+  local pers = core.block_count("matmul", "tune.lowp_persistent", M.tune.lowp_persistent)
   if pers == nil then pers = tiles <= 8 * sm_count(dev) end
   if pers == false then return tiles end
-  return math.min(tiles, pers == true and sm_count(dev) or most)
+  return math.min(tiles, pers == true and sm_count(dev) or pers)
 end
 local LOWP90 = nil
 local lowp_sm90_kernels = nil
@@ -204,10 +200,7 @@ local function matmul_fp8_sm90(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, bet
   if not plan then
     fail("matmul", "tune.fp8_tile is %s: %s x %s is built in %s", tostring(tile), A.dtype, B.dtype, table.concat(pair.names, ", "))
   end
-  local pers = M.tune.fp8_persistent
-  if not (pers == nil or type(pers) == "boolean" or (math.type(pers) == "integer" and pers >= 1)) then
-    fail("matmul", "tune.fp8_persistent must be a boolean or a block count, got %s", tostring(pers))
-  end
+  local pers = core.block_count("matmul", "tune.fp8_persistent", M.tune.fp8_persistent)
   local Bt, ldt = B, ldb
   if not given_bt then
     ldt = ceil_div(k, 16) * 16
