@@ -234,6 +234,8 @@ for _, dt in ipairs(DTYPES) do
       -- "+gatherE": over ranks, the factors back to root after the last step (solve.tune.rank_gather;
       -- else a block row at a time as it becomes final)
       tune.rank_gather = panel:match("%+gatherE") and "end" or "rows"
+      -- "+scatterS": over ranks, the columns dealt out by sends (solve.tune.rank_scatter; else broadcasts)
+      tune.rank_scatter = panel:match("%+scatterS") and "send" or "broadcast"
       -- "+trsmK" / "+trsmP": the full-width triangular solve by its kernel / as a product
       tune.trsm = ({K = "kernel", P = "product"})[panel:match("%+trsm(%u)") or ""]
       -- "+taperC": the default block of 128 narrowed to 64 for the last C columns

@@ -338,6 +338,11 @@ check(23, 2, 4, {0, 1}, 3)
 mock.M.tune.start_chunks = 8
 check(61, 4, 3, {0, 1, 2}, 0)
 mock.M.tune.rank_gather = "rows"
+-- the chunks sent to their ranks alone rather than broadcast (rank_scatter = "send")
+mock.M.tune.rank_scatter = "send"
+check(64, 4, 2, {0, 1}, 1)
+check(61, 4, 4, {0, 1, 2}, 2)
+mock.M.tune.rank_scatter = "broadcast"
 
 -- block_cyclic: the columns a rank holds, both ways, and its moves as the root layout's
 do

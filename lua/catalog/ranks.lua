@@ -153,64 +153,92 @@ local function transport(owned, comm, s, ustream, n, nb, dt, layout, A, root, ip
 
   function tp.setup() end
 
-  -- the root layout's start: every rank's columns dealt out from root (on C; root packs its
-  -- own on S). In tune.start_chunks chunks (shares.lua's chunks_of), each with an event
-  -- (s.chunks) that the first step waits for, as the shares of one process do: rank r's
-  -- chunk [c0, c1) is packed by root in the kernel's own order (its panels i0 .. are the
-  -- matrix's i0 G + r, ...: the cyclic kernel over A from column i0 G nb), sent and
-  -- received whole, and set into L's columns on the receiver
+  --[[
+  ** The root layout's start: every rank's columns dealt out from root (on C; root packs its
+  ** own on S). In tune.start_chunks chunks (shares.lua's chunks_of), each with an event
+  ** (s.chunks) that the first step waits for, as the shares of one process do: rank r's
+  ** chunk [c0, c1) is packed by root in the kernel's own order (its panels i0 .. are the
+  ** matrix's i0 G + r, ...: the cyclic kernel over A from column i0 G nb), packed ahead on
+  ** G, goes out whole, and is set into L's columns on its rank. By an NCCL broadcast from
+  ** root a chunk (tune.rank_scatter = "broadcast", the default: the collectives' channels,
+  ** 286 GB/s for 16 MB between two H200s, where a send and its receive moved 2.15 GB at 183;
+  ** every rank takes each chunk, and those it is not for are dropped), or sent to its rank
+  ** alone (tune.rank_scatter = "send": a group of sends a round of chunks)
+  ]]
   local function scatter_chunks(lstart)
     local K, C = s.K, s.C
-    if me ~= root then
-      local list = sh_.chunks_of(s, nb, lstart)
-      local widest = 0
-      for _, ch in ipairs(list) do widest = math.max(widest, ch.c1 - ch.c0) end
-      local T = make(dt, n * widest)
-      for i, ch in ipairs(list) do
-        local w = ch.c1 - ch.c0
-        comm:recv(view(T, 0, n * w), root, {stream = C})
-        K("copy2d"):launch({grid = grid_for(n * w, 256, s.dev), block = 256, stream = C}, n, w, T, 0, w, s.L, ch.c0, s.nloc)
-        ch.ev = sh_.chunk_event(s.dev, i)
-        ch.ev:record(C)
-        moved.start = moved.start + n * w * esz
-      end
-      s.chunks = list
-      s.S:wait(list[1].ev)
-      return
-    end
-    bc.cyclic(cols, s.dev, dt, s.S, me, A, s.L, 0)
-    -- (the packing runs ahead on G, a chunk of every rank at a time; C sends each as it is packed)
-    s.G:wait(s.recv)
-    W = {}
-    local lists, most = {}, 0
+    local by_bcast = S.tune.rank_scatter ~= "send"
+    local lists, most, widest = {}, 0, 0
     for r = 0, G - 1 do
-      if r ~= me then
+      if r ~= root then
         lists[r] = sh_.chunks_of(sh[r + 1], nb, lstart)
         most = math.max(most, #lists[r])
-        W[r] = make(dt, n * sh[r + 1].nloc)
-      end
-    end
-    for i = 1, most do
-      for r, list in pairs(lists) do
-        local ch = list[i]
-        if ch then
-          local w, off = ch.c1 - ch.c0, (ch.c0 // nb) * G * nb
-          K("cyclic"):launch({grid = grid_for(n * w, 256, s.dev), block = 256, stream = s.G}, n, n, nb, G, r, w, 0, w,
-                             view(A, off, n * n - off), view(W[r], n * ch.c0, n * w), 0)
+        if by_bcast or r == me then
+          for _, ch in ipairs(lists[r]) do widest = math.max(widest, ch.c1 - ch.c0) end
         end
       end
-      local ev = sh_.chunk_event(s.dev, i)
-      ev:record(s.G)
-      C:wait(ev)
-      cuda.nccl.group(function ()
+    end
+    local T
+    if me == root then
+      bc.cyclic(cols, s.dev, dt, s.S, me, A, s.L, 0)
+      s.G:wait(s.recv)
+      W = {}
+      for r in pairs(lists) do W[r] = make(dt, n * sh[r + 1].nloc) end
+    else
+      T = make(dt, n * widest)
+    end
+    -- chunk ch of rank r, taken into T on this rank (r's own: into its L, and its event)
+    local function taken(r, i, ch)
+      local w = ch.c1 - ch.c0
+      if r ~= me then return end
+      K("copy2d"):launch({grid = grid_for(n * w, 256, s.dev), block = 256, stream = C}, n, w, T, 0, w, s.L, ch.c0, s.nloc)
+      ch.ev = sh_.chunk_event(s.dev, i)
+      ch.ev:record(C)
+    end
+    for i = 1, most do
+      if me == root then
+        for r, list in pairs(lists) do
+          local ch = list[i]
+          if ch then
+            local w, off = ch.c1 - ch.c0, (ch.c0 // nb) * G * nb
+            K("cyclic"):launch({grid = grid_for(n * w, 256, s.dev), block = 256, stream = s.G}, n, n, nb, G, r, w, 0, w,
+                               view(A, off, n * n - off), view(W[r], n * ch.c0, n * w), 0)
+          end
+        end
+        local ev = sh_.chunk_event(s.dev, i)
+        ev:record(s.G)
+        C:wait(ev)
+      end
+      if by_bcast then
         for r = 0, G - 1 do
           local ch = lists[r] and lists[r][i]
           if ch then
-            comm:send(view(W[r], n * ch.c0, n * (ch.c1 - ch.c0)), r, {stream = C})
-            moved.start = moved.start + n * (ch.c1 - ch.c0) * esz
+            local cnt = n * (ch.c1 - ch.c0)
+            comm:broadcast(me == root and view(W[r], n * ch.c0, cnt) or view(T, 0, cnt), {root = root, stream = C})
+            moved.start = moved.start + cnt * esz
+            taken(r, i, ch)
           end
         end
-      end)
+      elseif me == root then
+        cuda.nccl.group(function ()
+          for r = 0, G - 1 do
+            local ch = lists[r] and lists[r][i]
+            if ch then
+              comm:send(view(W[r], n * ch.c0, n * (ch.c1 - ch.c0)), r, {stream = C})
+              moved.start = moved.start + n * (ch.c1 - ch.c0) * esz
+            end
+          end
+        end)
+      elseif lists[me][i] then
+        local ch = lists[me][i]
+        comm:recv(view(T, 0, n * (ch.c1 - ch.c0)), root, {stream = C})
+        moved.start = moved.start + n * (ch.c1 - ch.c0) * esz
+        taken(me, i, ch)
+      end
+    end
+    if me ~= root then
+      s.chunks = lists[me]
+      s.S:wait(lists[me][1].ev)
     end
   end
 

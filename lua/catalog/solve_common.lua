@@ -97,6 +97,9 @@ core.scratch_kind("solve_absmax", "float64", true)     -- absmax's word (a doubl
 -- but a rank takes it without waiting for the ranks after it in the ring). Not measured yet.
 -- start_chunks: the first distribution to a peer (devices =) or a rank (comm =, root
 -- layout) in that many chunks, which the first step takes as they come.
+-- rank_scatter: over ranks with A on root, how the columns go out at the start: "broadcast"
+-- (the default: an NCCL broadcast a chunk, taken by its rank, dropped by the others) or
+-- "send" (each chunk sent to its rank alone).
 -- rank_gather: over ranks with A on root, how the factors come back: "rows" (the default: a
 -- block row of every rank's columns as soon as it is final, beside the steps that follow)
 -- or "end" (all of them after the last step).
@@ -104,7 +107,7 @@ local tune = {cluster_rows = 256, cluster_bytes = nil, cluster_spill = 0.25, loo
           trsv_max = 16, fused_keep = true, fused_rows = 16, narrow = nil, trsm = nil, tall_split = 16, tall_spill = 0,
           cluster_whole = nil, step_on = "Q", wide_from = {float32 = 8192, float64 = 8192},
           taper = {float32 = 6656, float64 = 6656}, programmatic = nil, start_chunks = 8, rank_panels = "broadcast",
-          rank_gather = "rows"}
+          rank_scatter = "broadcast", rank_gather = "rows"}
 S.tune = tune
 
 -- }======================================================
