@@ -5,10 +5,6 @@
 --   CULUA_LIBCUDA=./fakecuda.so culua t/replay-check.lua     -> ends "all the same"
 local cuda = require "cuda"
 local cat = cuda.catalog
--- (the launches a replay makes one by one: the prepared ones; the graph a plan captures instead
--- is checked at the end)
-local plans = require "culua.catalog.plans"
-plans.graphs = false
 local methods = debug.getregistry()["cuda.kernel"].methods
 local log
 local function arg_str(v)
@@ -19,7 +15,7 @@ local function cfg_str(c)
   local g = type(c.grid) == "table" and table.concat(c.grid, "x") or tostring(c.grid)
   local b = type(c.block) == "table" and table.concat(c.block, "x") or tostring(c.block)
   return ("grid=%s block=%s shared=%s coop=%s prog=%s stream=%s"):format(g, b, tostring(c.shared), tostring(c.cooperative),
-         tostring(c.programmatic), c.stream == nil and "default" or "given")
+         tostring(c.programmatic), tostring(c.stream))
 end
 local function entry(k, c, args)
   local t = {}
@@ -94,28 +90,5 @@ for _, c in ipairs{{"uint8", 1 << 22}, {"int8", 1 << 22, "uint32"}, {"uint32", 1
   end
   print(("%-40s %s"):format("  after free_scratch", logs2[1] == logs2[2] and "same as a full call" or "DIFFERENT"))
   if logs2[1] ~= logs2[2] then bad = bad + 1 end
-end
--- the graph a plan of several launches captures (plans.graphs): the second call (which records
--- the plan) launches the full call and then captures those launches, on a stream of the
--- catalog's own; the replays that follow launch none one by one (a graph launch each). A plan
--- of one launch keeps it (as checked above, with graphs on too)
-plans.graphs = true
-local k1 = cuda.array("uint32", 1 << 16)
-check("sort uint32 65536, one launch, graphs on", function () cat.sort(k1) end)
-for _, c in ipairs{{"uint32", (1 << 22) + 3}, {"float32", 1 << 22, "float32"}, {"uint8", 1 << 22}, {"int8", 1 << 22, "uint32"}} do
-  local k, v = cuda.array(c[1], c[2]), c[3] and cuda.array(c[3], c[2])
-  local logs = {}
-  for call = 1, 4 do
-    log = {}
-    cat.sort(k, v)
-    logs[call] = table.concat(log, "\n")
-    log = nil
-  end
-  local full = logs[1]
-  local captured = logs[2]:sub(#full + 2):gsub("stream=given", "stream=default")
-  local same = full ~= "" and logs[2]:sub(1, #full) == full and captured == full and logs[3] == "" and logs[4] == ""
-  print(("%-40s %s"):format(("sort %s %d%s, a graph"):format(c[1], c[2], c[3] and " +" .. c[3] or ""),
-        same and "same as a full call" or "DIFFERENT"))
-  if not same then bad = bad + 1; for i = 1, 4 do print("call " .. i .. ":\n" .. logs[i]) end end
 end
 print(bad == 0 and "all the same" or ("%d DIFFERENT"):format(bad))

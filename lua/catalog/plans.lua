@@ -20,9 +20,7 @@
 --   s:finish(a, b, dev)   after it: the recording becomes (a, b)'s plan, its launches
 --                         prepared (k:prepare) with every argument bound, arrays as their
 --                         addresses
---   s:replay(p)           the plan's launches, in order: one CUDA graph, where the
---                         recording's launches were all on the default stream and could be
---                         captured (M.graphs, true by default; false: the prepared launches)
+--   s:replay(p)           the plan's launches, in order
 -- A family with a plan of its own making (scan's: one prepared launcher and the tile
 -- state it takes afresh) asks s:again(a) after a plain call (true: a was seen before; it
 -- notes a otherwise) and keeps its plan with s:keep(a, b, p); p needs version and dev, and
@@ -37,7 +35,7 @@ local weak_keys, weak_values = {__mode = "k"}, {__mode = "v"}
 local S = {}
 S.__index = S
 
-local M = {graphs = true}
+local M = {}
 
 function M.new()
   return setmetatable({by = setmetatable({}, weak_keys), rec = nil}, S)   -- a -> true, or {[b or a] = plan}
@@ -91,38 +89,6 @@ function S:launch(k, cfg, ...)
   end
 end
 
---[[
-** The recording's launches captured into a graph (cuda.graph) on a stream of the device's
-** own, for the plan to replay by one cuGraphLaunch on the default stream, where the call
-** ran: a driver call a replay rather than one a launch (a sort of 2^22 keys makes five). Only
-** where every launch was on the default stream (a plain call's are); nil where the driver
-** would not capture one of them (the prepared launches serve then). The graph binds the
-** same arguments as the prepared launches, so it holds exactly while the plan does (get)
-]]
-local function graph_of(rec, dev)
-  if not M.graphs or #rec.launches < 2 then return nil end   -- (one launch: as cheap as a graph's)
-  for _, l in ipairs(rec.launches) do if l[2].stream ~= nil then return nil end end
-  local state = core.device_state("plans_capture", dev)
-  if state.stream == nil then
-    local ok, st = pcall(cuda.stream, {device = dev.ordinal, non_blocking = true})
-    state.stream = ok and st or false
-  end
-  local cs = state.stream
-  if not cs or not pcall(cs.begin_capture, cs) then return nil end
-  local ok = pcall(function ()
-    for _, l in ipairs(rec.launches) do
-      local cfg = {}
-      for k, v in pairs(l[2]) do cfg[k] = v end
-      cfg.stream = cs
-      l[1]:launch(cfg, unpack(l[3], 1, l[3].n))
-    end
-  end)
-  local done, g = pcall(cs.end_capture, cs)   -- (ended whatever happened: the stream is usable after)
-  if ok and done then return g end
-  if done then g:close() end
-  return nil
-end
-
 -- a recording as a plan: its launches prepared with every argument bound
 local function plan_of(rec, dev)
   local p = {version = core.version, dev = dev, scratch = rec.scratch, arrays = setmetatable({}, weak_values),
@@ -135,7 +101,6 @@ local function plan_of(rec, dev)
     end
     p.launches[i] = l[1]:prepare(l[2], unpack(args, 1, args.n))
   end
-  p.graph = graph_of(rec, dev)
   return p
 end
 
@@ -149,7 +114,6 @@ function S:finish(a, b, dev, plain)
 end
 
 function S:replay(p)
-  if p.graph and M.graphs then p.graph:launch() return end
   local l = p.launches
   for i = 1, #l do l[i]() end
 end
