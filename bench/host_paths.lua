@@ -11,8 +11,7 @@
 --   2. cuda.catalog.scan of 2^16 float32, a call in a loop of 100 between events (target <= 7 us)
 --   3. cuda.catalog.sort of 2^16 uint32 keys, the same (target <= 12 us)
 --   4. cuda.catalog.sort of 2^22 uint32 keys: the host time of a call, cuda.clock() around it
---      with the GPU not waited for (target <= 20 us); the sort's GPU time beside it; then the
---      same with the plan's launches replayed one by one rather than as its CUDA graph
+--      with the GPU not waited for (target <= 20 us); the sort's GPU time beside it
 -- Beside 2-4: the loop's host time a call (cuda.clock, not waiting: what the host spends), and
 -- a call on a new view each time (no plan to replay: the full checks, lua/catalog/sort.lua's
 -- plans). On bench/fakecuda.c's driver (no GPU: CULUA_LIBCUDA=fakecuda.so, the anchor
@@ -123,12 +122,6 @@ local big = cuda.array("uint32", 1 << 22):copy_from(cuda.host_array("uint32", 1 
 local big_host = host_call(function () cat.sort(big) end, 51)
 local big_view = host_call(function () cat.sort(big:view(1, 1 << 22)) end, 21)
 local big_gpu = cuda.bench(function () cat.sort(big) end, {warmup = 3, reps = 21}).median * 1000
--- the same replayed launch by launch rather than as the plan's graph (plans.graphs = false)
-local plans = require "culua.catalog.plans"
-plans.graphs = false
-local big_nograph = host_call(function () cat.sort(big) end, 51)
-local big_gpu_nograph = cuda.bench(function () cat.sort(big) end, {warmup = 3, reps = 21}).median * 1000
-plans.graphs = true
 
 -- }======================================================
 
@@ -152,8 +145,6 @@ print(("%-44s %8.3f us   host %7.3f us a call, a new view a call %7.3f; one call
       "sort 2^16 uint32, a call in a loop of 100", sort_ev, sort_host, sort_view, sort_gpu))
 print(("%-44s %8.3f us   a new view a call %7.3f; GPU, between events %.2f"):format(
       "sort 2^22 uint32, host time of a call", big_host, big_view, big_gpu))
-print(("%-44s %8.3f us   GPU, between events %.2f"):format("  the same, its launches one by one (no graph)",
-      big_nograph, big_gpu_nograph))
 if CUB then
   print(("%-44s %8.3f us   (a call between events, queued: the GPU's time)"):format(
         "CUB DeviceScan, 2^16 float32", cub_scan))
