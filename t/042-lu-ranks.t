@@ -327,8 +327,8 @@ check(20, 3, 3, {0, 1, 2}, 1)
 check(40, 8, 4, {0}, 2)
 mock.M.tune.rank_panels = "broadcast"
 -- the root layout's columns dealt out in one piece (start_chunks 1) and in chunks of a
--- panel (many: 8 chunks of 4 columns a rank), and gathered after the last step rather than a
--- block row at a time (rank_gather = "end")
+-- panel (many: 8 chunks of 4 columns a rank at n = 64, 5 or 6 at 61), and gathered after the
+-- last step rather than a block row at a time (rank_gather = "end")
 check(64, 4, 2, {0, 1}, 0)
 check(61, 4, 3, {0, 1, 2}, 2)
 mock.M.tune.start_chunks = 1

@@ -4,7 +4,7 @@
 -- passed, in one all-gather, so that a refusal is every rank's and none waits on
 -- another. Then lu_multi.lua's algorithm runs on the transport here: a panel goes
 -- from its owner to every rank by an NCCL broadcast, on streams; the columns are
--- dealt out and gathered by NCCL sends and receives (block_cyclic.lua) where A is
+-- dealt out from root in chunks and come back to it a block row at a time where A is
 -- whole on one rank (root =), or are the ranks' own (distribution =), where solve's
 -- triangular solves run over them too.
 
@@ -136,9 +136,11 @@ end
 ** others take it in step k + 1), so they pair up. A rank's S and Q wait for no other rank
 ** but through the panels they take; C holds the rank's part of each broadcast.
 ** The root layout deals A's columns out from root at the start, in chunks that the first
-** step takes as they come, and gathers them back a block row at a time as they become
-** final (both below); the distributed one factors the ranks' own columns in place. info.moved counts the bytes that left or
-** reached this rank by NCCL, at the start, in panels and at the end.
+** step waits for one by one (panel 0's broadcast, though, comes after them all: only its
+** owner's first step overlaps them), and gathers them back a block row at a time as they
+** become final (both below); the distributed one factors the ranks' own columns in place.
+** info.moved counts the bytes that left or reached this rank by NCCL, at the start, in
+** panels and on the way back.
 ]]
 local function transport(owned, comm, s, ustream, n, nb, dt, layout, A, root, ipiv, info)
   local G, me = comm.size, comm.rank
@@ -160,9 +162,9 @@ local function transport(owned, comm, s, ustream, n, nb, dt, layout, A, root, ip
   ** chunk [c0, c1) is packed by root in the kernel's own order (its panels i0 .. are the
   ** matrix's i0 G + r, ...: the cyclic kernel over A from column i0 G nb), packed ahead on
   ** G, goes out whole, and is set into L's columns on its rank. By an NCCL broadcast from
-  ** root a chunk (tune.rank_scatter = "broadcast", the default: the collectives' channels,
-  ** 286 GB/s for 16 MB between two H200s, where a send and its receive moved 2.15 GB at 183;
-  ** every rank takes each chunk, and those it is not for are dropped), or sent to its rank
+  ** root a chunk (tune.rank_scatter = "broadcast", the default: every rank takes each chunk,
+  ** and those it is not for are dropped; four H200s, float32 n = 32768: 465.64 ms on two
+  ** ranks and 342.48 on four, against 470.42 and 344.89 by sends), or sent to its rank
   ** alone (tune.rank_scatter = "send": a group of sends a round of chunks)
   ]]
   local function scatter_chunks(lstart)
@@ -191,7 +193,8 @@ local function transport(owned, comm, s, ustream, n, nb, dt, layout, A, root, ip
     local function taken(r, i, ch)
       local w = ch.c1 - ch.c0
       if r ~= me then return end
-      K("copy2d"):launch({grid = grid_for(n * w, 256, s.dev), block = 256, stream = C}, n, w, T, 0, w, s.L, ch.c0, s.nloc)
+      K("copy2d"):launch({grid = grid_for(n * w, 256, s.dev), block = 256, stream = C},
+                         n, w, T, 0, w, s.L, ch.c0, s.nloc)
       ch.ev = sh_.chunk_event(s.dev, i)
       ch.ev:record(C)
     end
@@ -333,15 +336,15 @@ local function transport(owned, comm, s, ustream, n, nb, dt, layout, A, root, ip
     local rowsA = view(A, j0 * n, rows * n)
     for r = 0, G - 1 do
       local nl = sh[r + 1].nloc
-      K("cyclic"):launch({grid = grid_for(rows * nl, 256, s.dev), block = 256, stream = C}, n, rows, nb, G, r, nl, 0, nl,
-                         rowsA, r == me and view(s.L, j0 * nl, rows * nl) or RW[r], 1)
+      K("cyclic"):launch({grid = grid_for(rows * nl, 256, s.dev), block = 256, stream = C},
+                         n, rows, nb, G, r, nl, 0, nl, rowsA, r == me and view(s.L, j0 * nl, rows * nl) or RW[r], 1)
     end
   end
 
   tp.taken = by_rows and function () send_rows() end or nil
 
-  -- after the last step (S) and panel (Q): the columns back to root (root layout), every
-  -- rank's status word to every rank, this rank's pivots into ipiv; the caller's stream
+  -- after the last step (S) and panel (Q): the last block row back to root (root layout;
+  -- all the columns with rank_gather = "end"), every rank's status word to every rank, this rank's pivots into ipiv; the caller's stream
   -- after it all. Returns the first bad pivot of any rank, the same on every rank
   function tp.finish()
     s.done:record(s.S)

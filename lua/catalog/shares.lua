@@ -139,8 +139,9 @@ local function home_stream(dev0, ustream)
   return HS, ev
 end
 
--- the i-th event of the arrays' device for the chunks of the first distribution (kept with
--- the home stream; a call waits for its last before it returns, so the next may record them)
+-- the i-th event of a device for the chunks of the first distribution (the arrays' device's,
+-- with its home stream; over ranks, each rank's: ranks.lua); a call waits for its last before
+-- it returns, so the next may record them
 local function chunk_event(dev0, i)
   local home = core.device_state("solve_home", dev0)
   home.chunks = home.chunks or {}
@@ -298,6 +299,6 @@ end
 -- }======================================================
 
 return {new_info = new_info, transport = transport, move = move, pinned = pinned, close_all = close_all, keep = keep,
-        closing = closing, share_on = share_on, shares_on = shares_on, home_stream = home_stream, chunk_event = chunk_event,
-        chunks_of = chunks_of,
-        finish = finish, first_bad = first_bad, lu_transport = lu_transport}
+        closing = closing, share_on = share_on, shares_on = shares_on, home_stream = home_stream,
+        chunk_event = chunk_event, chunks_of = chunks_of, finish = finish, first_bad = first_bad,
+        lu_transport = lu_transport}
