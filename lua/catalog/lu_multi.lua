@@ -117,7 +117,8 @@ local function lu_multi(owned, fname, n, nb, dt, pk, tp)
       -- the receive buffer S read two receives ago (freed: that step's end), not waiting for
       -- S's step k - 1, which reads the other (else S idles for each copy and its pivots);
       -- the owner reads its own on S, the others take it on the transport's stream
-      local R = s == nxt and onQ and s.Q or (s == o and S or tp.stream(s))
+      -- (with step_on = "S" the next panel's owner takes it on S, whatever the transport's stream)
+      local R = s == nxt and (onQ and s.Q or S) or (s == o and S or tp.stream(s))
       local buf, bi
       if s == o then
         R:wait(o.ready)
@@ -130,13 +131,14 @@ local function lu_multi(owned, fname, n, nb, dt, pk, tp)
         tp.take(s, o, R, buf, cnt)
         K("panel_pivots"):launch({grid = 1, block = MAXBLOCK, stream = R}, j0, jb, buf, s.ipiv)   -- a thread a pivot
       end
-      if tp.taken then tp.taken(s) end
       if R ~= S then
         s.u:record(R)
         S:wait(s.u)
         -- and the step on Q after S's step k - 1, which updated the next panel's columns too
         if R == s.Q and k > 0 then R:wait(s.w) end
       end
+      -- (after S's wait for the panel: what the transport queues now on R is not S's to wait for)
+      if tp.taken then tp.taken(s) end
       local lo, hi = 0, 0
       if s == o then lo = lstart(o, k); hi = lo + jb end
       -- local columns [c0, c1): U's block row, then the trailing update
