@@ -308,6 +308,8 @@ local function check(n, nb, G, ordinals, root)
 end
 
 check(12, 4, 1, {0}, 0)
+-- one rank and the start in chunks (start_chunks 8, the default): no chunk to deal out
+check(40, 4, 1, {0}, 0)
 check(13, 4, 2, {0}, 0)
 check(20, 3, 3, {0, 1, 2}, 1)
 check(23, 2, 4, {0, 1}, 3)

@@ -117,8 +117,7 @@ local function lu_multi(owned, fname, n, nb, dt, pk, tp)
       -- the receive buffer S read two receives ago (freed: that step's end), not waiting for
       -- S's step k - 1, which reads the other (else S idles for each copy and its pivots);
       -- the owner reads its own on S, the others take it on the transport's stream
-      -- (with step_on = "S" the next panel's owner takes it on S, whatever the transport's stream)
-      local R = s == nxt and (onQ and s.Q or S) or (s == o and S or tp.stream(s))
+      local R = s == nxt and onQ and s.Q or (s == o and S or tp.stream(s))
       local buf, bi
       if s == o then
         R:wait(o.ready)
@@ -137,7 +136,9 @@ local function lu_multi(owned, fname, n, nb, dt, pk, tp)
         -- and the step on Q after S's step k - 1, which updated the next panel's columns too
         if R == s.Q and k > 0 then R:wait(s.w) end
       end
-      -- (after S's wait for the panel: what the transport queues now on R is not S's to wait for)
+      -- (after S's wait for the panel: what the transport queues now on C is not S's to wait
+      -- for; over ranks, NCCL's order still puts it before panel k + 1, which S takes at step
+      -- k + 1: a lag of two steps between the ranks rather than one)
       if tp.taken then tp.taken(s) end
       local lo, hi = 0, 0
       if s == o then lo = lstart(o, k); hi = lo + jb end
@@ -174,8 +175,9 @@ local function lu_multi(owned, fname, n, nb, dt, pk, tp)
         -- it as well (one share owns every panel): they lie just left, hi == lt
         local lt1 = lstart(s, k + 2)
         lookahead_step(K, s.dev, R, n, ld, j0, jb, lt, lt1 - lt, s.L, s.ipiv, buf, jb, jb)
-        if R == S then
-          s.u:record(S)
+        -- (off Q, as with step_on = "S": on S, or over ranks on C, Q waits for it)
+        if R ~= s.Q then
+          s.u:record(R)
           s.Q:wait(s.u)
         end
         factor_and_send(k + 1)

@@ -30,15 +30,17 @@ local M = {}
 -- {====================================================== the ranks' word on a call
 
 -- what every rank states (-1: it does not say): whether its own checks failed, the call,
--- the layout, the root, n, the dtype, an explicit block, the block root would take, and
--- solve's right-hand sides; and, where its checks failed, why (MSG bytes of it)
+-- the layout, the root, n, the dtype, an explicit block, the block root would take,
+-- solve's right-hand sides and its solve.tune knobs (knobs_of); and, where its checks
+-- failed, why (MSG bytes of it)
 local FIELDS = {"failed", "call", "layout", "root", "n", "dtype", "block", "nb", "k", "knobs"}
 local CODES = {call = {"lu", "solve"}, layout = {"root", "distributed"}, dtype = {"float32", "float64"}}
 local SHOWN = {call = "the call", layout = "the layout", root = "root", n = "n", dtype = "the dtype",
                block = "block", k = "the right-hand sides (B's columns)", knobs = "solve.tune's knobs"}
 
--- solve.tune's knobs that decide which NCCL calls a rank makes (ranks that differ would
--- pair calls that do not match, and hang): checked, and stated as one word (knobs_of)
+-- solve.tune's knobs that decide which NCCL calls a rank makes, or on which stream (ranks
+-- that differ could pair calls that do not match, and hang; the layout that does not use
+-- a knob still compares it): checked, and stated as one word (knobs_of)
 local KNOBS = {{"rank_scatter", {"broadcast", "send"}}, {"rank_gather", {"rows", "end"}},
                {"rank_panels", {"broadcast", "send"}}, {"step_on", {"Q", "S"}}}
 
@@ -88,8 +90,8 @@ end
 ** Every rank's word, gathered on each (two NCCL all-gathers on a stream of the rank's own,
 ** read back), then one verdict that every rank reaches alike: the rank whose checks failed
 ** raises its own error, the others that it refused (with its reason); ranks that disagree
-** on the call, the layout, root, n, the dtype, the block or the right-hand sides all raise
-** naming the first two that differ. Returns the words, by rank.
+** on the call, the layout, root, n, the dtype, the block, the right-hand sides or the knobs
+** all raise naming the first two that differ. Returns the words, by rank.
 ]]
 local function agree(fname, comm, word, err)
   local G, dev = comm.size, comm.device
@@ -168,7 +170,8 @@ end
 ** but through the panels they take; C holds the rank's part of each broadcast.
 ** The root layout deals A's columns out from root at the start, in chunks that the first
 ** step takes as they come (the first before panel 0's broadcast, the rest after it), and
-** gathers them back a block row at a time as they become final (both below); the distributed one factors the ranks' own columns in place.
+** gathers them back a block row at a time as they become final (both below); the
+** distributed one factors the ranks' own columns in place.
 ** info.moved counts the bytes that left or reached this rank by NCCL, at the start, in
 ** panels and on the way back.
 ]]
@@ -285,7 +288,7 @@ local function transport(owned, comm, s, ustream, n, nb, dt, layout, A, root, ip
     -- the first round now, the others at step 0's tp.taken, after panel 0's broadcast (NCCL
     -- runs a communicator's calls in order: made after them all, panel 0 would wait for every
     -- chunk); the first step waits for each chunk's event, recorded by then
-    round(1)
+    if most > 0 then round(1) end   -- (one rank: nothing to deal out)
     rest = function () for i = 2, most do round(i) end end
     if me ~= root then
       s.chunks = lists[me]
@@ -396,8 +399,9 @@ local function transport(owned, comm, s, ustream, n, nb, dt, layout, A, root, ip
   end
 
   -- after the last step (S) and panel (Q): the last block row back to root (root layout;
-  -- all the columns with rank_gather = "end"), every rank's status word to every rank, this rank's pivots into ipiv; the caller's stream
-  -- after it all. Returns the first bad pivot of any rank, the same on every rank
+  -- all the columns with rank_gather = "end"), every rank's status word to every rank, this
+  -- rank's pivots into ipiv; the caller's stream after it all. Returns the first bad pivot
+  -- of any rank, the same on every rank
   function tp.finish()
     s.done:record(s.S)
     s.C:wait(s.done)
