@@ -344,8 +344,9 @@ local function transport(owned, comm, s, ustream, n, nb, dt, layout, A, root, ip
   tp.taken = by_rows and function () send_rows() end or nil
 
   -- after the last step (S) and panel (Q): the last block row back to root (root layout;
-  -- all the columns with rank_gather = "end"), every rank's status word to every rank, this rank's pivots into ipiv; the caller's stream
-  -- after it all. Returns the first bad pivot of any rank, the same on every rank
+  -- all the columns with rank_gather = "end"), every rank's status word to every rank, this
+  -- rank's pivots into ipiv; the caller's stream after it all. Returns the first bad pivot
+  -- of any rank, the same on every rank
   function tp.finish()
     s.done:record(s.S)
     s.C:wait(s.done)
