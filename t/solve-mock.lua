@@ -65,7 +65,10 @@ cuda.array = function (dt, shape, opts)
   return allocated(newarr(dt, n, device(opts and opts.device), type(shape) == "table" and shape or {n}))
 end
 cuda.host_array = function (dt, n, opts) local a = newarr(dt, n, nil); a.kind = "cuda.host_array"; return allocated(a) end
-cuda.stream = function (o) return {kind = "cuda.stream", device = device(o and o.device), wait = function () end, synchronize = function () end} end
+cuda.stream = function (o)
+  return {kind = "cuda.stream", device = device(o and o.device), synchronize = function () end,
+          wait = function (_, ev) assert(ev, "wait: cuda.event expected, got nil") end}
+end
 cuda.event = function () return {record = function () end, synchronize = function () end} end
 cuda.type = function (x) return type(x) == "table" and x.kind or nil end
 -- the kernels' sources and the family's header as the binary embeds them: the family reads
