@@ -308,6 +308,8 @@ local function check(n, nb, G, ordinals, root)
 end
 
 check(12, 4, 1, {0}, 0)
+-- one rank and the start in chunks (start_chunks 8, the default): no chunk to deal out
+check(40, 4, 1, {0}, 0)
 check(13, 4, 2, {0}, 0)
 check(20, 3, 3, {0, 1, 2}, 1)
 check(23, 2, 4, {0, 1}, 3)
@@ -427,6 +429,27 @@ end)
 all_like(e, 2, "the ranks disagree on the call: rank 0 has lu, rank 1 has solve", "lu on one rank, solve on another: each raises")
 e = errors_of(2, {0}, function (r, comm) return M.lu(mkA(16, t), {comm = comm, block = 4, root = r}) end)
 all_like(e, 2, "the ranks disagree on root: rank 0 has 0, rank 1 has 1", "ranks that disagree on root: each raises")
+-- on solve.tune's knobs that decide a rank's NCCL calls (a rank of this mock sets its own
+-- before its call), and a knob no rank can take
+e = errors_of(2, {0}, function (r, comm)
+  M.tune.rank_scatter = r == 1 and "send" or "broadcast"
+  return M.lu(r == 0 and mkA(16, t) or nil, {comm = comm, block = 4})
+end)
+M.tune.rank_scatter = "broadcast"
+all_like(e, 2, "the ranks disagree on solve%.tune's knobs: rank 0 has start_chunks = 8, rank_scatter = broadcast, " ..
+         "rank_gather = rows, rank_panels = broadcast, step_on = Q, rank 1 has start_chunks = 8, rank_scatter = send,",
+         "ranks that disagree on solve.tune.rank_scatter: each raises")
+e = errors_of(2, {0}, function (r, comm)
+  M.tune.start_chunks = 8 + r
+  return M.lu(r == 0 and mkA(16, t) or nil, {comm = comm, block = 4})
+end)
+M.tune.start_chunks = 8
+all_like(e, 2, "the ranks disagree on solve%.tune's knobs: rank 0 has start_chunks = 8, .*rank 1 has start_chunks = 9",
+         "ranks that disagree on solve.tune.start_chunks: each raises")
+M.tune.rank_gather = "later"
+e = errors_of(2, {0}, function (r, comm) return M.lu(r == 0 and mkA(16, t) or nil, {comm = comm, block = 4}) end)
+M.tune.rank_gather = "rows"
+all_like(e, 2, "solve%.tune%.rank_gather must be one of rows, end, got later", "a rank_gather no rank takes: each raises")
 -- a rank whose own checks fail: its own error; the others name it
 e = errors_of(3, {0}, function (r, comm) return M.lu(r == 0 and mkA(16, t) or nil, {comm = comm, block = r == 1 and 0 or nil}) end)
 T.like(e[1], "cuda%.catalog%.lu: block must be an integer 1%.%.128, got 0", "a rank with a bad block: its own error")

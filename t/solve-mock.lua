@@ -288,7 +288,14 @@ function core.fail(fname, fmt, ...) error(("cuda.catalog.%s: " .. fmt):format(fn
 function core.ceil_div(a, b) return (a + b - 1) // b end
 function core.check_array(f, w, x) return x end
 function core.dtype_of(f, w, x) return x.dtype end
-function core.one_of(f, w, v) return v end
+function core.one_of(f, w, v, allowed)   -- as the core's
+  local s = {}
+  for _, a in ipairs(allowed) do
+    if v == a then return v end
+    s[#s + 1] = tostring(a)
+  end
+  core.fail(f, "%s must be one of %s, got %s", w, table.concat(s, ", "), tostring(v))
+end
 function core.flag(f, o, name) return o[name] end
 function core.options(f, o) return o or {} end
 function core.same_device(f, names, a) return a.device end

@@ -130,13 +130,16 @@ local function lu_multi(owned, fname, n, nb, dt, pk, tp)
         tp.take(s, o, R, buf, cnt)
         K("panel_pivots"):launch({grid = 1, block = MAXBLOCK, stream = R}, j0, jb, buf, s.ipiv)   -- a thread a pivot
       end
-      if tp.taken then tp.taken(s) end
       if R ~= S then
         s.u:record(R)
         S:wait(s.u)
         -- and the step on Q after S's step k - 1, which updated the next panel's columns too
         if R == s.Q and k > 0 then R:wait(s.w) end
       end
+      -- (after S's wait for the panel: what the transport queues now on C is not S's to wait
+      -- for; over ranks, NCCL's order still puts it before panel k + 1, which S takes at step
+      -- k + 1: a lag of two steps between the ranks rather than one)
+      if tp.taken then tp.taken(s) end
       local lo, hi = 0, 0
       if s == o then lo = lstart(o, k); hi = lo + jb end
       -- local columns [c0, c1): U's block row, then the trailing update
@@ -172,8 +175,9 @@ local function lu_multi(owned, fname, n, nb, dt, pk, tp)
         -- it as well (one share owns every panel): they lie just left, hi == lt
         local lt1 = lstart(s, k + 2)
         lookahead_step(K, s.dev, R, n, ld, j0, jb, lt, lt1 - lt, s.L, s.ipiv, buf, jb, jb)
-        if R == S then
-          s.u:record(S)
+        -- (off Q, as with step_on = "S": on S, or over ranks on C, Q waits for it)
+        if R ~= s.Q then
+          s.u:record(R)
           s.Q:wait(s.u)
         end
         factor_and_send(k + 1)

@@ -30,12 +30,45 @@ local M = {}
 -- {====================================================== the ranks' word on a call
 
 -- what every rank states (-1: it does not say): whether its own checks failed, the call,
--- the layout, the root, n, the dtype, an explicit block, the block root would take, and
--- solve's right-hand sides; and, where its checks failed, why (MSG bytes of it)
-local FIELDS = {"failed", "call", "layout", "root", "n", "dtype", "block", "nb", "k"}
+-- the layout, the root, n, the dtype, an explicit block, the block root would take,
+-- solve's right-hand sides and its solve.tune knobs (knobs_of); and, where its checks
+-- failed, why (MSG bytes of it)
+local FIELDS = {"failed", "call", "layout", "root", "n", "dtype", "block", "nb", "k", "knobs"}
 local CODES = {call = {"lu", "solve"}, layout = {"root", "distributed"}, dtype = {"float32", "float64"}}
 local SHOWN = {call = "the call", layout = "the layout", root = "root", n = "n", dtype = "the dtype",
-               block = "block", k = "the right-hand sides (B's columns)"}
+               block = "block", k = "the right-hand sides (B's columns)", knobs = "solve.tune's knobs"}
+
+-- solve.tune's knobs that decide which NCCL calls a rank makes, or on which stream (ranks
+-- that differ could pair calls that do not match, and hang; the layout that does not use
+-- a knob still compares it): checked, and stated as one word (knobs_of)
+local KNOBS = {{"rank_scatter", {"broadcast", "send"}}, {"rank_gather", {"rows", "end"}},
+               {"rank_panels", {"broadcast", "send"}}, {"step_on", {"Q", "S"}}}
+
+local function knobs_of(fname)
+  local t = S.tune
+  local c = t.start_chunks or 1
+  if math.type(c) ~= "integer" or c < 1 then
+    fail(fname, "solve.tune.start_chunks must be an integer >= 1, got %s", tostring(c))
+  end
+  local word = c
+  for _, k in ipairs(KNOBS) do
+    local v = t[k[1]] or k[2][1]
+    core.one_of(fname, "solve.tune." .. k[1], v, k[2])
+    word = word * 2 + (v == k[2][1] and 0 or 1)
+  end
+  return word
+end
+
+-- a knobs word as its knobs say it
+local function knobs_shown(word)
+  local parts = {}
+  for i = #KNOBS, 1, -1 do
+    local k = KNOBS[i]
+    parts[i] = ("%s = %s"):format(k[1], k[2][word % 2 + 1])
+    word = word // 2
+  end
+  return ("start_chunks = %d, %s"):format(word, table.concat(parts, ", "))
+end
 local MSG = 240
 
 local function code(f, v)
@@ -57,8 +90,8 @@ end
 ** Every rank's word, gathered on each (two NCCL all-gathers on a stream of the rank's own,
 ** read back), then one verdict that every rank reaches alike: the rank whose checks failed
 ** raises its own error, the others that it refused (with its reason); ranks that disagree
-** on the call, the layout, root, n, the dtype, the block or the right-hand sides all raise
-** naming the first two that differ. Returns the words, by rank.
+** on the call, the layout, root, n, the dtype, the block, the right-hand sides or the knobs
+** all raise naming the first two that differ. Returns the words, by rank.
 ]]
 local function agree(fname, comm, word, err)
   local G, dev = comm.size, comm.device
@@ -100,15 +133,15 @@ local function agree(fname, comm, word, err)
   for r = 0, G - 1 do
     if words[r].failed == 1 then fail(fname, "rank %d of %d refused the call: %s", r, G, words[r].msg) end
   end
-  for _, f in ipairs{"call", "layout", "root", "n", "dtype", "block", "k"} do
+  for _, f in ipairs{"call", "layout", "root", "n", "dtype", "block", "k", "knobs"} do
     local first, fr
     for r = 0, G - 1 do
       local v = words[r][f]
       if v ~= nil then
         if first == nil then first, fr = v, r
         elseif v ~= first then
-          fail(fname, "the ranks disagree on %s: rank %d has %s, rank %d has %s", SHOWN[f], fr, tostring(first), r,
-               tostring(v))
+          local show = f == "knobs" and knobs_shown or tostring
+          fail(fname, "the ranks disagree on %s: rank %d has %s, rank %d has %s", SHOWN[f], fr, show(first), r, show(v))
         end
       end
     end
@@ -136,9 +169,9 @@ end
 ** others take it in step k + 1), so they pair up. A rank's S and Q wait for no other rank
 ** but through the panels they take; C holds the rank's part of each broadcast.
 ** The root layout deals A's columns out from root at the start, in chunks that the first
-** step waits for one by one (panel 0's broadcast, though, comes after them all: only its
-** owner's first step overlaps them), and gathers them back a block row at a time as they
-** become final (both below); the distributed one factors the ranks' own columns in place.
+** step takes as they come (the first before panel 0's broadcast, the rest after it), and
+** gathers them back a block row at a time as they become final (both below); the
+** distributed one factors the ranks' own columns in place.
 ** info.moved counts the bytes that left or reached this rank by NCCL, at the start, in
 ** panels and on the way back.
 ]]
@@ -153,7 +186,15 @@ local function transport(owned, comm, s, ustream, n, nb, dt, layout, A, root, ip
   local W
   local function make(t, count) return keep(owned, cuda.array(t, count, {device = s.dev.ordinal})) end
 
-  function tp.setup() end
+  -- the root layout's way back (below): by block rows unless tune.rank_gather = "end"; root's
+  -- receive buffers, a rank each (a block row of its columns), made before the steps
+  local by_rows = layout == "root" and S.tune.rank_gather ~= "end"
+  local RW = {}
+  function tp.setup()
+    if by_rows and me == root then
+      for r = 0, G - 1 do if r ~= me then RW[r] = make(dt, nb * sh[r + 1].nloc) end end
+    end
+  end
 
   --[[
   ** The root layout's start: every rank's columns dealt out from root (on C; root packs its
@@ -167,6 +208,7 @@ local function transport(owned, comm, s, ustream, n, nb, dt, layout, A, root, ip
   ** ranks and 342.48 on four, against 470.42 and 344.89 by sends), or sent to its rank
   ** alone (tune.rank_scatter = "send": a group of sends a round of chunks)
   ]]
+  local rest   -- the start's rounds of chunks after the first, for step 0's tp.taken
   local function scatter_chunks(lstart)
     local K, C = s.K, s.C
     local by_bcast = S.tune.rank_scatter ~= "send"
@@ -198,8 +240,10 @@ local function transport(owned, comm, s, ustream, n, nb, dt, layout, A, root, ip
       ch.ev = sh_.chunk_event(s.dev, i)
       ch.ev:record(C)
     end
-    for i = 1, most do
-      if me == root then
+    -- root packs every round now, on G, each round's event recorded before C waits for it
+    local packed = {}
+    if me == root then
+      for i = 1, most do
         for r, list in pairs(lists) do
           local ch = list[i]
           if ch then
@@ -208,10 +252,12 @@ local function transport(owned, comm, s, ustream, n, nb, dt, layout, A, root, ip
                                view(A, off, n * n - off), view(W[r], n * ch.c0, n * w), 0)
           end
         end
-        local ev = sh_.chunk_event(s.dev, i)
-        ev:record(s.G)
-        C:wait(ev)
+        packed[i] = sh_.chunk_event(s.dev, i)
+        packed[i]:record(s.G)
       end
+    end
+    local function round(i)
+      if me == root then C:wait(packed[i]) end
       if by_bcast then
         for r = 0, G - 1 do
           local ch = lists[r] and lists[r][i]
@@ -239,6 +285,11 @@ local function transport(owned, comm, s, ustream, n, nb, dt, layout, A, root, ip
         taken(me, i, ch)
       end
     end
+    -- the first round now, the others at step 0's tp.taken, after panel 0's broadcast (NCCL
+    -- runs a communicator's calls in order: made after them all, panel 0 would wait for every
+    -- chunk); the first step waits for each chunk's event, recorded by then
+    if most > 0 then round(1) end   -- (one rank: nothing to deal out)
+    rest = function () for i = 2, most do round(i) end end
     if me ~= root then
       s.chunks = lists[me]
       s.S:wait(lists[me][1].ev)
@@ -302,10 +353,8 @@ local function transport(owned, comm, s, ustream, n, nb, dt, layout, A, root, ip
   ** NCCL calls (panel k + 1 taken, none of step k + 2's sent), and root puts them into A's
   ** rows, beside the steps that follow; the last step's go in tp.finish
   ]]
-  local by_rows = layout == "root" and S.tune.rank_gather ~= "end"
   info.gathered_by = layout == "root" and (by_rows and "rows" or "end") or nil
   local pending   -- the final rows not yet sent: {j0, rows, nxt}
-  local RW = {}   -- root's receive buffers, a rank each (a block row of its columns)
 
   function tp.rows(_, j0, rows, nxt)
     if by_rows then pending = {j0, rows, nxt} end
@@ -327,7 +376,6 @@ local function transport(owned, comm, s, ustream, n, nb, dt, layout, A, root, ip
       for r = 0, G - 1 do
         if r ~= me then
           local nl = sh[r + 1].nloc
-          RW[r] = RW[r] or make(dt, nb * nl)
           comm:recv(view(RW[r], 0, rows * nl), r, {stream = C})
           moved.finish = moved.finish + rows * nl * esz
         end
@@ -341,7 +389,14 @@ local function transport(owned, comm, s, ustream, n, nb, dt, layout, A, root, ip
     end
   end
 
-  tp.taken = by_rows and function () send_rows() end or nil
+  function tp.taken()
+    if rest then
+      local f = rest
+      rest = nil
+      f()
+    end
+    if by_rows then send_rows() end
+  end
 
   -- after the last step (S) and panel (Q): the last block row back to root (root layout;
   -- all the columns with rank_gather = "end"), every rank's status word to every rank, this
@@ -408,7 +463,7 @@ local function plan_of(fname, call, comm, A, B, opts, keys)
   if opts.growth ~= nil then fail(fname, "growth is not measured over ranks") end
   if (opts.method or "lu") ~= "lu" then fail(fname, "method %s does not run over ranks: lu does", tostring(opts.method)) end
   local G, me, dev = comm.size, comm.rank, comm.device
-  local p = {word = {call = call}, dev = dev, overwrite = core.flag(fname, opts, "overwrite")}
+  local p = {word = {call = call, knobs = knobs_of(fname)}, dev = dev, overwrite = core.flag(fname, opts, "overwrite")}
   p.stream = core.check_stream(fname, opts.stream, dev)
   p.pk = core.one_of(fname, "panel", opts.panel or "auto", PANELS)
   local function here(what, X)
