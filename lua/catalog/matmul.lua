@@ -179,13 +179,15 @@ end
 
 -- dmma, float64 on tensor cores (compute capability 8.0 and later; kernels/matmul.cu): the
 -- tile shapes built, {rows, columns, threads, shared memory}, read from the file's
--- CULUA_DMMA(NAME, BM, BN, WM, WN, STAGES, MINB, EB, BK) lines and its CULUA_DMMA_SHARED;
+-- CULUA_DMMA(NAME, BM, BN, WM, WN, STAGES, MINB, EB, BK, BULK) lines and its CULUA_DMMA_SHARED;
 -- require("culua.catalog.matmul").tune.dmma_tile (nil: by k, dmma_tile below) picks one.
-local dmma_tiles = {}
+local dmma_tiles, dmma_names = {}, {}
 for _, d in ipairs(core.instances("matmul", "CULUA_DMMA")) do
   local name, bm, bn, wm, wn, stages, _, _, bk = table.unpack(d)
   dmma_tiles[name] = {bm, bn, wm * wn * 32, MK.CULUA_DMMA_SHARED(bm, bn, stages, bk)}
+  dmma_names[#dmma_names + 1] = name
 end
+table.sort(dmma_names)
 M.tune = {dmma_tile = nil, dmma_group = nil, dmma_tma = nil, dmma_persistent = nil, stage_c = nil, lowp_sm90 = nil,
           fp8_tile = nil, fp8_persistent = nil, fp8_programmatic = nil}
 
@@ -259,12 +261,7 @@ local function matmul_dmma(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, o
   end
   local shape = dmma_tile(k)
   local tile = dmma_tiles[shape]
-  if not tile then
-    local names = {}
-    for name in pairs(dmma_tiles) do names[#names + 1] = name end
-    table.sort(names)
-    fail("matmul", "tune.dmma_tile must be one of %s, got %s", table.concat(names, ", "), tostring(shape))
-  end
+  if not tile then one_of("matmul", "tune.dmma_tile", shape, dmma_names) end   -- (raises)
   local kern = core.kernel("matmul", "culua_matmul_dmma_" .. shape .. (v16 and "_v16" or ""), nil, dev)
   core.allow_shared(kern, tile[4])
   local tn, tm = ceil_div(n, tile[2]), ceil_div(m, tile[1])

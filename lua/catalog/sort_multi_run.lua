@@ -42,9 +42,9 @@ local function check_tune(fail, fname)
   local i, s = tune.items, tune.search
   if math.type(i) ~= "integer" or i < 1 or i > 16 then fail(fname, "tune.items must be an integer 1..16, got %s", tostring(i)) end
   if math.type(s) ~= "integer" or s < 2 or s > 4096 then fail(fname, "tune.search must be an integer 2..4096, got %s", tostring(s)) end
-  if type(tune.pairs) ~= "boolean" then fail(fname, "tune.pairs must be a boolean, got %s", tostring(tune.pairs)) end
-  if type(tune.pull) ~= "boolean" then fail(fname, "tune.pull must be a boolean, got %s", tostring(tune.pull)) end
-  if type(tune.timeline) ~= "boolean" then fail(fname, "tune.timeline must be a boolean, got %s", tostring(tune.timeline)) end
+  for _, k in ipairs{"pairs", "pull", "timeline"} do
+    if type(tune[k]) ~= "boolean" then fail(fname, "tune.%s must be a boolean, got %s", k, tostring(tune[k])) end
+  end
 end
 
 -- tune.timeline's marks: part p's step `what`, done on stream s; read once the call ends
