@@ -1107,7 +1107,7 @@ static int array_tostring (lua_State *L) {
     lua_pushliteral(L, "cuda.array (invalidated by cuda.reset)");
     return 1;
   }
-  r = cu->cuCtxSetCurrent(x->c.ctx);
+  r = culua_ctx_current(cu, x->c.ctx);
   if (r == CUDA_SUCCESS && x->managed && x->host_sync) r = cu->cuCtxSynchronize();   /* as host_ready */
   if (r == CUDA_SUCCESS) r = read_first(cu, x, buf, k);
   if (r != CUDA_SUCCESS) {

@@ -195,6 +195,8 @@ void culua_ctx_open (lua_State *L, culua_Ctx *c, int ordinal, const char *fname)
 void culua_ctx_close (culua_Ctx *c);
 /* make c's context current; raises on a closed or reset object */
 void culua_ctx_enter (lua_State *L, culua_Ctx *c, const char *tname);
+/* make ctx current on this thread, with no driver call beyond a read where it is */
+CUresult culua_ctx_current (const culua_Driver *cu, CUcontext ctx);
 /* 1 when cuda.reset() destroyed what c's object held */
 int culua_ctx_stale (const culua_Ctx *c);
 /*

@@ -854,7 +854,7 @@ static void launch_with (lua_State *L, Kernel *k, const Config *c, void **args) 
   const culua_Driver *cu = k->cu;
   CUresult r;
   check_live(L, k);   /* again: a config's __len or an argument may have run Lua since */
-  r = cu->cuCtxSetCurrent(k->mod->ctx);
+  r = culua_ctx_current(cu, k->mod->ctx);
   if (r != CUDA_SUCCESS)
     culua_cufail(L, r, "launch", "entering the context of device %d for '%s'", k->mod->ordinal, k->name);
   if (c->cooperative) check_coresident(L, cu, k, c);

@@ -92,6 +92,7 @@ static void print_usage (const char *badoption) {
     "  CULUA_CACHE           the compile cache directory, or 'off'\n"
     "  CULUA_DEVICE          under MPI, keep the default GPU, not the local rank's\n"
     "  CULUA_MPI_STAGE       under a CUDA-aware MPI, stage through host memory\n"
+    "  CULUA_CTX_SET         'always': set the context before every launch\n"
     "  CULUA_TEST_WRAP       culua.tap: a command to run culua under (tests)\n"
     "  CULUA_TEST_SANITIZER  culua.tap: the compute-sanitizer tool running (tests)\n"
     "  CULUA_TEST_SHARE      culua.tap: k/m, run the k-th of every m cases (tests)\n"
