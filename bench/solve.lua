@@ -24,7 +24,9 @@
 -- "+pdl0" launches the chain's kernels without the programmatic attribute (solve.tune.programmatic),
 -- "+chunksN" the several-GPU LU's first distribution to a peer in N chunks
 -- (solve.tune.start_chunks, 8; "+chunks1": one piece), "+p2p" over ranks sends each panel
--- to each rank in an NCCL group rather than broadcasting it (solve.tune.rank_panels).
+-- to each rank in an NCCL group rather than broadcasting it (solve.tune.rank_panels),
+-- "+ctasN" over ranks caps NCCL's blocks at N on the transfers' communicator
+-- (solve.tune.rank_ctas; "+ctas0": comm as it is; neither: the default).
 -- float64's products (the trailing update and the other matmul calls) take matmul.tune's
 -- dmma knobs from suffixes: "+dtileNAME" (tune.dmma_tile = NAME, e.g. +dtile128x64w8e2),
 -- "+dgroupG" (tune.dmma_group = G), "+dtma" (tune.dmma_tma = true: the TMA-fed kernel at any
@@ -65,7 +67,7 @@ for p in (arg[4] or "auto"):gmatch("[%a:%d+]+") do PANELS[#PANELS + 1] = p end
 local tune = require("culua.catalog.solve").tune
 local mtune = require("culua.catalog.matmul").tune
 local ROWS0, SPLIT0, SPILL0, FROWS0 = tune.cluster_rows, tune.split_at, tune.cluster_spill, tune.fused_rows   -- the defaults
-local TALL0, TSPILL0 = tune.tall_split, tune.tall_spill
+local TALL0, TSPILL0, RANK_CTAS0 = tune.tall_split, tune.tall_spill, tune.rank_ctas
 local TAPER0, WIDE0 = {}, {}
 for k, v in pairs(tune.taper) do TAPER0[k] = v end
 for k, v in pairs(tune.wide_from) do WIDE0[k] = v end
@@ -140,8 +142,8 @@ end
 
 local function moved(info)
   local m = info.moved
-  return ("rank 0 moved %.2f GB at the start, %.2f GB of panels, %.2f GB at the end"):format(m.start / 1e9,
-         m.panels / 1e9, m.finish / 1e9)
+  return ("NCCL's blocks %s; rank 0 moved %.2f GB at the start, %.2f GB of panels, %.2f GB at the end"):format(
+         info.ctas and "capped at " .. info.ctas or "not capped", m.start / 1e9, m.panels / 1e9, m.finish / 1e9)
 end
 
 -- float32 lu + lu_solve over the ranks, both layouts, beside one GPU's ms (rank 0's)
@@ -236,6 +238,10 @@ for _, dt in ipairs(DTYPES) do
       tune.rank_gather = panel:match("%+gatherE") and "end" or "rows"
       -- "+scatterS": over ranks, the columns dealt out by sends (solve.tune.rank_scatter; else broadcasts)
       tune.rank_scatter = panel:match("%+scatterS") and "send" or "broadcast"
+      -- "+ctasN": over ranks, NCCL's blocks capped at N (solve.tune.rank_ctas; "+ctas0": no cap)
+      local ctas = panel:match("%+ctas(%d+)")
+      if ctas == nil then tune.rank_ctas = RANK_CTAS0
+      else tune.rank_ctas = ctas ~= "0" and math.tointeger(tonumber(ctas)) end
       -- "+trsmK" / "+trsmP": the full-width triangular solve by its kernel / as a product
       tune.trsm = ({K = "kernel", P = "product"})[panel:match("%+trsm(%u)") or ""]
       -- "+taperC": the default block of 128 narrowed to 64 for the last C columns

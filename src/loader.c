@@ -220,6 +220,9 @@ static void load_nccl (void) {
   }
   CULUA_NCCL_ENTRIES(LOOKUP)
 #undef LOOKUP
+#define OPTIONAL(name) *(void **)&nccl.name = dlsym(h, #name);
+  CULUA_NCCL_OPTIONAL(OPTIONAL)
+#undef OPTIONAL
   if (nccl.ncclGetVersion(&version) != ncclSuccess || version < 21300) {
     snprintf(nccl_msg, sizeof(nccl_msg), "%s is NCCL %d, older than 2.13", nccl_opened, version);
     nccl_why = nccl_msg;

@@ -182,9 +182,15 @@ typedef struct culua_Nvrtc {
   X(ncclGroupStart) \
   X(ncclGroupEnd)
 
+/* newer than 2.13: NULL where the library lacks them, and the call that needs one says so */
+#define CULUA_NCCL_OPTIONAL(X) \
+  X(ncclCommInitRankConfig) \
+  X(ncclCommSplit)
+
 typedef struct culua_Nccl {
 #define CULUA_FIELD(name) __typeof__(name) *name;
   CULUA_NCCL_ENTRIES(CULUA_FIELD)
+  CULUA_NCCL_OPTIONAL(CULUA_FIELD)
 #undef CULUA_FIELD
 } culua_Nccl;
 

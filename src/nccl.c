@@ -7,6 +7,7 @@
 
 #include "config.h"
 
+#include <limits.h>
 #include <string.h>
 
 #include "culua_int.h"
@@ -101,17 +102,66 @@ static int nccl_unique_id (lua_State *L) {
 
 
 /*
-** cuda.nccl.comm(id, nranks, rank [, {device = d}]) -> comm: this process's
-** rank of a communicator that nranks processes (or threads) make with the
-** same id. It blocks until all nranks have joined, as ncclCommInitRank does.
+** A communicator's options, NCCL's ncclConfig_t: NCCL runs each operation in
+** up to max_ctas blocks (its channels), which take multiprocessors from the
+** kernels that run beside it; a caller overlapping work with transfers caps
+** them. Checks t's keys against known[] and reads the three; returns whether
+** any was given.
+*/
+static const char *const config_keys[] = {"max_ctas", "min_ctas", "cga_cluster_size", NULL};
+
+static int config_int (lua_State *L, int t, const char *fname, const char *key, int lo, int hi, int *v) {
+  lua_Integer i;
+  if (lua_getfield(L, t, key) == LUA_TNIL) {
+    lua_pop(L, 1);
+    return 0;
+  }
+  if (!lua_isinteger(L, -1))
+    luaL_error(L, "%s: %s must be an integer, got %s", fname, key, luaL_typename(L, -1));
+  i = lua_tointeger(L, -1);
+  if (i < lo || i > hi) luaL_error(L, "%s: %s must be %d..%d, got %I", fname, key, lo, hi, i);
+  *v = (int)i;
+  lua_pop(L, 1);
+  return 1;
+}
+
+static int read_config (lua_State *L, int t, const char *fname, const char *const known[],
+                        ncclConfig_t *cfg) {
+  int given = 0;
+  luaL_checktype(L, t, LUA_TTABLE);
+  culua_checkoptions(L, t, fname, known);
+  given |= config_int(L, t, fname, "max_ctas", 1, 1024, &cfg->maxCTAs);   /* NCCL lowers it to its channels */
+  given |= config_int(L, t, fname, "min_ctas", 1, 1024, &cfg->minCTAs);
+  given |= config_int(L, t, fname, "cga_cluster_size", 0, 8, &cfg->cgaClusterSize);
+  if (cfg->minCTAs != NCCL_CONFIG_UNDEF_INT && cfg->maxCTAs != NCCL_CONFIG_UNDEF_INT &&
+      cfg->minCTAs > cfg->maxCTAs)
+    luaL_error(L, "%s: min_ctas (%d) is more than max_ctas (%d)", fname, cfg->minCTAs, cfg->maxCTAs);
+  return given;
+}
+
+
+/* the newer entry a call needs, or an error naming the library and the version */
+#define nccl_need(L, nc, name, fname, since) \
+  do { if ((nc)->name == NULL) \
+         luaL_error(L, "%s: %s lacks %s (NCCL %s or newer)", fname, culua_nccl_path(), #name, since); \
+  } while (0)
+
+
+/*
+** cuda.nccl.comm(id, nranks, rank [, {device = d, max_ctas = , ...}]) -> comm:
+** this process's rank of a communicator that nranks processes (or threads)
+** make with the same id. It blocks until all nranks have joined, as
+** ncclCommInitRank does.
 */
 static int nccl_comm (lua_State *L) {
+  static const char *const known[] = {"device", "max_ctas", "min_ctas", "cga_cluster_size", NULL};
   const char *fname = "cuda.nccl.comm";
   const culua_Nccl *nc = check_nccl(L, fname);
   size_t len;
   const char *id = luaL_checklstring(L, 1, &len);
   lua_Integer nranks = luaL_checkinteger(L, 2), rank = luaL_checkinteger(L, 3);
-  int ordinal = -1;
+  int ordinal = -1, configured = 0;
+  ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
   ncclUniqueId uid;
   Comm *c;
   luaL_argcheck(L, len == sizeof(uid.internal), 1,
@@ -120,16 +170,16 @@ static int nccl_comm (lua_State *L) {
   luaL_argcheck(L, rank >= 0 && rank < nranks, 3,
                 lua_pushfstring(L, "rank must be 0..%I (nranks - 1), got %I", nranks - 1, rank));
   if (!lua_isnoneornil(L, 4)) {
-    static const char *const known[] = {"device", NULL};
-    luaL_checktype(L, 4, LUA_TTABLE);
-    culua_checkoptions(L, 4, fname, known);
+    configured = read_config(L, 4, fname, known, &cfg);
     if (lua_getfield(L, 4, "device") != LUA_TNIL) ordinal = (int)luaL_checkinteger(L, -1);
     lua_pop(L, 1);
   }
+  if (configured) nccl_need(L, nc, ncclCommInitRankConfig, fname, "2.14");
   memcpy(uid.internal, id, sizeof(uid.internal));
   c = new_comm(L);
   culua_ctx_open(L, &c->c, ordinal, fname);   /* current: NCCL takes the current device */
-  nccl_check(L, nc, nc->ncclCommInitRank(&c->comm, (int)nranks, uid, (int)rank), NULL, fname,
+  nccl_check(L, nc, configured ? nc->ncclCommInitRankConfig(&c->comm, (int)nranks, uid, (int)rank, &cfg)
+                               : nc->ncclCommInitRank(&c->comm, (int)nranks, uid, (int)rank), NULL, fname,
              lua_pushfstring(L, "joining as rank %I of %I on device %d", rank, nranks, c->c.ordinal));
   comm_describe(L, nc, c, fname);
   return 1;
@@ -215,6 +265,46 @@ static int comm_tostring (lua_State *L) {
   Comm *c = (Comm *)luaL_checkudata(L, 1, CULUA_NCCLCOMM);
   if (c->comm == NULL) lua_pushliteral(L, "cuda.nccl.comm (closed)");
   else lua_pushfstring(L, "cuda.nccl.comm: rank %d of %d on device %d", c->rank, c->size, c->c.ordinal);
+  return 1;
+}
+
+/*
+** comm:split(color [, key [, opts]]) -> comm or nil: a communicator of the
+** ranks that give the same color, ordered by key (default: the rank), as
+** MPI_Comm_split does; a rank giving color nil takes no part and gets nil.
+** Every rank of comm must call it. opts are cuda.nccl.comm's but device;
+** without them the new communicator is made as comm was.
+*/
+static int comm_split (lua_State *L) {
+  const char *fname = "cuda.nccl.comm:split";
+  Comm *c = check_comm(L, 1);
+  const culua_Nccl *nc = check_nccl(L, fname);
+  int color = NCCL_SPLIT_NOCOLOR, key = c->rank, configured = 0;
+  ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+  ncclComm_t out = NULL;
+  Comm *nw;
+  if (!lua_isnil(L, 2)) {
+    lua_Integer v = luaL_checkinteger(L, 2);
+    luaL_argcheck(L, v >= 0 && v <= INT_MAX, 2, lua_pushfstring(L, "color must be 0..%d or nil, got %I", INT_MAX, v));
+    color = (int)v;
+  }
+  if (!lua_isnoneornil(L, 3)) {
+    lua_Integer v = luaL_checkinteger(L, 3);
+    luaL_argcheck(L, v >= INT_MIN && v <= INT_MAX, 3, "key out of range");
+    key = (int)v;
+  }
+  if (!lua_isnoneornil(L, 4)) configured = read_config(L, 4, fname, config_keys, &cfg);
+  nccl_need(L, nc, ncclCommSplit, fname, "2.18");
+  nw = new_comm(L);
+  culua_ctx_open(L, &nw->c, c->c.ordinal, fname);
+  nccl_check(L, nc, nc->ncclCommSplit(c->comm, color, key, &out, configured ? &cfg : NULL), c->comm, fname,
+             lua_pushfstring(L, "splitting rank %d of %d by color %d", c->rank, c->size, color));
+  if (out == NULL) {   /* color nil: the userdata goes with the next collection */
+    lua_pushnil(L);
+    return 1;
+  }
+  nw->comm = out;
+  comm_describe(L, nc, nw, fname);
   return 1;
 }
 
@@ -512,6 +602,7 @@ static const luaL_Reg comm_methods[] = {
   {"reduce_scatter", comm_reduce_scatter},
   {"send", comm_send},
   {"recv", comm_recv},
+  {"split", comm_split},
   {"close", comm_close},
   {NULL, NULL}
 };

@@ -34,7 +34,14 @@ T.error_like(function () nccl.comm("short", 1, 0) end, "cuda%.nccl%.comm: bad ar
 T.error_like(function () nccl.comm(id, 0, 0) end, "cuda%.nccl%.comm: bad argument #2 %(nranks must be 1%.%.1048576, got 0%)", "nranks 0")
 T.error_like(function () nccl.comm(id, 2, 2) end, "cuda%.nccl%.comm: bad argument #3 %(rank must be 0%.%.1 %(nranks %- 1%), got 2%)", "rank past the end")
 T.error_like(function () nccl.comm(id, 2, -1) end, "rank must be 0%.%.1", "negative rank")
-T.error_like(function () nccl.comm(id, 1, 0, {devcie = 0}) end, "cuda%.nccl%.comm: unknown option 'devcie' %(known: device%)", "misspelt option")
+T.error_like(function () nccl.comm(id, 1, 0, {devcie = 0}) end,
+             "cuda%.nccl%.comm: unknown option 'devcie' %(known: device, max_ctas, min_ctas, cga_cluster_size%)", "misspelt option")
+-- the communicator's options (NCCL's ncclConfig_t), checked before it is made
+T.error_like(function () nccl.comm(id, 1, 0, {max_ctas = 0}) end, "cuda%.nccl%.comm: max_ctas must be 1%.%.1024, got 0", "max_ctas 0")
+T.error_like(function () nccl.comm(id, 1, 0, {max_ctas = 2.5}) end, "cuda%.nccl%.comm: max_ctas must be an integer, got number", "max_ctas 2.5")
+T.error_like(function () nccl.comm(id, 1, 0, {min_ctas = "4"}) end, "min_ctas must be an integer, got string", "min_ctas a string")
+T.error_like(function () nccl.comm(id, 1, 0, {min_ctas = 8, max_ctas = 4}) end, "cuda%.nccl%.comm: min_ctas %(8%) is more than max_ctas %(4%)", "min_ctas over max_ctas")
+T.error_like(function () nccl.comm(id, 1, 0, {cga_cluster_size = 9}) end, "cga_cluster_size must be 0%.%.8, got 9", "cga_cluster_size 9")
 T.error_like(function () nccl.comm_all({}) end, "cuda%.nccl%.comm_all: bad argument #1 %(1%.%.64 device ordinals expected, got 0%)", "no devices")
 T.error_like(function () nccl.comm_all({0, 0}) end, "device 0 is listed twice", "a device twice")
 T.error_like(function () nccl.comm_all({"0"}) end, "devices%[1%] must be a device ordinal, got string", "a string ordinal")
@@ -82,6 +89,25 @@ T.is_deeply({r[1], r[2], r.n}, {3, "two", 2}, "group returns fn's results")
 T.error_like(function () nccl.group(function () error("inside") end) end, "inside", "an error inside a group goes on")
 c:all_reduce(x, y:fill(0)); cuda.synchronize()
 T.is(y:totable()[1], 2.5, "the group was ended: later calls work")
+
+-- comm:split: a communicator of the ranks of one color (here the one rank), with options
+local sc = c:split(0)
+T.is_deeply({cuda.type(sc), sc.rank, sc.size, sc.device.ordinal}, {"cuda.nccl.comm", 0, 1, 0}, "split(0): a communicator of one rank")
+sc:all_reduce(x, y:fill(0)); cuda.synchronize()
+T.is(y:totable()[4097], 2.5, "the split communicator reduces")
+sc:close()
+local capped = c:split(7, 0, {max_ctas = 2, min_ctas = 1})
+capped:broadcast(x, y:fill(0), {root = 0}); cuda.synchronize()
+T.is(y:totable()[4097], 2.5, "split with max_ctas = 2: its broadcast")
+capped:close()
+T.is(c:split(nil), nil, "split(nil): this rank takes no part, nil")
+T.error_like(function () c:split(-2) end, "split: bad argument #1 %(color must be 0%.%.2147483647 or nil, got %-2%)", "a negative color")
+T.error_like(function () c:split(0, 0, {device = 0}) end, "cuda%.nccl%.comm:split: unknown option 'device' %(known: max_ctas, min_ctas, cga_cluster_size%)", "split takes no device")
+T.error_like(function () c:split(0, 0, {max_ctas = 0}) end, "cuda%.nccl%.comm:split: max_ctas must be 1%.%.1024, got 0", "split's max_ctas checked")
+local c2 = nccl.comm(nccl.unique_id(), 1, 0, {max_ctas = 4})
+c2:all_reduce(x, y:fill(0)); cuda.synchronize()
+T.is(y:totable()[1], 2.5, "comm(id, 1, 0, {max_ctas = 4}) is made (ncclCommInitRankConfig) and reduces")
+c2:close()
 
 -- refusals
 T.error_like(function () c:all_reduce(x, filled("float32", 10, 0)) end, "all_reduce: send has 4097 elements and recv 10; they must be equal", "lengths differ")
@@ -171,13 +197,15 @@ else
       "local c = cuda.nccl.comm(id, 2, %d, {device = %d})\n" ..
       "local x = cuda.array('float64', 1000, {device = %d}):fill(%d + 1)\n" ..
       "c:all_reduce(x); cuda.device(%d):synchronize()\n" ..
-      "print('rank', c.rank, x:totable()[1000]); c:close()\" 2>&1"):format(T.culua, hex, r, r, r, r, r))
+      "local own, capped = c:split(c.rank), c:split(0, 1 - c.rank, {max_ctas = 4})\n" ..
+      "capped:all_reduce(x); cuda.device(%d):synchronize()\n" ..
+      "print('rank', c.rank, x:totable()[1000], own.size, capped.rank); c:close()\" 2>&1"):format(T.culua, hex, r, r, r, r, r, r))
   end
   local p0, p1 = rank(0), rank(1)
   local said0, said1 = p0:read("a"), p1:read("a")
   p0:close(); p1:close()
-  T.like(said0, "rank\t0\t3", "two processes: rank 0's sum")
-  T.like(said1, "rank\t1\t3", "two processes: rank 1's sum")
+  T.like(said0, "rank\t0\t6\t1\t1", "two processes: rank 0's sum, twice (on a split communicator with max_ctas = 4, where it is rank 1)")
+  T.like(said1, "rank\t1\t6\t1\t0", "two processes: rank 1's sum, twice; split by its rank, a communicator of one")
 end
 
 -- }======================================================

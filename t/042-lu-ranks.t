@@ -122,6 +122,15 @@ local function new_comm(r, ordinal)
     assert(recv.n == send.n * W.G, "all_gather: recv must hold size x send")
     return coll("all_gather", send, recv, opts)
   end
+  -- a collective that makes another communicator: its color compared as a root, so that a
+  -- rank that splits when another does not (or by another color) hangs here too
+  function c:split(color, key, opts)
+    coll("split", {n = 0}, nil, {root = color})
+    local s = new_comm(r, ordinal)
+    s.max_ctas = opts and opts.max_ctas
+    W.splits = (W.splits or 0) + 1
+    return s
+  end
   function c:send(buf, peer, opts) post(r, {p2p = "send", peer = peer, buf = buf, seq = counter(W.sent, r, peer)}); return c end
   function c:recv(buf, peer, opts) post(r, {p2p = "recv", peer = peer, buf = buf, seq = counter(W.recvd, peer, r)}); return c end
   return c
@@ -437,7 +446,7 @@ e = errors_of(2, {0}, function (r, comm)
 end)
 M.tune.rank_scatter = "broadcast"
 all_like(e, 2, "the ranks disagree on solve%.tune's knobs: rank 0 has start_chunks = 8, rank_scatter = broadcast, " ..
-         "rank_gather = rows, rank_panels = broadcast, step_on = Q, rank 1 has start_chunks = 8, rank_scatter = send,",
+         "rank_gather = rows, rank_panels = broadcast, step_on = Q, rank_ctas = 8, rank 1 has start_chunks = 8, rank_scatter = send,",
          "ranks that disagree on solve.tune.rank_scatter: each raises")
 e = errors_of(2, {0}, function (r, comm)
   M.tune.start_chunks = 8 + r
@@ -446,6 +455,36 @@ end)
 M.tune.start_chunks = 8
 all_like(e, 2, "the ranks disagree on solve%.tune's knobs: rank 0 has start_chunks = 8, .*rank 1 has start_chunks = 9",
          "ranks that disagree on solve.tune.start_chunks: each raises")
+-- solve.tune.rank_ctas: the transfers on a communicator split from comm with NCCL's blocks
+-- capped, once for comm and the cap (a second call on it splits no more); by ranks in a table
+do
+  local n = 16
+  local res = ranks(2, {0}, function (r, comm)
+    M.lu(r == 0 and mkA(n, t) or nil, {comm = comm, block = 4})
+    return select(2, M.lu(r == 0 and mkA(n, t) or nil, {comm = comm, block = 4}))
+  end)
+  T.is_deeply({W.splits, res[0][2].ctas, res[1][2].ctas}, {2, 8, 8},
+              "two ranks: a split communicator with NCCL's blocks capped at 8, made once, named by info.ctas")
+  M.tune.rank_ctas = {[2] = 8, [3] = 5}
+  res = ranks(3, {0}, function (r, comm) return select(2, M.lu(r == 0 and mkA(n, t) or nil, {comm = comm, block = 4})) end)
+  T.is_deeply({res[0][2].ctas, res[2][2].ctas, W.splits}, {5, 5, 3}, "rank_ctas by the number of ranks: 3 ranks, 5")
+  M.tune.rank_ctas = false
+  res = ranks(2, {0}, function (r, comm) return select(2, M.lu(r == 0 and mkA(n, t) or nil, {comm = comm, block = 4})) end)
+  T.is_deeply({res[0][2].ctas, W.splits}, {false, nil}, "rank_ctas false: comm as it is, no split")
+  for _, v in ipairs{0, 2.5, "8", 1025} do
+    M.tune.rank_ctas = v
+    e = errors_of(2, {0}, function (r, comm) return M.lu(r == 0 and mkA(n, t) or nil, {comm = comm, block = 4}) end)
+    all_like(e, 2, "solve%.tune%.rank_ctas must be an integer 1%.%.1024 or false %(a table of them by ranks%), got " ..
+             tostring(v):gsub("%.", "%%."), "rank_ctas " .. tostring(v) .. ": each raises")
+  end
+  e = errors_of(2, {0}, function (r, comm)
+    M.tune.rank_ctas = r == 1 and 16 or 8
+    return M.lu(r == 0 and mkA(n, t) or nil, {comm = comm, block = 4})
+  end)
+  all_like(e, 2, "the ranks disagree on solve%.tune's knobs: rank 0 has .*rank_ctas = 8, rank 1 has .*rank_ctas = 16",
+           "ranks that disagree on solve.tune.rank_ctas: each raises")
+  M.tune.rank_ctas = {[2] = 8}
+end
 M.tune.rank_gather = "later"
 e = errors_of(2, {0}, function (r, comm) return M.lu(r == 0 and mkA(16, t) or nil, {comm = comm, block = 4}) end)
 M.tune.rank_gather = "rows"

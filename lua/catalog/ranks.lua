@@ -44,19 +44,32 @@ local SHOWN = {call = "the call", layout = "the layout", root = "root", n = "n",
 local KNOBS = {{"rank_scatter", {"broadcast", "send"}}, {"rank_gather", {"rows", "end"}},
                {"rank_panels", {"broadcast", "send"}}, {"step_on", {"Q", "S"}}}
 
-local function knobs_of(fname)
+-- rank_ctas: the cap on NCCL's blocks (CTAs) for the transfers (transport_comm): an
+-- integer 1..1024, a table of them by the number of ranks, or false (none)
+local function ctas_of(fname, G)
+  local v = S.tune.rank_ctas
+  if type(v) == "table" then v = v[G] end
+  if v and (math.type(v) ~= "integer" or v < 1 or v > 1024) then
+    fail(fname, "solve.tune.rank_ctas must be an integer 1..1024 or false (a table of them by ranks), got %s", tostring(v))
+  end
+  return v or false
+end
+
+-- the word and the cap on NCCL's blocks
+local function knobs_of(fname, G)
   local t = S.tune
   local c = t.start_chunks or 1
   if math.type(c) ~= "integer" or c < 1 then
     fail(fname, "solve.tune.start_chunks must be an integer >= 1, got %s", tostring(c))
   end
-  local word = c
+  local ctas = ctas_of(fname, G)
+  local word = c * 1025 + (ctas or 0)
   for _, k in ipairs(KNOBS) do
     local v = t[k[1]] or k[2][1]
     core.one_of(fname, "solve.tune." .. k[1], v, k[2])
     word = word * 2 + (v == k[2][1] and 0 or 1)
   end
-  return word
+  return word, ctas
 end
 
 -- a knobs word as its knobs say it
@@ -67,7 +80,9 @@ local function knobs_shown(word)
     parts[i] = ("%s = %s"):format(k[1], k[2][word % 2 + 1])
     word = word // 2
   end
-  return ("start_chunks = %d, %s"):format(word, table.concat(parts, ", "))
+  local ctas = word % 1025
+  return ("start_chunks = %d, %s, rank_ctas = %s"):format(word // 1025, table.concat(parts, ", "),
+                                                            ctas == 0 and "false" or tostring(ctas))
 end
 local MSG = 240
 
@@ -436,6 +451,29 @@ end
 -- }======================================================
 
 
+-- {====================================================== the transfers' communicator
+
+--[[
+** NCCL runs each operation in blocks (CTAs) on the multiprocessors, as many as it has
+** channels, and they take those from the trailing update running beside a panel's
+** broadcast. The transfers run on a communicator split once from the caller's (comm:split,
+** which every rank makes in the same call: the call is collective already) with NCCL's
+** blocks capped at solve.tune.rank_ctas; false runs them on the caller's as it is. Kept
+** while the caller's lives, one a cap.
+]]
+local split_of = setmetatable({}, {__mode = "k"})
+
+local function transport_comm(comm, ctas)
+  if not ctas then return comm end
+  local by = split_of[comm] or {}
+  split_of[comm] = by
+  if by[ctas] == nil or by[ctas].closed then by[ctas] = comm:split(0, comm.rank, {max_ctas = ctas}) end
+  return by[ctas]
+end
+
+-- }======================================================
+
+
 -- {====================================================== the calls
 
 local PANELS = {"auto", "cluster", "fused", "columns"}
@@ -463,7 +501,8 @@ local function plan_of(fname, call, comm, A, B, opts, keys)
   if opts.growth ~= nil then fail(fname, "growth is not measured over ranks") end
   if (opts.method or "lu") ~= "lu" then fail(fname, "method %s does not run over ranks: lu does", tostring(opts.method)) end
   local G, me, dev = comm.size, comm.rank, comm.device
-  local p = {word = {call = call, knobs = knobs_of(fname)}, dev = dev, overwrite = core.flag(fname, opts, "overwrite")}
+  local knobs, ctas = knobs_of(fname, G)
+  local p = {word = {call = call, knobs = knobs}, ctas = ctas, dev = dev, overwrite = core.flag(fname, opts, "overwrite")}
   p.stream = core.check_stream(fname, opts.stream, dev)
   p.pk = core.one_of(fname, "panel", opts.panel or "auto", PANELS)
   local function here(what, X)
@@ -571,7 +610,8 @@ end
 
 local function new_info(comm, p)
   return {ranks = comm.size, rank = comm.rank, shares = comm.size, transfer = "nccl", layout = p.layout,
-          root = p.layout == "root" and p.root or nil, block = p.nb, moved = {start = 0, panels = 0, finish = 0}}
+          root = p.layout == "root" and p.root or nil, block = p.nb, ctas = p.ctas,
+          moved = {start = 0, panels = 0, finish = 0}}
 end
 
 local lu_keys = {"stream", "method", "block", "panel", "devices", "peer", "growth", "comm", "root", "distribution"}
@@ -584,6 +624,7 @@ function M.lu(A, opts)
   local info = new_info(comm, p)
   local ipiv = cuda.array("int32", math.max(p.n, 1), {device = p.dev.ordinal})
   if p.n == 0 then return ipiv, info end
+  comm = transport_comm(comm, p.ctas)
   if p.layout == "root" then
     factor(fname, comm, p, comm.rank == p.root and A or nil, nil, ipiv, info)
   else
@@ -636,6 +677,7 @@ function M.solve(A, B, opts)
   local info = new_info(comm, p)
   local me, dev, dt, n, k = comm.rank, p.dev, p.dt, p.n, p.k
   local o = {device = dev.ordinal}
+  comm = transport_comm(comm, p.ctas)
   local ipiv = cuda.array("int32", n, o)
   local K = kernels(dev, dt)
   if p.layout == "root" then

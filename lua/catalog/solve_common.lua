@@ -103,11 +103,15 @@ core.scratch_kind("solve_absmax", "float64", true)     -- absmax's word (a doubl
 -- rank_gather: over ranks with A on root, how the factors come back: "rows" (the default: a
 -- block row of every rank's columns as soon as it is final, beside the steps that follow)
 -- or "end" (all of them after the last step).
+-- rank_ctas: over ranks, the transfers run on a communicator split from comm's with NCCL's
+-- blocks (CTAs, a multiprocessor each, taken from the trailing update beside them) capped
+-- at this many: an integer, a table of them by the number of ranks (ranks absent: none),
+-- or false (comm's own, as it was made).
 local tune = {cluster_rows = 256, cluster_bytes = nil, cluster_spill = 0.25, lookahead = true, split_at = nil,
           trsv_max = 16, fused_keep = true, fused_rows = 16, narrow = nil, trsm = nil, tall_split = 16, tall_spill = 0,
           cluster_whole = nil, step_on = "Q", wide_from = {float32 = 8192, float64 = 8192},
           taper = {float32 = 6656, float64 = 6656}, programmatic = nil, start_chunks = 8, rank_panels = "broadcast",
-          rank_scatter = "broadcast", rank_gather = "rows"}
+          rank_scatter = "broadcast", rank_gather = "rows", rank_ctas = {[2] = 8}}
 S.tune = tune
 
 -- }======================================================
