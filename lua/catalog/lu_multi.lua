@@ -3,7 +3,7 @@
 -- owner and sent to every share, with the look-ahead. The algorithm is here once,
 -- whatever moves its data: beneath it a transport (the table below), shares.lua's
 -- for the GPUs of one process (devices = {...}: peer copies, copies within a
--- device, pinned host staging) or ranks.lua's for one GPU a rank (comm =: NCCL).
+-- device, pinned host staging) or ranks_transport.lua's for one GPU a rank (comm =: NCCL).
 -- Its panels, steps and swaps are the one-GPU LU's (lu.lua, lu_panel.lua,
 -- triangular.lua).
 

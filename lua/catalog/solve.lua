@@ -14,7 +14,8 @@
 --   lu_panel.lua    the panel factorizations (cluster, fused, columns)
 --   lu_multi.lua    LU spread over shares: the algorithm, over a transport
 --   shares.lua      its transport over the GPUs of one process (devices =)
---   ranks.lua       its transport over ranks (comm =: NCCL), and lu and solve there
+--   ranks.lua       lu and solve over ranks (comm =): the ranks' agreement, the calls
+--   ranks_transport.lua  its transport there (NCCL), on a communicator of its own
 --   block_cyclic.lua  the columns a rank holds (distribution =), moved by NCCL
 --   triangular.lua  trsm and lu_solve's substitutions
 --   seed.lua        the seed's method, on one GPU or several

@@ -91,7 +91,7 @@ core.scratch_kind("solve_absmax", "float64", true)     -- absmax's word (a doubl
 -- wide_from, taper: lu_block's default block on one GPU, per dtype: 128 from n = wide_from,
 -- narrowed to 64 by the look-ahead once at most taper columns are left (taper false or 0:
 -- never; lu_block says why).
--- rank_panels: how a panel goes from its owner to the other ranks over comm (ranks.lua):
+-- rank_panels: how a panel goes from its owner to the other ranks over comm (ranks_transport.lua):
 -- "broadcast" (the default: one NCCL broadcast, a ring, each rank's part forwarding it) or
 -- "send" (the owner sends it to each rank in one NCCL group: more of the owner's bandwidth,
 -- but a rank takes it without waiting for the ranks after it in the ring). Not measured yet.
