@@ -133,18 +133,36 @@ static int read_config (lua_State *L, int t, const char *fname, const char *cons
   given |= config_int(L, t, fname, "max_ctas", 1, 1024, &cfg->maxCTAs);   /* NCCL lowers it to its channels */
   given |= config_int(L, t, fname, "min_ctas", 1, 1024, &cfg->minCTAs);
   given |= config_int(L, t, fname, "cga_cluster_size", 0, 8, &cfg->cgaClusterSize);
-  if (cfg->minCTAs != NCCL_CONFIG_UNDEF_INT && cfg->maxCTAs != NCCL_CONFIG_UNDEF_INT &&
-      cfg->minCTAs > cfg->maxCTAs)
-    luaL_error(L, "%s: min_ctas (%d) is more than max_ctas (%d)", fname, cfg->minCTAs, cfg->maxCTAs);
+  if (cfg->minCTAs != NCCL_CONFIG_UNDEF_INT) {
+    /* (NCCL compares the two before it fills in its default for an unset max: it would refuse) */
+    if (cfg->maxCTAs == NCCL_CONFIG_UNDEF_INT)
+      luaL_error(L, "%s: min_ctas needs max_ctas beside it", fname);
+    if (cfg->minCTAs > cfg->maxCTAs)
+      luaL_error(L, "%s: min_ctas (%d) is more than max_ctas (%d)", fname, cfg->minCTAs, cfg->maxCTAs);
+  }
   return given;
 }
 
 
-/* the newer entry a call needs, or an error naming the library and the version */
-#define nccl_need(L, nc, name, fname, since) \
-  do { if ((nc)->name == NULL) \
-         luaL_error(L, "%s: %s lacks %s (NCCL %s or newer)", fname, culua_nccl_path(), #name, since); \
-  } while (0)
+/*
+** What a call needs of the library: entry (NULL where the library lacks it) and a
+** version (NCCL's code: 21700 is 2.17; a config's fields before 2.17 are ignored),
+** or an error naming both.
+*/
+static void nccl_need (lua_State *L, const culua_Nccl *nc, const void *entry, int since,
+                       const char *fname, const char *what) {
+  int v = 0;
+  if (entry == NULL || nc->ncclGetVersion(&v) != ncclSuccess || v < since)
+    luaL_error(L, "%s: %s needs NCCL %d.%d or newer; %s is %d.%d", fname, what, since / 10000,
+               since / 100 % 100, culua_nccl_path(), v / 10000, v / 100 % 100);
+}
+
+
+/*
+** The depth of cuda.nccl.group calls running on this thread (NCCL's groups are a
+** thread's): a call that must not be queued in a group asks it.
+*/
+static _Thread_local int group_depth;
 
 
 /*
@@ -174,7 +192,8 @@ static int nccl_comm (lua_State *L) {
     if (lua_getfield(L, 4, "device") != LUA_TNIL) ordinal = (int)luaL_checkinteger(L, -1);
     lua_pop(L, 1);
   }
-  if (configured) nccl_need(L, nc, ncclCommInitRankConfig, fname, "2.14");
+  if (configured)
+    nccl_need(L, nc, (const void *)nc->ncclCommInitRankConfig, 21700, fname, "max_ctas, min_ctas and cga_cluster_size");
   memcpy(uid.internal, id, sizeof(uid.internal));
   c = new_comm(L);
   culua_ctx_open(L, &c->c, ordinal, fname);   /* current: NCCL takes the current device */
@@ -272,16 +291,19 @@ static int comm_tostring (lua_State *L) {
 ** comm:split(color [, key [, opts]]) -> comm or nil: a communicator of the
 ** ranks that give the same color, ordered by key (default: the rank), as
 ** MPI_Comm_split does; a rank giving color nil takes no part and gets nil.
-** Every rank of comm must call it. opts are cuda.nccl.comm's but device;
-** without them the new communicator is made as comm was.
+** Every rank of comm must call it, each from its own process or thread: not
+** inside cuda.nccl.group, where NCCL would make the communicator at the
+** group's end, after this call has returned. opts are cuda.nccl.comm's but
+** device (what they leave unset is NCCL's default); without them the new
+** communicator is made as comm was.
 */
 static int comm_split (lua_State *L) {
-  const char *fname = "cuda.nccl.comm:split";
+  const char *fname = "split";
   Comm *c = check_comm(L, 1);
   const culua_Nccl *nc = check_nccl(L, fname);
   int color = NCCL_SPLIT_NOCOLOR, key = c->rank, configured = 0;
   ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
-  ncclComm_t out = NULL;
+  ncclResult_t r;
   Comm *nw;
   if (!lua_isnil(L, 2)) {
     lua_Integer v = luaL_checkinteger(L, 2);
@@ -290,20 +312,27 @@ static int comm_split (lua_State *L) {
   }
   if (!lua_isnoneornil(L, 3)) {
     lua_Integer v = luaL_checkinteger(L, 3);
-    luaL_argcheck(L, v >= INT_MIN && v <= INT_MAX, 3, "key out of range");
+    luaL_argcheck(L, v >= INT_MIN && v <= INT_MAX, 3, lua_pushfstring(L, "key must be a C int, got %I", v));
     key = (int)v;
   }
   if (!lua_isnoneornil(L, 4)) configured = read_config(L, 4, fname, config_keys, &cfg);
-  nccl_need(L, nc, ncclCommSplit, fname, "2.18");
+  if (group_depth > 0)
+    luaL_error(L, "%s: not inside cuda.nccl.group (NCCL would make the communicator at the group's end): "
+                  "split from each rank's own process or thread", fname);
+  nccl_need(L, nc, (const void *)nc->ncclCommSplit, 21800, fname, "comm:split");
   nw = new_comm(L);
   culua_ctx_open(L, &nw->c, c->c.ordinal, fname);
-  nccl_check(L, nc, nc->ncclCommSplit(c->comm, color, key, &out, configured ? &cfg : NULL), c->comm, fname,
-             lua_pushfstring(L, "splitting rank %d of %d by color %d", c->rank, c->size, color));
-  if (out == NULL) {   /* color nil: the userdata goes with the next collection */
+  /* into the userdata itself: a split that fails may still leave NCCL's communicator
+  ** there, which the collector then aborts */
+  r = nc->ncclCommSplit(c->comm, color, key, &nw->comm, configured ? &cfg : NULL);
+  if (r != ncclSuccess) {
+    nw->failed = 1;
+    nccl_fail(L, nc, r, c->comm, fname, lua_pushfstring(L, "splitting rank %d of %d by color %d", c->rank, c->size, color));
+  }
+  if (nw->comm == NULL) {   /* color nil: the userdata goes with the next collection */
     lua_pushnil(L);
     return 1;
   }
-  nw->comm = out;
   comm_describe(L, nc, nw, fname);
   return 1;
 }
@@ -562,6 +591,7 @@ static int group_finish (lua_State *L, int status, lua_KContext ctx) {
   const culua_Nccl *nc = culua_load_nccl(NULL);
   ncclResult_t r = nc->ncclGroupEnd();
   (void)ctx;
+  group_depth--;
   if (status != LUA_OK && status != LUA_YIELD) return lua_error(L);   /* fn's error, after closing the group */
   if (r != ncclSuccess && r != ncclInProgress)
     nccl_fail(L, nc, r, NULL, "cuda.nccl.group", "ending the group");
@@ -578,6 +608,7 @@ static int nccl_group (lua_State *L) {
   const culua_Nccl *nc = check_nccl(L, "cuda.nccl.group");
   luaL_checktype(L, 1, LUA_TFUNCTION);
   nccl_check(L, nc, nc->ncclGroupStart(), NULL, "cuda.nccl.group", "starting a group");
+  group_depth++;
   lua_pushvalue(L, 1);
   lua_insert(L, 2);          /* fn, fn, args...: the first stays for group_finish's count */
   return group_finish(L, lua_pcallk(L, lua_gettop(L) - 2, LUA_MULTRET, 0, 0, group_finish), 0);

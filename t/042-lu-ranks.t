@@ -136,7 +136,8 @@ local function new_comm(r, ordinal)
   return c
 end
 
-cuda.nccl = {group = function (f, ...)
+local nccl_minor = 28   -- the mock NCCL's version: 2.<this>.3
+cuda.nccl = {version = function () return 2, nccl_minor, 3 end, group = function (f, ...)
   local r = cur
   W.group[r] = {}
   local res = table.pack(pcall(f, ...))
@@ -471,6 +472,10 @@ do
   M.tune.rank_ctas = false
   res = ranks(2, {0}, function (r, comm) return select(2, M.lu(r == 0 and mkA(n, t) or nil, {comm = comm, block = 4})) end)
   T.is_deeply({res[0][2].ctas, W.splits}, {false, nil}, "rank_ctas false: comm as it is, no split")
+  M.tune.rank_ctas, nccl_minor = 8, 17
+  res = ranks(2, {0}, function (r, comm) return select(2, M.lu(r == 0 and mkA(n, t) or nil, {comm = comm, block = 4})) end)
+  T.is_deeply({res[0][2].ctas, W.splits}, {false, nil}, "NCCL 2.17 (no ncclCommSplit): comm as it is, no split")
+  nccl_minor = 28
   for _, v in ipairs{0, 2.5, "8", 1025} do
     M.tune.rank_ctas = v
     e = errors_of(2, {0}, function (r, comm) return M.lu(r == 0 and mkA(n, t) or nil, {comm = comm, block = 4}) end)

@@ -46,14 +46,16 @@ local KNOBS = {{"rank_scatter", {"broadcast", "send"}}, {"rank_gather", {"rows",
                {"rank_panels", {"broadcast", "send"}}, {"step_on", {"Q", "S"}}}
 
 -- rank_ctas: the cap on NCCL's blocks (CTAs) for the transfers (transport_comm): an
--- integer 1..1024, a table of them by the number of ranks, or false (none)
+-- integer 1..1024, a table of them by the number of ranks, or false (none). NCCL before
+-- 2.18 cannot split a communicator: none there (every rank loads the same library)
 local function ctas_of(fname, G)
   local v = S.tune.rank_ctas
   if type(v) == "table" then v = v[G] end
   if v and (math.type(v) ~= "integer" or v < 1 or v > 1024) then
     fail(fname, "solve.tune.rank_ctas must be an integer 1..1024 or false (a table of them by ranks), got %s", tostring(v))
   end
-  return v or false
+  local major, minor = cuda.nccl.version()
+  return v and (major > 2 or major == 2 and minor >= 18) and v or false
 end
 
 -- the word and the cap on NCCL's blocks
