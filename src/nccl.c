@@ -145,14 +145,14 @@ static int read_config (lua_State *L, int t, const char *fname, const char *cons
 
 
 /*
-** What a call needs of the library: entry (NULL where the library lacks it) and a
+** What a call needs of the library: an entry (have: the loader found it) and a
 ** version (NCCL's code: 21700 is 2.17; a config's fields before 2.17 are ignored),
 ** or an error naming both.
 */
-static void nccl_need (lua_State *L, const culua_Nccl *nc, const void *entry, int since,
-                       const char *fname, const char *what) {
+static void nccl_need (lua_State *L, const culua_Nccl *nc, int have, int since, const char *fname,
+                       const char *what) {
   int v = 0;
-  if (entry == NULL || nc->ncclGetVersion(&v) != ncclSuccess || v < since)
+  if (!have || nc->ncclGetVersion(&v) != ncclSuccess || v < since)
     luaL_error(L, "%s: %s needs NCCL %d.%d or newer; %s is %d.%d", fname, what, since / 10000,
                since / 100 % 100, culua_nccl_path(), v / 10000, v / 100 % 100);
 }
@@ -193,7 +193,7 @@ static int nccl_comm (lua_State *L) {
     lua_pop(L, 1);
   }
   if (configured)
-    nccl_need(L, nc, (const void *)nc->ncclCommInitRankConfig, 21700, fname, "max_ctas, min_ctas and cga_cluster_size");
+    nccl_need(L, nc, nc->ncclCommInitRankConfig != NULL, 21700, fname, "max_ctas, min_ctas and cga_cluster_size");
   memcpy(uid.internal, id, sizeof(uid.internal));
   c = new_comm(L);
   culua_ctx_open(L, &c->c, ordinal, fname);   /* current: NCCL takes the current device */
@@ -319,7 +319,7 @@ static int comm_split (lua_State *L) {
   if (group_depth > 0)
     luaL_error(L, "%s: not inside cuda.nccl.group (NCCL would make the communicator at the group's end): "
                   "split from each rank's own process or thread", fname);
-  nccl_need(L, nc, (const void *)nc->ncclCommSplit, 21800, fname, "comm:split");
+  nccl_need(L, nc, nc->ncclCommSplit != NULL, 21800, fname, "comm:split");
   nw = new_comm(L);
   culua_ctx_open(L, &nw->c, c->c.ordinal, fname);
   /* into the userdata itself: a split that fails may still leave NCCL's communicator

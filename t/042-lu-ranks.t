@@ -57,9 +57,9 @@ local function progress()
       for r = 0, W.G - 1 do its[r] = W.pending[r][1] end
       for r = 1, W.G - 1 do
         local a, b = its[0], its[r]
-        assert(a.name == b.name and a.root == b.root and a.send.n == b.send.n,
-               ("collective %d: rank 0 made %s (root %s, %d elements), rank %d %s (root %s, %d elements)"):format(
-               a.seq, a.name, tostring(a.root), a.send.n, r, b.name, tostring(b.root), b.send.n))
+        assert(a.name == b.name and a.root == b.root and a.send.n == b.send.n and a.cid == b.cid,
+               ("collective %d: rank 0 made %s (root %s, %d elements, on %s), rank %d %s (root %s, %d elements, on %s)"):format(
+               a.seq, a.name, tostring(a.root), a.send.n, a.cid, r, b.name, tostring(b.root), b.send.n, b.cid))
       end
       if first.name == "broadcast" then
         local src = its[first.root].send
@@ -81,7 +81,7 @@ local function progress()
     for _, it in ipairs(W.pending[r] or {}) do
       if it.p2p == "send" and not it.done then
         for _, jt in ipairs(W.pending[it.peer] or {}) do
-          if jt.p2p == "recv" and not jt.done and jt.peer == r and jt.seq == it.seq then
+          if jt.p2p == "recv" and not jt.done and jt.peer == r and jt.seq == it.seq and jt.cid == it.cid then
             assert(it.buf.n == jt.buf.n, ("rank %d sends %d elements to rank %d, which receives %d"):format(
                    r, it.buf.n, it.peer, jt.buf.n))
             for i = 0, it.buf.n - 1 do mock.S(jt.buf, i, E(it.buf, i)) end
@@ -108,13 +108,17 @@ local function counter(t, a, b)
   return t[a][b]
 end
 
-local function new_comm(r, ordinal)
-  local c = {rank = r, size = W.G, device = device(ordinal), kind = "cuda.nccl.comm", closed = false}
+-- cid names the communicator (every rank's part of one has the same): a collective that
+-- ranks make on different ones is reported
+local function new_comm(r, ordinal, cid)
+  local c = {rank = r, size = W.G, device = device(ordinal), kind = "cuda.nccl.comm", closed = false,
+             cid = cid or "comm"}
   local function coll(name, send, recv, opts)
     if recv ~= nil and recv.data == nil then recv, opts = nil, recv end
     W.colls[r] = (W.colls[r] or 0) + 1
     assert(recv == nil or recv.device.ordinal == ordinal, name .. ": recv on another device")
-    post(r, {coll = true, seq = W.colls[r], name = name, send = send, recv = recv or send, root = opts and opts.root})
+    post(r, {coll = true, seq = W.colls[r], name = name, send = send, recv = recv or send, root = opts and opts.root,
+             cid = c.cid})
     return c
   end
   function c:broadcast(send, recv, opts) return coll("broadcast", send, recv, opts) end
@@ -126,13 +130,19 @@ local function new_comm(r, ordinal)
   -- rank that splits when another does not (or by another color) hangs here too
   function c:split(color, key, opts)
     coll("split", {n = 0}, nil, {root = color})
-    local s = new_comm(r, ordinal)
+    local s = new_comm(r, ordinal, c.cid .. "/" .. tostring(color) .. ":" .. tostring(opts and opts.max_ctas))
     s.max_ctas = opts and opts.max_ctas
     W.splits = (W.splits or 0) + 1
     return s
   end
-  function c:send(buf, peer, opts) post(r, {p2p = "send", peer = peer, buf = buf, seq = counter(W.sent, r, peer)}); return c end
-  function c:recv(buf, peer, opts) post(r, {p2p = "recv", peer = peer, buf = buf, seq = counter(W.recvd, peer, r)}); return c end
+  function c:send(buf, peer, opts)
+    post(r, {p2p = "send", peer = peer, buf = buf, seq = counter(W.sent, r, peer), cid = c.cid})
+    return c
+  end
+  function c:recv(buf, peer, opts)
+    post(r, {p2p = "recv", peer = peer, buf = buf, seq = counter(W.recvd, peer, r), cid = c.cid})
+    return c
+  end
   return c
 end
 
