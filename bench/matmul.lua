@@ -47,7 +47,8 @@ local tune = require("culua.catalog.matmul").tune
 -- k = 1024 and 128x64 above, in no groups),
 -- each tile, and the knobs of matmul.tune: tile rows in groups of 8 or 16 (dmma_group), and on
 -- compute capability 9.0 the TMA-fed 128 x 128 kernel, persistent (dmma_tma) or a block a
--- tile (dmma_persistent = false). Then the variants for LU's shapes (C read, k = 128 and 256):
+-- tile (dmma_persistent = false), each with stream-K by size (the default) and without
+-- (opts.streamk = false: the rows "no stream-K", "no sk"). Then the variants for LU's shapes (C read, k = 128 and 256):
 -- the tiles that read C in batches (128x64w8e1, 128x64w8e2, 128x64e2; kernels/matmul.cu's EB),
 -- 128x64w8k32 (k-tiles of 32 in 2 stages), the tiles whose tiles inside C go out by bulk
 -- copies from shared memory, added to C in L2 (128x64w8b, 128x64b, 128x64w8k32b).
@@ -57,6 +58,8 @@ local rows64 = {
   {"dmma", "64x128", {dmma_tile = "64x128"}}, {"dmma", "128x64w8", {dmma_tile = "128x64w8"}},
   {"dmma", "by k group8", {dmma_group = 8}}, {"dmma", "by k group16", {dmma_group = 16}},
   {"dmma", "tma", {dmma_tma = true}, lu = true}, {"dmma", "tma a tile", {dmma_tma = true, dmma_persistent = false}},
+  {"dmma", "tma no stream-K", {dmma_tma = true}, opts = {streamk = false}, lu = true},
+  {"dmma", "tma a tile no sk", {dmma_tma = true, dmma_persistent = false}, opts = {streamk = false}},
   {"dmma", "w8e1 group8", {dmma_tile = "128x64w8e1", dmma_group = 8}, lu = true},
   {"dmma", "w8e2 group8", {dmma_tile = "128x64w8e2", dmma_group = 8}, lu = true},
   {"dmma", "w8e2 group16", {dmma_tile = "128x64w8e2", dmma_group = 16}, lu = true},
@@ -96,12 +99,14 @@ for _, c in ipairs(shapes64) do
   for _, v in ipairs(rows64) do
     opts.variant = v[1]
     for key, val in pairs(v[3] or {}) do tune[key] = val end
+    for key, val in pairs(v.opts or {}) do opts[key] = val end
     cuda.catalog.matmul(A, B, Cm:fill(0.5), opts)
     cuda.map("c = fabs(c - r)", {c = Cm, r = Cref})
     local err = Cm:max()
     Cm:fill(0.5)
     local r = cuda.bench(function () cuda.catalog.matmul(A, B, Cm, opts) end, {warmup = 2, reps = REPS})
     for key in pairs(v[3] or {}) do tune[key] = nil end
+    for key in pairs(v.opts or {}) do opts[key] = nil end
     local ratio = anchor_ms / r.median
     print(("%-18s %-22s %10.3f %10.2f %10.3f %10.2f %6.2fx  %.1e%s"):format(("%dx%dx%d"):format(n, n, k),
           v[1] .. " " .. v[2], r.median, flop / r.median / 1e9, anchor_ms, flop / anchor_ms / 1e9, ratio, err,

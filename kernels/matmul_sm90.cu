@@ -159,7 +159,8 @@ culua_matmul_tf32_wgmma (int M, int N, int K, float alpha, const __grid_constant
 
 /*
 ** culua_matmul_dmma_tma (int M, int N, int K, double alpha, tensor map of A, tensor map of
-** B, double beta, double *C, int ldc): matmul.cu's dmma (mma.sync m16n8k8 in float64)
+** B, double beta, double *C, int ldc, double *W, int sk, int sk_tiles, unsigned *counts):
+** matmul.cu's dmma (mma.sync m16n8k8 in float64)
 ** with culua/sm90.cuh's ring instead of cp.async and __syncthreads: a producer
 ** warpgroup (one thread) issues the TMA copies, two consumer warpgroups compute, and
 ** setmaxnreg gives the consumers 240 registers. That lets a block hold a 128 x 128 tile
@@ -167,12 +168,18 @@ culua_matmul_tf32_wgmma (int M, int N, int K, float alpha, const __grid_constant
 ** third less than matmul.cu's 128 x 64 tiles (where two blocks a multiprocessor were
 ** the only way to hide __syncthreads, 230 registers a thread leaving room for one).
 **
-** Persistent: block b takes tiles b, b + gridDim.x, ... (in culua/sm90.cuh's groups of
-** tile rows), and the ring runs on from one tile to the next, so the producer loads the
+** Persistent: the first gridDim.x - sk blocks take tiles b, b + (gridDim.x - sk), ...
+** of the first tiles - sk_tiles (culua/sm90.cuh's each_run, in its groups of tile rows),
+** and the ring runs on from one tile to the next, so the producer loads the
 ** next tile while the consumers write this one: what LU's update (k = 128, C read and
 ** written) spends most of its time on. The catalog launches one block a multiprocessor
 ** (or, tune.dmma_persistent = false, one a tile). Where C is read (beta != 0), the
 ** consumers ask L2 for their tile of C as they start it.
+**
+** Stream-K: the last sk blocks share the last sk_tiles tiles' k-tiles (each_run), so
+** that the last wave is not part empty: at n = 4096 on an H100 the 1024 tiles are 7.76
+** waves of 132, at 8192 the 4096 tiles 31.03. W holds 2 x sk tiles of partial sums,
+** counts a count a stream-K tile, zero between launches (the kernel leaves them so).
 **
 ** Shared memory: A in 128 x 16 boxes (a row of 16 doubles is one 128-byte swizzle
 ** span), B in 16 x 16 panels, eight a stage, each swizzled alike. The mma's k slots
@@ -197,28 +204,25 @@ __device__ __forceinline__ unsigned swz128 (int r, int c) {
 
 extern "C" __global__ void __launch_bounds__(384, 1)
 culua_matmul_dmma_tma (int M, int N, int K, double alpha, const __grid_constant__ culua_tmap tmA,
-                       const __grid_constant__ culua_tmap tmB, double beta, double *C, int ldc) {
+                       const __grid_constant__ culua_tmap tmB, double beta, double *C, int ldc,
+                       double *W, int sk, int sk_tiles, unsigned *counts) {
   constexpr int BM = CULUA_DMMA_TMA_BM, BN = CULUA_DMMA_TMA_BN, BK = CULUA_DMMA_TMA_BK, P = CULUA_DMMA_TMA_PANEL;
   constexpr int STAGES = CULUA_DMMA_TMA_STAGES, A_BYTES = BM * BK * 8, B_BYTES = BK * BN * 8, P_BYTES = BK * P * 8;
   static_assert(CULUA_DMMA_TMA_SHARED(STAGES) == STAGES * (A_BYTES + B_BYTES) + 2 * STAGES * 8 + 1024, "shared memory");
   extern __shared__ unsigned char smem_raw[];
   const Ring<STAGES, A_BYTES, B_BYTES> ring(smem_raw);
   ring.init(8);   /* a release a consumer warp */
-  const int tiles = ((M + BM - 1) / BM) * ((N + BN - 1) / BN), KT = (K + BK - 1) / BK;
   if (threadIdx.x < 128) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 24;");
-    if (threadIdx.x == 0) {
-      int q = 0;
-      for (int b = blockIdx.x; b < tiles; b += gridDim.x, q += KT) {
-        int m0, n0;
-        tile_origin<BM, BN>(M, N, b, m0, n0);
-        ring.produce(q, KT, [&] (int s, int kt) {
-          tma_load(ring.abuf(s), &tmA, ring.full(s), kt * BK, m0);
+    if (threadIdx.x == 0)
+      each_run<BM, BN, BK>(M, N, K, 1, sk, [&] (const Run &r) {
+        ring.produce(r.q, r.KT, [&] (int s, int kt) {
+          const int k0 = (r.down ? r.k0 + r.KT - 1 - kt : r.k0 + kt) * BK;
+          tma_load(ring.abuf(s), &tmA, ring.full(s), k0, r.m0);
 #pragma unroll
-          for (int p = 0; p < BN / P; p++) tma_load(ring.bbuf(s) + p * P_BYTES, &tmB, ring.full(s), n0 + p * P, kt * BK);
+          for (int p = 0; p < BN / P; p++) tma_load(ring.bbuf(s) + p * P_BYTES, &tmB, ring.full(s), r.n0 + p * P, k0);
         });
-      }
-    }
+      }, sk_tiles);
     return;
   }
   asm volatile("setmaxnreg.inc.sync.aligned.u32 240;");
@@ -231,36 +235,32 @@ culua_matmul_dmma_tma (int M, int N, int K, double alpha, const __grid_constant_
   ** and the ring's waits and releases (asm volatile, "memory") still order them */
   const unsigned s0 = smem_u32(smem_raw);
   auto ldd = [&] (unsigned a) { return *(const double *)(smem_raw + (a - s0)); };
-  int q = 0;
-  for (int b = blockIdx.x; b < tiles; b += gridDim.x, q += KT) {
-    int m0, n0;
-    tile_origin<BM, BN>(M, N, b, m0, n0);
-    if (beta != 0.0)   /* C's tile into L2: 128 rows of 8 lines, 4 a thread */
+  /* accumulator (i, j, x) of the thread's 4 x 4 mma tiles at acc[(i * 4 + j) * 4 + x]
+  ** (one array, as streamk_meet takes it) */
+  double acc[64];
+  each_run<BM, BN, BK>(M, N, K, 1, sk, [&] (const Run &r) {
+    const int m0 = r.m0, n0 = r.n0;
+    if (beta != 0.0)   /* C's tile into L2 (a stream-K tile's: each contributor, since any may write it) */
 #pragma unroll
-      for (int e = ct; e < BM * (BN / 16); e += 256) {
-        const int r = m0 + e / (BN / 16), c = n0 + (e % (BN / 16)) * 16;
-        if (r < M && c < N) asm volatile("prefetch.global.L2 [%0];" :: "l"(C + (size_t)r * ldc + c));
+      for (int e = ct; e < BM * (BN / 16); e += 256) {   /* 128 rows of 8 lines, 4 a thread */
+        const int row = m0 + e / (BN / 16), c = n0 + (e % (BN / 16)) * 16;
+        if (row < M && c < N) asm volatile("prefetch.global.L2 [%0];" :: "l"(C + (size_t)row * ldc + c));
       }
-    double acc[4][4][4];
 #pragma unroll
-    for (int i = 0; i < 4; i++)
-#pragma unroll
-      for (int j = 0; j < 4; j++)
-#pragma unroll
-        for (int x = 0; x < 4; x++) acc[i][j][x] = 0.0;
-    for (int kt = 0; kt < KT; kt++) {
-      const int s = ring.wait(q + kt);
+    for (int x = 0; x < 64; x++) acc[x] = 0.0;
+    for (int kt = 0; kt < r.KT; kt++) {
+      const int s = ring.wait(r.q + kt);
       const unsigned as = ring.abuf(s), bs = ring.bbuf(s);
 #pragma unroll
       for (int kk = 0; kk < BK; kk += 8) {
         double a[4][4], bf[4][2];
 #pragma unroll
         for (int i = 0; i < 4; i++) {   /* rows r and r + 8: both r % 8 == g */
-          const int r = wm + i * 16 + g;
-          a[i][0] = ldd(as + swz128(r, kk + pk));
-          a[i][1] = ldd(as + swz128(r + 8, kk + pk));
-          a[i][2] = ldd(as + swz128(r, kk + pk + 2));
-          a[i][3] = ldd(as + swz128(r + 8, kk + pk + 2));
+          const int row = wm + i * 16 + g;
+          a[i][0] = ldd(as + swz128(row, kk + pk));
+          a[i][1] = ldd(as + swz128(row + 8, kk + pk));
+          a[i][2] = ldd(as + swz128(row, kk + pk + 2));
+          a[i][3] = ldd(as + swz128(row + 8, kk + pk + 2));
         }
 #pragma unroll
         for (int j = 0; j < 4; j++) {   /* column n of panel n / 16, k rows kk + pi(t) and kk + pi(t + 4) */
@@ -272,15 +272,18 @@ culua_matmul_dmma_tma (int M, int N, int K, double alpha, const __grid_constant_
 #pragma unroll
         for (int i = 0; i < 4; i++)
 #pragma unroll
-          for (int j = 0; j < 4; j++)
+          for (int j = 0; j < 4; j++) {
+            double *d = acc + (i * 4 + j) * 4;
             asm("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 "
                          "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
-                         : "+d"(acc[i][j][0]), "+d"(acc[i][j][1]), "+d"(acc[i][j][2]), "+d"(acc[i][j][3])
+                         : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
                          : "d"(a[i][0]), "d"(a[i][1]), "d"(a[i][2]), "d"(a[i][3]), "d"(bf[j][0]), "d"(bf[j][1]));
+          }
       }
       __syncwarp();
       if (lane == 0) mbar_arrive(ring.empty(s));
     }
+    if (r.n > 1 && !streamk_meet(acc, W, counts + r.t, r)) return;
     /* accumulators 2h and 2h + 1 of tile (i, j): row g (+8 for h = 1), columns 2t and 2t + 1 */
 #pragma unroll
     for (int i = 0; i < 4; i++)
@@ -288,10 +291,10 @@ culua_matmul_dmma_tma (int M, int N, int K, double alpha, const __grid_constant_
       for (int j = 0; j < 4; j++)
 #pragma unroll
         for (int h = 0; h < 2; h++) {
-          const int r = m0 + wm + i * 16 + g + 8 * h, c = n0 + wn + j * 8 + 2 * t;
-          if (r >= M) continue;
-          const size_t at = (size_t)r * ldc + c;
-          double x = alpha * acc[i][j][2 * h], y = alpha * acc[i][j][2 * h + 1];
+          const int row = m0 + wm + i * 16 + g + 8 * h, c = n0 + wn + j * 8 + 2 * t;
+          if (row >= M) continue;
+          const size_t at = (size_t)row * ldc + c;
+          double x = alpha * acc[(i * 4 + j) * 4 + 2 * h], y = alpha * acc[(i * 4 + j) * 4 + 2 * h + 1];
           if (pairs && c + 1 < N) {
             double2 *p = (double2 *)(C + at);
             if (beta != 0.0) {
@@ -305,7 +308,7 @@ culua_matmul_dmma_tma (int M, int N, int K, double alpha, const __grid_constant_
             if (c + 1 < N) C[at + 1] = beta == 0.0 ? y : y + beta * C[at + 1];
           }
         }
-  }
+  }, sk_tiles);
 }
 
 /* }====================================================== */

@@ -282,6 +282,66 @@ do
   end
 end
 
+-- float64 stream-K (the TMA kernel on 9.0, tune.dmma_tma = true at any k; culua/sm90.cuh's
+-- shares, as float32's): its tiles are 128 x 128 and its k-tiles 16, so 300x1000x200 is 6
+-- tiles of 63 k-tiles. 4 blocks share the last 2 tiles (after 4 persistent blocks' one
+-- wave), 5 all 6 (with none before them), 9 all 6 (two thirds of a tile each: three
+-- contributors a tile); 1000x1000x1030 is 72 tiles (7 blocks share 9, after 63 tiles
+-- in 7 persistent blocks or in a block a tile). Each call three times: the counts go back
+-- to zero, and the sums do not depend on which contributor comes last. Then alpha and beta
+-- (C read once, by the tile's last contributor), and two streams with scratch of their own.
+do
+  local tune = require("culua.catalog.matmul").tune
+  local sm90 = dev.major == 9 and dev.minor == 0
+  local cases = {{300, 200, 1000, 4}, {300, 200, 1000, 5}, {300, 200, 1000, 9}, {1000, 1030, 1000, 7, false},
+                 {1000, 1030, 1000, 7}, {1000, 1030, 1000, true}, {130, 132, 14, 3}}
+  for _, c in ipairs(cases) do
+    local m, n, k, sk, pers = c[1], c[2], c[3], c[4], c[5]
+    local what = ("float64 %dx%dx%d, dmma_tma, streamk = %s%s"):format(m, k, n, tostring(sk),
+                                                                        pers == false and ", a block a tile" or "")
+    if not sm90 then
+      T.skip(what .. ": needs compute capability 9.0, the device has " .. dev.major .. "." .. dev.minor, 4)
+    else
+      local A, B, Cd, R = problem("float64", m, n, k, 31)
+      tune.dmma_tma, tune.dmma_persistent = true, pers
+      local first
+      for round = 1, 3 do
+        check(mm(A, B, Cd:fill(0 / 0), {variant = "dmma", streamk = sk}), R, 1e-13, ("%s (%d)"):format(what, round))
+        if round == 1 then first = Cd:copy_to(cuda.host_array("float64", {m, n}))
+        else T.is(cuda.compare(Cd, first), 0.0, ("%s: run %d the same as run 1"):format(what, round)) end
+      end
+      tune.dmma_tma, tune.dmma_persistent = nil, nil
+    end
+  end
+  local m, n, k = 520, 1030, 700
+  local hA = cuda.host_array("float64", {m, k}):random(41, -1, 1)
+  local hB = cuda.host_array("float64", {k, n}):random(42, -1, 1)
+  local hC = cuda.host_array("float64", {m, n}):random(43, -1, 1)
+  local A, B = cuda.array("float64", {m, k}):copy_from(hA), cuda.array("float64", {k, n}):copy_from(hB)
+  local R = cuda.host_array("float64", {m, n}):copy_from(hC)
+  ref(hA, hB, R, 0.5, -2)
+  local R0 = cuda.host_array("float64", {m, n})
+  ref(hA, hB, R0)
+  if not sm90 then
+    T.skip("float64 stream-K with alpha and beta, and on two streams: needs compute capability 9.0", 3)
+  else
+    tune.dmma_tma = true
+    local Cd = cuda.array("float64", {m, n}):copy_from(hC)
+    check(mm(A, B, Cd, {variant = "dmma", alpha = 0.5, beta = -2, streamk = 6}), R, 1e-13,
+          "float64 520x700x1030 in 6 stream-K blocks: alpha 0.5, beta -2")
+    local s1, s2 = cuda.stream(), cuda.stream()
+    local C1, C2 = cuda.array("float64", {m, n}):fill(0 / 0), cuda.array("float64", {m, n}):fill(0 / 0)
+    for _ = 1, 3 do
+      mm(A, B, C1, {variant = "dmma", stream = s1, streamk = 9})
+      mm(A, B, C2, {variant = "dmma", stream = s2, streamk = 9})
+    end
+    s1:synchronize(); s2:synchronize()
+    check(C1, R0, 1e-13, "float64 stream-K on stream 1 beside stream 2")
+    check(C2, R0, 1e-13, "float64 stream-K on stream 2 beside stream 1")
+    tune.dmma_tma = nil
+  end
+end
+
 -- alpha and beta: C is read only when beta ~= 0
 do
   local m, n = 33, 47

@@ -217,8 +217,8 @@ struct Streamk {
 ** acc when that order allows (it is the first, or one of two). The last
 ** resets the count for the next launch.
 */
-template <int R, class Run>
-__device__ __forceinline__ bool streamk_meet (float (&acc)[R], float *P, unsigned *count, const Run &run) {
+template <int R, class T, class Run>
+__device__ __forceinline__ bool streamk_meet (T (&acc)[R], T *P, unsigned *count, const Run &run) {
   const int t = run.t, me = run.j, c0 = run.c0, n = run.n;
   const Streamk &sk = run.sks;
   __shared__ unsigned seen;
@@ -229,7 +229,7 @@ __device__ __forceinline__ bool streamk_meet (float (&acc)[R], float *P, unsigne
   consumers_sync();
   const bool keep = seen == (unsigned)n - 1 && (me == c0 || n == 2);
   if (!keep) {
-    float *p = part(me);
+    T *p = part(me);
 #pragma unroll
     for (int r = 0; r < R; r++) __stcg(p + r * 256, acc[r]);
     __threadfence();
@@ -240,14 +240,14 @@ __device__ __forceinline__ bool streamk_meet (float (&acc)[R], float *P, unsigne
     }
     consumers_sync();
     if (seen != (unsigned)n - 1) return false;
-    const float *p0 = part(c0);
+    const T *p0 = part(c0);
 #pragma unroll
     for (int r = 0; r < R; r++) acc[r] = __ldcg(p0 + r * 256);
   }
   if (ct == 0) *count = 0;
   for (int c = c0 + 1 - (keep && me != c0); c < c0 + n; c++) {   /* keeping: all but me; else all after c0 */
     if (keep && c == me) continue;
-    const float *p = part(c);
+    const T *p = part(c);
 #pragma unroll
     for (int r = 0; r < R; r++) acc[r] += __ldcg(p + r * 256);
   }
@@ -260,10 +260,12 @@ __device__ __forceinline__ bool streamk_meet (float (&acc)[R], float *P, unsigne
 /* {====================================================== the pipeline */
 
 /*
-** A block's work, run by run: the first gridDim.x - sk blocks take a tile
+** A block's work, run by run: the first gridDim.x - sk blocks (dp) take a tile
 ** each, block b tile b % tiles, the k-tiles of split b / tiles (of
 ** `splits`); the last sk blocks, when sk > 0 (and splits is 1), share the
-** remaining tiles by stream-K.
+** remaining tiles by stream-K. With sk_tiles >= 0 (and splits 1) the dp blocks
+** are persistent instead: block b takes tiles b, b + dp, ... of the first
+** tiles - sk_tiles, its ring's turns running on from one tile to the next.
 */
 struct Run {
   int m0, n0;      /* the tile's origin in C */
@@ -277,28 +279,30 @@ struct Run {
 
 /* calls f(run) for each of this block's runs of k-tiles, in order */
 template <int BM, int BN, int BK, class F>
-__device__ __forceinline__ void each_run (int M, int N, int K, int splits, int sk, F f) {
+__device__ __forceinline__ void each_run (int M, int N, int K, int splits, int sk, F f, int sk_tiles = -1) {
   const int tiles = ((M + BM - 1) / BM) * ((N + BN - 1) / BN), all = (K + BK - 1) / BK;
-  const int dp = gridDim.x - sk;
+  const int dp = gridDim.x - sk, dp_tiles = sk_tiles < 0 ? dp : tiles - sk_tiles;
   Run r;
-  if (blockIdx.x < dp) {   /* a tile, or a split of one (possibly no k-tiles) */
+  if (blockIdx.x < dp) {   /* a tile, or a split of one (possibly no k-tiles); persistent: tiles */
     const int per = (all + splits - 1) / splits;
-    r.split = blockIdx.x / tiles;
+    r.split = sk_tiles < 0 ? blockIdx.x / tiles : 0;
     r.q = 0, r.k0 = r.split * per, r.KT = max(0, min(all, r.k0 + per) - r.k0), r.down = 0;
     r.t = r.c0 = 0, r.n = 1;
-    tile_origin<BM, BN>(M, N, blockIdx.x % tiles, r.m0, r.n0);
-    f(r);
+    for (int b = blockIdx.x; b < (sk_tiles < 0 ? blockIdx.x + 1 : dp_tiles); b += dp, r.q += r.KT) {
+      tile_origin<BM, BN>(M, N, b % tiles, r.m0, r.n0);
+      f(r);
+    }
     return;
   }
-  /* stream-K: block j's share [begin(j), begin(j + 1)) of tiles dp .. tiles - 1, end to end */
-  const Streamk &sks = r.sks = Streamk{(long long)(tiles - dp) * all, all, sk};
+  /* stream-K: block j's share [begin(j), begin(j + 1)) of tiles dp_tiles .. tiles - 1, end to end */
+  const Streamk &sks = r.sks = Streamk{(long long)(tiles - dp_tiles) * all, all, sk};
   const long long end = sks.begin((r.j = blockIdx.x - dp) + 1);
   r.split = 0, r.q = 0, r.down = 1;
   for (long long it = sks.begin(r.j); it < end; it += r.KT, r.q += r.KT) {
     r.t = (int)(it / all), r.k0 = (int)(it - (long long)r.t * all);
     r.KT = (int)min((long long)all, end - (long long)r.t * all) - r.k0;
     r.c0 = sks.owner((long long)r.t * all), r.n = sks.owner((long long)(r.t + 1) * all - 1) - r.c0 + 1;
-    tile_origin<BM, BN>(M, N, dp + r.t, r.m0, r.n0);
+    tile_origin<BM, BN>(M, N, dp_tiles + r.t, r.m0, r.n0);
     f(r);
   }
 }

@@ -220,6 +220,14 @@ end
 -- 16384 x 16384 x 128, 0.78x against 0.69x at k = 256; the same at 8192 x 8192 x 128).
 -- M.tune.dmma_persistent: nil or true, a block a multiprocessor; false, a block a tile; a
 -- count, at most that many blocks (the tests take a few, so that each runs several tiles).
+-- Stream-K (culua/sm90.cuh; opts.streamk as for float32): where the tiles leave the last
+-- wave part empty, sk = a block a multiprocessor share the last tiles' k-tiles (sm90_streamk
+-- above), after the whole waves of the persistent (or a-tile) blocks. By default where it
+-- saves at least DMMA_STREAMK[1] of the waves (DMMA_STREAMK[2] under a wave): see
+-- bench/RESULTS.md, session 32 (4096 and 8192 on an H100, where the last wave was 0.76 and
+-- 0.03 full).
+local DMMA_STREAMK = {streamk = {0.02, 0.1}}
+core.scratch_kind("partials64", "float64")
 local D9 = nil
 local function dmma_tma(dev, k, v16, auto)
   return (M.tune.dmma_tma == true or auto and k >= 1024) and dev.major == 9 and dev.minor == 0 and k > 0 and v16
@@ -235,10 +243,17 @@ local function matmul_dmma_tma(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, bet
   local amap = A:tensor_map(bm, bk, swz, {rows = m, cols = k, stride = lda * 8})
   local bmap = B:tensor_map(bk, panel, swz, {rows = k, cols = n, stride = ldb * 8})
   local tiles = ceil_div(m, bm) * ceil_div(n, bn)
+  local sk, sk_tiles = sm90_streamk(DMMA_STREAMK, dev, tiles, opts)
+  local W, counts = 0, 0
+  if sk > 0 then
+    W = core.scratch("partials64", dev, opts.stream, 2 * sk * bm * bn)
+    counts = core.scratch("counts", dev, opts.stream, sk_tiles)
+  end
   local p = core.block_count("matmul", "tune.dmma_persistent", M.tune.dmma_persistent)
-  local grid = p == false and tiles or math.min(tiles, math.type(p) == "integer" and p or sm_count(dev))
-  kern:launch({grid = grid, block = 384, shared = shared, stream = opts.stream},
-              m, n, k, alpha, amap, bmap, beta, Cm, ldc)
+  local dp_tiles = tiles - sk_tiles
+  local dp = p == false and dp_tiles or math.min(dp_tiles, math.type(p) == "integer" and p or sm_count(dev))
+  kern:launch({grid = dp + sk, block = 384, shared = shared, stream = opts.stream},
+              m, n, k, alpha, amap, bmap, beta, Cm, ldc, W, sk, sk_tiles, counts)
   return Cm
 end
 
