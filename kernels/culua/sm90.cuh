@@ -159,6 +159,19 @@ struct Ring {
     mbar_wait(full(q % STAGES), (q / STAGES) & 1);
     return q % STAGES;
   }
+  /* a consumer warp that read stage s with ordinary loads (ld.shared, the generic
+  ** proxy) gives it back, one arrival a warp. The TMA copies that refill it write
+  ** through the async proxy, and only fence.proxy.async orders the warp's reads
+  ** before them: without it ptxas issues the arrive while the last reads are still
+  ** in flight (the float64 kernel's SASS, session 32), and on an H100 the refill
+  ** overtook them in every 8192^3 product of the persistent float64 kernel (rows
+  ** of one warp's fragments from the next k-tile). Kernels whose consumers read a
+  ** stage by wgmma only, and wait for it, need no fence. */
+  __device__ void release_read (int s) const {
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    __syncwarp();
+    if ((threadIdx.x & 31) == 0) mbar_arrive(empty(s));
+  }
 };
 
 /* }====================================================== */

@@ -215,7 +215,8 @@ end
 -- is true, or by default (`auto` below) where k >= 1024.
 -- The defaults, where none of M.tune.dmma_tile, dmma_group and dmma_tma is set, are from
 -- bench/matmul.lua's sweep on the H100 (bench/RESULTS.md, session 27): k >= 1024, the TMA
--- kernel (0.89x / 0.92x cuBLAS at 4096 / 8192, against 0.86x / 0.83x for the tiles by k);
+-- kernel (0.89x / 0.92x cuBLAS at 4096 / 8192 then, against 0.86x / 0.83x for the tiles by k;
+-- with stream-K and its stages released one k-tile late, session 32, 0.92-0.97x / 1.00-1.01x);
 -- k < 1024, LU's updates, the tiles by k in groups of 8 tile rows (1.00x against 0.82x at
 -- 16384 x 16384 x 128, 0.78x against 0.69x at k = 256; the same at 8192 x 8192 x 128).
 -- M.tune.dmma_persistent: nil or true, a block a multiprocessor; false, a block a tile; a
@@ -362,7 +363,7 @@ end
 --         from row to row: A, B, C blocks of larger matrices), stream, tma (false: not the
 --         sm_90a kernels),
 --         splits (1..64: split-K on the sm_90a kernels; by default chosen by size),
---         streamk (false, true or a count of blocks: stream-K on the sm_90a kernels; by default
+--         streamk (false, true or a count of blocks: stream-K on the sm_90a kernels, float64's too; by default
 --         chosen by size), scale_a, scale_b (fp8 A and B: alpha * scale_a * scale_b * A*B),
 --         transb (true: B is given as B^T, N x K, rows ldb apart)
 --   float16, bfloat16 and fp8 A and B: kernels/matmul_lowp.cu (matmul_lowp.lua's L.check)
@@ -487,7 +488,7 @@ M.info = {
   knobs = {unroll = unrolls, tile = {8, 16, 32}, block = "naive: square side 1..32", threads = "row/column: 1..1024",
            tma = "fast and tf32 (float32) on compute capability 9.0: false keeps the kernels of other devices; fast takes them from k = 2048 or under two waves of tiles (true: always)",
            splits = "with tma: blocks a tile of C, each over a share of K (split-K); chosen by size when not given",
-           streamk = "with tma: false, true or a block count: blocks share the last tiles' k-tiles equally (stream-K); chosen by size when not given",
+           streamk = "with tma (and float64's TMA kernel on 9.0): false, true or a block count: blocks share the last tiles' k-tiles equally (stream-K); chosen by size when not given",
            lda = "elements from one row of A to the next (k when packed); with m and k: A a block of a larger matrix",
            ldb = "elements from one row of B to the next (n when packed); with k and n",
            ldc = "elements from one row of C to the next (n when packed); with m and n",
