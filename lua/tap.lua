@@ -281,6 +281,16 @@ function T.fakecuda()
   return fake, fake_why
 end
 
+-- runs code in a child culua on bench/fakecuda.c's driver (an H100 with nothing behind it),
+-- code printing a line "case I: WHAT" for each of its cases; returns a function of I that
+-- gives case I's WHAT (the log's start where there is none), or nil and why with no fake driver
+function T.fake_cases(code)
+  local so, skip = T.fakecuda()
+  if not so then return nil, skip end
+  local log = T.run(("CULUA_LIBCUDA=%s %s -"):format(so, T.culua), code)
+  return function (i) return log:match("case " .. i .. ": ([^\n]*)") or log:sub(1, 300) end
+end
+
 -- the transpose of a 2-D host array (r x c), a new c x r one of its dtype
 function T.transposed(h)
   local r, c = h.shape[1], h.shape[2]
