@@ -137,38 +137,35 @@ __device__ __forceinline__ void lowp_wgmma (float *d, const unsigned *a, unsigne
 ** unchanged.
 */
 template <int BM, int BN, int BKW, int STAGES, int R, class Load, class Mma, class Store>
-__device__ __forceinline__ void lowp_tiles (int M, int N, int K, Load load, Mma mma, Store store) {
+__device__ __forceinline__ void lowp_tiles (int M, int N, int K, const LowpSk &sk, Load load, Mma mma, Store store) {
   static_assert(R * 256 == BM * BN, "a consumer thread holds R of the tile's sums");
   extern __shared__ unsigned char lowp_smem[];
   const Ring<STAGES, BM * BKW * 4, BKW * BN * 4> ring(lowp_smem);
   ring.init(2);   /* a stage is free once both consumer warpgroups have released it */
-  const int tiles = ((M + BM - 1) / BM) * ((N + BN - 1) / BN), KT = (K + BKW - 1) / BKW;
   if (threadIdx.x < 128) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 24;");
     if (threadIdx.x == 0)
-      for (int t = blockIdx.x, q = 0; t < tiles; t += gridDim.x, q += KT) {
-        int m0, n0;
-        tile_origin<BM, BN>(M, N, t, m0, n0);
-        ring.produce(q, KT, [&] (int s, int kt) { load(ring, s, kt, m0, n0); });
-      }
+      each_run<BM, BN, BKW>(M, N, K, 1, sk.sk, [&] (const Run &r) {
+        ring.produce(r.q, r.KT, [&] (int s, int kt) {
+          load(ring, s, r.down ? r.k0 + r.KT - 1 - kt : r.k0 + kt, r.m0, r.n0);
+        });
+      }, sk.sk_tiles);
     return;
   }
   /* (the consumers take all the producer gives: 384 x 168 = 128 x 24 + 256 x 240) */
   asm volatile("setmaxnreg.inc.sync.aligned.u32 240;");
   float acc[R];
-  for (int t = blockIdx.x, q = 0; t < tiles; t += gridDim.x, q += KT) {
-    int m0, n0;
-    tile_origin<BM, BN>(M, N, t, m0, n0);
+  each_run<BM, BN, BKW>(M, N, K, 1, sk.sk, [&] (const Run &r) {
 #pragma unroll
     for (int i = 0; i < R; i++) acc[i] = 0.0f;
-    mma(ring, acc, q, KT);
-    store(acc, m0, n0);
-  }
+    mma(ring, acc, r.q, r.KT);
+    if (r.n == 1 || streamk_meet(acc, sk.W, sk.counts + r.t, r)) store(acc, r.m0, r.n0);
+  }, sk.sk_tiles);
 }
 
 template <int TA>
 __device__ __forceinline__ void lowp_sm90 (int M, int N, int K, float alpha, const culua_tmap &tmA, const culua_tmap &tmB,
-                                           float beta, void *C, int ldc, int ctype) {
+                                           float beta, void *C, int ldc, int ctype, const LowpSk &sk) {
   constexpr int BM = LOWP_SM90_BM, BN = LOWP_SM90_BN, BK = LOWP_SM90_BK, BKW = BK / 2;   /* BKW: in words */
   constexpr int PANEL = BK * 64 * 2;   /* B's tile: 64-column panels of BK rows of 128 bytes */
   static_assert(BM * BKW * 4 == BM * BK * 2 && BKW * BN * 4 == BK * BN * 2, "the ring's words hold the tiles");
@@ -176,7 +173,7 @@ __device__ __forceinline__ void lowp_sm90 (int M, int N, int K, float alpha, con
   const int r0 = wg * 64 + warp * 16 + g;    /* the tile column of fragment rows r0 and r0 + 8 */
   const int w0 = wg * 64 + warp * 16;        /* this warp's 16 columns of B's tile */
   const int ec = ctype == CULUA_F32 ? 4 : 2;
-  lowp_tiles<BM, BN, BKW, LOWP_SM90_STAGES, BM / 2>(M, N, (K + 1) / 2, [&] (const auto &ring, int s, int kt, int m0, int n0) {
+  lowp_tiles<BM, BN, BKW, LOWP_SM90_STAGES, BM / 2>(M, N, (K + 1) / 2, sk, [&] (const auto &ring, int s, int kt, int m0, int n0) {
     tma_load(ring.abuf(s), &tmA, ring.full(s), kt * BK, m0);
     for (int q = 0; q < BN / 64; q++)   /* B in 64-column panels: a swizzled row is 128 bytes */
       tma_load(ring.bbuf(s) + q * PANEL, &tmB, ring.full(s), n0 + 64 * q, kt * BK);
@@ -233,13 +230,15 @@ __device__ __forceinline__ void lowp_sm90 (int M, int N, int K, float alpha, con
 
 extern "C" __global__ void __launch_bounds__(384, 1)
 culua_matmul_lowp_wgmma_f16 (int M, int N, int K, float alpha, const __grid_constant__ culua_tmap tmA,
-                             const __grid_constant__ culua_tmap tmB, float beta, void *C, int ldc, int ctype)
-{ lowp_sm90<CULUA_F16>(M, N, K, alpha, tmA, tmB, beta, C, ldc, ctype); }
+                             const __grid_constant__ culua_tmap tmB, float beta, void *C, int ldc, int ctype,
+                             float *W, int sk, int sk_tiles, unsigned *counts)
+{ lowp_sm90<CULUA_F16>(M, N, K, alpha, tmA, tmB, beta, C, ldc, ctype, LowpSk{W, sk, sk_tiles, counts}); }
 
 extern "C" __global__ void __launch_bounds__(384, 1)
 culua_matmul_lowp_wgmma_bf16 (int M, int N, int K, float alpha, const __grid_constant__ culua_tmap tmA,
-                              const __grid_constant__ culua_tmap tmB, float beta, void *C, int ldc, int ctype)
-{ lowp_sm90<CULUA_BF16>(M, N, K, alpha, tmA, tmB, beta, C, ldc, ctype); }
+                              const __grid_constant__ culua_tmap tmB, float beta, void *C, int ldc, int ctype,
+                              float *W, int sk, int sk_tiles, unsigned *counts)
+{ lowp_sm90<CULUA_BF16>(M, N, K, alpha, tmA, tmB, beta, C, ldc, ctype, LowpSk{W, sk, sk_tiles, counts}); }
 
 /* {====================================================== ss: both operands from shared memory */
 
@@ -297,13 +296,13 @@ __device__ __forceinline__ void lowp_wgmma_ss (float *d, unsigned long long da, 
 
 template <int TA>
 __device__ __forceinline__ void lowp_ss (int M, int N, int K, float alpha, const culua_tmap &tmA, const culua_tmap &tmB,
-                                         float beta, void *C, int ldc, int ctype) {
+                                         float beta, void *C, int ldc, int ctype, const LowpSk &sk) {
   constexpr int BM = LOWP_SS_BM, BN = LOWP_SS_BN, BK = LOWP_SS_BK, BKW = BK / 2;   /* BKW: in words */
   constexpr int PANEL = BK * 64 * 2;   /* B's tile: 64-column panels of BK rows of 128 bytes */
   static_assert(BM * BKW * 4 == BM * BK * 2 && BKW * BN * 4 == BK * BN * 2, "the ring's words hold the tiles");
   static_assert(BM == 2 * 64 && BN == 256 && BK % 16 == 0, "two consumer warpgroups of m64n256, k16 steps");
   const int ct = threadIdx.x - 128, wg = ct >> 7, warp = (ct >> 5) & 3, lane = ct & 31, g = lane >> 2, t = lane & 3;
-  lowp_tiles<BM, BN, BKW, LOWP_SS_STAGES, BM * BN / 256>(M, N, (K + 1) / 2, [&] (const auto &ring, int s, int kt, int m0, int n0) {
+  lowp_tiles<BM, BN, BKW, LOWP_SS_STAGES, BM * BN / 256>(M, N, (K + 1) / 2, sk, [&] (const auto &ring, int s, int kt, int m0, int n0) {
     tma_load(ring.abuf(s), &tmA, ring.full(s), kt * BK, m0);
     for (int q = 0; q < BN / 64; q++)   /* B in 64-column panels: a swizzled row is 128 bytes */
       tma_load(ring.bbuf(s) + q * PANEL, &tmB, ring.full(s), n0 + 64 * q, kt * BK);
@@ -337,13 +336,15 @@ __device__ __forceinline__ void lowp_ss (int M, int N, int K, float alpha, const
 
 extern "C" __global__ void __launch_bounds__(384, 1)
 culua_matmul_lowp_wgmma_ss_f16 (int M, int N, int K, float alpha, const __grid_constant__ culua_tmap tmA,
-                                const __grid_constant__ culua_tmap tmB, float beta, void *C, int ldc, int ctype)
-{ lowp_ss<CULUA_F16>(M, N, K, alpha, tmA, tmB, beta, C, ldc, ctype); }
+                                const __grid_constant__ culua_tmap tmB, float beta, void *C, int ldc, int ctype,
+                                float *W, int sk, int sk_tiles, unsigned *counts)
+{ lowp_ss<CULUA_F16>(M, N, K, alpha, tmA, tmB, beta, C, ldc, ctype, LowpSk{W, sk, sk_tiles, counts}); }
 
 extern "C" __global__ void __launch_bounds__(384, 1)
 culua_matmul_lowp_wgmma_ss_bf16 (int M, int N, int K, float alpha, const __grid_constant__ culua_tmap tmA,
-                                 const __grid_constant__ culua_tmap tmB, float beta, void *C, int ldc, int ctype)
-{ lowp_ss<CULUA_BF16>(M, N, K, alpha, tmA, tmB, beta, C, ldc, ctype); }
+                                 const __grid_constant__ culua_tmap tmB, float beta, void *C, int ldc, int ctype,
+                                 float *W, int sk, int sk_tiles, unsigned *counts)
+{ lowp_ss<CULUA_BF16>(M, N, K, alpha, tmA, tmB, beta, C, ldc, ctype, LowpSk{W, sk, sk_tiles, counts}); }
 
 /* }====================================================== */
 
