@@ -562,6 +562,135 @@ T.gpu_part(function ()
     mmod.tune.lowp_sm90, mmod.tune.lowp_persistent = nil, nil
   end
 
+  -- stream-K on 9.0 (culua/sm90.cuh's each_run; opts.streamk a count of blocks, fp8's clusters
+  -- taking two a cluster): odd shapes whose last tiles are shared by blocks of 2-3 contributors
+  -- a tile (16-bit: 777 x 517 x 331, 6 k-tiles a tile, ss's 21 tiles and rs's 20; fp8: 301 x
+  -- 528 x 1040, 9 k-tiles, 9 tiles of 128 x 256, 15 of n128s4, 6 pairs in clusters), after
+  -- the data-parallel tiles in persistent blocks (by default, or 3: tune.*_persistent) or a
+  -- block a tile (false), or all tiles shared (no data-parallel block); C of every dtype,
+  -- beta 0 over NaN, then beta != 0 three times over the same C, bit for bit the same each
+  -- time (the counts back at zero, the sums in an order that does not depend on who comes
+  -- last); and two streams at once (each its own partial sums and counts)
+  if cc == 90 then
+    local function bits(C, dt, m, n) return C:copy_to(cuda.host_array(dt, {m, n})):bytes() end
+    local s1, s2 = cuda.stream(), cuda.stream()
+    -- one case: the call with opts (and the tune fields set), checked as above
+    local function streamk_case(tag, A, B, C, hC, dc, m, n, tol, R, R2, opts, sk2)
+      C:fill(0 / 0)
+      opts.alpha, opts.beta = 1.5, nil
+      mm(A, B, C, opts)
+      local _, _, rel = cuda.compare(C, R)
+      T.ok(rel <= tol, ("%s: beta 0 over NaN, error %.2e (<= %.1e)"):format(tag, rel, tol))
+      opts.alpha, opts.beta = -1, 0.75
+      local first, same = nil, true
+      for _ = 1, 3 do
+        C:copy_from(hC)
+        mm(A, B, C, opts)
+        local b = bits(C, dc, m, n)
+        first = first or b
+        same = same and b == first
+      end
+      _, _, rel = cuda.compare(C, R2)
+      T.ok(rel <= tol and same, ("%s: beta 0.75, error %.2e, three calls bit for bit the same: %s"):format(tag, rel, tostring(same)))
+      -- two streams at once, the second with sk2 blocks
+      local C2 = cuda.array(dc, {m, n}):copy_from(hC)
+      C:copy_from(hC)
+      local o1, o2 = {}, {}
+      for key, v in pairs(opts) do o1[key], o2[key] = v, v end
+      o1.stream, o2.stream, o2.streamk = s1, s2, sk2
+      mm(A, B, C, o1)
+      mm(A, B, C2, o2)
+      s1:synchronize(); s2:synchronize()
+      local _, _, rel1 = cuda.compare(C, R2)
+      local _, _, rel2 = cuda.compare(C2, R2)
+      T.ok(rel1 <= tol and rel2 <= tol and bits(C, dc, m, n) == first,
+           ("%s: on two streams at once (the other streamk = %s), errors %.2e, %.2e"):format(tag, tostring(sk2), rel1, rel2))
+    end
+
+    -- 16-bit: kernel, tune.lowp_persistent, streamk, the other stream's streamk, what
+    local m, n, k, lda, ldb = 777, 517, 331, 336, 520
+    local runs = {
+      {"ss", nil, 8, 16, "8 blocks share the last 5 tiles after 16 on persistent blocks"},
+      {"ss", 3, 8, 5, "the first 16 tiles on 3 persistent blocks, 8 share the last 5"},
+      {"ss", false, 5, 8, "5 blocks share the last 6, after a block a tile"},
+      {"ss", nil, 16, 8, "16 blocks share all 21 tiles"},
+      {"rs", nil, 8, 16, "8 blocks share the last 4 tiles, 2 a tile"},
+      {"rs", 3, 6, 8, "3 persistent blocks, 6 share the last 8"},
+      {"rs", nil, 16, 6, "16 blocks share all 20 tiles"},
+    }
+    for ci, cfg in ipairs(configs) do
+      local da, dc = cfg[1], cfg[3]
+      if da:find("float8") then goto next16 end
+      do
+        local hA = cuda.host_array(da, {m, k}):random(70 + ci, -1, 1)
+        local hB = cuda.host_array(da, {k, n}):random(80 + ci, -1, 1)
+        local hC = cuda.host_array(dc, {m, n}):random(90 + ci, -1, 1)
+        local R = cuda.host_array("float64", {m, n})
+        ref(hA, hB, R, 1.5)
+        local R2 = cuda.host_array("float64", {m, n}):copy_from(hC:totable())
+        ref(hA, hB, R2, -1, 0.75)
+        local bigA, bigB = cuda.host_array(da, m * lda):fill(5), cuda.host_array(da, k * ldb):fill(5)
+        for i = 0, m - 1 do for j = 1, k do bigA[i * lda + j] = hA[i * k + j] end end
+        for i = 0, k - 1 do for j = 1, n do bigB[i * ldb + j] = hB[i * n + j] end end
+        local dA, dB = cuda.array(da, m * lda):copy_from(bigA), cuda.array(da, k * ldb):copy_from(bigB)
+        local vA, vB = dA:view(1, (m - 1) * lda + k), dB:view(1, (k - 1) * ldb + n)
+        local Cd = cuda.array(dc, {m, n})
+        for _, r in ipairs(runs) do
+          mmod.tune.lowp_sm90, mmod.tune.lowp_persistent = r[1], r[2]
+          local tag = ("%s -> %s, %dx%dx%d, wgmma %s%s, streamk %d (%s)"):format(da, dc, m, k, n, r[1],
+                      r[2] == false and " a block a tile" or r[2] and " in " .. r[2] .. " persistent blocks" or "", r[3], r[5])
+          streamk_case(tag, vA, vB, Cd, hC, dc, m, n, tolerance(da, dc, k), R, R2,
+                       {m = m, n = n, k = k, lda = lda, ldb = ldb, streamk = r[3]}, r[4])
+        end
+      end
+      ::next16::
+    end
+    mmod.tune.lowp_sm90, mmod.tune.lowp_persistent = nil, nil
+
+    -- fp8 (e4m3 x e4m3, and e5m2 x e4m3 into float32): tune.fp8_tile, fp8_persistent, streamk,
+    -- the other stream's, what; B row-major (transposed first, a programmatic launch) and B^T given
+    local m8, n8, k8 = 301, 528, 1040
+    local runs8 = {
+      {nil, nil, 4, 12, "4 blocks share the last 5 tiles"},
+      {nil, false, 4, 12, "a block a tile, then 4 share the last 5"},
+      {nil, nil, 12, 4, "12 blocks share all 9 tiles"},
+      {"n128s4", nil, 7, 12, "n128s4: 7 blocks share the last 8 of 15 tiles"},
+      {"n256s4c2", nil, 8, 16, "clusters: 4 share the last 2 pairs"},
+      {"n256s4c2", false, 8, 16, "clusters, a cluster a pair, then 4 share the last 2"},
+      {"n256s4c2", nil, 16, 8, "clusters: 8 share all 6 pairs"},
+    }
+    for _, cfg in ipairs{{"float8_e4m3", "float8_e4m3", "bfloat16"}, {"float8_e4m3", "float8_e4m3", "float16"},
+                         {"float8_e4m3", "float8_e4m3", "float32"}, {"float8_e5m2", "float8_e4m3", "float32"}} do
+      local da, db, dc = cfg[1], cfg[2], cfg[3]
+      local hA = cuda.host_array(da, {m8, k8}):random(31, -1, 1)
+      local hB = cuda.host_array(db, {k8, n8}):random(32, -1, 1)
+      local hC = cuda.host_array(dc, {m8, n8}):random(33, -1, 1)
+      local R = cuda.host_array("float64", {m8, n8})
+      ref(hA, hB, R, 1.5, 0, 0.25, 2)
+      local R2 = cuda.host_array("float64", {m8, n8}):copy_from(hC:totable())
+      ref(hA, hB, R2, -1, 0.75, 0.25, 2)
+      local A, B = cuda.array(da, {m8, k8}):copy_from(hA), cuda.array(db, {k8, n8}):copy_from(hB)
+      local Bt = cuda.array(db, {n8, k8}):copy_from(transposed(hB))
+      local Cd = cuda.array(dc, {m8, n8})
+      for ri, r in ipairs(runs8) do
+        if da ~= "float8_e4m3" or db ~= "float8_e4m3" then
+          if r[1] then goto next8 end   -- (the other pairs have the default tile alone)
+        end
+        mmod.tune.fp8_tile, mmod.tune.fp8_persistent = r[1], r[2]
+        for _, bt in ipairs{false, true} do
+          local tag = ("%s x %s -> %s, %dx%dx%d%s, %s%s, streamk %d (%s)"):format(da, db, dc, m8, k8, n8, bt and ", transb" or "",
+                      r[1] or "n256s4", r[2] == false and " a block a tile" or "", r[3], r[5])
+          streamk_case(tag, A, bt and Bt or B, Cd, hC, dc, m8, n8, tolerance(da, dc, k8), R, R2,
+                       {scale_a = 0.25, scale_b = 2, streamk = r[3], transb = bt or nil}, r[4])
+        end
+        ::next8::
+      end
+      A, B, Bt, Cd = nil
+    end
+    mmod.tune.fp8_tile, mmod.tune.fp8_persistent = nil, nil
+    s1, s2 = nil
+  end
+
   -- a kernel name the knob does not know
   do
     local a = cuda.array("float16", {16, 16})
