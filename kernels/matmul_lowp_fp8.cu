@@ -17,7 +17,7 @@
 **
 **   culua_matmul_lowp_fp8_<a>_<b>_n<BN>s<S>[c2]
 **     (int M, int N, int K, float alpha, tensor map of A, tensor map of Bt, float beta,
-**      void *C, int ldc, int ctype)
+**      void *C, int ldc, int ctype, float *W, int sk, int sk_tiles, unsigned *counts)
 **     (c2: launched in clusters of two blocks that share B^T's tile; see lowp_fp8)
 **     C = alpha * A * B + beta * C, as matmul_lowp_sm90.cu's kernels (C's
 **     dtype a code of culua/matmul_lowp.cuh, C not read when beta == 0);
@@ -50,6 +50,17 @@
 ** b takes tiles b, b + grid, ..., the ring's turns running on from one tile to
 ** the next, so the producer fills the next tile's stages while the consumers
 ** write C.
+**
+** Stream-K, as matmul_lowp_sm90.cu's (culua/sm90.cuh's each_run, the last four
+** parameters culua/matmul_lowp.cuh's LowpSk): the first gridDim.x - sk blocks
+** take the first tiles - sk_tiles tiles as above, the last sk share the rest's
+** k-tiles, each its share downwards in k, and a tile's last contributor adds
+** the partial sums in W (2 x sk tiles of float32) and writes C. In clusters of
+** two, tiles, sk and sk_tiles count clusters (pairs of tiles): a cluster runs
+** each_run as one block of the pair's 256 x BN, so its blocks take the same
+** k-tiles and share B^T's as ever, and block r of the pair meets its
+** counterparts on its own tile, in its own 2 x sk slots of W (a second set
+** after the first) and count (counts interleaved: pair t's at 2t + r).
 **
 ** Sums: each wgmma adds into the float32 accumulators directly, as the
 ** mma.sync kernel and cuBLASLt's "fast accumulation" do (no promotion of

@@ -11,17 +11,25 @@
 **   culua_matmul_lowp_wgmma_<f16|bf16>     ("rs": B^T from registers, 256 x 128 tiles)
 **   culua_matmul_lowp_wgmma_ss_<f16|bf16>  ("ss": both operands from shared memory, 128 x 256)
 **     (int M, int N, int K, float alpha, tensor map of A, tensor map of B, float beta,
-**      void *C, int ldc, int ctype)
+**      void *C, int ldc, int ctype, float *W, int sk, int sk_tiles, unsigned *counts)
 **
 ** C = alpha * A * B + beta * C, row-major, C's elements of ctype (culua/matmul_lowp.cuh's
 ** CULUA_F16, CULUA_BF16 or CULUA_F32), its rows ldc elements apart; C is not read
 ** when beta == 0. 384 threads, LOWP_SM90_SHARED (rs) or LOWP_SS_SHARED (ss) bytes
-** of dynamic shared memory. No split-K or stream-K here (a tile's sums go
-** straight to C). The ring counts in 4-byte words: a k-tile of 64 elements of
-** 16 bits is BK = 32 words of culua/sm90.cuh's Ring, and K goes to it in words.
-** The blocks are persistent when the catalog launches fewer than the tiles
-** (tune.lowp_persistent): block b takes tiles b, b + grid, ... (lowp_tiles
-** below), as matmul_lowp_fp8.cu's product does.
+** of dynamic shared memory. No split-K here. The ring counts in 4-byte words: a
+** k-tile of 64 elements of 16 bits is BK = 32 words of culua/sm90.cuh's Ring,
+** and K goes to it in words. The first gridDim.x - sk blocks take the first
+** tiles - sk_tiles tiles, persistent when the catalog launches fewer than
+** those (tune.lowp_persistent): block b takes tiles b, b + (gridDim.x - sk), ...
+** (lowp_tiles below), as matmul_lowp_fp8.cu's product does.
+**
+** Stream-K (sk > 0): the last sk blocks share the last sk_tiles tiles' k-tiles
+** (culua/sm90.cuh's each_run and streamk_meet, culua/matmul_lowp.cuh's LowpSk),
+** so that the tiles past the whole waves do not leave the last wave part
+** empty: at n = 4096 on an H100 the 512 tiles of either kernel are 3.88 waves
+** of 132, at 8192 the 2048 are 15.52. W holds 2 x sk tiles of float32 partial
+** sums, counts a count a stream-K tile, zero between launches (the kernel
+** leaves them so); sk = 0 (sk_tiles 0) is the kernel without it.
 **
 ** rs, as tf32 does, computes C^T = B^T A^T, so that both operands are K-major
 ** where wgmma reads them: A's 256 x 64 tile (128-byte rows, TMA's 128-byte
@@ -115,16 +123,21 @@ __device__ __forceinline__ void lowp_wgmma (float *d, const unsigned *a, unsigne
 ** stage's full barrier), warpgroups 1 and 2 the consumers (mma(ring, acc, q0,
 ** KT) adds the ring's turns q0 .. q0 + KT - 1 into a thread's R accumulators,
 ** releasing each stage on its empty barrier; store(acc, m0, n0) writes the
-** tile from registers to C). It is culua/sm90.cuh's pipeline without split-K
-** and stream-K, and persistent: block b takes tiles b, b + gridDim.x, ...,
-** and its ring's turns run on from one tile to the next (tile i's k-tiles are
-** turns i * KT ..), so that the producer fills the next tile's first stages
-** as soon as the consumers release the last ones of this tile, and the copies
-** land while the consumers write C. A stage is reused only through the ring's
-** barriers, within a tile or across two, and C is written from registers (no
-** shared memory): nothing of tile t's epilogue touches the ring of tile t + 1.
-** A grid of one block a tile runs each block's one tile from turn 0, as the
-** pipeline did.
+** tile from registers to C). It is culua/sm90.cuh's pipeline without split-K,
+** its blocks' work each_run's with sk_tiles >= 0: the first gridDim.x - sk
+** blocks persistent, block b taking tiles b, b + (gridDim.x - sk), ... of the
+** first tiles - sk_tiles, its ring's turns running on from one tile to the
+** next (tile i's k-tiles are turns i * KT ..), so that the producer fills the
+** next tile's first stages as soon as the consumers release the last ones of
+** this tile, and the copies land while the consumers write C. A stage is
+** reused only through the ring's barriers, within a tile or across two, and C
+** is written from registers (no shared memory): nothing of tile t's epilogue
+** touches the ring of tile t + 1. A grid of one block a tile runs each block's
+** one tile from turn 0, as the pipeline did. The last sk blocks run
+** stream-K's runs (a tile's k-tiles k0 .. k0 + KT - 1, loaded downwards, on
+** from turn to turn as well); where a run is a part of its tile (r.n > 1) the
+** consumers meet the tile's other contributors (streamk_meet) and only the
+** last to come writes C.
 **
 ** Tiles come in culua/sm90.cuh's tile_origin order: groups of 8 tile rows
 ** walk C's columns together, tile t + 1 below tile t within a group's column.

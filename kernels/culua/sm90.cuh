@@ -1,7 +1,8 @@
 /*
 ** culua/sm90.cuh
 ** The skeleton of culua's Hopper matmul kernels (matmul_sm90.cu and
-** matmul_sm90_fast.cu): a ring of k-tiles in shared memory that one producer
+** matmul_sm90_fast.cu; matmul_lowp_sm90.cu and matmul_lowp_fp8.cu take its
+** ring, each_run and streamk_meet): a ring of k-tiles in shared memory that one producer
 ** warpgroup fills with TMA copies, guarded by full and empty mbarriers, for
 ** two consumer warpgroups that compute. The mbarriers replace
 ** __syncthreads, so consumers drift apart and keep the math units busy while
