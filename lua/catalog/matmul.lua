@@ -367,8 +367,8 @@ end
 --         from row to row: A, B, C blocks of larger matrices), stream, tma (false: not the
 --         sm_90a kernels),
 --         splits (1..64: split-K on the sm_90a kernels; by default chosen by size),
---         streamk (false, true or a count of blocks: stream-K on the sm_90a kernels, float64's and the low-precision ones too; by default
---         chosen by size), scale_a, scale_b (fp8 A and B: alpha * scale_a * scale_b * A*B),
+--         streamk (false, true or a count of blocks: stream-K on the sm_90a kernels, float64's
+--         and the low-precision ones too; by default chosen by size), scale_a, scale_b (fp8 A and B: alpha * scale_a * scale_b * A*B),
 --         transb (true: B is given as B^T, N x K, rows ldb apart)
 --   float16, bfloat16 and fp8 A and B: kernels/matmul_lowp.cu (matmul_lowp.lua's L.check)
 function M.matmul(A, B, Cm, opts)
