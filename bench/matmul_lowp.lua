@@ -4,10 +4,11 @@
 -- 0.90x cuBLAS for float16 and bfloat16, 0.85x cuBLASLt for fp8).
 --   culua bench/matmul_lowp.lua [sweep] [ANCHOR] [REPS] [SIZES]
 -- SIZES: n's, comma-separated (default 4096,8192).
--- Stream-K (on 9.0 by opts.streamk only: at 4096 the 512 tiles of 128 x 256 are 3.88 waves
--- of an H100's 132, at 8192 the 2048 are 15.52, but it lost there, session 32): every kernel
--- row runs as by default and again with opts.streamk = true (the rows "streamk = true",
--- "transb sk", and in the sweep "<kernel> sk"), beside the same anchor, so one run compares them.
+-- Stream-K (on 9.0, by default where the tiles leave the last wave part empty: at 4096 the
+-- 512 tiles of 128 x 256 are 3.88 waves of an H100's 132, at 8192 the 2048 are 15.52): every
+-- kernel row runs as by default and again with opts.streamk = false (the rows "streamk = false",
+-- "transb no sk", and in the sweep "<kernel> no sk"),
+-- beside the same anchor, so one run compares them.
 -- sweep: every kernel of a dtype side by side (float16 and bfloat16 on compute capability
 -- 9.0: the wgmma kernels rs and ss of require("culua.catalog.matmul").tune.lowp_sm90, each
 -- as by default and a block a tile (tune.lowp_persistent = false), ss persistent too (true),
@@ -66,13 +67,13 @@ local function kernels0(da)
   end
   return {{"mma.sync", {}}, fp8 and {"mma.sync transb", {}, nil, true} or nil}
 end
--- each with opts.streamk = true after it, where the wgmma kernels run it (not tma = false)
+-- each with opts.streamk = false after it, where the wgmma kernels run it (not tma = false)
 local function kernels(da)
   local list = {}
   for _, kern in ipairs(kernels0(da)) do
     list[#list + 1] = kern
     if sm90 and kern[3] ~= false then
-      list[#list + 1] = {kern[1] == "default" and "streamk = true" or kern[1] .. " sk", kern[2], kern[3], kern[4], true}
+      list[#list + 1] = {kern[1] == "default" and "streamk = false" or kern[1] .. " no sk", kern[2], kern[3], kern[4], false}
     end
   end
   return list

@@ -29,8 +29,7 @@
 ** empty: at n = 4096 on an H100 the 512 tiles of either kernel are 3.88 waves
 ** of 132, at 8192 the 2048 are 15.52. W holds 2 x sk tiles of float32 partial
 ** sums, counts a count a stream-K tile, zero between launches (the kernel
-** leaves them so); sk = 0 (sk_tiles 0) is the kernel without it, the catalog's
-** default (stream-K lost at 4096 and gained nothing at 8192 on an H100: matmul_lowp.lua).
+** leaves them so); sk = 0 (sk_tiles 0) is the kernel without it.
 **
 ** rs, as tf32 does, computes C^T = B^T A^T, so that both operands are K-major
 ** where wgmma reads them: A's 256 x 64 tile (128-byte rows, TMA's 128-byte

