@@ -2,20 +2,14 @@
 -- A's dtype) against cuBLAS cublasGemmEx, and fp8 e4m3 (bfloat16 C, scales) against
 -- cuBLASLt, n x n x n at n = 4096 and 8192, measured in the same run (issue 37's targets:
 -- 0.90x cuBLAS for float16 and bfloat16, 0.85x cuBLASLt for fp8).
---   culua bench/matmul_lowp.lua [sweep] [ANCHOR] [REPS] [SIZES]
--- SIZES: n's, comma-separated (default 4096,8192).
--- Stream-K (on 9.0, by default where the tiles leave the last wave part empty: at 4096 the
--- 512 tiles of 128 x 256 are 3.88 waves of an H100's 132, at 8192 the 2048 are 15.52): every
--- kernel row runs as by default and again with opts.streamk = false (the rows "streamk = false",
--- "transb no sk", and in the sweep "<kernel> no sk"),
--- beside the same anchor, so one run compares them.
+--   culua bench/matmul_lowp.lua [sweep] [ANCHOR] [REPS]
 -- sweep: every kernel of a dtype side by side (float16 and bfloat16 on compute capability
 -- 9.0: the wgmma kernels rs and ss of require("culua.catalog.matmul").tune.lowp_sm90, each
 -- as by default and a block a tile (tune.lowp_persistent = false), ss persistent too (true),
 -- and mma.sync by tma = false; fp8 on 9.0: the wgmma tiles of tune.fp8_tile, the default tile
 -- with a block a tile (tune.fp8_persistent = false) and not launched as a programmatic
--- dependent (tune.fp8_programmatic = false), and mma.sync). Each C is checked against the
--- first kernel's (rel. diff: the norm-wise relative difference; WRONG past 1e-2).
+-- dependent (tune.fp8_programmatic = false), and mma.sync), each C checked against the
+-- first kernel's.
 -- fp8 also runs with B given as B^T (transb), the form the anchor takes (cuBLASLt's "TN": it
 -- is given B^T): on 9.0 the product reads it as it is, where with a row-major B it transposes
 -- B into scratch first, inside the call and inside its time. Both are timed against the same
@@ -30,8 +24,6 @@ local sweep = arg[1] == "sweep"
 local first = sweep and 2 or 1
 local anchor = arg[first] or "bench/anchor_cublaslt"
 local REPS = tonumber(arg[first + 1]) or 9
-local sizes = {}
-for v in (arg[first + 2] or "4096,8192"):gmatch("%d+") do sizes[#sizes + 1] = tonumber(v) end
 
 local dev = cuda.device()
 local fp8 = dev.major * 10 + dev.minor >= 89
@@ -42,9 +34,9 @@ local cases = {
   {"bfloat16", "bfloat16", "bfloat16", "bf16_ms", 0.90},
   fp8 and {"float8_e4m3", "float8_e4m3", "bfloat16", "e4m3_ms", 0.85} or nil,
 }
--- a case's kernels: {name, the tune fields it sets, tma, transb, streamk}; the default alone unless
--- sweeping (fp8: and with B^T given); on 9.0 each wgmma one again without stream-K (below)
-local function kernels0(da)
+-- a case's kernels: {name, the tune fields it sets, tma, transb}; the default alone unless
+-- sweeping (fp8: and with B^T given)
+local function kernels(da)
   local fp8 = da:find("float8") ~= nil
   if not sweep then return fp8 and {{"default", {}}, {"transb", {}, nil, true}} or {{"default", {}}} end
   if sm90 and not fp8 then
@@ -67,17 +59,6 @@ local function kernels0(da)
   end
   return {{"mma.sync", {}}, fp8 and {"mma.sync transb", {}, nil, true} or nil}
 end
--- each with opts.streamk = false after it, where the wgmma kernels run it (not tma = false)
-local function kernels(da)
-  local list = {}
-  for _, kern in ipairs(kernels0(da)) do
-    list[#list + 1] = kern
-    if sm90 and kern[3] ~= false then
-      list[#list + 1] = {kern[1] == "default" and "streamk = false" or kern[1] .. " no sk", kern[2], kern[3], kern[4], false}
-    end
-  end
-  return list
-end
 local tune_fields = {"lowp_sm90", "lowp_persistent", "fp8_tile", "fp8_persistent", "fp8_programmatic"}
 
 -- B^T (n x n, B's dtype) by the catalog's transpose (kernels/matmul_transpose.cu), as an fp8
@@ -96,10 +77,10 @@ local function transpose_ms(B, Bt, n)
 end
 
 print(("low-precision matmul on %s, n x n x n, median of %d after warm-up"):format(dev.name, REPS))
-print(("%-6s %-38s %-26s %10s %8s %10s %8s %7s %7s%s"):format("n", "A, B -> C", "kernel", "culua ms", "TFLOP/s", "anchor ms",
-      "TFLOP/s", "ratio", "target", "  rel. diff"))
+print(("%-6s %-38s %-20s %10s %8s %10s %8s %7s %7s%s"):format("n", "A, B -> C", "kernel", "culua ms", "TFLOP/s", "anchor ms",
+      "TFLOP/s", "ratio", "target", sweep and "  rel. diff" or ""))
 local verdict, algo = {}, {}
-for _, n in ipairs(sizes) do
+for _, n in ipairs{4096, 8192} do
   local out = io.popen(("%s %d %d"):format(anchor, n, REPS)):read("a")
   if not out:match("f16_ms") then error("anchor failed: " .. out) end
   algo[#algo + 1] = out:match("e4m3_algo ([^\n]*)") and ("n = %d: %s"):format(n, out:match("e4m3_algo ([^\n]*)")) or nil
@@ -114,28 +95,30 @@ for _, n in ipairs(sizes) do
     local C0 = nil   -- the first kernel's C, which the others are compared with
     for _, kern in ipairs(kernels(da)) do
       local opts = da:find("float8") and {scale_a = 1, scale_b = 1} or {}
-      opts.tma, opts.transb, opts.streamk = kern[3], kern[4], kern[5]
+      opts.tma, opts.transb = kern[3], kern[4]
       local Bk = kern[4] and Bt or B
       for f, v in pairs(kern[2]) do mmod.tune[f] = v end
       local r = cuda.bench(function () cuda.catalog.matmul(A, Bk, C, opts) end, {warmup = 2, reps = REPS})
       for _, f in ipairs(tune_fields) do mmod.tune[f] = nil end
-      local diff
-      if C0 then
-        local _, _, rel = cuda.compare(C, C0)
-        diff = ("  %.1e%s"):format(rel, rel > 1e-2 and " WRONG" or "")
-      else
-        C0 = cuda.array(dc, {n, n}):copy_from(C)
-        diff = "  (reference)"
+      local diff = ""
+      if sweep then
+        if C0 then
+          local _, _, rel = cuda.compare(C, C0)
+          diff = ("  %.1e%s"):format(rel, rel > 1e-2 and " WRONG" or "")
+        else
+          C0 = cuda.array(dc, {n, n}):copy_from(C)
+          diff = "  (reference)"
+        end
       end
       local ratio = anchor_ms / r.median
-      print(("%-6d %-38s %-26s %10.3f %8.1f %10.3f %8.1f %6.2fx %6.2fx%s"):format(n, ("%s, %s -> %s"):format(da, db, dc), kern[1],
+      print(("%-6d %-38s %-20s %10.3f %8.1f %10.3f %8.1f %6.2fx %6.2fx%s"):format(n, ("%s, %s -> %s"):format(da, db, dc), kern[1],
             r.median, tflops(n, r.median), anchor_ms, tflops(n, anchor_ms), ratio, c[5], diff))
-      verdict[#verdict + 1] = ("%s%s n=%d %s"):format(da, kern[1] ~= "default" and " " .. kern[1] or "", n,
+      verdict[#verdict + 1] = ("%s%s n=%d %s"):format(da, (sweep or kern[4]) and " " .. kern[1] or "", n,
                                                    ratio >= c[5] and "met" or "NOT met")
     end
     if sm90 and da:find("float8") then
       local ms = transpose_ms(B, Bt, n)
-      print(("%-6d %-38s %-26s %10.3f ms, %.0f GB/s (inside each fp8 time above with a row-major B, not with transb)"):format(
+      print(("%-6d %-38s %-20s %10.3f ms, %.0f GB/s (inside each fp8 time above with a row-major B, not with transb)"):format(
             n, "B^T alone (" .. db .. ")", "transpose", ms, 2 * n * n / (ms * 1e-3) / 1e9))
     end
     A, B, Bt, C, C0 = nil

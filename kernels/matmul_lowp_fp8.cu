@@ -17,7 +17,7 @@
 **
 **   culua_matmul_lowp_fp8_<a>_<b>_n<BN>s<S>[c2]
 **     (int M, int N, int K, float alpha, tensor map of A, tensor map of Bt, float beta,
-**      void *C, int ldc, int ctype, float *W, int sk, int sk_tiles, unsigned *counts)
+**      void *C, int ldc, int ctype)
 **     (c2: launched in clusters of two blocks that share B^T's tile; see lowp_fp8)
 **     C = alpha * A * B + beta * C, as matmul_lowp_sm90.cu's kernels (C's
 **     dtype a code of culua/matmul_lowp.cuh, C not read when beta == 0);
@@ -50,17 +50,6 @@
 ** b takes tiles b, b + grid, ..., the ring's turns running on from one tile to
 ** the next, so the producer fills the next tile's stages while the consumers
 ** write C.
-**
-** Stream-K, as matmul_lowp_sm90.cu's (culua/sm90.cuh's each_run, the last four
-** parameters culua/matmul_lowp.cuh's LowpSk): the first gridDim.x - sk blocks
-** take the first tiles - sk_tiles tiles as above, the last sk share the rest's
-** k-tiles, each its share downwards in k, and a tile's last contributor adds
-** the partial sums in W (2 x sk tiles of float32) and writes C. In clusters of
-** two, tiles, sk and sk_tiles count clusters (pairs of tiles): a cluster runs
-** each_run as one block of the pair's 256 x BN, so its blocks take the same
-** k-tiles and share B^T's as ever, and block r of the pair meets its
-** counterparts on its own tile, in its own 2 x sk slots of W (a second set
-** after the first) and count (counts interleaved: pair t's at 2t + r).
 **
 ** Sums: each wgmma adds into the float32 accumulators directly, as the
 ** mma.sync kernel and cuBLASLt's "fast accumulation" do (no promotion of
@@ -159,7 +148,7 @@ __device__ __forceinline__ void lowp_tma_load_mc (unsigned dst, const culua_tmap
 */
 template <int TA, int TB, int BN, int STAGES, int CL>
 __device__ __forceinline__ void lowp_fp8 (int M, int N, int K, float alpha, const culua_tmap &tmA, const culua_tmap &tmB,
-                                          float beta, void *C, int ldc, int ctype, const LowpSk &sk) {
+                                          float beta, void *C, int ldc, int ctype) {
   constexpr int BM = LOWP_FP8_BM, BK = LOWP_FP8_BK, R = BN / 2;   /* R: accumulators a consumer thread */
   static_assert(BM == 2 * 64 && (BN == 256 || BN == 128) && BK == 128, "two warpgroups of m64nBN, one 128-byte row of K");
   static_assert(LOWP_FP8_SHARED(BN, STAGES) <= 227 * 1024, "the ring fits a block's shared memory");
@@ -169,8 +158,8 @@ __device__ __forceinline__ void lowp_fp8 (int M, int N, int K, float alpha, cons
   ring.init(2 * CL);   /* a stage is free once the consumer warpgroups of the cluster have released it */
   const unsigned cr = CL > 1 ? lowp_cluster_rank() : 0;
   if (CL > 1) lowp_cluster_sync();
-  /* this block's runs: a cluster's, of CL tiles one above the other (a unit: CL * BM x BN),
-  ** the cluster's number and count in each_run's place of the block's */
+  /* this block's tiles: CL tiles one above the other a turn of the cluster's loop */
+  const int units = ((M + CL * BM - 1) / (CL * BM)) * ((N + BN - 1) / BN), KT = (K + BK - 1) / BK;
   const int first = blockIdx.x / CL, stride = gridDim.x / CL;
   if (threadIdx.x < 128) {
     /* (a cluster's producer spilled at 24 registers: 40, and the consumers 232) */
@@ -178,15 +167,17 @@ __device__ __forceinline__ void lowp_fp8 (int M, int N, int K, float alpha, cons
     else asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
     if (threadIdx.x == 0) {
       culua_dep_wait();   /* Bt is the kernel before's (a programmatic launch; else a no-op) */
-      each_run<CL * BM, BN, BK>(M, N, K, 1, sk.sk, [&] (const Run &r) {
-        const int m0 = r.m0 + cr * BM, n0 = r.n0;
-        ring.produce(r.q, r.KT, [&] (int s, int kt) {
-          const int k0 = (r.down ? r.k0 + r.KT - 1 - kt : r.k0 + kt) * BK;
-          tma_load(ring.abuf(s), &tmA, ring.full(s), k0, m0);
-          if (CL == 1) tma_load(ring.bbuf(s), &tmB, ring.full(s), k0, n0);
-          else lowp_tma_load_mc(ring.bbuf(s) + cr * (BN / 2) * BK, &tmB, ring.full(s), k0, n0 + cr * (BN / 2), 3);
+      int q = 0;
+      for (int t = first; t < units; t += stride, q += KT) {
+        int m0, n0;
+        tile_origin<CL * BM, BN>(M, N, t, m0, n0);
+        m0 += cr * BM;
+        ring.produce(q, KT, [&] (int s, int kt) {
+          tma_load(ring.abuf(s), &tmA, ring.full(s), kt * BK, m0);
+          if (CL == 1) tma_load(ring.bbuf(s), &tmB, ring.full(s), kt * BK, n0);
+          else lowp_tma_load_mc(ring.bbuf(s) + cr * (BN / 2) * BK, &tmB, ring.full(s), kt * BK, n0 + cr * (BN / 2), 3);
         });
-      }, sk.sk_tiles, first, stride);
+      }
     }
     if (CL > 1) {
       __syncwarp();
@@ -208,16 +199,16 @@ __device__ __forceinline__ void lowp_fp8 (int M, int N, int K, float alpha, cons
         for (unsigned r = 0; r < CL; r++) lowp_arrive_in(ring.empty(s), r);
     }
   };
-  /* stream-K: block cr of a cluster meets its counterparts in the other clusters (its tile's),
-  ** in its own set of W's slots, by its tile's count (units' counts interleaved) */
-  float *W = sk.W + (size_t)cr * 2 * sk.sk * R * 256;
-  each_run<CL * BM, BN, BK>(M, N, K, 1, sk.sk, [&] (const Run &r) {
-    const int m0 = r.m0 + cr * BM, n0 = r.n0;
+  int q = 0;
+  for (int t = first; t < units; t += stride, q += KT) {
+    int m0, n0;
+    tile_origin<CL * BM, BN>(M, N, t, m0, n0);
+    m0 += cr * BM;
 #pragma unroll
     for (int i = 0; i < R; i++) d[i] = 0.0f;
     int held = -1;   /* the stage whose wgmmas may still run */
-    for (int kt = 0; kt < r.KT; kt++) {
-      const int s = ring.wait(r.q + kt);
+    for (int kt = 0; kt < KT; kt++) {
+      const int s = ring.wait(q + kt);
       const unsigned as = ring.abuf(s) + arow, bs = ring.bbuf(s);
       asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
@@ -231,12 +222,11 @@ __device__ __forceinline__ void lowp_fp8 (int M, int N, int K, float alpha, cons
     }
     asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
     if (held >= 0) release(held);
-    if (r.n > 1 && !streamk_meet(d, W, sk.counts + r.t * CL + cr, r)) return;
-    const int row = m0 + wg * 64 + warp * 16 + g, c = n0 + 2 * t4;
-    if (ctype == CULUA_F32) lowp_ss_store<CULUA_F32, BN>(d, M, N, row, c, alpha, beta, C, ldc);
-    else if (ctype == CULUA_BF16) lowp_ss_store<CULUA_BF16, BN>(d, M, N, row, c, alpha, beta, C, ldc);
-    else lowp_ss_store<CULUA_F16, BN>(d, M, N, row, c, alpha, beta, C, ldc);
-  }, sk.sk_tiles, first, stride);
+    const int r = m0 + wg * 64 + warp * 16 + g, c = n0 + 2 * t4;
+    if (ctype == CULUA_F32) lowp_ss_store<CULUA_F32, BN>(d, M, N, r, c, alpha, beta, C, ldc);
+    else if (ctype == CULUA_BF16) lowp_ss_store<CULUA_BF16, BN>(d, M, N, r, c, alpha, beta, C, ldc);
+    else lowp_ss_store<CULUA_F16, BN>(d, M, N, r, c, alpha, beta, C, ldc);
+  }
   if (CL > 1) lowp_cluster_sync();
 }
 
@@ -244,12 +234,10 @@ __device__ __forceinline__ void lowp_fp8 (int M, int N, int K, float alpha, cons
 
 /* culua_matmul_lowp_fp8_<a>_<b>_n<BN>s<S>[c<CL>]: the catalog reads these lines (core.instances) */
 #define LOWP_FP8_PARAMS int M, int N, int K, float alpha, const __grid_constant__ culua_tmap tmA, \
-                        const __grid_constant__ culua_tmap tmB, float beta, void *C, int ldc, int ctype, \
-                        float *W, int sk, int sk_tiles, unsigned *counts
+                        const __grid_constant__ culua_tmap tmB, float beta, void *C, int ldc, int ctype
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define LOWP_FP8_BODY(a, b, BN, S, CL) \
-  { lowp_fp8<CULUA_##a, CULUA_##b, BN, S, CL>(M, N, K, alpha, tmA, tmB, beta, C, ldc, ctype, \
-                                              LowpSk{W, sk, sk_tiles, counts}); }
+  { lowp_fp8<CULUA_##a, CULUA_##b, BN, S, CL>(M, N, K, alpha, tmA, tmB, beta, C, ldc, ctype); }
 #else
 #define LOWP_FP8_BODY(a, b, BN, S, CL) { }
 #endif

@@ -11,25 +11,17 @@
 **   culua_matmul_lowp_wgmma_<f16|bf16>     ("rs": B^T from registers, 256 x 128 tiles)
 **   culua_matmul_lowp_wgmma_ss_<f16|bf16>  ("ss": both operands from shared memory, 128 x 256)
 **     (int M, int N, int K, float alpha, tensor map of A, tensor map of B, float beta,
-**      void *C, int ldc, int ctype, float *W, int sk, int sk_tiles, unsigned *counts)
+**      void *C, int ldc, int ctype)
 **
 ** C = alpha * A * B + beta * C, row-major, C's elements of ctype (culua/matmul_lowp.cuh's
 ** CULUA_F16, CULUA_BF16 or CULUA_F32), its rows ldc elements apart; C is not read
 ** when beta == 0. 384 threads, LOWP_SM90_SHARED (rs) or LOWP_SS_SHARED (ss) bytes
-** of dynamic shared memory. No split-K here. The ring counts in 4-byte words: a
-** k-tile of 64 elements of 16 bits is BK = 32 words of culua/sm90.cuh's Ring,
-** and K goes to it in words. The first gridDim.x - sk blocks take the first
-** tiles - sk_tiles tiles, persistent when the catalog launches fewer than
-** those (tune.lowp_persistent): block b takes tiles b, b + (gridDim.x - sk), ...
-** (lowp_tiles below), as matmul_lowp_fp8.cu's product does.
-**
-** Stream-K (sk > 0): the last sk blocks share the last sk_tiles tiles' k-tiles
-** (culua/sm90.cuh's each_run and streamk_meet, culua/matmul_lowp.cuh's LowpSk),
-** so that the tiles past the whole waves do not leave the last wave part
-** empty: at n = 4096 on an H100 the 512 tiles of either kernel are 3.88 waves
-** of 132, at 8192 the 2048 are 15.52. W holds 2 x sk tiles of float32 partial
-** sums, counts a count a stream-K tile, zero between launches (the kernel
-** leaves them so); sk = 0 (sk_tiles 0) is the kernel without it.
+** of dynamic shared memory. No split-K or stream-K here (a tile's sums go
+** straight to C). The ring counts in 4-byte words: a k-tile of 64 elements of
+** 16 bits is BK = 32 words of culua/sm90.cuh's Ring, and K goes to it in words.
+** The blocks are persistent when the catalog launches fewer than the tiles
+** (tune.lowp_persistent): block b takes tiles b, b + grid, ... (lowp_tiles
+** below), as matmul_lowp_fp8.cu's product does.
 **
 ** rs, as tf32 does, computes C^T = B^T A^T, so that both operands are K-major
 ** where wgmma reads them: A's 256 x 64 tile (128-byte rows, TMA's 128-byte
@@ -123,21 +115,16 @@ __device__ __forceinline__ void lowp_wgmma (float *d, const unsigned *a, unsigne
 ** stage's full barrier), warpgroups 1 and 2 the consumers (mma(ring, acc, q0,
 ** KT) adds the ring's turns q0 .. q0 + KT - 1 into a thread's R accumulators,
 ** releasing each stage on its empty barrier; store(acc, m0, n0) writes the
-** tile from registers to C). It is culua/sm90.cuh's pipeline without split-K,
-** its blocks' work each_run's with sk_tiles >= 0: the first gridDim.x - sk
-** blocks persistent, block b taking tiles b, b + (gridDim.x - sk), ... of the
-** first tiles - sk_tiles, its ring's turns running on from one tile to the
-** next (tile i's k-tiles are turns i * KT ..), so that the producer fills the
-** next tile's first stages as soon as the consumers release the last ones of
-** this tile, and the copies land while the consumers write C. A stage is
-** reused only through the ring's barriers, within a tile or across two, and C
-** is written from registers (no shared memory): nothing of tile t's epilogue
-** touches the ring of tile t + 1. A grid of one block a tile runs each block's
-** one tile from turn 0, as the pipeline did. The last sk blocks run
-** stream-K's runs (a tile's k-tiles k0 .. k0 + KT - 1, loaded downwards, on
-** from turn to turn as well); where a run is a part of its tile (r.n > 1) the
-** consumers meet the tile's other contributors (streamk_meet) and only the
-** last to come writes C.
+** tile from registers to C). It is culua/sm90.cuh's pipeline without split-K
+** and stream-K, and persistent: block b takes tiles b, b + gridDim.x, ...,
+** and its ring's turns run on from one tile to the next (tile i's k-tiles are
+** turns i * KT ..), so that the producer fills the next tile's first stages
+** as soon as the consumers release the last ones of this tile, and the copies
+** land while the consumers write C. A stage is reused only through the ring's
+** barriers, within a tile or across two, and C is written from registers (no
+** shared memory): nothing of tile t's epilogue touches the ring of tile t + 1.
+** A grid of one block a tile runs each block's one tile from turn 0, as the
+** pipeline did.
 **
 ** Tiles come in culua/sm90.cuh's tile_origin order: groups of 8 tile rows
 ** walk C's columns together, tile t + 1 below tile t within a group's column.
@@ -150,35 +137,38 @@ __device__ __forceinline__ void lowp_wgmma (float *d, const unsigned *a, unsigne
 ** unchanged.
 */
 template <int BM, int BN, int BKW, int STAGES, int R, class Load, class Mma, class Store>
-__device__ __forceinline__ void lowp_tiles (int M, int N, int K, const LowpSk &sk, Load load, Mma mma, Store store) {
+__device__ __forceinline__ void lowp_tiles (int M, int N, int K, Load load, Mma mma, Store store) {
   static_assert(R * 256 == BM * BN, "a consumer thread holds R of the tile's sums");
   extern __shared__ unsigned char lowp_smem[];
   const Ring<STAGES, BM * BKW * 4, BKW * BN * 4> ring(lowp_smem);
   ring.init(2);   /* a stage is free once both consumer warpgroups have released it */
+  const int tiles = ((M + BM - 1) / BM) * ((N + BN - 1) / BN), KT = (K + BKW - 1) / BKW;
   if (threadIdx.x < 128) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 24;");
     if (threadIdx.x == 0)
-      each_run<BM, BN, BKW>(M, N, K, 1, sk.sk, [&] (const Run &r) {
-        ring.produce(r.q, r.KT, [&] (int s, int kt) {
-          load(ring, s, r.down ? r.k0 + r.KT - 1 - kt : r.k0 + kt, r.m0, r.n0);
-        });
-      }, sk.sk_tiles);
+      for (int t = blockIdx.x, q = 0; t < tiles; t += gridDim.x, q += KT) {
+        int m0, n0;
+        tile_origin<BM, BN>(M, N, t, m0, n0);
+        ring.produce(q, KT, [&] (int s, int kt) { load(ring, s, kt, m0, n0); });
+      }
     return;
   }
   /* (the consumers take all the producer gives: 384 x 168 = 128 x 24 + 256 x 240) */
   asm volatile("setmaxnreg.inc.sync.aligned.u32 240;");
   float acc[R];
-  each_run<BM, BN, BKW>(M, N, K, 1, sk.sk, [&] (const Run &r) {
+  for (int t = blockIdx.x, q = 0; t < tiles; t += gridDim.x, q += KT) {
+    int m0, n0;
+    tile_origin<BM, BN>(M, N, t, m0, n0);
 #pragma unroll
     for (int i = 0; i < R; i++) acc[i] = 0.0f;
-    mma(ring, acc, r.q, r.KT);
-    if (r.n == 1 || streamk_meet(acc, sk.W, sk.counts + r.t, r)) store(acc, r.m0, r.n0);
-  }, sk.sk_tiles);
+    mma(ring, acc, q, KT);
+    store(acc, m0, n0);
+  }
 }
 
 template <int TA>
 __device__ __forceinline__ void lowp_sm90 (int M, int N, int K, float alpha, const culua_tmap &tmA, const culua_tmap &tmB,
-                                           float beta, void *C, int ldc, int ctype, const LowpSk &sk) {
+                                           float beta, void *C, int ldc, int ctype) {
   constexpr int BM = LOWP_SM90_BM, BN = LOWP_SM90_BN, BK = LOWP_SM90_BK, BKW = BK / 2;   /* BKW: in words */
   constexpr int PANEL = BK * 64 * 2;   /* B's tile: 64-column panels of BK rows of 128 bytes */
   static_assert(BM * BKW * 4 == BM * BK * 2 && BKW * BN * 4 == BK * BN * 2, "the ring's words hold the tiles");
@@ -186,7 +176,7 @@ __device__ __forceinline__ void lowp_sm90 (int M, int N, int K, float alpha, con
   const int r0 = wg * 64 + warp * 16 + g;    /* the tile column of fragment rows r0 and r0 + 8 */
   const int w0 = wg * 64 + warp * 16;        /* this warp's 16 columns of B's tile */
   const int ec = ctype == CULUA_F32 ? 4 : 2;
-  lowp_tiles<BM, BN, BKW, LOWP_SM90_STAGES, BM / 2>(M, N, (K + 1) / 2, sk, [&] (const auto &ring, int s, int kt, int m0, int n0) {
+  lowp_tiles<BM, BN, BKW, LOWP_SM90_STAGES, BM / 2>(M, N, (K + 1) / 2, [&] (const auto &ring, int s, int kt, int m0, int n0) {
     tma_load(ring.abuf(s), &tmA, ring.full(s), kt * BK, m0);
     for (int q = 0; q < BN / 64; q++)   /* B in 64-column panels: a swizzled row is 128 bytes */
       tma_load(ring.bbuf(s) + q * PANEL, &tmB, ring.full(s), n0 + 64 * q, kt * BK);
@@ -243,15 +233,13 @@ __device__ __forceinline__ void lowp_sm90 (int M, int N, int K, float alpha, con
 
 extern "C" __global__ void __launch_bounds__(384, 1)
 culua_matmul_lowp_wgmma_f16 (int M, int N, int K, float alpha, const __grid_constant__ culua_tmap tmA,
-                             const __grid_constant__ culua_tmap tmB, float beta, void *C, int ldc, int ctype,
-                             float *W, int sk, int sk_tiles, unsigned *counts)
-{ lowp_sm90<CULUA_F16>(M, N, K, alpha, tmA, tmB, beta, C, ldc, ctype, LowpSk{W, sk, sk_tiles, counts}); }
+                             const __grid_constant__ culua_tmap tmB, float beta, void *C, int ldc, int ctype)
+{ lowp_sm90<CULUA_F16>(M, N, K, alpha, tmA, tmB, beta, C, ldc, ctype); }
 
 extern "C" __global__ void __launch_bounds__(384, 1)
 culua_matmul_lowp_wgmma_bf16 (int M, int N, int K, float alpha, const __grid_constant__ culua_tmap tmA,
-                              const __grid_constant__ culua_tmap tmB, float beta, void *C, int ldc, int ctype,
-                              float *W, int sk, int sk_tiles, unsigned *counts)
-{ lowp_sm90<CULUA_BF16>(M, N, K, alpha, tmA, tmB, beta, C, ldc, ctype, LowpSk{W, sk, sk_tiles, counts}); }
+                              const __grid_constant__ culua_tmap tmB, float beta, void *C, int ldc, int ctype)
+{ lowp_sm90<CULUA_BF16>(M, N, K, alpha, tmA, tmB, beta, C, ldc, ctype); }
 
 /* {====================================================== ss: both operands from shared memory */
 
@@ -309,13 +297,13 @@ __device__ __forceinline__ void lowp_wgmma_ss (float *d, unsigned long long da, 
 
 template <int TA>
 __device__ __forceinline__ void lowp_ss (int M, int N, int K, float alpha, const culua_tmap &tmA, const culua_tmap &tmB,
-                                         float beta, void *C, int ldc, int ctype, const LowpSk &sk) {
+                                         float beta, void *C, int ldc, int ctype) {
   constexpr int BM = LOWP_SS_BM, BN = LOWP_SS_BN, BK = LOWP_SS_BK, BKW = BK / 2;   /* BKW: in words */
   constexpr int PANEL = BK * 64 * 2;   /* B's tile: 64-column panels of BK rows of 128 bytes */
   static_assert(BM * BKW * 4 == BM * BK * 2 && BKW * BN * 4 == BK * BN * 2, "the ring's words hold the tiles");
   static_assert(BM == 2 * 64 && BN == 256 && BK % 16 == 0, "two consumer warpgroups of m64n256, k16 steps");
   const int ct = threadIdx.x - 128, wg = ct >> 7, warp = (ct >> 5) & 3, lane = ct & 31, g = lane >> 2, t = lane & 3;
-  lowp_tiles<BM, BN, BKW, LOWP_SS_STAGES, BM * BN / 256>(M, N, (K + 1) / 2, sk, [&] (const auto &ring, int s, int kt, int m0, int n0) {
+  lowp_tiles<BM, BN, BKW, LOWP_SS_STAGES, BM * BN / 256>(M, N, (K + 1) / 2, [&] (const auto &ring, int s, int kt, int m0, int n0) {
     tma_load(ring.abuf(s), &tmA, ring.full(s), kt * BK, m0);
     for (int q = 0; q < BN / 64; q++)   /* B in 64-column panels: a swizzled row is 128 bytes */
       tma_load(ring.bbuf(s) + q * PANEL, &tmB, ring.full(s), n0 + 64 * q, kt * BK);
@@ -349,15 +337,13 @@ __device__ __forceinline__ void lowp_ss (int M, int N, int K, float alpha, const
 
 extern "C" __global__ void __launch_bounds__(384, 1)
 culua_matmul_lowp_wgmma_ss_f16 (int M, int N, int K, float alpha, const __grid_constant__ culua_tmap tmA,
-                                const __grid_constant__ culua_tmap tmB, float beta, void *C, int ldc, int ctype,
-                                float *W, int sk, int sk_tiles, unsigned *counts)
-{ lowp_ss<CULUA_F16>(M, N, K, alpha, tmA, tmB, beta, C, ldc, ctype, LowpSk{W, sk, sk_tiles, counts}); }
+                                const __grid_constant__ culua_tmap tmB, float beta, void *C, int ldc, int ctype)
+{ lowp_ss<CULUA_F16>(M, N, K, alpha, tmA, tmB, beta, C, ldc, ctype); }
 
 extern "C" __global__ void __launch_bounds__(384, 1)
 culua_matmul_lowp_wgmma_ss_bf16 (int M, int N, int K, float alpha, const __grid_constant__ culua_tmap tmA,
-                                 const __grid_constant__ culua_tmap tmB, float beta, void *C, int ldc, int ctype,
-                                 float *W, int sk, int sk_tiles, unsigned *counts)
-{ lowp_ss<CULUA_BF16>(M, N, K, alpha, tmA, tmB, beta, C, ldc, ctype, LowpSk{W, sk, sk_tiles, counts}); }
+                                 const __grid_constant__ culua_tmap tmB, float beta, void *C, int ldc, int ctype)
+{ lowp_ss<CULUA_BF16>(M, N, K, alpha, tmA, tmB, beta, C, ldc, ctype); }
 
 /* }====================================================== */
 

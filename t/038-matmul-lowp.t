@@ -45,9 +45,8 @@ end
 local entries90 = cuda._catalog.entries("matmul_lowp_sm90")
 for _, t in ipairs{"f16", "bf16", "ss_f16", "ss_bf16"} do
   local name = "culua_matmul_lowp_wgmma_" .. t
-  T.is_deeply(cuda.signature(entries90, name), {"u32", "u32", "u32", "f32", "b8[128]", "b8[128]", "f32", "u64", "u32", "u32",
-                                                "u64", "u32", "u32", "u64"},
-              name .. " is prebuilt (sm_90a): two tensor maps by value, then stream-K's W, sk, sk_tiles, counts")
+  T.is_deeply(cuda.signature(entries90, name), {"u32", "u32", "u32", "f32", "b8[128]", "b8[128]", "f32", "u64", "u32", "u32"},
+              name .. " is prebuilt (sm_90a): two tensor maps by value")
 end
 -- the transposes of kernels/matmul_transpose.cu (built for every device): fp8's B^T before its
 -- product on 9.0, and B from the B^T that transb gives, elements of 1, 2, 4 and 8 bytes
@@ -66,9 +65,8 @@ for _, pair in ipairs{"e4m3_e4m3", "e4m3_e5m2", "e5m2_e4m3", "e5m2_e5m2"} do
   T.is(p and p.default, "n256s4", pair .. ": built, 128 x 256 tiles and 4 stages by default")
   for _, tile in ipairs(p and p.names or {}) do
     local name = ("culua_matmul_lowp_fp8_%s_%s"):format(pair, tile)
-    T.is_deeply(cuda.signature(entries8, name), {"u32", "u32", "u32", "f32", "b8[128]", "b8[128]", "f32", "u64", "u32", "u32",
-                                                 "u64", "u32", "u32", "u64"},
-                name .. " is prebuilt (sm_90a): two tensor maps by value, then stream-K's W, sk, sk_tiles, counts")
+    T.is_deeply(cuda.signature(entries8, name), {"u32", "u32", "u32", "f32", "b8[128]", "b8[128]", "f32", "u64", "u32", "u32"},
+                name .. " is prebuilt (sm_90a): two tensor maps by value")
     local t = p.tiles[tile]
     T.ok(t.shared == t.stages * (n8.LOWP_FP8_BM + t.bn) * n8.LOWP_FP8_BK + 2 * t.stages * 8 + 1024 and t.shared <= 227 * 1024,
          name .. ": LOWP_FP8_SHARED, the ring and its barriers, within 227 KiB")
@@ -151,6 +149,7 @@ do
     {h100, e4, e4, f32, {scale_b = "2"}, "scale_b must be a number, got string", "scale_b a string"},
     {h100, f16, f16, f32, {variant = "tf32"}, "variant 'tf32' is for float32 and float64; float16 takes 'mma'", "a float32 variant"},
     {h100, bf16, bf16, f32, {splits = 2}, "splits is for float32 and float64, not bfloat16", "splits"},
+    {h100, e5, e4, f32, {streamk = true}, "streamk is for float32 and float64, not float8_e5m2", "streamk"},
     {h100, f16, f16, f32, {tma = 1}, "tma must be a boolean, got number", "tma a number"},
   } do
     T.error_like(function () check(c[1], c[2], c[3], c[4], c[5]) end, "cuda%.catalog%.matmul: " .. c[6], "refused: " .. c[7])
@@ -158,68 +157,33 @@ do
   T.lives_ok(function () check({name = "L4", major = 8, minor = 9}, e4, e5, bf16, {scale_a = 0.5, scale_b = 2}) end,
              "fp8 on compute capability 8.9, with scales")
   T.lives_ok(function () check(a100, bf16, bf16, f32, {variant = "mma"}) end, "bfloat16 on 8.0, variant 'mma'")
-  T.lives_ok(function () check(h100, e5, e4, f32, {streamk = true}) end, "streamk with fp8 (stream-K on 9.0)")
-  T.lives_ok(function () check(a100, f16, f16, f16, {streamk = 8}) end, "streamk with float16 on 8.0 (taken, as float32's there: no stream-K)")
 end
 
--- the grids of the 16-bit wgmma kernels (tune.lowp_persistent) and fp8's (tune.fp8_persistent),
--- with stream-K (opts.streamk) on bench/fakecuda.c, the driver with no device behind it (an H100
--- of 132 multiprocessors, 16 clusters of two at once), in a child culua; and the knobs'
--- refusals. ss and fp8's n256s4 tiles are 128 x 256, rs 256 x 128: 512 of either at n = 4096
--- (3.88 waves: by default stream-K over the last 116, after 3 waves of data-parallel tiles),
--- 2048 at 8192 (15.52: the last 68, after 15 waves); 8 waves are 1056. A launch reads
--- "kernel grid sk/sk_tiles" (sk blocks share the last sk_tiles tiles; fp8's clusters count
--- clusters: the grid is twice theirs)
+-- the grids of the 16-bit wgmma kernels (tune.lowp_persistent) on bench/fakecuda.c, the driver
+-- with no device behind it (an H100 of 132 multiprocessors), in a child culua; and the knob's
+-- refusals. ss tiles are 128 x 256, rs 256 x 128: 512 of either at n = 4096; 8 waves are 1056
 do
   local bad = "tune%.lowp_persistent must be a boolean or a block count, got "
-  local cases = {   -- dtype, m, n, k, tune.lowp_sm90 (fp8: fp8_tile), tune.lowp_persistent (fp8_persistent), opts.streamk, the launch, what
-    {"float16", 4096, 4096, 4096, "ss", nil, nil, "ss_f16 264 132/116", "512 tiles (under 8 waves): by default persistent, a block an SM, and stream-K over the last 116"},
-    {"float16", 4096, 4096, 4096, "ss", nil, false, "ss_f16 132 0/0", "streamk = false: persistent, a block an SM"},
-    {"bfloat16", 4096, 4096, 4096, "ss", true, nil, "ss_bf16 264 132/116", "true: a block an SM"},
-    {"bfloat16", 4096, 4096, 4096, "ss", true, false, "ss_bf16 132 0/0", "true, streamk = false"},
-    {"float16", 4096, 4096, 4096, "ss", false, nil, "ss_f16 528 132/116", "false: a block a tile of the 396 before stream-K's"},
-    {"float16", 4096, 4096, 4096, "ss", false, false, "ss_f16 512 0/0", "false, streamk = false: a block a tile"},
-    {"float16", 4096, 4096, 4096, "ss", 3, nil, "ss_f16 135 132/116", "3: three blocks"},
-    {"float16", 4096, 4096, 4096, "ss", 3, false, "ss_f16 3 0/0", "3, streamk = false"},
-    {"float16", 4096, 4096, 4096, "ss", 1000, nil, "ss_f16 528 132/116", "1000: no more blocks than tiles"},
-    {"float16", 4096, 4096, 4096, "ss", 1000, false, "ss_f16 512 0/0", "1000, streamk = false"},
-    {"float16", 4096, 4096, 4096, "ss", 128.0, nil, "ss_f16 260 132/116", "128.0, a float that is an integer"},
-    {"float16", 4096, 4096, 4096, "ss", nil, 66, "ss_f16 198 66/50", "streamk = 66: 66 blocks share the last 50 tiles"},
-    {"float16", 4096, 4096, 4096, "ss", nil, true, "ss_f16 264 132/116", "streamk = true"},
-    {"float16", 8192, 8192, 8192, "ss", nil, nil, "ss_f16 2112 132/68", "2048 tiles (past 8 waves): a block a tile, stream-K over the last 68"},
-    {"float16", 8192, 8192, 8192, "ss", nil, false, "ss_f16 2048 0/0", "2048 tiles, streamk = false"},
-    {"float16", 4224, 8192, 64, "ss", nil, nil, "ss_f16 132 0/0", "1056 tiles, 8 whole waves: by default persistent, no stream-K"},
-    {"float16", 4224, 8192, 64, "ss", nil, true, "ss_f16 132 0/0", "1056 tiles, streamk = true: none (whole waves)"},
-    {"float16", 4225, 8192, 64, "ss", nil, nil, "ss_f16 1056 132/164", "1088 tiles, past 8 waves: a block a tile; the last 32 tiles and a wave before them shared"},
-    {"float16", 4225, 8192, 64, "ss", nil, false, "ss_f16 1088 0/0", "1088 tiles, streamk = false"},
-    {"bfloat16", 4225, 8192, 64, "ss", true, nil, "ss_bf16 264 132/164", "1088 tiles, true"},
-    {"bfloat16", 4225, 8192, 64, "ss", 1000, nil, "ss_bf16 1056 132/164", "1088 tiles, 1000"},
-    {"float16", 1280, 2560, 512, "ss", nil, nil, "ss_f16 132 132/100", "100 tiles, under a wave: all shared by stream-K (no data-parallel block)"},
-    {"float16", 1280, 2560, 512, "ss", nil, false, "ss_f16 100 0/0", "100 tiles, streamk = false"},
-    {"float16", 2048, 2048, 512, "ss", nil, nil, "ss_f16 128 0/0", "128 tiles: stream-K would save under a tenth of the wave: none"},
-    {"float16", 16640, 7936, 64, "ss", nil, nil, "ss_f16 4030 0/0", "4030 tiles, 30.5 waves: stream-K would save under 2%: none"},
-    {"float16", 16640, 7936, 64, "ss", nil, true, "ss_f16 4092 132/70", "4030 tiles, streamk = true: the last 70 shared"},
-    {"float16", 300, 520, 200, "ss", nil, nil, "ss_f16 9 0/0", "9 tiles: 9 blocks"},
-    {"float16", 300, 520, 200, "ss", nil, 4, "ss_f16 8 4/5", "9 tiles, streamk = 4: 4 blocks share the last tile and the 4 before it"},
-    {"bfloat16", 300, 520, 200, "ss", 3, nil, "ss_bf16 3 0/0", "9 tiles, 3"},
-    {"float16", 4096, 4096, 4096, "rs", nil, nil, "f16 264 132/116", "rs: persistent and stream-K too"},
-    {"float16", 4096, 4096, 4096, "rs", nil, false, "f16 132 0/0", "rs, streamk = false"},
-    {"bfloat16", 4096, 4096, 4096, "rs", false, nil, "bf16 528 132/116", "rs, false"},
-    {"float16", 300, 520, 200, "rs", 3, nil, "f16 3 0/0", "rs, 3 (10 tiles)"},
-    {"float8_e4m3", 4096, 4096, 4096, nil, nil, nil, "e4m3_e4m3_n256s4 264 132/116", "fp8, 512 tiles: as ss"},
-    {"float8_e4m3", 4096, 4096, 4096, nil, nil, false, "e4m3_e4m3_n256s4 132 0/0", "fp8, streamk = false"},
-    {"float8_e4m3", 8192, 8192, 8192, nil, nil, nil, "e4m3_e4m3_n256s4 2112 132/68", "fp8, 2048 tiles: a block a tile, stream-K over the last 68"},
-    {"float8_e4m3", 8192, 8192, 8192, nil, nil, false, "e4m3_e4m3_n256s4 2048 0/0", "fp8, 2048 tiles, streamk = false"},
-    {"float8_e4m3", 4096, 4096, 4096, "n128s4", nil, nil, "e4m3_e4m3_n128s4 264 132/100", "fp8 n128s4: 1024 tiles, 7.76 waves: stream-K over the last 100"},
-    {"float8_e4m3", 4352, 4352, 512, "n256s4c2", nil, nil, "e4m3_e4m3_n256s4c2 64 16/17", "fp8 in clusters: 289 pairs of tiles, 16 clusters at once: 16 persistent, 16 share the last 17"},
-    {"float8_e4m3", 4352, 4352, 512, "n256s4c2", nil, false, "e4m3_e4m3_n256s4c2 32 0/0", "fp8 in clusters, streamk = false"},
-    {"float8_e4m3", 4352, 4352, 512, "n256s4c2", nil, 20, "e4m3_e4m3_n256s4c2 52 10/9", "fp8 in clusters, streamk = 20 blocks: 10 clusters share the last 9 pairs"},
-    {"float16", 300, 520, 200, "ss", 0, nil, bad .. "0", "0 refused"},
-    {"float16", 300, 520, 200, "ss", -2, nil, bad .. "%-2", "-2 refused"},
-    {"bfloat16", 300, 520, 200, "rs", 2.5, nil, bad .. "2%.5", "2.5 refused"},
-    {"float16", 300, 520, 200, "ss", "yes", nil, bad .. "yes", "'yes' refused"},
-    {"float16", 300, 520, 200, "ss", nil, 0, "streamk must be a boolean or a block count 1%.%.1024, got 0", "streamk = 0 refused"},
-    {"float8_e4m3", 300, 528, 256, nil, nil, 1025, "streamk must be a boolean or a block count 1%.%.1024, got 1025", "fp8, streamk = 1025 refused"},
+  local cases = {   -- dtype, m, n, k, tune.lowp_sm90, tune.lowp_persistent, the launch, what
+    {"float16", 4096, 4096, 4096, "ss", nil, "ss_f16 132", "512 tiles (under 8 waves): by default persistent, a block an SM"},
+    {"bfloat16", 4096, 4096, 4096, "ss", true, "ss_bf16 132", "true: a block an SM"},
+    {"float16", 4096, 4096, 4096, "ss", false, "ss_f16 512", "false: a block a tile"},
+    {"float16", 4096, 4096, 4096, "ss", 3, "ss_f16 3", "3: three blocks"},
+    {"float16", 4096, 4096, 4096, "ss", 1000, "ss_f16 512", "1000: no more blocks than tiles"},
+    {"float16", 4096, 4096, 4096, "ss", 128.0, "ss_f16 128", "128.0, a float that is an integer"},
+    {"float16", 4224, 8192, 64, "ss", nil, "ss_f16 132", "1056 tiles, 8 waves: by default persistent"},
+    {"float16", 4225, 8192, 64, "ss", nil, "ss_f16 1088", "1088 tiles, past 8 waves: by default a block a tile"},
+    {"bfloat16", 4225, 8192, 64, "ss", true, "ss_bf16 132", "1088 tiles, true"},
+    {"bfloat16", 4225, 8192, 64, "ss", 1000, "ss_bf16 1000", "1088 tiles, 1000"},
+    {"float16", 300, 520, 200, "ss", nil, "ss_f16 9", "9 tiles: 9 blocks"},
+    {"bfloat16", 300, 520, 200, "ss", 3, "ss_bf16 3", "9 tiles, 3"},
+    {"float16", 4096, 4096, 4096, "rs", nil, "f16 132", "rs: persistent too"},
+    {"bfloat16", 4096, 4096, 4096, "rs", false, "bf16 512", "rs, false"},
+    {"float16", 300, 520, 200, "rs", 3, "f16 3", "rs, 3 (10 tiles)"},
+    {"float16", 300, 520, 200, "ss", 0, bad .. "0", "0 refused"},
+    {"float16", 300, 520, 200, "ss", -2, bad .. "%-2", "-2 refused"},
+    {"bfloat16", 300, 520, 200, "rs", 2.5, bad .. "2%.5", "2.5 refused"},
+    {"float16", 300, 520, 200, "ss", "yes", bad .. "yes", "'yes' refused"},
   }
   local code = {[[
 local cuda = require "cuda"
@@ -227,35 +191,30 @@ local mmod = require "culua.catalog.matmul"
 local methods = debug.getregistry()["cuda.kernel"].methods
 local launch, seen = methods.launch, nil
 methods.launch = function (k, c, ...)
-  local wg = k.name:match("^culua_matmul_lowp_wgmma_(.*)") or k.name:match("^culua_matmul_lowp_fp8_(.*)")
-  if wg and seen then seen[#seen + 1] = ("%s %s %s/%s"):format(wg, tostring(c.grid), select(12, ...), select(13, ...)) end
+  local wg = k.name:match("^culua_matmul_lowp_wgmma_(.*)")
+  if wg and seen then seen[#seen + 1] = wg .. " " .. tostring(c.grid) end
   return launch(k, c, ...)
 end
-local function case(i, dt, m, n, k, which, pers, sk)
-  local fp8 = dt:find("float8") ~= nil
-  if fp8 then mmod.tune.fp8_tile, mmod.tune.fp8_persistent = which, pers
-  else mmod.tune.lowp_sm90, mmod.tune.lowp_persistent = which, pers end
-  local A, B, C = cuda.array(dt, {m, k}), cuda.array(dt, {k, n}), cuda.array(fp8 and "bfloat16" or dt, {m, n})
+local function case(i, dt, m, n, k, which, pers)
+  mmod.tune.lowp_sm90, mmod.tune.lowp_persistent = which, pers
+  local A, B, C = cuda.array(dt, {m, k}), cuda.array(dt, {k, n}), cuda.array(dt, {m, n})
   seen = {}
-  local ok, err = pcall(cuda.catalog.matmul, A, B, C, {streamk = sk})
+  local ok, err = pcall(cuda.catalog.matmul, A, B, C)
   print(("case %d: %s"):format(i, ok and table.concat(seen, "; ") or tostring(err)))
-  mmod.tune.lowp_sm90, mmod.tune.lowp_persistent, mmod.tune.fp8_tile, mmod.tune.fp8_persistent, seen = nil, nil, nil, nil, nil
+  mmod.tune.lowp_sm90, mmod.tune.lowp_persistent, seen = nil, nil, nil
 end
 ]]}
   for i, c in ipairs(cases) do
-    code[#code + 1] = ("case(%d, %q, %d, %d, %d, %s, %s, %s)\n"):format(i, c[1], c[2], c[3], c[4], c[5] and ("%q"):format(c[5]) or "nil",
-                                                                    type(c[6]) == "string" and ("%q"):format(c[6]) or tostring(c[6]),
-                                                                    tostring(c[7]))
+    code[#code + 1] = ("case(%d, %q, %d, %d, %d, %q, %q)\n"):format(i, c[1], c[2], c[3], c[4], c[5], c[6])
   end
   local got, skip = T.fake_cases(table.concat(code))
   if not got then
     T.skip(skip, #cases)
   else
     for i, c in ipairs(cases) do
-      local want = c[8]:find("must be") and "cuda%.catalog%.matmul: " .. c[8] or "^" .. c[8]:gsub("%-", "%%-") .. "$"
-      T.like(got(i), want, ("fake H100: %s %dx%dx%d, %s %s, %s %s, streamk %s: %s"):format(
-             c[1], c[2], c[4], c[3], c[1]:find("float8") and "fp8_tile" or "lowp_sm90", tostring(c[5]),
-             c[1]:find("float8") and "fp8_persistent" or "lowp_persistent", tostring(c[6]), tostring(c[7]), c[9]))
+      local want = c[7]:find("must be") and "cuda%.catalog%.matmul: " .. c[7] or "^" .. c[7]:gsub("%-", "%%-") .. "$"
+      T.like(got(i), want, ("fake H100: %s %dx%dx%d, tune.lowp_sm90 %s, lowp_persistent %s: %s"):format(
+             c[1], c[2], c[4], c[3], c[5], tostring(c[6]), c[8]))
     end
   end
 end
@@ -558,135 +517,6 @@ T.gpu_part(function ()
       ::next_config::
     end
     mmod.tune.lowp_sm90, mmod.tune.lowp_persistent = nil, nil
-  end
-
-  -- stream-K on 9.0 (culua/sm90.cuh's each_run; opts.streamk a count of blocks, fp8's clusters
-  -- taking two a cluster): odd shapes whose last tiles are shared by blocks of 2-3 contributors
-  -- a tile (16-bit: 777 x 517 x 331, 6 k-tiles a tile, ss's 21 tiles and rs's 20; fp8: 301 x
-  -- 528 x 1040, 9 k-tiles, 9 tiles of 128 x 256, 15 of n128s4, 6 pairs in clusters), after
-  -- the data-parallel tiles in persistent blocks (by default, or 3: tune.*_persistent) or a
-  -- block a tile (false), or all tiles shared (no data-parallel block); C of every dtype,
-  -- beta 0 over NaN, then beta != 0 three times over the same C, bit for bit the same each
-  -- time (the counts back at zero, the sums in an order that does not depend on who comes
-  -- last); and two streams at once (each its own partial sums and counts)
-  if cc == 90 then
-    local function bits(C, dt, m, n) return C:copy_to(cuda.host_array(dt, {m, n})):bytes() end
-    local s1, s2 = cuda.stream(), cuda.stream()
-    -- one case: the call with opts (and the tune fields set), checked as above
-    local function streamk_case(tag, A, B, C, hC, dc, m, n, tol, R, R2, opts, sk2)
-      C:fill(0 / 0)
-      opts.alpha, opts.beta = 1.5, nil
-      mm(A, B, C, opts)
-      local _, _, rel = cuda.compare(C, R)
-      T.ok(rel <= tol, ("%s: beta 0 over NaN, error %.2e (<= %.1e)"):format(tag, rel, tol))
-      opts.alpha, opts.beta = -1, 0.75
-      local first, same = nil, true
-      for _ = 1, 3 do
-        C:copy_from(hC)
-        mm(A, B, C, opts)
-        local b = bits(C, dc, m, n)
-        first = first or b
-        same = same and b == first
-      end
-      _, _, rel = cuda.compare(C, R2)
-      T.ok(rel <= tol and same, ("%s: beta 0.75, error %.2e, three calls bit for bit the same: %s"):format(tag, rel, tostring(same)))
-      -- two streams at once, the second with sk2 blocks
-      local C2 = cuda.array(dc, {m, n}):copy_from(hC)
-      C:copy_from(hC)
-      local o1, o2 = {}, {}
-      for key, v in pairs(opts) do o1[key], o2[key] = v, v end
-      o1.stream, o2.stream, o2.streamk = s1, s2, sk2
-      mm(A, B, C, o1)
-      mm(A, B, C2, o2)
-      s1:synchronize(); s2:synchronize()
-      local _, _, rel1 = cuda.compare(C, R2)
-      local _, _, rel2 = cuda.compare(C2, R2)
-      T.ok(rel1 <= tol and rel2 <= tol and bits(C, dc, m, n) == first,
-           ("%s: on two streams at once (the other streamk = %s), errors %.2e, %.2e"):format(tag, tostring(sk2), rel1, rel2))
-    end
-
-    -- 16-bit: kernel, tune.lowp_persistent, streamk, the other stream's streamk, what
-    local m, n, k, lda, ldb = 777, 517, 331, 336, 520
-    local runs = {
-      {"ss", nil, 8, 16, "8 blocks share the last 5 tiles after 16 on persistent blocks"},
-      {"ss", 3, 8, 5, "the first 16 tiles on 3 persistent blocks, 8 share the last 5"},
-      {"ss", false, 5, 8, "5 blocks share the last 6, after a block a tile"},
-      {"ss", nil, 16, 8, "16 blocks share all 21 tiles"},
-      {"rs", nil, 8, 16, "8 blocks share the last 4 tiles, 2 a tile"},
-      {"rs", 3, 6, 8, "3 persistent blocks, 6 share the last 8"},
-      {"rs", nil, 16, 6, "16 blocks share all 20 tiles"},
-    }
-    for ci, cfg in ipairs(configs) do
-      local da, dc = cfg[1], cfg[3]
-      if da:find("float8") then goto next16 end
-      do
-        local hA = cuda.host_array(da, {m, k}):random(70 + ci, -1, 1)
-        local hB = cuda.host_array(da, {k, n}):random(80 + ci, -1, 1)
-        local hC = cuda.host_array(dc, {m, n}):random(90 + ci, -1, 1)
-        local R = cuda.host_array("float64", {m, n})
-        ref(hA, hB, R, 1.5)
-        local R2 = cuda.host_array("float64", {m, n}):copy_from(hC:totable())
-        ref(hA, hB, R2, -1, 0.75)
-        local bigA, bigB = cuda.host_array(da, m * lda):fill(5), cuda.host_array(da, k * ldb):fill(5)
-        for i = 0, m - 1 do for j = 1, k do bigA[i * lda + j] = hA[i * k + j] end end
-        for i = 0, k - 1 do for j = 1, n do bigB[i * ldb + j] = hB[i * n + j] end end
-        local dA, dB = cuda.array(da, m * lda):copy_from(bigA), cuda.array(da, k * ldb):copy_from(bigB)
-        local vA, vB = dA:view(1, (m - 1) * lda + k), dB:view(1, (k - 1) * ldb + n)
-        local Cd = cuda.array(dc, {m, n})
-        for _, r in ipairs(runs) do
-          mmod.tune.lowp_sm90, mmod.tune.lowp_persistent = r[1], r[2]
-          local tag = ("%s -> %s, %dx%dx%d, wgmma %s%s, streamk %d (%s)"):format(da, dc, m, k, n, r[1],
-                      r[2] == false and " a block a tile" or r[2] and " in " .. r[2] .. " persistent blocks" or "", r[3], r[5])
-          streamk_case(tag, vA, vB, Cd, hC, dc, m, n, tolerance(da, dc, k), R, R2,
-                       {m = m, n = n, k = k, lda = lda, ldb = ldb, streamk = r[3]}, r[4])
-        end
-      end
-      ::next16::
-    end
-    mmod.tune.lowp_sm90, mmod.tune.lowp_persistent = nil, nil
-
-    -- fp8 (e4m3 x e4m3, and e5m2 x e4m3 into float32): tune.fp8_tile, fp8_persistent, streamk,
-    -- the other stream's, what; B row-major (transposed first, a programmatic launch) and B^T given
-    local m8, n8, k8 = 301, 528, 1040
-    local runs8 = {
-      {nil, nil, 4, 12, "4 blocks share the last 5 tiles"},
-      {nil, false, 4, 12, "a block a tile, then 4 share the last 5"},
-      {nil, nil, 12, 4, "12 blocks share all 9 tiles"},
-      {"n128s4", nil, 7, 12, "n128s4: 7 blocks share the last 8 of 15 tiles"},
-      {"n256s4c2", nil, 8, 16, "clusters: 4 share the last 2 pairs"},
-      {"n256s4c2", false, 8, 16, "clusters, a cluster a pair, then 4 share the last 2"},
-      {"n256s4c2", nil, 16, 8, "clusters: 8 share all 6 pairs"},
-    }
-    for _, cfg in ipairs{{"float8_e4m3", "float8_e4m3", "bfloat16"}, {"float8_e4m3", "float8_e4m3", "float16"},
-                         {"float8_e4m3", "float8_e4m3", "float32"}, {"float8_e5m2", "float8_e4m3", "float32"}} do
-      local da, db, dc = cfg[1], cfg[2], cfg[3]
-      local hA = cuda.host_array(da, {m8, k8}):random(31, -1, 1)
-      local hB = cuda.host_array(db, {k8, n8}):random(32, -1, 1)
-      local hC = cuda.host_array(dc, {m8, n8}):random(33, -1, 1)
-      local R = cuda.host_array("float64", {m8, n8})
-      ref(hA, hB, R, 1.5, 0, 0.25, 2)
-      local R2 = cuda.host_array("float64", {m8, n8}):copy_from(hC:totable())
-      ref(hA, hB, R2, -1, 0.75, 0.25, 2)
-      local A, B = cuda.array(da, {m8, k8}):copy_from(hA), cuda.array(db, {k8, n8}):copy_from(hB)
-      local Bt = cuda.array(db, {n8, k8}):copy_from(transposed(hB))
-      local Cd = cuda.array(dc, {m8, n8})
-      for ri, r in ipairs(runs8) do
-        if da ~= "float8_e4m3" or db ~= "float8_e4m3" then
-          if r[1] then goto next8 end   -- (the other pairs have the default tile alone)
-        end
-        mmod.tune.fp8_tile, mmod.tune.fp8_persistent = r[1], r[2]
-        for _, bt in ipairs{false, true} do
-          local tag = ("%s x %s -> %s, %dx%dx%d%s, %s%s, streamk %d (%s)"):format(da, db, dc, m8, k8, n8, bt and ", transb" or "",
-                      r[1] or "n256s4", r[2] == false and " a block a tile" or "", r[3], r[5])
-          streamk_case(tag, A, bt and Bt or B, Cd, hC, dc, m8, n8, tolerance(da, dc, k8), R, R2,
-                       {scale_a = 0.25, scale_b = 2, streamk = r[3], transb = bt or nil}, r[4])
-        end
-        ::next8::
-      end
-      A, B, Bt, Cd = nil
-    end
-    mmod.tune.fp8_tile, mmod.tune.fp8_persistent = nil, nil
-    s1, s2 = nil
   end
 
   -- a kernel name the knob does not know

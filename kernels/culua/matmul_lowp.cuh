@@ -89,19 +89,6 @@ __device__ __forceinline__ unsigned long long lowp_desc_k128 (unsigned addr) {
 }
 
 /*
-** Stream-K, as the wgmma kernels take it (their last four parameters): sk
-** blocks (0: none) share the last sk_tiles tiles' k-tiles (culua/sm90.cuh's
-** each_run); W holds their partial sums, 2 x sk tiles' (clusters of two: a
-** set for each block of the pair), counts a count a stream-K tile (a pair's:
-** two), zero between launches.
-*/
-struct LowpSk {
-  float *W;
-  int sk, sk_tiles;
-  unsigned *counts;
-};
-
-/*
 ** A consumer thread's part of C's tile, C's dtype TC: accumulator 4j + q is C's
 ** row r (+8 for q >= 2), column c + 8j (+1 for odd q), so each is one of a pair
 ** of neighbours in a row, written at once (4 or 8 bytes) where the pair is

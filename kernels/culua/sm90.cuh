@@ -1,8 +1,7 @@
 /*
 ** culua/sm90.cuh
 ** The skeleton of culua's Hopper matmul kernels (matmul_sm90.cu and
-** matmul_sm90_fast.cu; matmul_lowp_sm90.cu and matmul_lowp_fp8.cu take its
-** ring, each_run and streamk_meet): a ring of k-tiles in shared memory that one producer
+** matmul_sm90_fast.cu): a ring of k-tiles in shared memory that one producer
 ** warpgroup fills with TMA copies, guarded by full and empty mbarriers, for
 ** two consumer warpgroups that compute. The mbarriers replace
 ** __syncthreads, so consumers drift apart and keep the math units busy while
@@ -280,9 +279,6 @@ __device__ __forceinline__ bool streamk_meet (T (&acc)[R], T *P, unsigned *count
 ** remaining tiles by stream-K. With sk_tiles >= 0 (and splits 1) the dp blocks
 ** are persistent instead: block b takes tiles b, b + dp, ... of the first
 ** tiles - sk_tiles, its ring's turns running on from one tile to the next.
-** A block is blockIdx.x of gridDim.x, unless `block` and `grid` (>= 0) say
-** otherwise: matmul_lowp_fp8.cu's clusters of two run as one block of a
-** tile twice as tall (its tile_origin), cluster blockIdx.x / 2 of gridDim.x / 2.
 */
 struct Run {
   int m0, n0;      /* the tile's origin in C */
@@ -296,18 +292,16 @@ struct Run {
 
 /* calls f(run) for each of this block's runs of k-tiles, in order */
 template <int BM, int BN, int BK, class F>
-__device__ __forceinline__ void each_run (int M, int N, int K, int splits, int sk, F f, int sk_tiles = -1,
-                                          int block = -1, int grid = -1) {
+__device__ __forceinline__ void each_run (int M, int N, int K, int splits, int sk, F f, int sk_tiles = -1) {
   const int tiles = ((M + BM - 1) / BM) * ((N + BN - 1) / BN), all = (K + BK - 1) / BK;
-  const unsigned bx = block < 0 ? blockIdx.x : (unsigned)block, gx = grid < 0 ? gridDim.x : (unsigned)grid;
-  const int dp = gx - sk, dp_tiles = sk_tiles < 0 ? dp : tiles - sk_tiles;
+  const int dp = gridDim.x - sk, dp_tiles = sk_tiles < 0 ? dp : tiles - sk_tiles;
   Run r;
-  if (bx < dp) {   /* a tile, or a split of one (possibly no k-tiles); persistent: tiles */
+  if (blockIdx.x < dp) {   /* a tile, or a split of one (possibly no k-tiles); persistent: tiles */
     const int per = (all + splits - 1) / splits;
-    r.split = sk_tiles < 0 ? bx / tiles : 0;
+    r.split = sk_tiles < 0 ? blockIdx.x / tiles : 0;
     r.q = 0, r.k0 = r.split * per, r.KT = max(0, min(all, r.k0 + per) - r.k0), r.down = 0;
     r.t = r.c0 = 0, r.n = 1;
-    for (int b = bx; b < (sk_tiles < 0 ? bx + 1 : dp_tiles); b += dp, r.q += r.KT) {
+    for (int b = blockIdx.x; b < (sk_tiles < 0 ? blockIdx.x + 1 : dp_tiles); b += dp, r.q += r.KT) {
       tile_origin<BM, BN>(M, N, b % tiles, r.m0, r.n0);
       f(r);
     }
@@ -315,7 +309,7 @@ __device__ __forceinline__ void each_run (int M, int N, int K, int splits, int s
   }
   /* stream-K: block j's share [begin(j), begin(j + 1)) of tiles dp_tiles .. tiles - 1, end to end */
   const Streamk &sks = r.sks = Streamk{(long long)(tiles - dp_tiles) * all, all, sk};
-  const long long end = sks.begin((r.j = bx - dp) + 1);
+  const long long end = sks.begin((r.j = blockIdx.x - dp) + 1);
   r.split = 0, r.q = 0, r.down = 1;
   for (long long it = sks.begin(r.j); it < end; it += r.KT, r.q += r.KT) {
     r.t = (int)(it / all), r.k0 = (int)(it - (long long)r.t * all);

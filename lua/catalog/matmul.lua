@@ -104,20 +104,16 @@ end
 -- block has half a tile's work to two. Returns the stream-K blocks (0: none) and tiles.
 -- opts.streamk: false (none), true (sk = the multiprocessors), a count of blocks, or nil: by
 -- the share of the waves it saves, at least plan.streamk[1] beyond a wave and
--- plan.streamk[2] under one (nil: never). Where a kernel's unit of work is a cluster of
--- `unit` blocks (fp8's clusters of two), tiles, sk and the wave (`wave`: the units that fit
--- at once) count clusters, and a count of blocks is unit blocks a cluster. float64's
--- (matmul_dmma_tma below) and the low-precision kernels' (matmul_lowp.lua, given this
--- function by L.use) take it too. Measured on an H100 (bench/RESULTS.md):
+-- plan.streamk[2] under one (nil: never). Measured on an H100 (bench/RESULTS.md):
 -- - fast gains wherever it saves (0.80x -> 0.95-0.98x cuBLAS at n = 2560, 0.91x -> 1.06x at
 --   3072, split-K's 0.75x -> 1.00x at 1536, +0.5% at 4096 and 8192), except under a wave
 --   when it saves little: at 2048, 128 tiles, it lost 1%;
 -- - tf32 runs its stream-K tiles slower (its 4-stage ring waits on memory when the blocks
 --   read apart): it gains where it saves a tenth or more (2560, 3072), not where the
 --   remainder is 3% of the waves (4096 and over), and under a wave it did not gain.
-local function sm90_streamk(plan, dev, tiles, opts, wave, unit)
+local function sm90_streamk(plan, dev, tiles, opts)
   if opts.streamk == false then return 0, 0 end
-  local sk = math.type(opts.streamk) == "integer" and math.max(1, opts.streamk // (unit or 1)) or wave or sm_count(dev)
+  local sk = math.type(opts.streamk) == "integer" and opts.streamk or sm_count(dev)
   local r = tiles % sk
   if r == 0 or (tiles < sk and r < sk / 2) then return 0, 0 end
   if opts.streamk == nil then
@@ -309,7 +305,7 @@ local matmul_options = {"variant", "alpha", "beta", "unroll", "tile", "block", "
                         "lda", "ldb", "ldc", "stream", "tma", "splits", "streamk", "scale_a", "scale_b", "transb"}
 
 -- low precision: float16, bfloat16 and fp8 on tensor cores (matmul_lowp.lua)
-local L = require("culua.catalog.matmul_lowp").use(M.tune, sm90_streamk)
+local L = require("culua.catalog.matmul_lowp").use(M.tune)
 M._fp8_plans = L.fp8_plans   -- (the tests and the bench read the tiles built)
 
 
@@ -367,8 +363,8 @@ end
 --         from row to row: A, B, C blocks of larger matrices), stream, tma (false: not the
 --         sm_90a kernels),
 --         splits (1..64: split-K on the sm_90a kernels; by default chosen by size),
---         streamk (false, true or a count of blocks: stream-K on the sm_90a kernels, float64's
---         and the low-precision ones too; by default chosen by size), scale_a, scale_b (fp8 A and B: alpha * scale_a * scale_b * A*B),
+--         streamk (false, true or a count of blocks: stream-K on the sm_90a kernels, float64's too; by default
+--         chosen by size), scale_a, scale_b (fp8 A and B: alpha * scale_a * scale_b * A*B),
 --         transb (true: B is given as B^T, N x K, rows ldb apart)
 --   float16, bfloat16 and fp8 A and B: kernels/matmul_lowp.cu (matmul_lowp.lua's L.check)
 function M.matmul(A, B, Cm, opts)
@@ -410,10 +406,6 @@ function M.matmul(A, B, Cm, opts)
     if k2 ~= k then fail(fname, "A is %dx%d but B is %dx%d: inner dimensions differ", m, k, k2, n) end
   end
   local _, _, ldc = operand(fname, "C", Cm, m, n, opts.ldc, "ldc", "m", "n")
-  if opts.streamk ~= nil and type(opts.streamk) ~= "boolean"
-     and (math.type(opts.streamk) ~= "integer" or opts.streamk < 1 or opts.streamk > 1024) then
-    fail(fname, "streamk must be a boolean or a block count 1..1024, got %s", tostring(opts.streamk))
-  end
   if lowp then
     L.check(fname, dev, A, B, Cm, opts)
     for _, o in ipairs{"alpha", "beta"} do
@@ -444,6 +436,10 @@ function M.matmul(A, B, Cm, opts)
   core.flag(fname, opts, "tma")
   if opts.splits ~= nil and (math.type(opts.splits) ~= "integer" or opts.splits < 1 or opts.splits > 64) then
     fail(fname, "splits must be an integer 1..64, got %s", tostring(opts.splits))
+  end
+  if opts.streamk ~= nil and type(opts.streamk) ~= "boolean"
+     and (math.type(opts.streamk) ~= "integer" or opts.streamk < 1 or opts.streamk > 1024) then
+    fail(fname, "streamk must be a boolean or a block count 1..1024, got %s", tostring(opts.streamk))
   end
   if opts.streamk and opts.splits and opts.splits > 1 then
     fail(fname, "streamk and splits > 1 exclude each other (splits %d)", opts.splits)
@@ -492,7 +488,7 @@ M.info = {
   knobs = {unroll = unrolls, tile = {8, 16, 32}, block = "naive: square side 1..32", threads = "row/column: 1..1024",
            tma = "fast and tf32 (float32) on compute capability 9.0: false keeps the kernels of other devices; fast takes them from k = 2048 or under two waves of tiles (true: always)",
            splits = "with tma: blocks a tile of C, each over a share of K (split-K); chosen by size when not given",
-           streamk = "with tma (float32, float64's dmma, float16, bfloat16 and fp8 on compute capability 9.0): false, true or a block count: blocks share the last tiles' k-tiles equally (stream-K); chosen by size when not given",
+           streamk = "with tma (and float64's TMA kernel on 9.0): false, true or a block count: blocks share the last tiles' k-tiles equally (stream-K); chosen by size when not given",
            lda = "elements from one row of A to the next (k when packed); with m and k: A a block of a larger matrix",
            ldb = "elements from one row of B to the next (n when packed); with k and n",
            ldc = "elements from one row of C to the next (n when packed); with m and n",

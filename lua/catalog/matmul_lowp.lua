@@ -2,19 +2,17 @@
 -- fp8 on tensor cores: mma.sync (kernels/matmul_lowp.cu, compute capability 8.0 on), wgmma
 -- fed by TMA on 9.0 (kernels/matmul_lowp_sm90.cu; fp8: kernels/matmul_lowp_fp8.cu, after a
 -- transpose of B). matmul.lua's M.matmul hands such operands here (L.check, then L.run),
--- and gives its tune table (L.use), whose lowp_sm90, lowp_persistent and fp8_* knobs are read
--- here, and its stream-K plan (sm90_streamk), which the wgmma kernels share with float32's
--- and float64's.
+-- and gives its tune table (L.use), whose lowp_sm90, lowp_persistent and fp8_* knobs are read here.
 
 local core = require "culua.catalog.core"
 
 local fail, ceil_div, sm_count = core.fail, core.ceil_div, core.sm_count
 
 local L = {}
-local M = {}   -- M.tune: matmul.lua's, and M.streamk, its sm90_streamk, from L.use
+local M = {}   -- M.tune: matmul.lua's, from L.use
 
-function L.use(tune, streamk)
-  M.tune, M.streamk = tune, streamk
+function L.use(tune)
+  M.tune = tune
   return L
 end
 
@@ -24,7 +22,7 @@ local lowp_in = {float16 = "f16", bfloat16 = "bf16", float8_e4m3 = "e4m3", float
 local lowp_out = {float16 = "f16", bfloat16 = "bf16", float32 = "f32"}
 local function lowp_size(dt) return lowp_in[dt] and core.dtype_bytes[dt] end
 -- the options of the float32 and float64 kernels, which the low-precision one has not
-local lowp_refused = {"unroll", "tile", "block", "threads", "splits"}
+local lowp_refused = {"unroll", "tile", "block", "threads", "splits", "streamk"}
 
 local function is_fp8(dt) return lowp_size(dt) == 1 end
 
@@ -88,37 +86,11 @@ end
 -- (fp8_persistent). The H100 sweep (bench/RESULTS.md, session 28) did not choose between
 -- them: ss at n = 4096 persistent 0.80x / 0.92x cuBLAS (float16 / bfloat16), a block a
 -- tile 0.85x / 0.90x; at 8192 0.92x-0.93x both ways, run to run within 3%.
--- With stream-K (lowp_streamk below) these blocks take the first dp_tiles of the tiles (the
--- whole waves) and sk blocks more the rest; whether they are persistent is still by all the
--- tiles. Returns the blocks for the dp_tiles.
-local function lowp_grid(dev, tiles, dp_tiles)
+local function lowp_grid(dev, tiles)
   local pers = core.block_count("matmul", "tune.lowp_persistent", M.tune.lowp_persistent)
   if pers == nil then pers = tiles <= 8 * sm_count(dev) end
-  if pers == false then return dp_tiles end
-  return math.min(dp_tiles, pers == true and sm_count(dev) or pers)
-end
-
--- Stream-K on 9.0, for the 16-bit and fp8 wgmma kernels alike (kernels/culua/sm90.cuh's
--- each_run; the kernels' last four parameters W, sk, sk_tiles, counts, culua/matmul_lowp.cuh's
--- LowpSk): where the tiles leave the last wave part empty, sk blocks (a block a
--- multiprocessor) share the last sk_tiles tiles' k-tiles, each taking its share downwards in
--- k, after the whole waves of the data-parallel blocks (persistent or a block a tile, as
--- tune.lowp_persistent and fp8_persistent say). matmul.lua's sm90_streamk picks sk and
--- sk_tiles, as for float32 and float64: opts.streamk false (none), true, a count of blocks,
--- or nil, by the share of the waves it saves, at least LOWP_STREAMK[1] past a wave and
--- LOWP_STREAMK[2] under one. At n = 4096 on an H100 the 512 tiles of ss, rs and fp8's n256
--- are 3.88 waves of 132 (116 tiles shared), at 8192 the 2048 are 15.52 (68 tiles shared, after
--- 15 whole waves): 3% of the time either way, which float64's thresholds take.
--- fp8's clusters of two count clusters (unit = 2): a cluster's stream-K is its two blocks',
--- each block meeting its counterparts of the other clusters on its own tile.
--- Returns sk, sk_tiles and the scratch for the partial sums and the counts (0, 0 without).
-local LOWP_STREAMK = {streamk = {0.02, 0.1}}
-local function lowp_streamk(dev, tiles, opts, tile_elems, wave, unit)
-  local sk, sk_tiles = M.streamk(LOWP_STREAMK, dev, tiles, opts, wave, unit)
-  if sk == 0 then return 0, 0, 0, 0 end
-  unit = unit or 1
-  return sk, sk_tiles, core.scratch("partials", dev, opts.stream, unit * 2 * sk * tile_elems),
-         core.scratch("counts", dev, opts.stream, unit * sk_tiles)
+  if pers == false then return tiles end
+  return math.min(tiles, pers == true and sm_count(dev) or pers)
 end
 local LOWP90 = nil
 local lowp_sm90_kernels = nil
@@ -141,10 +113,8 @@ local function matmul_lowp_sm90(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, be
   -- A in bm x bk boxes, B in bk x 64 panels: a row of 64 16-bit elements is one 128-byte swizzle
   local amap = A:tensor_map(bm, bk, 128, {rows = m, cols = k, stride = lda * 2})
   local bmap = B:tensor_map(bk, 64, 128, {rows = k, cols = n, stride = ldb * 2})
-  local tiles = ceil_div(m, bm) * ceil_div(n, bn)
-  local sk, sk_tiles, W, counts = lowp_streamk(dev, tiles, opts, bm * bn)
-  kern:launch({grid = lowp_grid(dev, tiles, tiles - sk_tiles) + sk, block = 384, shared = plan.shared, stream = opts.stream},
-              m, n, k, alpha, amap, bmap, beta, Cm, ldc, lowp_codes()[Cm.dtype], W, sk, sk_tiles, counts)
+  kern:launch({grid = lowp_grid(dev, ceil_div(m, bm) * ceil_div(n, bn)), block = 384, shared = plan.shared, stream = opts.stream},
+              m, n, k, alpha, amap, bmap, beta, Cm, ldc, lowp_codes()[Cm.dtype])
   return Cm
 end
 
@@ -250,16 +220,12 @@ local function matmul_fp8_sm90(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, bet
   -- (RESULTS, session 27) gave 0.77x cuBLASLt persistent and 0.67x a block a tile at 4096
   -- (512 tiles), 0.81x and 0.88x at 8192 (2048 tiles)
   if pers == nil then pers = units <= 8 * sm_count(dev) end
-  -- stream-K (lowp_streamk): sk blocks (clusters) after the data-parallel ones of dp units
-  local wave = cl > 1 and opts.streamk ~= false and fp8_clusters(kern, plan) or nil
-  local sk, sk_units, W, counts = lowp_streamk(dev, units, opts, P.bm * plan.bn, wave, cl)
-  local dp_units = units - sk_units
   local most = math.type(pers) == "integer" and math.max(1, pers // cl)
                or cl > 1 and fp8_clusters(kern, plan) or sm_count(dev)
-  local grid = cl * ((pers == false and dp_units or math.min(dp_units, most)) + sk)
+  local grid = cl * (pers == false and units or math.min(units, most))
   kern:launch({grid = grid, block = 384, shared = plan.shared, stream = opts.stream, cluster = cl > 1 and cl or nil,
                programmatic = not given_bt and M.tune.fp8_programmatic ~= false and kern.programmatic},
-              m, n, k, alpha, amap, bmap, beta, Cm, ldc, lowp_codes()[Cm.dtype], W, sk, sk_units, counts)
+              m, n, k, alpha, amap, bmap, beta, Cm, ldc, lowp_codes()[Cm.dtype])
   return Cm
 end
 
