@@ -216,7 +216,7 @@ end
 -- The defaults, where none of M.tune.dmma_tile, dmma_group and dmma_tma is set, are from
 -- bench/matmul.lua's sweep on the H100 (bench/RESULTS.md, session 27): k >= 1024, the TMA
 -- kernel (0.89x / 0.92x cuBLAS at 4096 / 8192 then, against 0.86x / 0.83x for the tiles by k;
--- with stream-K and its stages released one k-tile late, session 32, 0.92-0.97x / 1.00-1.01x);
+-- with stream-K and its stages released one k-tile late, session 32, 0.92-1.04x / 1.00-1.03x);
 -- k < 1024, LU's updates, the tiles by k in groups of 8 tile rows (1.00x against 0.82x at
 -- 16384 x 16384 x 128, 0.78x against 0.69x at k = 256; the same at 8192 x 8192 x 128).
 -- M.tune.dmma_persistent: nil or true, a block a multiprocessor; false, a block a tile; a
