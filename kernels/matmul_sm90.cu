@@ -173,8 +173,8 @@ culua_matmul_tf32_wgmma (int M, int N, int K, float alpha, const __grid_constant
 ** and the ring runs on from one tile to the next, so the producer loads the
 ** next tile while the consumers write this one: what LU's update (k = 128, C read and
 ** written) spends most of its time on. The catalog launches one block a multiprocessor
-** (or, tune.dmma_persistent = false, one a tile). Where C is read (beta != 0), the
-** consumers ask L2 for their tile of C as they start it.
+** (or, tune.dmma_persistent = false, one a tile), then the sk stream-K blocks. Where C
+** is read (beta != 0), the consumers ask L2 for their tile of C as they start it.
 **
 ** Stream-K: the last sk blocks share the last sk_tiles tiles' k-tiles (each_run), so
 ** that the last wave is not part empty: at n = 4096 on an H100 the 1024 tiles are 7.76
@@ -286,6 +286,8 @@ culua_matmul_dmma_tma (int M, int N, int K, double alpha, const __grid_constant_
           }
       }
     }
+    /* the run's last stage goes back straight after its reads, the order that raced: here the
+    ** fence alone keeps the refill behind them (and its cost lands once a run) */
     if (r.KT > 0) ring.release_read((r.q + r.KT - 1) % STAGES);
     if (r.n > 1 && !streamk_meet(acc, W, counts + r.t, r)) return;
     /* accumulators 2h and 2h + 1 of tile (i, j): row g (+8 for h = 1), columns 2t and 2t + 1 */

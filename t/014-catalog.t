@@ -156,6 +156,7 @@ do
     {8192, 8192, 8192, nil, nil, "264 132 136", "4096 tiles, the last wave 4 tiles: 132 blocks share 136"},
     {4096, 4096, 4096, {streamk = false}, nil, "132 0 0", "streamk = false"},
     {4096, 4096, 4096, nil, false, "1056 132 100", "a block a tile: 924 tiles, then 132 blocks share 100"},
+    {4096, 4096, 4096, nil, 5, "137 132 100", "dmma_persistent = 5: 5 blocks take the 924 tiles, then 132 share 100"},
     {16384, 16384, 1024, nil, nil, "132 0 0", "16384 tiles: the last wave saves under 2%"},
     {1024, 1024, 4096, nil, nil, "64 0 0", "64 tiles, under half a wave"},
     {1152, 1152, 2048, nil, nil, "132 132 81", "81 tiles: 132 blocks share them all"},

@@ -166,7 +166,10 @@ struct Ring {
   ** in flight (the float64 kernel's SASS, session 32), and on an H100 the refill
   ** overtook them in every 8192^3 product of the persistent float64 kernel (rows
   ** of one warp's fragments from the next k-tile). Kernels whose consumers read a
-  ** stage by wgmma only, and wait for it, need no fence. */
+  ** stage by wgmma only, and wait for it, need no fence; nor, in practice, tf32's and
+  ** the 16-bit rs kernel's, whose ld.shared / ldmatrix fragments feed wgmmas waited
+  ** for before the release (their reads are then done), though the memory model
+  ** would have the fence there too. */
   __device__ void release_read (int s) const {
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
     __syncwarp();
