@@ -282,12 +282,22 @@ function T.fakecuda()
 end
 
 -- runs code in a child culua on bench/fakecuda.c's driver (an H100 with nothing behind it),
--- code printing a line "case I: WHAT" for each of its cases; returns a function of I that
--- gives case I's WHAT (the log's start where there is none), or nil and why with no fake driver
+-- code printing a line "case I: WHAT" for each of its cases; every kernel launch there first
+-- calls code's global on_launch(kernel, config, args...) if it defines one. Returns a function
+-- of I that gives case I's WHAT (the log's start where there is none), or nil and why with no
+-- fake driver
+local launch_hook = [[
+local methods = debug.getregistry()["cuda.kernel"].methods
+local launch = methods.launch
+methods.launch = function (k, c, ...)
+  if on_launch then on_launch(k, c, ...) end
+  return launch(k, c, ...)
+end
+]]
 function T.fake_cases(code)
   local so, skip = T.fakecuda()
   if not so then return nil, skip end
-  local log = T.run(("CULUA_LIBCUDA=%s %s -"):format(so, T.culua), code)
+  local log = T.run(("CULUA_LIBCUDA=%s %s -"):format(so, T.culua), launch_hook .. code)
   return function (i) return log:match("case " .. i .. ": ([^\n]*)") or log:sub(1, 300) end
 end
 

@@ -188,12 +188,10 @@ do
   local code = {[[
 local cuda = require "cuda"
 local mmod = require "culua.catalog.matmul"
-local methods = debug.getregistry()["cuda.kernel"].methods
-local launch, seen = methods.launch, nil
-methods.launch = function (k, c, ...)
+local seen
+function on_launch (k, c)
   local wg = k.name:match("^culua_matmul_lowp_wgmma_(.*)")
   if wg and seen then seen[#seen + 1] = wg .. " " .. tostring(c.grid) end
-  return launch(k, c, ...)
 end
 local function case(i, dt, m, n, k, which, pers)
   mmod.tune.lowp_sm90, mmod.tune.lowp_persistent = which, pers
