@@ -17,11 +17,12 @@
 **
 **   culua_matmul_lowp_fp8_<a>_<b>_n<BN>s<S>[c2]
 **     (int M, int N, int K, float alpha, tensor map of A, tensor map of Bt, float beta,
-**      void *C, int ldc, int ctype)
+**      void *C, int ldc, int ctype, tensor map of C, int tmac)
 **     (c2: launched in clusters of two blocks that share B^T's tile; see lowp_fp8)
 **     C = alpha * A * B + beta * C, as matmul_lowp_sm90.cu's kernels (C's
 **     dtype a code of culua/matmul_lowp.cuh, C not read when beta == 0);
-**     the catalog folds fp8's scales into alpha. 384 threads,
+**     the catalog folds fp8's scales into alpha; C through shared memory and TMA
+**     stores where tmac is 1, as matmul_lowp_sm90.cu's ss writes it. 384 threads,
 **     LOWP_FP8_SHARED(BN, S) bytes of dynamic shared memory.
 **
 ** Why a transpose before, not B transposed as it is loaded: the product reads
@@ -64,7 +65,9 @@
 ** bytes a stage; BN and the stages are each kernel's (LOWP_FP8 lines below) */
 #define LOWP_FP8_BM 128
 #define LOWP_FP8_BK 128
-#define LOWP_FP8_SHARED(BN, STAGES) ((STAGES) * (LOWP_FP8_BM * LOWP_FP8_BK + (BN) * LOWP_FP8_BK) + 2 * (STAGES) * 8 + 1024)
+/* (and after the ring C's staging: 16 KB a consumer warpgroup, from the next 1024-byte boundary) */
+#define LOWP_FP8_CSTAGE (2 * 2 * 64 * 128 + 1024)
+#define LOWP_FP8_SHARED(BN, STAGES) ((STAGES) * (LOWP_FP8_BM * LOWP_FP8_BK + (BN) * LOWP_FP8_BK) + 2 * (STAGES) * 8 + 1024 + LOWP_FP8_CSTAGE)
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
@@ -148,7 +151,7 @@ __device__ __forceinline__ void lowp_tma_load_mc (unsigned dst, const culua_tmap
 */
 template <int TA, int TB, int BN, int STAGES, int CL>
 __device__ __forceinline__ void lowp_fp8 (int M, int N, int K, float alpha, const culua_tmap &tmA, const culua_tmap &tmB,
-                                          float beta, void *C, int ldc, int ctype) {
+                                          float beta, void *C, int ldc, int ctype, const culua_tmap &tmC, int tmac) {
   constexpr int BM = LOWP_FP8_BM, BK = LOWP_FP8_BK, R = BN / 2;   /* R: accumulators a consumer thread */
   static_assert(BM == 2 * 64 && (BN == 256 || BN == 128) && BK == 128, "two warpgroups of m64nBN, one 128-byte row of K");
   static_assert(LOWP_FP8_SHARED(BN, STAGES) <= 227 * 1024, "the ring fits a block's shared memory");
@@ -222,11 +225,24 @@ __device__ __forceinline__ void lowp_fp8 (int M, int N, int K, float alpha, cons
     }
     asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
     if (held >= 0) release(held);
+    if (tmac) {   /* (the staging after the ring; no other block writes it) */
+      const unsigned stage = ((ring.end() + 1023) & ~1023u) + wg * 2 * 64 * 128;
+      const int row = warp * 16 + g, wm = m0 + wg * 64, bar = 2 + wg;
+      const bool leader = (ct & 127) == 0;
+      if (ctype == CULUA_F32)
+        lowp_ss_store_tma<CULUA_F32, BN>(d, M, N, wm, n0, row, 2 * t4, alpha, beta, C, ldc, &tmC, stage, bar, leader);
+      else if (ctype == CULUA_BF16)
+        lowp_ss_store_tma<CULUA_BF16, BN>(d, M, N, wm, n0, row, 2 * t4, alpha, beta, C, ldc, &tmC, stage, bar, leader);
+      else
+        lowp_ss_store_tma<CULUA_F16, BN>(d, M, N, wm, n0, row, 2 * t4, alpha, beta, C, ldc, &tmC, stage, bar, leader);
+      continue;
+    }
     const int r = m0 + wg * 64 + warp * 16 + g, c = n0 + 2 * t4;
     if (ctype == CULUA_F32) lowp_ss_store<CULUA_F32, BN>(d, M, N, r, c, alpha, beta, C, ldc);
     else if (ctype == CULUA_BF16) lowp_ss_store<CULUA_BF16, BN>(d, M, N, r, c, alpha, beta, C, ldc);
     else lowp_ss_store<CULUA_F16, BN>(d, M, N, r, c, alpha, beta, C, ldc);
   }
+  if ((ct & 127) == 0) bulk_wait_read();   /* the last TMA stores have read the staging */
   if (CL > 1) lowp_cluster_sync();
 }
 
@@ -234,10 +250,11 @@ __device__ __forceinline__ void lowp_fp8 (int M, int N, int K, float alpha, cons
 
 /* culua_matmul_lowp_fp8_<a>_<b>_n<BN>s<S>[c<CL>]: the catalog reads these lines (core.instances) */
 #define LOWP_FP8_PARAMS int M, int N, int K, float alpha, const __grid_constant__ culua_tmap tmA, \
-                        const __grid_constant__ culua_tmap tmB, float beta, void *C, int ldc, int ctype
+                        const __grid_constant__ culua_tmap tmB, float beta, void *C, int ldc, int ctype, \
+                        const __grid_constant__ culua_tmap tmC, int tmac
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define LOWP_FP8_BODY(a, b, BN, S, CL) \
-  { lowp_fp8<CULUA_##a, CULUA_##b, BN, S, CL>(M, N, K, alpha, tmA, tmB, beta, C, ldc, ctype); }
+  { lowp_fp8<CULUA_##a, CULUA_##b, BN, S, CL>(M, N, K, alpha, tmA, tmB, beta, C, ldc, ctype, tmC, tmac); }
 #else
 #define LOWP_FP8_BODY(a, b, BN, S, CL) { }
 #endif

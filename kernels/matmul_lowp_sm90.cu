@@ -9,15 +9,19 @@
 ** Two kernels, which lua/catalog/matmul_lowp.lua's tune.lowp_sm90 chooses between:
 **
 **   culua_matmul_lowp_wgmma_<f16|bf16>     ("rs": B^T from registers, 256 x 128 tiles)
-**   culua_matmul_lowp_wgmma_ss_<f16|bf16>  ("ss": both operands from shared memory, 128 x 256)
 **     (int M, int N, int K, float alpha, tensor map of A, tensor map of B, float beta,
 **      void *C, int ldc, int ctype)
+**   culua_matmul_lowp_wgmma_ss_<f16|bf16>  ("ss": both operands from shared memory, 128 x 256)
+**     (the same, then tensor map of C, int tmac)
 **
 ** C = alpha * A * B + beta * C, row-major, C's elements of ctype (culua/matmul_lowp.cuh's
 ** CULUA_F16, CULUA_BF16 or CULUA_F32), its rows ldc elements apart; C is not read
-** when beta == 0. 384 threads, LOWP_SM90_SHARED (rs) or LOWP_SS_SHARED (ss) bytes
-** of dynamic shared memory. No split-K or stream-K here (a tile's sums go
-** straight to C). The ring counts in 4-byte words: a k-tile of 64 elements of
+** when beta == 0. ss writes C through shared memory and TMA stores where tmac
+** is 1 (tmC: C's map in 64-row boxes of 128 bytes, 128-byte swizzle; the
+** catalog makes one where C's first element and rows are 16-byte aligned),
+** else as rs always does, from registers. 384 threads, LOWP_SM90_SHARED (rs)
+** or LOWP_SS_SHARED (ss) bytes of dynamic shared memory. No split-K or
+** stream-K here (a tile's sums go straight to C). The ring counts in 4-byte words: a k-tile of 64 elements of
 ** 16 bits is BK = 32 words of culua/sm90.cuh's Ring, and K goes to it in words.
 ** The blocks are persistent when the catalog launches fewer than the tiles
 ** (tune.lowp_persistent): block b takes tiles b, b + grid, ... (lowp_tiles
@@ -58,7 +62,9 @@
 #define LOWP_SS_BN 256
 #define LOWP_SS_BK 64
 #define LOWP_SS_STAGES 4
-#define LOWP_SS_SHARED (LOWP_SS_STAGES * (LOWP_SS_BM * LOWP_SS_BK * 2 + LOWP_SS_BK * LOWP_SS_BN * 2) + 2 * LOWP_SS_STAGES * 8 + 1024)
+/* (and after the ring C's staging: 16 KB a consumer warpgroup, from the next 1024-byte boundary) */
+#define LOWP_SS_CSTAGE (2 * 2 * 64 * 128 + 1024)
+#define LOWP_SS_SHARED (LOWP_SS_STAGES * (LOWP_SS_BM * LOWP_SS_BK * 2 + LOWP_SS_BK * LOWP_SS_BN * 2) + 2 * LOWP_SS_STAGES * 8 + 1024 + LOWP_SS_CSTAGE)
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
@@ -114,15 +120,18 @@ __device__ __forceinline__ void lowp_wgmma (float *d, const unsigned *a, unsigne
 ** load(ring, stage, k-tile, m0, n0) for each k-tile, TMA copies that signal the
 ** stage's full barrier), warpgroups 1 and 2 the consumers (mma(ring, acc, q0,
 ** KT) adds the ring's turns q0 .. q0 + KT - 1 into a thread's R accumulators,
-** releasing each stage on its empty barrier; store(acc, m0, n0) writes the
-** tile from registers to C). It is culua/sm90.cuh's pipeline without split-K
+** releasing each stage on its empty barrier; store(ring, acc, m0, n0) writes the
+** tile to C). It is culua/sm90.cuh's pipeline without split-K
 ** and stream-K, and persistent: block b takes tiles b, b + gridDim.x, ...,
 ** and its ring's turns run on from one tile to the next (tile i's k-tiles are
 ** turns i * KT ..), so that the producer fills the next tile's first stages
 ** as soon as the consumers release the last ones of this tile, and the copies
 ** land while the consumers write C. A stage is reused only through the ring's
-** barriers, within a tile or across two, and C is written from registers (no
-** shared memory): nothing of tile t's epilogue touches the ring of tile t + 1.
+** barriers, within a tile or across two, and C is written from registers or
+** through staging after the ring: nothing of tile t's epilogue touches the
+** ring of tile t + 1. A consumer warpgroup's TMA stores of C (ss) may still
+** be reading its staging when it leaves the loop: its leader waits for them
+** before the block ends.
 ** A grid of one block a tile runs each block's one tile from turn 0, as the
 ** pipeline did.
 **
@@ -162,13 +171,14 @@ __device__ __forceinline__ void lowp_tiles (int M, int N, int K, Load load, Mma 
 #pragma unroll
     for (int i = 0; i < R; i++) acc[i] = 0.0f;
     mma(ring, acc, q, KT);
-    store(acc, m0, n0);
+    store(ring, acc, m0, n0);
   }
+  if ((threadIdx.x & 127) == 0) bulk_wait_read();
 }
 
 template <int TA>
 __device__ __forceinline__ void lowp_sm90 (int M, int N, int K, float alpha, const culua_tmap &tmA, const culua_tmap &tmB,
-                                           float beta, void *C, int ldc, int ctype) {
+                                           float beta, void *C, int ldc, int ctype) {   /* rs */
   constexpr int BM = LOWP_SM90_BM, BN = LOWP_SM90_BN, BK = LOWP_SM90_BK, BKW = BK / 2;   /* BKW: in words */
   constexpr int PANEL = BK * 64 * 2;   /* B's tile: 64-column panels of BK rows of 128 bytes */
   static_assert(BM * BKW * 4 == BM * BK * 2 && BKW * BN * 4 == BK * BN * 2, "the ring's words hold the tiles");
@@ -212,7 +222,7 @@ __device__ __forceinline__ void lowp_sm90 (int M, int N, int K, float alpha, con
         }
       }
     }
-  }, [&] (const float (&d)[BM / 2], int m0, int n0) {
+  }, [&] (const auto &, const float (&d)[BM / 2], int m0, int n0) {
     /* accumulator 4j + q: C^T row r0 (+8 for q >= 2), column 8j + 2t (+1 for odd q) */
     char *c8 = (char *)C;
     const int n = n0 + r0;
@@ -297,7 +307,7 @@ __device__ __forceinline__ void lowp_wgmma_ss (float *d, unsigned long long da, 
 
 template <int TA>
 __device__ __forceinline__ void lowp_ss (int M, int N, int K, float alpha, const culua_tmap &tmA, const culua_tmap &tmB,
-                                         float beta, void *C, int ldc, int ctype) {
+                                         float beta, void *C, int ldc, int ctype, const culua_tmap &tmC, int tmac) {
   constexpr int BM = LOWP_SS_BM, BN = LOWP_SS_BN, BK = LOWP_SS_BK, BKW = BK / 2;   /* BKW: in words */
   constexpr int PANEL = BK * 64 * 2;   /* B's tile: 64-column panels of BK rows of 128 bytes */
   static_assert(BM * BKW * 4 == BM * BK * 2 && BKW * BN * 4 == BK * BN * 2, "the ring's words hold the tiles");
@@ -327,7 +337,19 @@ __device__ __forceinline__ void lowp_ss (int M, int N, int K, float alpha, const
     }
     asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
     if (held >= 0 && (ct & 127) == 0) mbar_arrive(ring.empty(held));
-  }, [&] (const float (&d)[BM * BN / 256], int m0, int n0) {
+  }, [&] (const auto &ring, const float (&d)[BM * BN / 256], int m0, int n0) {
+    if (tmac) {
+      const unsigned stage = ((ring.end() + 1023) & ~1023u) + wg * 2 * 64 * 128;
+      const int row = warp * 16 + g, wm = m0 + wg * 64, bar = 2 + wg;
+      const bool leader = (ct & 127) == 0;
+      if (ctype == CULUA_F32)
+        lowp_ss_store_tma<CULUA_F32, BN>(d, M, N, wm, n0, row, 2 * t, alpha, beta, C, ldc, &tmC, stage, bar, leader);
+      else if (ctype == CULUA_BF16)
+        lowp_ss_store_tma<CULUA_BF16, BN>(d, M, N, wm, n0, row, 2 * t, alpha, beta, C, ldc, &tmC, stage, bar, leader);
+      else
+        lowp_ss_store_tma<CULUA_F16, BN>(d, M, N, wm, n0, row, 2 * t, alpha, beta, C, ldc, &tmC, stage, bar, leader);
+      return;
+    }
     const int r = m0 + wg * 64 + warp * 16 + g, c = n0 + 2 * t;
     if (ctype == CULUA_F32) lowp_ss_store<CULUA_F32, BN>(d, M, N, r, c, alpha, beta, C, ldc);
     else if (ctype == CULUA_BF16) lowp_ss_store<CULUA_BF16, BN>(d, M, N, r, c, alpha, beta, C, ldc);
@@ -337,13 +359,15 @@ __device__ __forceinline__ void lowp_ss (int M, int N, int K, float alpha, const
 
 extern "C" __global__ void __launch_bounds__(384, 1)
 culua_matmul_lowp_wgmma_ss_f16 (int M, int N, int K, float alpha, const __grid_constant__ culua_tmap tmA,
-                                const __grid_constant__ culua_tmap tmB, float beta, void *C, int ldc, int ctype)
-{ lowp_ss<CULUA_F16>(M, N, K, alpha, tmA, tmB, beta, C, ldc, ctype); }
+                                const __grid_constant__ culua_tmap tmB, float beta, void *C, int ldc, int ctype,
+                                const __grid_constant__ culua_tmap tmC, int tmac)
+{ lowp_ss<CULUA_F16>(M, N, K, alpha, tmA, tmB, beta, C, ldc, ctype, tmC, tmac); }
 
 extern "C" __global__ void __launch_bounds__(384, 1)
 culua_matmul_lowp_wgmma_ss_bf16 (int M, int N, int K, float alpha, const __grid_constant__ culua_tmap tmA,
-                                 const __grid_constant__ culua_tmap tmB, float beta, void *C, int ldc, int ctype)
-{ lowp_ss<CULUA_BF16>(M, N, K, alpha, tmA, tmB, beta, C, ldc, ctype); }
+                                 const __grid_constant__ culua_tmap tmB, float beta, void *C, int ldc, int ctype,
+                                 const __grid_constant__ culua_tmap tmC, int tmac)
+{ lowp_ss<CULUA_BF16>(M, N, K, alpha, tmA, tmB, beta, C, ldc, ctype, tmC, tmac); }
 
 /* }====================================================== */
 

@@ -43,10 +43,16 @@ for _, c in ipairs{pairs16[1], pairs16[3]} do
   T.like(entries, "%.entry " .. name .. "%(", name .. " is prebuilt")
 end
 local entries90 = cuda._catalog.entries("matmul_lowp_sm90")
-for _, t in ipairs{"f16", "bf16", "ss_f16", "ss_bf16"} do
+local sig90 = {"u32", "u32", "u32", "f32", "b8[128]", "b8[128]", "f32", "u64", "u32", "u32"}
+for _, t in ipairs{"f16", "bf16"} do
   local name = "culua_matmul_lowp_wgmma_" .. t
-  T.is_deeply(cuda.signature(entries90, name), {"u32", "u32", "u32", "f32", "b8[128]", "b8[128]", "f32", "u64", "u32", "u32"},
-              name .. " is prebuilt (sm_90a): two tensor maps by value")
+  T.is_deeply(cuda.signature(entries90, name), sig90, name .. " is prebuilt (sm_90a): two tensor maps by value")
+end
+-- ss and fp8 also take C's map (TMA stores) and whether to use it
+local sig90c = {"u32", "u32", "u32", "f32", "b8[128]", "b8[128]", "f32", "u64", "u32", "u32", "b8[128]", "u32"}
+for _, t in ipairs{"ss_f16", "ss_bf16"} do
+  local name = "culua_matmul_lowp_wgmma_" .. t
+  T.is_deeply(cuda.signature(entries90, name), sig90c, name .. " is prebuilt (sm_90a): three tensor maps by value")
 end
 -- the transposes of kernels/matmul_transpose.cu (built for every device): fp8's B^T before its
 -- product on 9.0, and B from the B^T that transb gives, elements of 1, 2, 4 and 8 bytes
@@ -65,11 +71,10 @@ for _, pair in ipairs{"e4m3_e4m3", "e4m3_e5m2", "e5m2_e4m3", "e5m2_e5m2"} do
   T.is(p and p.default, "n256s4", pair .. ": built, 128 x 256 tiles and 4 stages by default")
   for _, tile in ipairs(p and p.names or {}) do
     local name = ("culua_matmul_lowp_fp8_%s_%s"):format(pair, tile)
-    T.is_deeply(cuda.signature(entries8, name), {"u32", "u32", "u32", "f32", "b8[128]", "b8[128]", "f32", "u64", "u32", "u32"},
-                name .. " is prebuilt (sm_90a): two tensor maps by value")
+    T.is_deeply(cuda.signature(entries8, name), sig90c, name .. " is prebuilt (sm_90a): three tensor maps by value")
     local t = p.tiles[tile]
-    T.ok(t.shared == t.stages * (n8.LOWP_FP8_BM + t.bn) * n8.LOWP_FP8_BK + 2 * t.stages * 8 + 1024 and t.shared <= 227 * 1024,
-         name .. ": LOWP_FP8_SHARED, the ring and its barriers, within 227 KiB")
+    T.ok(t.shared == t.stages * (n8.LOWP_FP8_BM + t.bn) * n8.LOWP_FP8_BK + 2 * t.stages * 8 + 1024 + 2 * 2 * 64 * 128 + 1024
+         and t.shared <= 227 * 1024, name .. ": LOWP_FP8_SHARED, the ring, its barriers and C's staging, within 227 KiB")
   end
 end
 T.is_deeply(fp8_plans.pairs.e4m3_e4m3.names, {"n256s4", "n256s3", "n128s4", "n128s6", "n256s4c2"},
@@ -88,8 +93,9 @@ end
 local n90 = core.constants("matmul_lowp_sm90")
 for _, p in ipairs{"LOWP_SM90", "LOWP_SS"} do
   local bm, bn, bk, st, sh = n90[p .. "_BM"], n90[p .. "_BN"], n90[p .. "_BK"], n90[p .. "_STAGES"], n90[p .. "_SHARED"]
-  T.ok(sh == st * (bm + bn) * bk * 2 + 2 * st * 8 + 1024 and sh <= 227 * 1024,
-       ("core.constants: %s_SHARED, the ring and its barriers, within 227 KiB"):format(p))
+  local staging = p == "LOWP_SS" and 2 * 2 * 64 * 128 + 1024 or 0   -- (ss: C's staging for its TMA stores)
+  T.ok(sh == st * (bm + bn) * bk * 2 + 2 * st * 8 + 1024 + staging and sh <= 227 * 1024,
+       ("core.constants: %s_SHARED, the ring and its barriers (and C's staging), within 227 KiB"):format(p))
 end
 T.ok(n90.LOWP_SS_BM == 128 and n90.LOWP_SS_BN == 256 and n90.LOWP_SS_BK == 64,
      "ss: 128 x 256 tiles (two warpgroups of m64n256), 64 of K a stage (one 128-byte swizzled row)")
@@ -213,6 +219,76 @@ end
       local want = c[7]:find("must be") and "cuda%.catalog%.matmul: " .. c[7] or "^" .. c[7]:gsub("%-", "%%-") .. "$"
       T.like(got(i), want, ("fake H100: %s %dx%dx%d, tune.lowp_sm90 %s, lowp_persistent %s: %s"):format(
              c[1], c[2], c[4], c[3], c[5], tostring(c[6]), c[8]))
+    end
+  end
+end
+
+-- how ss and fp8 write C, on bench/fakecuda.c's driver (an H100): through TMA stores (their
+-- last argument 1, C's map before it) where C's first element, the distance between its rows
+-- and a row's n elements are whole 16 bytes and tune.lowp_tma_store is not false, else from
+-- registers (0); rs has neither argument
+do
+  local bad = "cuda%.catalog%.matmul: tune%.lowp_tma_store must be a boolean, got "
+  local cases = {   -- dtype of A and B, of C, m, n, k, ldc, C's first element, kernel, tune.lowp_tma_store, the launch, what
+    {"float16", "float16", 300, 520, 200, 520, 1, "ss", nil, "ss_f16 1", "rows of 1040 bytes: TMA stores"},
+    {"bfloat16", "float32", 300, 520, 200, 524, 1, "ss", nil, "ss_bf16 1", "float32 C, rows of 2096 bytes"},
+    {"float16", "float16", 300, 520, 200, 528, 1, "ss", nil, "ss_f16 1", "ldc 528 (1056 bytes)"},
+    {"float16", "float16", 300, 520, 200, 522, 1, "ss", nil, "ss_f16 0", "ldc 522 (1044 bytes): from registers"},
+    {"float16", "float16", 300, 512, 200, 519, 1, "ss", nil, "ss_f16 0", "ldc 519: from registers"},
+    {"float16", "float16", 300, 520, 200, 520, 2, "ss", nil, "ss_f16 0", "C from its second element: from registers"},
+    {"float16", "float16", 300, 520, 200, 520, 9, "ss", nil, "ss_f16 1", "C from its ninth (16 bytes in)"},
+    {"float16", "float16", 300, 516, 200, 520, 1, "ss", nil, "ss_f16 0", "n 516 (rows of 1032 bytes): from registers"},
+    {"bfloat16", "float32", 300, 516, 200, 516, 1, "ss", nil, "ss_bf16 1", "n 516, float32 C (2064 bytes)"},
+    {"bfloat16", "float32", 300, 515, 200, 516, 1, "ss", nil, "ss_bf16 0", "n 515, float32 C (2060 bytes): from registers"},
+    {"float16", "float16", 300, 520, 200, 520, 1, "ss", false, "ss_f16 0", "tune.lowp_tma_store = false"},
+    {"float16", "float16", 300, 520, 200, 520, 1, "ss", true, "ss_f16 1", "tune.lowp_tma_store = true"},
+    {"float16", "float16", 300, 520, 200, 520, 1, "rs", nil, "f16 -", "rs: no TMA stores"},
+    {"float8_e4m3", "bfloat16", 300, 512, 256, 512, 1, "ss", nil, "fp8 1", "fp8, bfloat16 C"},
+    {"float8_e4m3", "float32", 300, 512, 256, 516, 1, "ss", nil, "fp8 1", "fp8, float32 C, ldc 516"},
+    {"float8_e4m3", "float16", 300, 512, 256, 513, 1, "ss", nil, "fp8 0", "fp8, ldc 513: from registers"},
+    {"float8_e4m3", "float32", 300, 523, 256, 528, 1, "ss", nil, "fp8 0", "fp8, float32 C, n 523 (B^T given): from registers"},
+    {"float8_e4m3", "float32", 300, 524, 256, 528, 1, "ss", nil, "fp8 1", "fp8, float32 C, n 524 (B^T given)"},
+    {"float8_e4m3", "bfloat16", 300, 512, 256, 512, 1, "ss", false, "fp8 0", "fp8, tune.lowp_tma_store = false"},
+    {"float16", "float16", 300, 520, 200, 520, 1, "ss", "yes", bad .. "yes", "'yes' refused"},
+    {"float8_e4m3", "bfloat16", 300, 512, 256, 512, 1, "ss", 1, bad .. "1", "1 refused"},
+  }
+  local code = {[[
+local cuda = require "cuda"
+local mmod = require "culua.catalog.matmul"
+local seen
+function on_launch (k, c, ...)
+  local wg, fp8 = k.name:match("^culua_matmul_lowp_wgmma_(.*)"), k.name:match("^culua_matmul_lowp_fp8_")
+  if (wg or fp8) and seen then
+    local n = select("#", ...)
+    seen[#seen + 1] = (wg or "fp8") .. " " .. (n == 12 and tostring(select(12, ...)) or n == 10 and "-" or n .. " arguments")
+  end
+end
+local function case(i, da, dc, m, n, k, ldc, first, which, tma_store)
+  mmod.tune.lowp_sm90, mmod.tune.lowp_tma_store = which, tma_store
+  -- B's rows (B^T's for fp8 where n is no multiple of 16) are 528 elements apart, whole 16 bytes
+  local fp8, ldb = da:find("float8") ~= nil, 528
+  local transb = fp8 and n % 16 ~= 0 or nil
+  local A, B = cuda.array(da, {m, k}), cuda.array(da, (transb and n or k) * ldb)
+  local C = cuda.array(dc, first - 1 + (m - 1) * ldc + n):view(first, (m - 1) * ldc + n)
+  seen = {}
+  local ok, err = pcall(cuda.catalog.matmul, A, B, C, {m = m, n = n, k = k, ldb = ldb, ldc = ldc, transb = transb,
+                                                       scale_a = fp8 and 1 or nil})
+  print(("case %d: %s"):format(i, ok and table.concat(seen, "; ") or tostring(err)))
+  mmod.tune.lowp_sm90, mmod.tune.lowp_tma_store, seen = nil, nil, nil
+end
+]]}
+  for i, c in ipairs(cases) do
+    code[#code + 1] = ("case(%d, %q, %q, %d, %d, %d, %d, %d, %q, %s)\n"):format(i, c[1], c[2], c[3], c[4], c[5], c[6], c[7],
+                                                                              c[8], type(c[9]) == "string" and ("%q"):format(c[9]) or tostring(c[9]))
+  end
+  local got, skip = T.fake_cases(table.concat(code))
+  if not got then
+    T.skip(skip, #cases)
+  else
+    for i, c in ipairs(cases) do
+      local want = c[10]:find("must be") and c[10] or "^" .. c[10]:gsub("%-", "%%-") .. "$"
+      T.like(got(i), want, ("fake H100: %s -> %s %dx%dx%d, ldc %d, C from element %d, %s, lowp_tma_store %s: %s"):format(
+             c[1], c[2], c[3], c[5], c[4], c[6], c[7], c[8], tostring(c[9]), c[11]))
     end
   end
 end
@@ -356,8 +432,10 @@ T.gpu_part(function ()
     local fp8 = da:find("float8") ~= nil
     local scale = fp8 and {scale_a = 0.5, scale_b = 4} or {}
     -- the paths: the wgmma kernels by name (tune.lowp_sm90), or false (tma = false: mma.sync)
-    local paths = cc ~= 90 and {"default"} or fp8 and {"default", "fp8 grid 3", false}
-                  or {"rs", "ss", "rs grid 3", "ss grid 3", false}
+    -- (and on 9.0 ss and fp8 with C written from registers: "ss direct", "fp8 direct",
+    -- tune.lowp_tma_store = false; by default they write it by TMA stores where they can)
+    local paths = cc ~= 90 and {"default"} or fp8 and {"default", "fp8 grid 3", "fp8 direct", false}
+                  or {"rs", "ss", "rs grid 3", "ss grid 3", "ss direct", false}
     for si, s in ipairs(sizes) do
       local m, n, k = s[1], s[2], s[3]
       -- (the largest, whose references are most of this file's time, for fp8 into bfloat16 only)
@@ -387,6 +465,7 @@ T.gpu_part(function ()
         mmod.tune.lowp_persistent = (tma == "rs grid 3" or tma == "ss grid 3") and 3 or nil
         mmod.tune.fp8_persistent = tma == "fp8 grid 3" and 3 or nil
         mmod.tune.fp8_programmatic = tma ~= "fp8 grid 3"
+        mmod.tune.lowp_tma_store = (tma == "ss direct" or tma == "fp8 direct") and false or nil
         if m == 0 or n == 0 then
           Cd:fill(7)
           mm(A, B, Cd, {alpha = 2, scale_a = scale.scale_a, scale_b = scale.scale_b, tma = scale.tma})
@@ -422,6 +501,7 @@ T.gpu_part(function ()
     end
     scale.tma = nil
     mmod.tune.lowp_sm90, mmod.tune.lowp_persistent, mmod.tune.fp8_persistent, mmod.tune.fp8_programmatic = nil, nil, nil, nil
+    mmod.tune.lowp_tma_store = nil
 
     -- blocks of larger matrices (lda, ldb, ldc past the rows) through views that start off
     -- 16 bytes: the element-by-element path; and at 16-byte offsets, the cp.async one (on 9.0,

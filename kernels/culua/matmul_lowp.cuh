@@ -129,6 +129,87 @@ __device__ __forceinline__ void lowp_ss_store (const float *d, int M, int N, int
     }
 }
 
+#if defined(culua_sm90_cuh) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+
+/* two neighbours of C's dtype TC at shared address a (aligned to the pair), rounded as above */
+template <int TC> __device__ __forceinline__ void lowp_sts2 (unsigned a, float x0, float x1) {
+  if constexpr (TC == CULUA_F32) {
+    asm volatile("st.shared.v2.f32 [%0], {%1, %2};" :: "r"(a), "f"(x0), "f"(x1) : "memory");
+  } else {
+    culua_u16 h0, h1;
+    lowp_store<TC>(&h0, x0);
+    lowp_store<TC>(&h1, x1);
+    asm volatile("st.shared.b32 [%0], %1;" :: "r"(a), "r"(h0 | (unsigned)h1 << 16) : "memory");
+  }
+}
+
+/*
+** lowp_ss_store's work (the same accumulators: a consumer warpgroup's 64 x BN
+** of the tile, accumulator 4j + q at row `row` (+8 for q >= 2) of the 64,
+** column c + 8j (+1 for odd q)) written through shared memory and TMA stores:
+** panels of 64 rows x 128 bytes (64 columns of 16 bits, 32 of float32), each
+** written into one of the warpgroup's two 8 KB buffers at `stage` (1024-aligned,
+** the second 8 KB after the first) as TMA's 128-byte swizzle lays it out
+** (16-byte chunk k of row r at chunk k ^ (r % 8): a warp's pairs, 8 rows x 16
+** bytes, hit 32 different banks), then stored by one thread (`leader`) as a
+** box of the map tmC (C itself, 64 x 128-byte boxes, 128-byte swizzle). The
+** stores run on while the warpgroup goes back to the tensor cores for its next
+** tile. Panel p goes to buffer p % 2; one barrier a panel: before it the leader
+** waits for panel p - 1's store to have read its buffer, which panel p + 1
+** writes after it (a tile has an even number of panels, so the next tile's
+** first panel takes the buffer whose store was waited for last). Rows and
+** columns past C's edge land in the buffer and the map drops them. Where
+** direct stores (lowp_ss_store) wrote 4-byte pairs, half of each 32-byte
+** sector, one instruction a pair, the copies are whole lines, and the
+** warpgroup waits for none of them: at n = 4096 on an H100 (ncu, base clocks)
+** a 128 x 256 float16 tile took 65k cycles of tensor-core work and 19k more
+** with the direct stores (bench/RESULTS.md, session 33). `bar`: a named
+** barrier of the warpgroup's 128 threads (not 0).
+*/
+template <int TC, int BN>
+__device__ __forceinline__ void lowp_ss_store_tma (const float *d, int M, int N, int m0, int n0, int row, int c,
+                                                   float alpha, float beta, const void *C, int ldc,
+                                                   const culua_tmap *tmC, unsigned stage, int bar, bool leader) {
+  using namespace culua::sm90;
+  constexpr int ES = lowp_size<TC>::value, PW = 128 / ES, JP = PW / 8;   /* a panel: PW columns, JP pairs of j */
+  static_assert(BN % (2 * PW) == 0, "the tile is an even number of panels");
+  const char *c8 = (const char *)C;
+#pragma unroll
+  for (int p = 0; p < BN / PW; p++) {
+    const unsigned buf = stage + (p & 1) * 64 * 128;
+#pragma unroll
+    for (int jj = 0; jj < JP; jj++)
+#pragma unroll
+      for (int h = 0; h < 2; h++) {
+        const int j = p * JP + jj, r = row + 8 * h, cb = (8 * jj + c) * ES;   /* cb: the pair's byte in the panel's row */
+        float v0 = alpha * d[4 * j + 2 * h], v1 = alpha * d[4 * j + 2 * h + 1];
+        if (beta != 0.0f) {
+          const int mm = m0 + r, nn = n0 + 8 * j + c;
+          if (mm < M && nn < N) {   /* (C's rows are 16-byte aligned here: a pair is aligned) */
+            const char *q = c8 + ((size_t)mm * ldc + nn) * ES;
+            if (nn + 1 < N) {
+              float x0, x1;
+              lowp_load2<TC>(q, x0, x1);
+              v0 += beta * x0, v1 += beta * x1;
+            } else {
+              v0 += beta * lowp_load<TC>(q);
+            }
+          }
+        }
+        lowp_sts2<TC>(buf + r * 128 + ((((cb >> 4) ^ (r & 7)) << 4) | (cb & 15)), v0, v1);
+      }
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");   /* the writes, before the async proxy reads */
+    if (leader) bulk_wait_read();   /* panel p - 1's store has read the buffer panel p + 1 writes */
+    named_sync(bar, 128);
+    if (leader) {
+      tma_store(tmC, buf, n0 + p * PW, m0);
+      bulk_commit();
+    }
+  }
+}
+
+#endif
+
 /* }====================================================== */
 
 #endif

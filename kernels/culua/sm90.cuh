@@ -94,6 +94,27 @@ __device__ __forceinline__ void tma_load (unsigned dst, const culua_tmap *map, u
                :: "r"(dst), "l"(map), "r"(c0), "r"(c1), "r"(bar) : "memory");
 }
 
+/* a 2-D TMA store of the box at (c0 = column, c1 = row) from shared memory at src (its
+** bulk group committed by bulk_commit); what lies outside the map's matrix is not written */
+__device__ __forceinline__ void tma_store (const culua_tmap *map, unsigned src, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];"
+               :: "l"(map), "r"(c0), "r"(c1), "r"(src) : "memory");
+}
+
+__device__ __forceinline__ void bulk_commit () {
+  asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+}
+
+/* this thread's bulk stores have read their shared memory (it may be written again) */
+__device__ __forceinline__ void bulk_wait_read () {
+  asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+}
+
+/* named barrier `id` (1..15) among `threads` threads */
+__device__ __forceinline__ void named_sync (int id, int threads) {
+  asm volatile("bar.sync %0, %1;" :: "r"(id), "r"(threads) : "memory");
+}
+
 /* }====================================================== */
 
 
@@ -131,6 +152,7 @@ struct Ring {
   __device__ unsigned empty (int s) const { return bars + 8 * (STAGES + s); }
   __device__ unsigned abuf (int s) const { return a + s * A_BYTES; }
   __device__ unsigned bbuf (int s) const { return b + s * B_BYTES; }
+  __device__ unsigned end () const { return bars + 16 * STAGES; }   /* the first byte after the ring */
   __device__ void init (unsigned consumers) const {
     if (threadIdx.x == 0) {
       for (int s = 0; s < STAGES; s++) {

@@ -92,6 +92,22 @@ local function lowp_grid(dev, tiles)
   if pers == false then return tiles end
   return math.min(tiles, pers == true and sm_count(dev) or pers)
 end
+-- C's map for the wgmma kernels' TMA stores (culua/matmul_lowp.cuh's lowp_ss_store_tma:
+-- 64-row boxes of 128 bytes, TMA's 128-byte swizzle) where TMA can address C (its first
+-- element and rows 16-byte aligned), a row of C is whole 16 bytes, and M.tune.lowp_tma_store
+-- is not false: the map and 1; else `other` (any map: it stands in, unread) and 0, and the
+-- kernel writes C from registers. (A row that ends inside 16 bytes had the elements after
+-- its end written by the stores on an H100: t/038's views, session 33.) There the direct
+-- stores kept the tensor cores idle for 19k of every 65k cycles of a 128 x 256 float16
+-- tile at n = 4096 (ncu, bench/RESULTS.md, session 33).
+local function c_map(Cm, m, n, ldc, other)
+  local t = M.tune.lowp_tma_store
+  if t ~= nil and type(t) ~= "boolean" then fail("matmul", "tune.lowp_tma_store must be a boolean, got %s", tostring(t)) end
+  local es = core.dtype_bytes[Cm.dtype]
+  if t == false or Cm.ptr % 16 ~= 0 or ldc * es % 16 ~= 0 or n * es % 16 ~= 0 then return other, 0 end
+  return Cm:tensor_map(64, 128 // es, 128, {rows = m, cols = n, stride = ldc * es}), 1
+end
+
 local LOWP90 = nil
 local lowp_sm90_kernels = nil
 local function matmul_lowp_sm90(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, opts)
@@ -113,8 +129,13 @@ local function matmul_lowp_sm90(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, be
   -- A in bm x bk boxes, B in bk x 64 panels: a row of 64 16-bit elements is one 128-byte swizzle
   local amap = A:tensor_map(bm, bk, 128, {rows = m, cols = k, stride = lda * 2})
   local bmap = B:tensor_map(bk, 64, 128, {rows = k, cols = n, stride = ldb * 2})
-  kern:launch({grid = lowp_grid(dev, ceil_div(m, bm) * ceil_div(n, bn)), block = 384, shared = plan.shared, stream = opts.stream},
-              m, n, k, alpha, amap, bmap, beta, Cm, ldc, lowp_codes()[Cm.dtype])
+  local launch = {grid = lowp_grid(dev, ceil_div(m, bm) * ceil_div(n, bn)), block = 384, shared = plan.shared, stream = opts.stream}
+  if which == "ss" then   -- (ss writes C through TMA stores where it can)
+    local cmap, tmac = c_map(Cm, m, n, ldc, amap)
+    kern:launch(launch, m, n, k, alpha, amap, bmap, beta, Cm, ldc, lowp_codes()[Cm.dtype], cmap, tmac)
+  else
+    kern:launch(launch, m, n, k, alpha, amap, bmap, beta, Cm, ldc, lowp_codes()[Cm.dtype])
+  end
   return Cm
 end
 
@@ -225,7 +246,7 @@ local function matmul_fp8_sm90(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, bet
   local grid = cl * (pers == false and units or math.min(units, most))
   kern:launch({grid = grid, block = 384, shared = plan.shared, stream = opts.stream, cluster = cl > 1 and cl or nil,
                programmatic = not given_bt and M.tune.fp8_programmatic ~= false and kern.programmatic},
-              m, n, k, alpha, amap, bmap, beta, Cm, ldc, lowp_codes()[Cm.dtype])
+              m, n, k, alpha, amap, bmap, beta, Cm, ldc, lowp_codes()[Cm.dtype], c_map(Cm, m, n, ldc, amap))
   return Cm
 end
 
