@@ -6,7 +6,7 @@
 -- sweep: every kernel of a dtype side by side (float16 and bfloat16 on compute capability
 -- 9.0: the wgmma kernels rs and ss of require("culua.catalog.matmul").tune.lowp_sm90, each
 -- as by default and a block a tile (tune.lowp_persistent = false), ss persistent too (true),
--- ss writing C from registers (tune.lowp_tma_store = false), and mma.sync by tma = false; fp8
+-- ss writing C from registers (tune.tma_store = false), and mma.sync by tma = false; fp8
 -- on 9.0: the wgmma tiles of tune.fp8_tile, the default tile with a block a tile
 -- (tune.fp8_persistent = false), not launched as a programmatic dependent
 -- (tune.fp8_programmatic = false) and writing C from registers, and mma.sync), each C
@@ -44,7 +44,7 @@ local function kernels(da)
     return {{"wgmma rs", {lowp_sm90 = "rs"}}, {"rs 1/tile", {lowp_sm90 = "rs", lowp_persistent = false}},
             {"wgmma ss", {lowp_sm90 = "ss"}}, {"ss persistent", {lowp_sm90 = "ss", lowp_persistent = true}},
             {"ss 1/tile", {lowp_sm90 = "ss", lowp_persistent = false}},
-            {"ss direct C", {lowp_sm90 = "ss", lowp_tma_store = false}}, {"mma.sync", {}, false}}
+            {"ss direct C", {lowp_sm90 = "ss", tma_store = false}}, {"mma.sync", {}, false}}
   end
   if sm90 then
     local list = {}
@@ -55,15 +55,15 @@ local function kernels(da)
     list[#list + 1] = {"n256s4 1/tile", {fp8_persistent = false}}
     list[#list + 1] = {"n256s4 1/tile transb", {fp8_persistent = false}, nil, true}
     list[#list + 1] = {"n256s4 no PDL", {fp8_programmatic = false}}
-    list[#list + 1] = {"n256s4 direct C", {lowp_tma_store = false}}
-    list[#list + 1] = {"n256s4 direct C transb", {lowp_tma_store = false}, nil, true}
+    list[#list + 1] = {"n256s4 direct C", {tma_store = false}}
+    list[#list + 1] = {"n256s4 direct C transb", {tma_store = false}, nil, true}
     list[#list + 1] = {"mma.sync", {}, false}
     list[#list + 1] = {"mma.sync transb", {}, false, true}
     return list
   end
   return {{"mma.sync", {}}, fp8 and {"mma.sync transb", {}, nil, true} or nil}
 end
-local tune_fields = {"lowp_sm90", "lowp_persistent", "lowp_tma_store", "fp8_tile", "fp8_persistent", "fp8_programmatic"}
+local tune_fields = {"lowp_sm90", "lowp_persistent", "tma_store", "fp8_tile", "fp8_persistent", "fp8_programmatic"}
 
 -- B^T (n x n, B's dtype) by the catalog's transpose (kernels/matmul_transpose.cu), as an fp8
 -- product with a row-major B runs it first

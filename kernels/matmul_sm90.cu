@@ -11,13 +11,16 @@
 ** address; the tensor maps give their sizes and strides, so they may be
 ** blocks of larger matrices). The kernel takes (int M, int N,
 ** int K, float alpha, tensor map of A, tensor map of B, float beta, float *C,
-** float *W, int splits, int sk, unsigned *counts, int ldc), 384 threads and
-** dynamic shared memory, and runs culua/sm90.cuh's pipeline; C's rows are
-** ldc elements apart.
+** float *W, int splits, int sk, unsigned *counts, int ldc, tensor map of C,
+** int tmac), 384 threads and dynamic shared memory, and runs culua/sm90.cuh's
+** pipeline; C's rows are ldc elements apart.
 **
 ** culua_matmul_tf32_wgmma: k-tiles of 32 in 4 stages; A in 256 x 32 boxes with
 ** the 128-byte swizzle, B in 32 x 32 boxes with the 128-byte swizzle,
-** CULUA_SM90_SHARED(256, 128, 32, 4) bytes.
+** CULUA_SM90_SHARED(256, 128, 32, 4) + CULUA_TF32_CSTAGE bytes. Where tmac is
+** 1 (and splits 1) the tiles go to C through shared memory and TMA stores
+** (tf32_store_tma below; tmC: C's map in 32 x 32 boxes, 128-byte swizzle),
+** else from registers.
 **
 ** wgmma takes tf32 operands from shared memory only in K-major layout, and
 ** B is row-major (N-major). So the kernel computes C^T = B^T A^T: A's tile
@@ -100,11 +103,59 @@ __device__ __forceinline__ void wgmma_m64n256k8 (float *d, const unsigned *a, un
 #define CULUA_TF32_BPANEL 32
 #define CULUA_TF32_SWIZZLE 128
 static_assert(CULUA_TF32_BPANEL * 4 == CULUA_TF32_SWIZZLE, "a B panel's row is one swizzle span");
+/* C's staging after the ring: 16 KB a consumer warpgroup, from the next 1024-byte boundary */
+#define CULUA_TF32_CSTAGE (2 * 2 * 2 * 32 * 128 + 1024)
+
+/*
+** A consumer thread's part of tf32's 256 x 128 tile (C^T's fragments: accumulator
+** 4j + q is C's row m0 + 8j + 2t (+1 for odd q), column n0 + r0 (+8 for q >= 2),
+** r0 = 64 wg + 16 warp + g) written through shared memory and TMA stores, as
+** culua/matmul_lowp.cuh's lowp_ss_store_tma does for the 16-bit tiles: a
+** warpgroup's 256 x 64 goes in 8 steps of 32 rows, each two 32 x 32 panels of
+** 128-byte rows (warps 0-1 hold the first panel's columns, 2-3 the second's)
+** written into one of two 8 KB buffers at `stage` as TMA's 128-byte swizzle
+** lays them out (16-byte chunk k of row r at k ^ (r % 8); a warp's floats, 4
+** rows x 8 columns, hit 32 banks), then stored by the leader as two boxes of
+** tmC. One barrier a step: before it the leader waits for the last step's
+** stores to have read their buffer, which the next step writes. C's rows and
+** columns past M and N land in the buffers and the map drops them.
+*/
+__device__ __forceinline__ void tf32_store_tma (const float (&d)[CULUA_TF32_BM / 2], int M, int N, int m0, int n0, int ldc,
+                                                float alpha, float beta, const float *C, const culua_tmap *tmC,
+                                                unsigned stage, int wg, int warp, int g, int t) {
+  const int cp = warp >> 1, kc = (warp & 1) * 16 + g, nw = n0 + wg * 64;   /* cp: the thread's panel, kc its column */
+  const bool leader = threadIdx.x % 128 == 0;
+#pragma unroll
+  for (int s = 0; s < CULUA_TF32_BM / 32; s++) {
+    const unsigned buf = stage + (s & 1) * 8192;
+#pragma unroll
+    for (int jj = 0; jj < 4; jj++)
+#pragma unroll
+      for (int q = 0; q < 4; q++) {
+        const int r = 8 * jj + 2 * t + (q & 1), k = kc + (q >= 2 ? 8 : 0);   /* row and column in the panel */
+        float v = alpha * d[4 * (4 * s + jj) + q];
+        if (beta != 0.0f) {
+          const int mm = m0 + 32 * s + r, nn = nw + 32 * cp + k;
+          if (mm < M && nn < N) v += beta * C[(size_t)mm * ldc + nn];
+        }
+        asm volatile("st.shared.f32 [%0], %1;" :: "r"(buf + cp * 4096 + r * 128 + ((((k >> 2) ^ (r & 7)) << 4) | ((k & 3) << 2))),
+                     "f"(v) : "memory");
+      }
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");   /* the writes, before the async proxy reads */
+    if (leader) bulk_wait_read();   /* the last step's stores have read the buffer the next one writes */
+    named_sync(2 + wg, 128);
+    if (leader) {
+      tma_store(tmC, buf, nw, m0 + 32 * s);
+      tma_store(tmC, buf + 4096, nw + 32, m0 + 32 * s);
+      bulk_commit();
+    }
+  }
+}
 
 extern "C" __global__ void __launch_bounds__(384, 1)
 culua_matmul_tf32_wgmma (int M, int N, int K, float alpha, const __grid_constant__ culua_tmap tmA,
                          const __grid_constant__ culua_tmap tmB, float beta, float *C, float *W, int splits,
-                         int sk, unsigned *counts, int ldc) {
+                         int sk, unsigned *counts, int ldc, const __grid_constant__ culua_tmap tmC, int tmac) {
   constexpr int BM = CULUA_TF32_BM, BN = CULUA_TF32_BN, BK = CULUA_TF32_BK, B_BYTES = BK * BN * 4;
   const int ct = threadIdx.x - 128, wg = ct >> 7, warp = (ct >> 5) & 3, lane = ct & 31, g = lane >> 2, t = lane & 3;
   const int r0 = wg * 64 + warp * 16 + g;    /* the tile column of fragment rows r0 and r0 + 8 */
@@ -139,6 +190,13 @@ culua_matmul_tf32_wgmma (int M, int N, int K, float alpha, const __grid_constant
       if ((ct & 127) == 0) mbar_arrive(ring.empty(s));
     }
   }, [&] (const float (&d)[BM / 2], int m0, int n0, int split) {
+    if (tmac && splits == 1) {   /* the staging after the ring (pipeline's Ring, the same extern shared) */
+      extern __shared__ unsigned char smem_raw[];
+      const unsigned ring_end = ((smem_u32(smem_raw) + 1023) & ~1023u) + CULUA_TF32_STAGES * (BM * BK * 4 + B_BYTES)
+                                + 16 * CULUA_TF32_STAGES;
+      tf32_store_tma(d, M, N, m0, n0, ldc, alpha, beta, C, &tmC, ((ring_end + 1023) & ~1023u) + wg * 2 * 8192, wg, warp, g, t);
+      return;
+    }
     const Out out(C, splits > 1 ? W : nullptr, split, M, N, ldc, alpha, beta);
     /* accumulator 4j + q: C^T row r0 (+8 for q >= 2), column 8j + 2t (+1 for odd q) */
     const int n = n0 + r0;

@@ -193,4 +193,62 @@ end
   end
 end
 
+-- float32 tf32 on a fake H100 writes C by TMA stores (the launch's last argument 1, C's map
+-- before it) where C's first element, ldc and a row are whole 16 bytes, with no split-K, and
+-- tune.tma_store is not false; else 0. fast takes neither argument.
+do
+  local cases = {   -- m, n, k, ldc, C's first element, opts, tune.tma_store, the launch's last argument, what
+    {4000, 4160, 256, 4160, 1, {variant = "tf32"}, nil, "1", "rows of 16640 bytes: TMA stores"},
+    {4000, 4160, 256, 4164, 1, {variant = "tf32"}, nil, "1", "ldc 4164"},
+    {4000, 4160, 256, 4162, 1, {variant = "tf32"}, nil, "0", "ldc 4162 (16648 bytes): from registers"},
+    {4000, 4159, 256, 4160, 1, {variant = "tf32"}, nil, "0", "n 4159: a row ends inside 16 bytes"},
+    {4000, 4160, 256, 4160, 3, {variant = "tf32"}, nil, "0", "C from its third element"},
+    {4000, 4160, 256, 4160, 5, {variant = "tf32"}, nil, "1", "C from its fifth (16 bytes in)"},
+    {4000, 4160, 256, 4160, 1, {variant = "tf32"}, false, "0", "tune.tma_store = false"},
+    {4000, 4160, 256, 4160, 1, {variant = "tf32", splits = 3}, nil, "0", "split-K: the partials, then the sum"},
+    {4000, 4160, 256, 4160, 1, {variant = "tf32", streamk = 7}, nil, "1", "stream-K"},
+    {4000, 4160, 2048, 4160, 1, {variant = "fast"}, nil, "-", "fast: no TMA stores"},
+    {4000, 4160, 256, 4160, 1, {variant = "tf32"}, "no", "cuda%.catalog%.matmul: tune%.tma_store must be a boolean, got no",
+     "'no' refused"},
+  }
+  local code = {[[
+local cuda = require "cuda"
+local mmod = require "culua.catalog.matmul"
+local seen
+function on_launch (k, c, ...)
+  if seen and (k.name == "culua_matmul_tf32_wgmma" or k.name == "culua_matmul_fast_tma") then
+    local n = select("#", ...)
+    seen[#seen + 1] = n == 15 and tostring(select(15, ...)) or n == 13 and "-" or n .. " arguments"
+  end
+end
+local function case(i, m, n, k, ldc, first, opts, tma_store)
+  mmod.tune.tma_store = tma_store
+  local A, B = cuda.array("float32", {m, k}), cuda.array("float32", k * 4160)   -- (B's rows 4160 apart)
+  local C = cuda.array("float32", first - 1 + (m - 1) * ldc + n):view(first, (m - 1) * ldc + n)
+  opts.m, opts.n, opts.k, opts.ldb, opts.ldc = m, n, k, 4160, ldc
+  seen = {}
+  local ok, err = pcall(cuda.catalog.matmul, A, B, C, opts)
+  print(("case %d: %s"):format(i, ok and table.concat(seen, "; ") or tostring(err)))
+  mmod.tune.tma_store, seen = nil, nil
+end
+]]}
+  for i, c in ipairs(cases) do
+    local o = {}
+    for f, v in pairs(c[6]) do o[#o + 1] = ("%s = %q"):format(f, v) end
+    code[#code + 1] = ("case(%d, %d, %d, %d, %d, %d, {%s}, %s)\n"):format(i, c[1], c[2], c[3], c[4], c[5], table.concat(o, ", "),
+                                                                   type(c[7]) == "string" and ("%q"):format(c[7]) or tostring(c[7]))
+  end
+  local got, skip = T.fake_cases(table.concat(code))
+  if not got then
+    T.skip(skip, #cases)
+  else
+    for i, c in ipairs(cases) do
+      T.like(got(i), c[8]:find("must be") and c[8] or "^" .. c[8]:gsub("%-", "%%-") .. "$",
+             ("fake H100: float32 %dx%dx%d, ldc %d, C from element %d, %s, tma_store %s: %s"):format(
+             c[1], c[3], c[2], c[4], c[5], c[6].variant .. (c[6].splits and " splits" or c[6].streamk and " streamk" or ""),
+             tostring(c[7]), c[9]))
+    end
+  end
+end
+
 T.done_testing()

@@ -225,11 +225,11 @@ end
 
 -- how ss and fp8 write C, on bench/fakecuda.c's driver (an H100): through TMA stores (their
 -- last argument 1, C's map before it) where C's first element, the distance between its rows
--- and a row's n elements are whole 16 bytes and tune.lowp_tma_store is not false, else from
+-- and a row's n elements are whole 16 bytes and tune.tma_store is not false, else from
 -- registers (0); rs has neither argument
 do
-  local bad = "cuda%.catalog%.matmul: tune%.lowp_tma_store must be a boolean, got "
-  local cases = {   -- dtype of A and B, of C, m, n, k, ldc, C's first element, kernel, tune.lowp_tma_store, the launch, what
+  local bad = "cuda%.catalog%.matmul: tune%.tma_store must be a boolean, got "
+  local cases = {   -- dtype of A and B, of C, m, n, k, ldc, C's first element, kernel, tune.tma_store, the launch, what
     {"float16", "float16", 300, 520, 200, 520, 1, "ss", nil, "ss_f16 1", "rows of 1040 bytes: TMA stores"},
     {"bfloat16", "float32", 300, 520, 200, 524, 1, "ss", nil, "ss_bf16 1", "float32 C, rows of 2096 bytes"},
     {"float16", "float16", 300, 520, 200, 528, 1, "ss", nil, "ss_f16 1", "ldc 528 (1056 bytes)"},
@@ -240,15 +240,15 @@ do
     {"float16", "float16", 300, 516, 200, 520, 1, "ss", nil, "ss_f16 0", "n 516 (rows of 1032 bytes): from registers"},
     {"bfloat16", "float32", 300, 516, 200, 516, 1, "ss", nil, "ss_bf16 1", "n 516, float32 C (2064 bytes)"},
     {"bfloat16", "float32", 300, 515, 200, 516, 1, "ss", nil, "ss_bf16 0", "n 515, float32 C (2060 bytes): from registers"},
-    {"float16", "float16", 300, 520, 200, 520, 1, "ss", false, "ss_f16 0", "tune.lowp_tma_store = false"},
-    {"float16", "float16", 300, 520, 200, 520, 1, "ss", true, "ss_f16 1", "tune.lowp_tma_store = true"},
+    {"float16", "float16", 300, 520, 200, 520, 1, "ss", false, "ss_f16 0", "tune.tma_store = false"},
+    {"float16", "float16", 300, 520, 200, 520, 1, "ss", true, "ss_f16 1", "tune.tma_store = true"},
     {"float16", "float16", 300, 520, 200, 520, 1, "rs", nil, "f16 -", "rs: no TMA stores"},
     {"float8_e4m3", "bfloat16", 300, 512, 256, 512, 1, "ss", nil, "fp8 1", "fp8, bfloat16 C"},
     {"float8_e4m3", "float32", 300, 512, 256, 516, 1, "ss", nil, "fp8 1", "fp8, float32 C, ldc 516"},
     {"float8_e4m3", "float16", 300, 512, 256, 513, 1, "ss", nil, "fp8 0", "fp8, ldc 513: from registers"},
     {"float8_e4m3", "float32", 300, 523, 256, 528, 1, "ss", nil, "fp8 0", "fp8, float32 C, n 523 (B^T given): from registers"},
     {"float8_e4m3", "float32", 300, 524, 256, 528, 1, "ss", nil, "fp8 1", "fp8, float32 C, n 524 (B^T given)"},
-    {"float8_e4m3", "bfloat16", 300, 512, 256, 512, 1, "ss", false, "fp8 0", "fp8, tune.lowp_tma_store = false"},
+    {"float8_e4m3", "bfloat16", 300, 512, 256, 512, 1, "ss", false, "fp8 0", "fp8, tune.tma_store = false"},
     {"float16", "float16", 300, 520, 200, 520, 1, "ss", "yes", bad .. "yes", "'yes' refused"},
     {"float8_e4m3", "bfloat16", 300, 512, 256, 512, 1, "ss", 1, bad .. "1", "1 refused"},
   }
@@ -264,7 +264,7 @@ function on_launch (k, c, ...)
   end
 end
 local function case(i, da, dc, m, n, k, ldc, first, which, tma_store)
-  mmod.tune.lowp_sm90, mmod.tune.lowp_tma_store = which, tma_store
+  mmod.tune.lowp_sm90, mmod.tune.tma_store = which, tma_store
   -- B's rows (B^T's for fp8 where n is no multiple of 16) are 528 elements apart, whole 16 bytes
   local fp8, ldb = da:find("float8") ~= nil, 528
   local transb = fp8 and n % 16 ~= 0 or nil
@@ -274,7 +274,7 @@ local function case(i, da, dc, m, n, k, ldc, first, which, tma_store)
   local ok, err = pcall(cuda.catalog.matmul, A, B, C, {m = m, n = n, k = k, ldb = ldb, ldc = ldc, transb = transb,
                                                        scale_a = fp8 and 1 or nil})
   print(("case %d: %s"):format(i, ok and table.concat(seen, "; ") or tostring(err)))
-  mmod.tune.lowp_sm90, mmod.tune.lowp_tma_store, seen = nil, nil, nil
+  mmod.tune.lowp_sm90, mmod.tune.tma_store, seen = nil, nil, nil
 end
 ]]}
   for i, c in ipairs(cases) do
@@ -287,7 +287,7 @@ end
   else
     for i, c in ipairs(cases) do
       local want = c[10]:find("must be") and c[10] or "^" .. c[10]:gsub("%-", "%%-") .. "$"
-      T.like(got(i), want, ("fake H100: %s -> %s %dx%dx%d, ldc %d, C from element %d, %s, lowp_tma_store %s: %s"):format(
+      T.like(got(i), want, ("fake H100: %s -> %s %dx%dx%d, ldc %d, C from element %d, %s, tma_store %s: %s"):format(
              c[1], c[2], c[3], c[5], c[4], c[6], c[7], c[8], tostring(c[9]), c[11]))
     end
   end
@@ -433,7 +433,7 @@ T.gpu_part(function ()
     local scale = fp8 and {scale_a = 0.5, scale_b = 4} or {}
     -- the paths: the wgmma kernels by name (tune.lowp_sm90), or false (tma = false: mma.sync)
     -- (and on 9.0 ss and fp8 with C written from registers: "ss direct", "fp8 direct",
-    -- tune.lowp_tma_store = false; by default they write it by TMA stores where they can)
+    -- tune.tma_store = false; by default they write it by TMA stores where they can)
     local paths = cc ~= 90 and {"default"} or fp8 and {"default", "fp8 grid 3", "fp8 direct", false}
                   or {"rs", "ss", "rs grid 3", "ss grid 3", "ss direct", false}
     for si, s in ipairs(sizes) do
@@ -465,7 +465,7 @@ T.gpu_part(function ()
         mmod.tune.lowp_persistent = (tma == "rs grid 3" or tma == "ss grid 3") and 3 or nil
         mmod.tune.fp8_persistent = tma == "fp8 grid 3" and 3 or nil
         mmod.tune.fp8_programmatic = tma ~= "fp8 grid 3"
-        mmod.tune.lowp_tma_store = (tma == "ss direct" or tma == "fp8 direct") and false or nil
+        mmod.tune.tma_store = (tma == "ss direct" or tma == "fp8 direct") and false or nil
         if m == 0 or n == 0 then
           Cd:fill(7)
           mm(A, B, Cd, {alpha = 2, scale_a = scale.scale_a, scale_b = scale.scale_b, tma = scale.tma})
@@ -501,7 +501,7 @@ T.gpu_part(function ()
     end
     scale.tma = nil
     mmod.tune.lowp_sm90, mmod.tune.lowp_persistent, mmod.tune.fp8_persistent, mmod.tune.fp8_programmatic = nil, nil, nil, nil
-    mmod.tune.lowp_tma_store = nil
+    mmod.tune.tma_store = nil
 
     -- blocks of larger matrices (lda, ldb, ldc past the rows) through views that start off
     -- 16 bytes: the element-by-element path; and at 16-byte offsets, the cp.async one (on 9.0,

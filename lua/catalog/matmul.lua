@@ -71,8 +71,9 @@ local sm90 = {
   tf32 = {family = "matmul_sm90", kernel = "culua_matmul_tf32_wgmma", bm = T9.CULUA_TF32_BM, bn = T9.CULUA_TF32_BN,
           abox = {T9.CULUA_TF32_BM, T9.CULUA_TF32_BK, T9.CULUA_TF32_SWIZZLE},
           bbox = {T9.CULUA_TF32_BK, T9.CULUA_TF32_BPANEL, T9.CULUA_TF32_SWIZZLE},
-          shared = sm90_shared(T9.CULUA_TF32_BM, T9.CULUA_TF32_BN, T9.CULUA_TF32_BK, T9.CULUA_TF32_STAGES),
-          rate = 2.8e12, streamk = {0.1}, min_k = 0},
+          shared = sm90_shared(T9.CULUA_TF32_BM, T9.CULUA_TF32_BN, T9.CULUA_TF32_BK, T9.CULUA_TF32_STAGES)
+                   + T9.CULUA_TF32_CSTAGE,
+          rate = 2.8e12, streamk = {0.1}, min_k = 0, tma_store = 32},
   fast = {family = "matmul_sm90_fast", kernel = "culua_matmul_fast_tma", bm = F9.CULUA_FAST_BM, bn = F9.CULUA_FAST_BN,
           abox = {F9.CULUA_FAST_BM, F9.CULUA_FAST_BK, F9.CULUA_FAST_SWIZZLE},
           bbox = {F9.CULUA_FAST_BK, F9.CULUA_FAST_BHALF, 0},
@@ -151,6 +152,7 @@ end
 core.scratch_kind("partials", "float32")
 core.scratch_kind("counts", "uint32", true)
 
+local lowp_c_map   -- matmul_lowp.lua's c_map (C's map for TMA stores), set below
 local function matmul_sm90(plan, dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, opts)
   local kern = core.kernel(plan.family, plan.kernel, nil, dev)
   core.allow_shared(kern, plan.shared)
@@ -167,8 +169,14 @@ local function matmul_sm90(plan, dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, b
   local abox, bbox = plan.abox, plan.bbox
   local amap = A:tensor_map(abox[1], abox[2], abox[3], {rows = m, cols = k, stride = lda * 4})
   local bmap = B:tensor_map(bbox[1], bbox[2], bbox[3], {rows = k, cols = n, stride = ldb * 4})
-  kern:launch({grid = (tiles - sk_tiles) * splits + sk, block = 384, shared = plan.shared, stream = opts.stream},
-              m, n, k, alpha, amap, bmap, beta, Cm, W, splits, sk, counts, ldc)
+  local launch = {grid = (tiles - sk_tiles) * splits + sk, block = 384, shared = plan.shared, stream = opts.stream}
+  if plan.tma_store then   -- (tf32 writes C by TMA stores where it can, boxes of plan.tma_store rows)
+    local cmap, tmac = amap, 0
+    if splits == 1 then cmap, tmac = lowp_c_map(Cm, m, n, ldc, amap, plan.tma_store) end
+    kern:launch(launch, m, n, k, alpha, amap, bmap, beta, Cm, W, splits, sk, counts, ldc, cmap, tmac)
+  else
+    kern:launch(launch, m, n, k, alpha, amap, bmap, beta, Cm, W, splits, sk, counts, ldc)
+  end
   if splits > 1 then
     local sum = core.kernel("matmul_sm90", "culua_matmul_splitk", nil, dev)
     sum:launch({grid = math.min(ceil_div(m * n, 256), 1024), block = 256, stream = opts.stream},
@@ -189,7 +197,7 @@ for _, d in ipairs(core.instances("matmul", "CULUA_DMMA")) do
 end
 table.sort(dmma_names)
 M.tune = {dmma_tile = nil, dmma_group = nil, dmma_tma = nil, dmma_persistent = nil, stage_c = nil, lowp_sm90 = nil,
-          lowp_persistent = nil, lowp_tma_store = nil, fp8_tile = nil, fp8_persistent = nil, fp8_programmatic = nil}
+          lowp_persistent = nil, tma_store = nil, fp8_tile = nil, fp8_persistent = nil, fp8_programmatic = nil}
 
 -- 128 x 64 for k under 1024 (LU's update; 8 warps until session 29, 128x64b since: below),
 -- in 4 warps past it, unless M.tune.dmma_tile says otherwise. On an H100 (bench/matmul.lua, session 13), TFLOP/s,
@@ -306,6 +314,7 @@ local matmul_options = {"variant", "alpha", "beta", "unroll", "tile", "block", "
 
 -- low precision: float16, bfloat16 and fp8 on tensor cores (matmul_lowp.lua)
 local L = require("culua.catalog.matmul_lowp").use(M.tune)
+lowp_c_map = L.c_map
 M._fp8_plans = L.fp8_plans   -- (the tests and the bench read the tiles built)
 
 
@@ -495,7 +504,7 @@ M.info = {
            scale_a = "fp8 A and B: D = alpha * scale_a * scale_b * A*B + beta * C, as cuBLASLt's (default 1)",
            scale_b = "fp8 A and B: see scale_a",
            transb = "true: B is given as B^T, N x K (rows ldb apart, ldb >= k), C = alpha*A*B^T + beta*C, as cuBLAS's op(B) = B^T; fp8 on compute capability 9.0 reads it as it is where TMA can address it (cuBLASLt's TN form, its fast form there), every other path from a scratch B that B^T is transposed into",
-           mma = "float16, bfloat16 (compute capability 8.0 and later) and fp8 (8.9 and later) on tensor cores, float32 sums; C in A's dtype or float32 (fp8: bfloat16, float16 or float32); float16 and bfloat16 on 9.0: wgmma fed by TMA where A and B rows are 16-byte aligned (tma = false: mma.sync; require('culua.catalog.matmul').tune.lowp_sm90 = 'ss' (the default) takes the kernel with both operands in shared memory, 'rs' B^T's fragments through registers; tune.lowp_persistent: true, false or a block count, blocks that take tile after tile; ss writes C by TMA stores where C's first element, ldc and rows are whole 16 bytes, tune.lowp_tma_store = false: from registers); fp8 on 9.0 likewise, B transposed into scratch first unless given as B^T (transb; tune.fp8_tile, fp8_persistent, fp8_programmatic: see doc/matmul.md)",
+           mma = "float16, bfloat16 (compute capability 8.0 and later) and fp8 (8.9 and later) on tensor cores, float32 sums; C in A's dtype or float32 (fp8: bfloat16, float16 or float32); float16 and bfloat16 on 9.0: wgmma fed by TMA where A and B rows are 16-byte aligned (tma = false: mma.sync; require('culua.catalog.matmul').tune.lowp_sm90 = 'ss' (the default) takes the kernel with both operands in shared memory, 'rs' B^T's fragments through registers; tune.lowp_persistent: true, false or a block count, blocks that take tile after tile; ss writes C by TMA stores where C's first element, ldc and rows are whole 16 bytes, tune.tma_store = false: from registers); fp8 on 9.0 likewise, B transposed into scratch first unless given as B^T (transb; tune.fp8_tile, fp8_persistent, fp8_programmatic: see doc/matmul.md)",
            dmma = "float64 on tensor cores (compute capability 8.0 and later): 128 x 64 tiles (below k = 1024 '128x64b'); require('culua.catalog.matmul').tune.dmma_tile = '128x128', '128x64', '64x128' or '128x64w8' fixes the shape, or one of the tiles for LU's updates (C read, k = 128 and 256) whose reads of C go in batches, '128x64w8e1', '128x64w8e2' and '128x64e2', '128x64w8k32' (the same in k-tiles of 32), and '128x64w8b', '128x64b' and '128x64w8k32b', whose tiles inside C, where beta is 0 or 1, go out by bulk copies from shared memory on 9.0 (beta = 1: added to C in L2); tune.dmma_group = G runs the tiles in groups of G tile rows (L2 reuse of B; by default 8 where k < 1024); on 9.0, tune.dmma_tma = true takes the TMA-fed kernel of 128 x 128 tiles (A and B rows 16-byte aligned; by default where k >= 1024; false: never; tune.dmma_persistent = false: a block a tile, a count: that many blocks)"},
   default = "fast (float64: dmma on compute capability 8.0 and later; float16, bfloat16 and fp8: mma, tensor cores with float32 sums)",
 }

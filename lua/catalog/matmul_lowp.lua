@@ -92,21 +92,23 @@ local function lowp_grid(dev, tiles)
   if pers == false then return tiles end
   return math.min(tiles, pers == true and sm_count(dev) or pers)
 end
--- C's map for the wgmma kernels' TMA stores (culua/matmul_lowp.cuh's lowp_ss_store_tma:
--- 64-row boxes of 128 bytes, TMA's 128-byte swizzle) where TMA can address C (its first
--- element and rows 16-byte aligned), a row of C is whole 16 bytes, and M.tune.lowp_tma_store
--- is not false: the map and 1; else `other` (any map: it stands in, unread) and 0, and the
--- kernel writes C from registers. (A row that ends inside 16 bytes had the elements after
--- its end written by the stores on an H100: t/038's views, session 33.) There the direct
--- stores kept the tensor cores idle for 19k of every 65k cycles of a 128 x 256 float16
--- tile at n = 4096 (ncu, bench/RESULTS.md, session 33).
-local function c_map(Cm, m, n, ldc, other)
-  local t = M.tune.lowp_tma_store
-  if t ~= nil and type(t) ~= "boolean" then fail("matmul", "tune.lowp_tma_store must be a boolean, got %s", tostring(t)) end
+-- C's map for the wgmma kernels' TMA stores (boxes of `rows` x 128 bytes, TMA's 128-byte
+-- swizzle: culua/matmul_lowp.cuh's lowp_ss_store_tma, 64 rows, and matmul_sm90.cu's tf32,
+-- 32) where TMA can address C (its first element and rows 16-byte aligned), a row of C is
+-- whole 16 bytes, and M.tune.tma_store is not false: the map and 1; else `other` (any map:
+-- it stands in, unread) and 0, and the kernel writes C from registers. (A row that ends
+-- inside 16 bytes had the elements after its end written by the stores on an H100: t/038's
+-- views, session 33.) There the direct stores kept the tensor cores idle for 19k of every
+-- 65k cycles of a 128 x 256 float16 tile at n = 4096 (ncu, bench/RESULTS.md, session 33).
+-- matmul.lua's tf32 takes it as L.c_map.
+local function c_map(Cm, m, n, ldc, other, rows)
+  local t = M.tune.tma_store
+  if t ~= nil and type(t) ~= "boolean" then fail("matmul", "tune.tma_store must be a boolean, got %s", tostring(t)) end
   local es = core.dtype_bytes[Cm.dtype]
   if t == false or Cm.ptr % 16 ~= 0 or ldc * es % 16 ~= 0 or n * es % 16 ~= 0 then return other, 0 end
-  return Cm:tensor_map(64, 128 // es, 128, {rows = m, cols = n, stride = ldc * es}), 1
+  return Cm:tensor_map(rows or 64, 128 // es, 128, {rows = m, cols = n, stride = ldc * es}), 1
 end
+L.c_map = c_map
 
 local LOWP90 = nil
 local lowp_sm90_kernels = nil
