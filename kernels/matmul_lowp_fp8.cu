@@ -65,8 +65,10 @@
 ** bytes a stage; BN and the stages are each kernel's (LOWP_FP8 lines below) */
 #define LOWP_FP8_BM 128
 #define LOWP_FP8_BK 128
-/* (and after the ring C's staging: 16 KB a consumer warpgroup, from the next 1024-byte boundary) */
+/* (and after the ring C's staging: 16 KB a consumer warpgroup, from the next 1024-byte boundary;
+** the literal is for the catalog's reader of this file, the assertion below keeps it culua/matmul_lowp.cuh's) */
 #define LOWP_FP8_CSTAGE (2 * 2 * 64 * 128 + 1024)
+static_assert(LOWP_FP8_CSTAGE == LOWP_C_STAGE_BYTES + 1024, "culua/matmul_lowp.cuh's staging");
 #define LOWP_FP8_SHARED(BN, STAGES) ((STAGES) * (LOWP_FP8_BM * LOWP_FP8_BK + (BN) * LOWP_FP8_BK) + 2 * (STAGES) * 8 + 1024 + LOWP_FP8_CSTAGE)
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -154,7 +156,7 @@ __device__ __forceinline__ void lowp_fp8 (int M, int N, int K, float alpha, cons
                                           float beta, void *C, int ldc, int ctype, const culua_tmap &tmC, int tmac) {
   constexpr int BM = LOWP_FP8_BM, BK = LOWP_FP8_BK, R = BN / 2;   /* R: accumulators a consumer thread */
   static_assert(BM == 2 * 64 && (BN == 256 || BN == 128) && BK == 128, "two warpgroups of m64nBN, one 128-byte row of K");
-  static_assert(LOWP_FP8_SHARED(BN, STAGES) <= 227 * 1024, "the ring fits a block's shared memory");
+  static_assert(LOWP_FP8_SHARED(BN, STAGES) <= 227 * 1024, "the ring and C's staging fit a block's shared memory");
   static_assert(CL == 1 || CL == 2, "clusters of one or two blocks");
   extern __shared__ unsigned char lowp_fp8_smem[];
   const Ring<STAGES, BM * BK, BN * BK> ring(lowp_fp8_smem);
@@ -190,7 +192,7 @@ __device__ __forceinline__ void lowp_fp8 (int M, int N, int K, float alpha, cons
   }
   if (CL == 1) asm volatile("setmaxnreg.inc.sync.aligned.u32 240;");
   else asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
-  const int ct = threadIdx.x - 128, wg = ct >> 7, warp = (ct >> 5) & 3, lane = ct & 31, g = lane >> 2, t4 = lane & 3;
+  const int ct = threadIdx.x - 128, wg = ct >> 7;
   /* this warpgroup's 64 rows of A's tile start 64 rows of 128 bytes in (a multiple of the swizzle's 1024) */
   const unsigned arow = wg * 64 * BK;
   float d[R];
@@ -225,22 +227,7 @@ __device__ __forceinline__ void lowp_fp8 (int M, int N, int K, float alpha, cons
     }
     asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
     if (held >= 0) release(held);
-    if (tmac) {   /* (the staging after the ring; no other block writes it) */
-      const unsigned stage = ((ring.end() + 1023) & ~1023u) + wg * 2 * 64 * 128;
-      const int row = warp * 16 + g, wm = m0 + wg * 64, bar = 2 + wg;
-      const bool leader = (ct & 127) == 0;
-      if (ctype == CULUA_F32)
-        lowp_ss_store_tma<CULUA_F32, BN>(d, M, N, wm, n0, row, 2 * t4, alpha, beta, C, ldc, &tmC, stage, bar, leader);
-      else if (ctype == CULUA_BF16)
-        lowp_ss_store_tma<CULUA_BF16, BN>(d, M, N, wm, n0, row, 2 * t4, alpha, beta, C, ldc, &tmC, stage, bar, leader);
-      else
-        lowp_ss_store_tma<CULUA_F16, BN>(d, M, N, wm, n0, row, 2 * t4, alpha, beta, C, ldc, &tmC, stage, bar, leader);
-      continue;
-    }
-    const int r = m0 + wg * 64 + warp * 16 + g, c = n0 + 2 * t4;
-    if (ctype == CULUA_F32) lowp_ss_store<CULUA_F32, BN>(d, M, N, r, c, alpha, beta, C, ldc);
-    else if (ctype == CULUA_BF16) lowp_ss_store<CULUA_BF16, BN>(d, M, N, r, c, alpha, beta, C, ldc);
-    else lowp_ss_store<CULUA_F16, BN>(d, M, N, r, c, alpha, beta, C, ldc);
+    lowp_store_tile<BN>(d, M, N, m0, n0, alpha, beta, C, ldc, ctype, &tmC, tmac, ring.end());
   }
   if ((ct & 127) == 0) bulk_wait_read();   /* the last TMA stores have read the staging */
   if (CL > 1) lowp_cluster_sync();

@@ -62,8 +62,10 @@
 #define LOWP_SS_BN 256
 #define LOWP_SS_BK 64
 #define LOWP_SS_STAGES 4
-/* (and after the ring C's staging: 16 KB a consumer warpgroup, from the next 1024-byte boundary) */
+/* (and after the ring C's staging: 16 KB a consumer warpgroup, from the next 1024-byte boundary;
+** the literal is for the catalog's reader of this file, the assertion below keeps it culua/matmul_lowp.cuh's) */
 #define LOWP_SS_CSTAGE (2 * 2 * 64 * 128 + 1024)
+static_assert(LOWP_SS_CSTAGE == LOWP_C_STAGE_BYTES + 1024, "culua/matmul_lowp.cuh's staging");
 #define LOWP_SS_SHARED (LOWP_SS_STAGES * (LOWP_SS_BM * LOWP_SS_BK * 2 + LOWP_SS_BK * LOWP_SS_BN * 2) + 2 * LOWP_SS_STAGES * 8 + 1024 + LOWP_SS_CSTAGE)
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -312,7 +314,7 @@ __device__ __forceinline__ void lowp_ss (int M, int N, int K, float alpha, const
   constexpr int PANEL = BK * 64 * 2;   /* B's tile: 64-column panels of BK rows of 128 bytes */
   static_assert(BM * BKW * 4 == BM * BK * 2 && BKW * BN * 4 == BK * BN * 2, "the ring's words hold the tiles");
   static_assert(BM == 2 * 64 && BN == 256 && BK % 16 == 0, "two consumer warpgroups of m64n256, k16 steps");
-  const int ct = threadIdx.x - 128, wg = ct >> 7, warp = (ct >> 5) & 3, lane = ct & 31, g = lane >> 2, t = lane & 3;
+  const int ct = threadIdx.x - 128, wg = ct >> 7;
   lowp_tiles<BM, BN, BKW, LOWP_SS_STAGES, BM * BN / 256>(M, N, (K + 1) / 2, [&] (const auto &ring, int s, int kt, int m0, int n0) {
     tma_load(ring.abuf(s), &tmA, ring.full(s), kt * BK, m0);
     for (int q = 0; q < BN / 64; q++)   /* B in 64-column panels: a swizzled row is 128 bytes */
@@ -338,22 +340,7 @@ __device__ __forceinline__ void lowp_ss (int M, int N, int K, float alpha, const
     asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
     if (held >= 0 && (ct & 127) == 0) mbar_arrive(ring.empty(held));
   }, [&] (const auto &ring, const float (&d)[BM * BN / 256], int m0, int n0) {
-    if (tmac) {
-      const unsigned stage = ((ring.end() + 1023) & ~1023u) + wg * 2 * 64 * 128;
-      const int row = warp * 16 + g, wm = m0 + wg * 64, bar = 2 + wg;
-      const bool leader = (ct & 127) == 0;
-      if (ctype == CULUA_F32)
-        lowp_ss_store_tma<CULUA_F32, BN>(d, M, N, wm, n0, row, 2 * t, alpha, beta, C, ldc, &tmC, stage, bar, leader);
-      else if (ctype == CULUA_BF16)
-        lowp_ss_store_tma<CULUA_BF16, BN>(d, M, N, wm, n0, row, 2 * t, alpha, beta, C, ldc, &tmC, stage, bar, leader);
-      else
-        lowp_ss_store_tma<CULUA_F16, BN>(d, M, N, wm, n0, row, 2 * t, alpha, beta, C, ldc, &tmC, stage, bar, leader);
-      return;
-    }
-    const int r = m0 + wg * 64 + warp * 16 + g, c = n0 + 2 * t;
-    if (ctype == CULUA_F32) lowp_ss_store<CULUA_F32, BN>(d, M, N, r, c, alpha, beta, C, ldc);
-    else if (ctype == CULUA_BF16) lowp_ss_store<CULUA_BF16, BN>(d, M, N, r, c, alpha, beta, C, ldc);
-    else lowp_ss_store<CULUA_F16, BN>(d, M, N, r, c, alpha, beta, C, ldc);
+    lowp_store_tile<BN>(d, M, N, m0, n0, alpha, beta, C, ldc, ctype, &tmC, tmac, ring.end());
   });
 }
 

@@ -103,8 +103,12 @@ __device__ __forceinline__ void wgmma_m64n256k8 (float *d, const unsigned *a, un
 #define CULUA_TF32_BPANEL 32
 #define CULUA_TF32_SWIZZLE 128
 static_assert(CULUA_TF32_BPANEL * 4 == CULUA_TF32_SWIZZLE, "a B panel's row is one swizzle span");
-/* C's staging after the ring: 16 KB a consumer warpgroup, from the next 1024-byte boundary */
-#define CULUA_TF32_CSTAGE (2 * 2 * 2 * 32 * 128 + 1024)
+/* C by TMA stores (tf32_store_tma): boxes of CULUA_TF32_CROWS rows x 128 bytes (the catalog's
+** map of C), staged after the ring in 16 KB a consumer warpgroup from the next 1024-byte boundary */
+#define CULUA_TF32_CROWS 32
+#define CULUA_TF32_CSTAGE (2 * 2 * 2 * CULUA_TF32_CROWS * 128 + 1024)
+static_assert(CULUA_SM90_SHARED(CULUA_TF32_BM, CULUA_TF32_BN, CULUA_TF32_BK, CULUA_TF32_STAGES) + CULUA_TF32_CSTAGE
+              <= 227 * 1024, "the ring and C's staging fit a block's shared memory");
 
 /*
 ** A consumer thread's part of tf32's 256 x 128 tile (C^T's fragments: accumulator
@@ -123,6 +127,7 @@ static_assert(CULUA_TF32_BPANEL * 4 == CULUA_TF32_SWIZZLE, "a B panel's row is o
 __device__ __forceinline__ void tf32_store_tma (const float (&d)[CULUA_TF32_BM / 2], int M, int N, int m0, int n0, int ldc,
                                                 float alpha, float beta, const float *C, const culua_tmap *tmC,
                                                 unsigned stage, int wg, int warp, int g, int t) {
+  static_assert(CULUA_TF32_CROWS == 32, "steps of 32 rows: 4 j's of the fragments");
   const int cp = warp >> 1, kc = (warp & 1) * 16 + g, nw = n0 + wg * 64;   /* cp: the thread's panel, kc its column */
   const bool leader = threadIdx.x % 128 == 0;
 #pragma unroll
@@ -189,12 +194,9 @@ culua_matmul_tf32_wgmma (int M, int N, int K, float alpha, const __grid_constant
       asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
       if ((ct & 127) == 0) mbar_arrive(ring.empty(s));
     }
-  }, [&] (const float (&d)[BM / 2], int m0, int n0, int split) {
-    if (tmac && splits == 1) {   /* the staging after the ring (pipeline's Ring, the same extern shared) */
-      extern __shared__ unsigned char smem_raw[];
-      const unsigned ring_end = ((smem_u32(smem_raw) + 1023) & ~1023u) + CULUA_TF32_STAGES * (BM * BK * 4 + B_BYTES)
-                                + 16 * CULUA_TF32_STAGES;
-      tf32_store_tma(d, M, N, m0, n0, ldc, alpha, beta, C, &tmC, ((ring_end + 1023) & ~1023u) + wg * 2 * 8192, wg, warp, g, t);
+  }, [&] (const auto &ring, const float (&d)[BM / 2], int m0, int n0, int split) {
+    if (tmac && splits == 1) {   /* (the staging after the ring) */
+      tf32_store_tma(d, M, N, m0, n0, ldc, alpha, beta, C, &tmC, ((ring.end() + 1023) & ~1023u) + wg * 2 * 8192, wg, warp, g, t);
       return;
     }
     const Out out(C, splits > 1 ? W : nullptr, split, M, N, ldc, alpha, beta);

@@ -95,7 +95,7 @@ culua_matmul_fast_tma (int M, int N, int K, float alpha, const __grid_constant__
       ** without it in 58 products, but the PTX memory model asks for it) */
       ring.release_read(s);
     }
-  }, [&] (const float (&acc)[128], int m0, int n0, int split) {
+  }, [&] (const auto &, const float (&acc)[128], int m0, int n0, int split) {
     const Out out(C, splits > 1 ? W : nullptr, split, M, N, ldc, alpha, beta);
 #pragma unroll
     for (int i = 0; i < 8; i++) {

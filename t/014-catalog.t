@@ -207,6 +207,8 @@ do
     {4000, 4160, 256, 4160, 1, {variant = "tf32"}, false, "0", "tune.tma_store = false"},
     {4000, 4160, 256, 4160, 1, {variant = "tf32", splits = 3}, nil, "0", "split-K: the partials, then the sum"},
     {4000, 4160, 256, 4160, 1, {variant = "tf32", streamk = 7}, nil, "1", "stream-K"},
+    {1, 4160, 256, (1 << 31) - 4, 1, {variant = "tf32", splits = 1}, nil, "0",
+     "rows 2^33 bytes apart: from registers (a tensor map's stride stops at 2^32)"},
     {4000, 4160, 2048, 4160, 1, {variant = "fast"}, nil, "-", "fast: no TMA stores"},
     {4000, 4160, 256, 4160, 1, {variant = "tf32"}, "no", "cuda%.catalog%.matmul: tune%.tma_store must be a boolean, got no",
      "'no' refused"},

@@ -89,25 +89,25 @@ end
 -- tf32 on 9.0 writes its tiles through shared memory and TMA stores where C's first element,
 -- ldc and rows are whole 16 bytes and there is no split-K (split-K's partials, and tune.tma_store
 -- = false, go from registers): partial tiles, stream-K's last contributor, beta; C past n in
--- each row (ldc > n) checked untouched
+-- each row (ldc > n) and before the view (the last: from its fifth element) checked untouched
 do
   local mmod = require "culua.catalog.matmul"
-  for _, s in ipairs{{1001, 1004, 1000, 1008}, {257, 36, 132, 40}, {300, 2052, 516, 2060}, {520, 1028, 700, 1032}} do
-    local m, n, k, ldc = s[1], s[2], s[3], s[4]
+  for _, s in ipairs{{1001, 1004, 1000, 1008, 1}, {257, 36, 132, 40, 1}, {300, 2052, 516, 2060, 1}, {520, 1028, 700, 1032, 5}} do
+    local m, n, k, ldc, first = s[1], s[2], s[3], s[4], s[5]
     local A, B, hC, R = problem_c(m, n, k, 21, 0.5, -2)
-    local big = cuda.host_array("float32", m * ldc):fill(7)
-    for i = 0, m - 1 do for j = 1, n do big[i * ldc + j] = hC[i * n + j] end end
+    local big = cuda.host_array("float32", first - 1 + m * ldc):fill(7)
+    for i = 0, m - 1 do for j = 1, n do big[first - 1 + i * ldc + j] = hC[i * n + j] end end
     for _, o in ipairs{{splits = 1}, {streamk = 3}, {splits = 1, tma_store = false}} do
-      local Cd = cuda.array("float32", m * ldc):copy_from(big)
+      local Cd = cuda.array("float32", #big):copy_from(big)
       mmod.tune.tma_store = o.tma_store
-      mm(A, B, Cd:view(1, (m - 1) * ldc + n), {variant = "tf32", m = m, n = n, k = k, ldc = ldc, alpha = 0.5, beta = -2,
-                                               splits = o.splits, streamk = o.streamk})
+      mm(A, B, Cd:view(first, (m - 1) * ldc + n), {variant = "tf32", m = m, n = n, k = k, ldc = ldc, alpha = 0.5, beta = -2,
+                                                   splits = o.splits, streamk = o.streamk})
       mmod.tune.tma_store = nil
-      local out, pad = T.block_of(Cd:totable(), 0, m, n, ldc, 7)
-      local what = ("tf32 %dx%dx%d ldc %d, alpha 0.5 beta -2%s%s"):format(m, k, n, ldc, o.streamk and ", stream-K 3" or "",
-                                                                       o.tma_store == false and ", tma_store = false" or "")
+      local out, pad = T.block_of(Cd:totable(), first - 1, m, n, ldc, 7)
+      local what = ("tf32 %dx%dx%d ldc %d from element %d, alpha 0.5 beta -2%s%s"):format(m, k, n, ldc, first,
+                   o.streamk and ", stream-K 3" or "", o.tma_store == false and ", tma_store = false" or "")
       check(out, R, 5e-3, what)
-      T.ok(pad, "  and C past each row untouched")
+      T.ok(pad, "  and C past each row and before the view untouched")
     end
   end
 end

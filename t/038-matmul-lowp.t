@@ -511,9 +511,11 @@ T.gpu_part(function ()
     -- Each again with B given as B^T (transb), a block of rows ldbt apart (the last number):
     -- off 16 bytes, and on it (fp8 on 9.0: the second and the fourth read it as it is; the
     -- third's rows are not 16 bytes apart, so B comes back from it first)
+    -- The last, on 9.0, goes through the TMA stores of C (ss, fp8): 16 bytes in, ldc past n.
     local blocks = {{3, 70, 40, 96, 112, 64, 45, 101}, {fp8 and 16 or 8, 70, 40, 96, 112, 64, 45, 112},
                     {fp8 and 16 or 8, 200, 131, 136, 136, 136, 132, 139}}
     if fp8 then blocks[4] = {16, 200, 131, 136, 144, 144, 132, 152} end
+    blocks[#blocks + 1] = {fp8 and 16 or 8, 200, 144, 128, 144, 144, 152, 160}
     for bi, b in ipairs(blocks) do
       for _, kern in ipairs((not fp8 and cc == 90 and bi > 1) and {"rs", "ss"} or {"default"}) do
         mmod.tune.lowp_sm90 = kern ~= "default" and kern or nil

@@ -17,6 +17,13 @@
 #define CULUA_E5M2 3
 #define CULUA_F32 4
 
+/* the rows of C's boxes in the wgmma kernels' TMA stores (lowp_ss_store_tma: a consumer
+** warpgroup's 64); lua/catalog/matmul_lowp.lua makes C's map of them */
+#define LOWP_C_ROWS 64
+/* C's staging after the ring: two buffers of a panel (LOWP_C_ROWS x 128 bytes) a consumer
+** warpgroup (the kernels' LOWP_*_CSTAGE are this and 1024 bytes to align it) */
+#define LOWP_C_STAGE_BYTES (2 * 2 * LOWP_C_ROWS * 128)
+
 typedef unsigned char culua_u8;
 typedef unsigned short culua_u16;
 
@@ -173,10 +180,11 @@ __device__ __forceinline__ void lowp_ss_store_tma (const float *d, int M, int N,
   using namespace culua::sm90;
   constexpr int ES = lowp_size<TC>::value, PW = 128 / ES, JP = PW / 8;   /* a panel: PW columns, JP pairs of j */
   static_assert(BN % (2 * PW) == 0, "the tile is an even number of panels");
+  static_assert(LOWP_C_ROWS == 64, "a panel is a warpgroup's 64 rows");
   const char *c8 = (const char *)C;
 #pragma unroll
   for (int p = 0; p < BN / PW; p++) {
-    const unsigned buf = stage + (p & 1) * 64 * 128;
+    const unsigned buf = stage + (p & 1) * LOWP_C_ROWS * 128;
 #pragma unroll
     for (int jj = 0; jj < JP; jj++)
 #pragma unroll
@@ -205,6 +213,34 @@ __device__ __forceinline__ void lowp_ss_store_tma (const float *d, int M, int N,
       tma_store(tmC, buf, n0 + p * PW, m0);
       bulk_commit();
     }
+  }
+}
+
+/*
+** What the 16-bit ss kernel and fp8 do with a 128 x BN tile's sums, from a
+** consumer thread (warpgroup wg = 0 or 1 of the block's two, rows m0 + 64 wg
+** .. + 63): C's dtype a run-time code, branched on once (see lowp_ss_store);
+** by TMA stores where tmac is 1, the staging at the first 1024-byte boundary
+** from ring_end (16 KB a warpgroup: the kernels' LOWP_*_CSTAGE), else from
+** registers.
+*/
+template <int BN>
+__device__ __forceinline__ void lowp_store_tile (const float *d, int M, int N, int m0, int n0, float alpha, float beta,
+                                                 void *C, int ldc, int ctype, const culua_tmap *tmC, int tmac,
+                                                 unsigned ring_end) {
+  const int ct = threadIdx.x - 128, wg = ct >> 7, row = ((ct >> 5) & 3) * 16 + ((ct & 31) >> 2), c = 2 * (ct & 3);
+  if (tmac) {
+    const unsigned stage = ((ring_end + 1023) & ~1023u) + wg * (LOWP_C_STAGE_BYTES / 2);
+    const int wm = m0 + wg * 64, bar = 2 + wg;
+    const bool leader = (ct & 127) == 0;
+    if (ctype == CULUA_F32) lowp_ss_store_tma<CULUA_F32, BN>(d, M, N, wm, n0, row, c, alpha, beta, C, ldc, tmC, stage, bar, leader);
+    else if (ctype == CULUA_BF16) lowp_ss_store_tma<CULUA_BF16, BN>(d, M, N, wm, n0, row, c, alpha, beta, C, ldc, tmC, stage, bar, leader);
+    else lowp_ss_store_tma<CULUA_F16, BN>(d, M, N, wm, n0, row, c, alpha, beta, C, ldc, tmC, stage, bar, leader);
+  } else {
+    const int r = m0 + wg * 64 + row, cc = n0 + c;
+    if (ctype == CULUA_F32) lowp_ss_store<CULUA_F32, BN>(d, M, N, r, cc, alpha, beta, C, ldc);
+    else if (ctype == CULUA_BF16) lowp_ss_store<CULUA_BF16, BN>(d, M, N, r, cc, alpha, beta, C, ldc);
+    else lowp_ss_store<CULUA_F16, BN>(d, M, N, r, cc, alpha, beta, C, ldc);
   }
 }
 

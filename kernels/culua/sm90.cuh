@@ -110,7 +110,8 @@ __device__ __forceinline__ void bulk_wait_read () {
   asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
 }
 
-/* named barrier `id` (1..15) among `threads` threads */
+/* named barrier `id` (1..15) among `threads` threads: the kernels here use 1 for both consumer
+** warpgroups (consumers_sync) and 2 + warpgroup for one (the staged stores of C) */
 __device__ __forceinline__ void named_sync (int id, int threads) {
   asm volatile("bar.sync %0, %1;" :: "r"(id), "r"(threads) : "memory");
 }
@@ -350,8 +351,8 @@ __device__ __forceinline__ void each_run (int M, int N, int K, int splits, int s
 ** STAGES (ARRIVALS releases free a stage), warpgroup 0 the producer (one
 ** thread calls load(ring, stage, k-tile, m0, n0) for each k-tile), warpgroups
 ** 1 and 2 the consumers, R accumulators a thread: mma(ring, acc, q0, KT) adds
-** the ring's turns q0 .. q0 + KT - 1 into acc, store(acc, m0, n0, split)
-** writes the tile (by TMA stores too: a consumer warpgroup's first thread waits
+** the ring's turns q0 .. q0 + KT - 1 into acc, store(ring, acc, m0, n0, split)
+** writes the tile (by TMA stores too, staged after ring.end(): a consumer warpgroup's first thread waits
 ** for their reads of shared memory before the block ends). Their registers come from the producer by setmaxnreg:
 ** 384 x 168 at launch is 128 x 24 + 256 x 240, so the consumers get all the
 ** producer gives (240 against 232 made fast 2% faster at n = 8192, H100).
@@ -386,7 +387,7 @@ __device__ __forceinline__ void pipeline (int M, int N, int K, int splits, int s
     for (int i = 0; i < R; i++) acc[i] = 0.0f;
     mma(ring, acc, r.q, r.KT);
     if (r.n == 1 || streamk_meet(acc, P, counts + r.t, r))
-      store(acc, r.m0, r.n0, r.split);
+      store(ring, acc, r.m0, r.n0, r.split);
   });
   if ((threadIdx.x & 127) == 0) bulk_wait_read();   /* (a store's TMA stores have read their staging) */
 }

@@ -73,7 +73,7 @@ local sm90 = {
           bbox = {T9.CULUA_TF32_BK, T9.CULUA_TF32_BPANEL, T9.CULUA_TF32_SWIZZLE},
           shared = sm90_shared(T9.CULUA_TF32_BM, T9.CULUA_TF32_BN, T9.CULUA_TF32_BK, T9.CULUA_TF32_STAGES)
                    + T9.CULUA_TF32_CSTAGE,
-          rate = 2.8e12, streamk = {0.1}, min_k = 0, tma_store = 32},
+          rate = 2.8e12, streamk = {0.1}, min_k = 0, c_rows = T9.CULUA_TF32_CROWS},
   fast = {family = "matmul_sm90_fast", kernel = "culua_matmul_fast_tma", bm = F9.CULUA_FAST_BM, bn = F9.CULUA_FAST_BN,
           abox = {F9.CULUA_FAST_BM, F9.CULUA_FAST_BK, F9.CULUA_FAST_SWIZZLE},
           bbox = {F9.CULUA_FAST_BK, F9.CULUA_FAST_BHALF, 0},
@@ -170,9 +170,9 @@ local function matmul_sm90(plan, dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, b
   local amap = A:tensor_map(abox[1], abox[2], abox[3], {rows = m, cols = k, stride = lda * 4})
   local bmap = B:tensor_map(bbox[1], bbox[2], bbox[3], {rows = k, cols = n, stride = ldb * 4})
   local launch = {grid = (tiles - sk_tiles) * splits + sk, block = 384, shared = plan.shared, stream = opts.stream}
-  if plan.tma_store then   -- (tf32 writes C by TMA stores where it can, boxes of plan.tma_store rows)
+  if plan.c_rows then   -- (tf32 writes C by TMA stores where it can, boxes of plan.c_rows rows)
     local cmap, tmac = amap, 0
-    if splits == 1 then cmap, tmac = lowp_c_map(Cm, m, n, ldc, amap, plan.tma_store) end
+    if splits == 1 then cmap, tmac = lowp_c_map(Cm, m, n, ldc, amap, plan.c_rows) end
     kern:launch(launch, m, n, k, alpha, amap, bmap, beta, Cm, W, splits, sk, counts, ldc, cmap, tmac)
   else
     kern:launch(launch, m, n, k, alpha, amap, bmap, beta, Cm, W, splits, sk, counts, ldc)

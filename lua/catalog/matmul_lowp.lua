@@ -59,11 +59,13 @@ local function lowp_check(fname, dev, A, B, Cm, opts)
   end
 end
 
--- C's dtype as the wgmma kernels take it (culua/matmul_lowp.cuh's codes), read once
+-- C's dtype as the wgmma kernels take it (culua/matmul_lowp.cuh's codes), read once; and
+-- that header's constants
+local function lowp_consts() return core.constants("culua/matmul_lowp.cuh") end
 local lowp_ctype = nil
 local function lowp_codes()
   if not lowp_ctype then
-    local codes = core.constants("culua/matmul_lowp.cuh")
+    local codes = lowp_consts()
     lowp_ctype = {float16 = codes.CULUA_F16, bfloat16 = codes.CULUA_BF16, float32 = codes.CULUA_F32}
   end
   return lowp_ctype
@@ -93,20 +95,23 @@ local function lowp_grid(dev, tiles)
   return math.min(tiles, pers == true and sm_count(dev) or pers)
 end
 -- C's map for the wgmma kernels' TMA stores (boxes of `rows` x 128 bytes, TMA's 128-byte
--- swizzle: culua/matmul_lowp.cuh's lowp_ss_store_tma, 64 rows, and matmul_sm90.cu's tf32,
--- 32) where TMA can address C (its first element and rows 16-byte aligned), a row of C is
--- whole 16 bytes, and M.tune.tma_store is not false: the map and 1; else `other` (any map:
--- it stands in, unread) and 0, and the kernel writes C from registers. (A row that ends
--- inside 16 bytes had the elements after its end written by the stores on an H100: t/038's
--- views, session 33.) There the direct stores kept the tensor cores idle for 19k of every
--- 65k cycles of a 128 x 256 float16 tile at n = 4096 (ncu, bench/RESULTS.md, session 33).
+-- swizzle: culua/matmul_lowp.cuh's LOWP_C_ROWS for lowp_ss_store_tma, matmul_sm90.cu's
+-- CULUA_TF32_CROWS for tf32) where TMA can address C (its first element and rows 16-byte
+-- aligned; rows at most 2^32 bytes apart, as x:tensor_map takes them), a row of C is whole
+-- 16 bytes, and M.tune.tma_store is not false: the map and 1; else `other` (any map: it
+-- stands in, unread) and 0, and the kernel writes C from registers. (A row that ends inside
+-- 16 bytes had the elements after its end written by the stores on an H100: t/038's views,
+-- session 33.) There the direct stores kept the tensor cores idle for 19k of every 65k
+-- cycles of a 128 x 256 float16 tile at n = 4096 (ncu, bench/RESULTS.md, session 33).
 -- matmul.lua's tf32 takes it as L.c_map.
 local function c_map(Cm, m, n, ldc, other, rows)
   local t = M.tune.tma_store
   if t ~= nil and type(t) ~= "boolean" then fail("matmul", "tune.tma_store must be a boolean, got %s", tostring(t)) end
   local es = core.dtype_bytes[Cm.dtype]
-  if t == false or Cm.ptr % 16 ~= 0 or ldc * es % 16 ~= 0 or n * es % 16 ~= 0 then return other, 0 end
-  return Cm:tensor_map(rows or 64, 128 // es, 128, {rows = m, cols = n, stride = ldc * es}), 1
+  if t == false or Cm.ptr % 16 ~= 0 or ldc * es % 16 ~= 0 or n * es % 16 ~= 0 or ldc * es > 1 << 32 then
+    return other, 0
+  end
+  return Cm:tensor_map(rows, 128 // es, 128, {rows = m, cols = n, stride = ldc * es}), 1
 end
 L.c_map = c_map
 
@@ -133,7 +138,7 @@ local function matmul_lowp_sm90(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, be
   local bmap = B:tensor_map(bk, 64, 128, {rows = k, cols = n, stride = ldb * 2})
   local launch = {grid = lowp_grid(dev, ceil_div(m, bm) * ceil_div(n, bn)), block = 384, shared = plan.shared, stream = opts.stream}
   if which == "ss" then   -- (ss writes C through TMA stores where it can)
-    local cmap, tmac = c_map(Cm, m, n, ldc, amap)
+    local cmap, tmac = c_map(Cm, m, n, ldc, amap, lowp_consts().LOWP_C_ROWS)
     kern:launch(launch, m, n, k, alpha, amap, bmap, beta, Cm, ldc, lowp_codes()[Cm.dtype], cmap, tmac)
   else
     kern:launch(launch, m, n, k, alpha, amap, bmap, beta, Cm, ldc, lowp_codes()[Cm.dtype])
@@ -248,7 +253,8 @@ local function matmul_fp8_sm90(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, bet
   local grid = cl * (pers == false and units or math.min(units, most))
   kern:launch({grid = grid, block = 384, shared = plan.shared, stream = opts.stream, cluster = cl > 1 and cl or nil,
                programmatic = not given_bt and M.tune.fp8_programmatic ~= false and kern.programmatic},
-              m, n, k, alpha, amap, bmap, beta, Cm, ldc, lowp_codes()[Cm.dtype], c_map(Cm, m, n, ldc, amap))
+              m, n, k, alpha, amap, bmap, beta, Cm, ldc, lowp_codes()[Cm.dtype],
+              c_map(Cm, m, n, ldc, amap, lowp_consts().LOWP_C_ROWS))
   return Cm
 end
 
