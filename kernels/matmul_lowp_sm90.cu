@@ -18,11 +18,12 @@
 ** CULUA_F16, CULUA_BF16 or CULUA_F32), its rows ldc elements apart; C is not read
 ** when beta == 0. ss writes C through shared memory and TMA stores where tmac
 ** is 1 (tmC: C's map in 64-row boxes of 128 bytes, 128-byte swizzle; the
-** catalog makes one where C's first element and rows are 16-byte aligned),
-** else as rs always does, from registers. 384 threads, LOWP_SM90_SHARED (rs)
-** or LOWP_SS_SHARED (ss) bytes of dynamic shared memory. No split-K or
-** stream-K here (a tile's sums go straight to C). The ring counts in 4-byte words: a k-tile of 64 elements of
-** 16 bits is BK = 32 words of culua/sm90.cuh's Ring, and K goes to it in words.
+** catalog makes one where C's first element, its rows and a row's n elements
+** are whole 16 bytes), else as rs always does, from registers. 384 threads,
+** LOWP_SM90_SHARED (rs) or LOWP_SS_SHARED (ss) bytes of dynamic shared
+** memory. No split-K or stream-K here (a tile's sums go straight to C). The
+** ring counts in 4-byte words: a k-tile of 64 elements of 16 bits is BK = 32
+** words of culua/sm90.cuh's Ring, and K goes to it in words.
 ** The blocks are persistent when the catalog launches fewer than the tiles
 ** (tune.lowp_persistent): block b takes tiles b, b + grid, ... (lowp_tiles
 ** below), as matmul_lowp_fp8.cu's product does.

@@ -352,8 +352,9 @@ __device__ __forceinline__ void each_run (int M, int N, int K, int splits, int s
 ** thread calls load(ring, stage, k-tile, m0, n0) for each k-tile), warpgroups
 ** 1 and 2 the consumers, R accumulators a thread: mma(ring, acc, q0, KT) adds
 ** the ring's turns q0 .. q0 + KT - 1 into acc, store(ring, acc, m0, n0, split)
-** writes the tile (by TMA stores too, staged after ring.end(): a consumer warpgroup's first thread waits
-** for their reads of shared memory before the block ends). Their registers come from the producer by setmaxnreg:
+** writes the tile (by TMA stores too, staged after ring.end(): a consumer
+** warpgroup's first thread waits for their reads of shared memory before the
+** block ends). Their registers come from the producer by setmaxnreg:
 ** 384 x 168 at launch is 128 x 24 + 256 x 240, so the consumers get all the
 ** producer gives (240 against 232 made fast 2% faster at n = 8192, H100).
 ** ptxas gives code the consumers' 240 only where no path from the producer's
