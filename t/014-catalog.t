@@ -210,6 +210,10 @@ do
     {1, 4160, 256, (1 << 31) - 4, 1, {variant = "tf32", splits = 1}, nil, "0",
      "rows 2^33 bytes apart: from registers (a tensor map's stride stops at 2^32)"},
     {4000, 4160, 2048, 4160, 1, {variant = "fast"}, nil, "-", "fast: no TMA stores"},
+    {4000, 4160, 2048, 4160, 1, {variant = "fast"}, 0, "cuda%.catalog%.matmul: tune%.tma_store must be a boolean, got 0",
+     "fast: tune.tma_store = 0 refused all the same"},
+    {4000, 4160, 256, 4160, 1, {variant = "tf32", splits = 2}, "no",
+     "cuda%.catalog%.matmul: tune%.tma_store must be a boolean, got no", "split-K: 'no' refused all the same"},
     {4000, 4160, 256, 4160, 1, {variant = "tf32"}, "no", "cuda%.catalog%.matmul: tune%.tma_store must be a boolean, got no",
      "'no' refused"},
   }

@@ -380,6 +380,8 @@ function M.matmul(A, B, Cm, opts)
   local fname = "matmul"
   opts = core.options(fname, opts, matmul_options)
   check_sizes(fname, opts)
+  local ts = M.tune.tma_store   -- (checked here for every kernel, not only those that write C so)
+  if ts ~= nil and type(ts) ~= "boolean" then fail(fname, "tune.tma_store must be a boolean, got %s", tostring(ts)) end
   local transb = core.flag(fname, opts, "transb")
   check_array(fname, "A", A); check_array(fname, "B", B); check_array(fname, "C", Cm)
   local dt = A.dtype

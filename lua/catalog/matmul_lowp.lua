@@ -104,11 +104,9 @@ end
 -- session 33.) There the direct stores kept the tensor cores idle for 19k of every 65k
 -- cycles of a 128 x 256 float16 tile at n = 4096 (ncu, bench/RESULTS.md, session 33).
 -- matmul.lua's tf32 takes it as L.c_map.
-local function c_map(Cm, m, n, ldc, other, rows)
-  local t = M.tune.tma_store
-  if t ~= nil and type(t) ~= "boolean" then fail("matmul", "tune.tma_store must be a boolean, got %s", tostring(t)) end
+local function c_map(Cm, m, n, ldc, other, rows)   -- (matmul.lua's M.matmul checked tune.tma_store)
   local es = core.dtype_bytes[Cm.dtype]
-  if t == false or Cm.ptr % 16 ~= 0 or ldc * es % 16 ~= 0 or n * es % 16 ~= 0 or ldc * es > 1 << 32 then
+  if M.tune.tma_store == false or Cm.ptr % 16 ~= 0 or ldc * es % 16 ~= 0 or n * es % 16 ~= 0 or ldc * es > 1 << 32 then
     return other, 0
   end
   return Cm:tensor_map(rows, 128 // es, 128, {rows = m, cols = n, stride = ldc * es}), 1
