@@ -301,6 +301,14 @@ function T.fake_cases(code)
   return function (i) return log:match("case " .. i .. ": ([^\n]*)") or log:sub(1, 300) end
 end
 
+-- T.fake_cases over a list: code, then calls[i], one line of Lua a case (printing "case i:
+-- WHAT"), then check(i, WHAT) for each case; with no fake driver the cases are skipped
+function T.fake_each(code, calls, check)
+  local got, skip = T.fake_cases(code .. table.concat(calls, "\n") .. "\n")
+  if not got then return T.skip(skip, #calls) end
+  for i = 1, #calls do check(i, got(i)) end
+end
+
 -- the transpose of a 2-D host array (r x c), a new c x r one of its dtype
 function T.transposed(h)
   local r, c = h.shape[1], h.shape[2]

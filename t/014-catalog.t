@@ -162,7 +162,7 @@ do
     {1152, 1152, 2048, nil, nil, "132 132 81", "81 tiles: 132 blocks share them all"},
     {1000, 1030, 1024, {streamk = 7}, nil, "70 7 9", "streamk = 7, 72 tiles: 63 in 63 blocks, 7 share 9"},
   }
-  local code = {[[
+  local code = [[
 local cuda = require "cuda"
 local mmod = require "culua.catalog.matmul"
 local seen
@@ -180,17 +180,16 @@ local function case(i, m, n, k, opts, pers)
   local ok, err = pcall(cuda.catalog.matmul, A, B, C, opts)
   print(("case %d: %s"):format(i, ok and tostring(seen) or err))
 end
-]]}
+]]
+  local calls = {}
   for i, c in ipairs(cases) do
     local o = c[4] and ("{streamk = %s}"):format(tostring(c[4].streamk)) or "{}"
-    code[#code + 1] = ("case(%d, %d, %d, %d, %s, %s)\n"):format(i, c[1], c[2], c[3], o, tostring(c[5]))
+    calls[i] = ("case(%d, %d, %d, %d, %s, %s)"):format(i, c[1], c[2], c[3], o, tostring(c[5]))
   end
-  local got, skip = T.fake_cases(table.concat(code))
-  if not got then
-    T.skip(skip, #cases)
-  else
-    for i, c in ipairs(cases) do T.is(got(i), c[6], ("fake H100: float64 %dx%dx%d: %s"):format(c[1], c[3], c[2], c[7])) end
-  end
+  T.fake_each(code, calls, function (i, got)
+    local c = cases[i]
+    T.is(got, c[6], ("fake H100: float64 %dx%dx%d: %s"):format(c[1], c[3], c[2], c[7]))
+  end)
 end
 
 -- float32 tf32 on a fake H100 writes C by TMA stores (the launch's last argument 1, C's map
@@ -217,7 +216,7 @@ do
     {4000, 4160, 256, 4160, 1, {variant = "tf32"}, "no", "cuda%.catalog%.matmul: tune%.tma_store must be a boolean, got no",
      "'no' refused"},
   }
-  local code = {[[
+  local code = [[
 local cuda = require "cuda"
 local mmod = require "culua.catalog.matmul"
 local seen
@@ -237,24 +236,20 @@ local function case(i, m, n, k, ldc, first, opts, tma_store)
   print(("case %d: %s"):format(i, ok and table.concat(seen, "; ") or tostring(err)))
   mmod.tune.tma_store, seen = nil, nil
 end
-]]}
+]]
+  local calls = {}
   for i, c in ipairs(cases) do
     local o = {}
     for f, v in pairs(c[6]) do o[#o + 1] = ("%s = %q"):format(f, v) end
-    code[#code + 1] = ("case(%d, %d, %d, %d, %d, %d, {%s}, %s)\n"):format(i, c[1], c[2], c[3], c[4], c[5], table.concat(o, ", "),
-                                                                   type(c[7]) == "string" and ("%q"):format(c[7]) or tostring(c[7]))
+    calls[i] = ("case(%d, %d, %d, %d, %d, %d, {%s}, %q)"):format(i, c[1], c[2], c[3], c[4], c[5], table.concat(o, ", "), c[7])
   end
-  local got, skip = T.fake_cases(table.concat(code))
-  if not got then
-    T.skip(skip, #cases)
-  else
-    for i, c in ipairs(cases) do
-      T.like(got(i), c[8]:find("must be") and c[8] or "^" .. c[8]:gsub("%-", "%%-") .. "$",
-             ("fake H100: float32 %dx%dx%d, ldc %d, C from element %d, %s, tma_store %s: %s"):format(
-             c[1], c[3], c[2], c[4], c[5], c[6].variant .. (c[6].splits and " splits" or c[6].streamk and " streamk" or ""),
-             tostring(c[7]), c[9]))
-    end
-  end
+  T.fake_each(code, calls, function (i, got)
+    local c = cases[i]
+    local name = ("fake H100: float32 %dx%dx%d, ldc %d, C from element %d, %s, tma_store %s: %s"):format(
+                 c[1], c[3], c[2], c[4], c[5], c[6].variant .. (c[6].splits and " splits" or c[6].streamk and " streamk" or ""),
+                 tostring(c[7]), c[9])
+    if c[8]:find("must be") then T.like(got, c[8], name) else T.is(got, c[8], name) end
+  end)
 end
 
 T.done_testing()

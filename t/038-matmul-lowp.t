@@ -191,7 +191,7 @@ do
     {"bfloat16", 300, 520, 200, "rs", 2.5, bad .. "2%.5", "2.5 refused"},
     {"float16", 300, 520, 200, "ss", "yes", bad .. "yes", "'yes' refused"},
   }
-  local code = {[[
+  local code = [[
 local cuda = require "cuda"
 local mmod = require "culua.catalog.matmul"
 local seen
@@ -207,20 +207,17 @@ local function case(i, dt, m, n, k, which, pers)
   print(("case %d: %s"):format(i, ok and table.concat(seen, "; ") or tostring(err)))
   mmod.tune.lowp_sm90, mmod.tune.lowp_persistent, seen = nil, nil, nil
 end
-]]}
+]]
+  local calls = {}
   for i, c in ipairs(cases) do
-    code[#code + 1] = ("case(%d, %q, %d, %d, %d, %q, %q)\n"):format(i, c[1], c[2], c[3], c[4], c[5], c[6])
+    calls[i] = ("case(%d, %q, %d, %d, %d, %q, %q)"):format(i, c[1], c[2], c[3], c[4], c[5], c[6])
   end
-  local got, skip = T.fake_cases(table.concat(code))
-  if not got then
-    T.skip(skip, #cases)
-  else
-    for i, c in ipairs(cases) do
-      local want = c[7]:find("must be") and "cuda%.catalog%.matmul: " .. c[7] or "^" .. c[7]:gsub("%-", "%%-") .. "$"
-      T.like(got(i), want, ("fake H100: %s %dx%dx%d, tune.lowp_sm90 %s, lowp_persistent %s: %s"):format(
-             c[1], c[2], c[4], c[3], c[5], tostring(c[6]), c[8]))
-    end
-  end
+  T.fake_each(code, calls, function (i, got)
+    local c = cases[i]
+    local name = ("fake H100: %s %dx%dx%d, tune.lowp_sm90 %s, lowp_persistent %s: %s"):format(
+                 c[1], c[2], c[4], c[3], c[5], tostring(c[6]), c[8])
+    if c[7]:find("must be") then T.like(got, "cuda%.catalog%.matmul: " .. c[7], name) else T.is(got, c[7], name) end
+  end)
 end
 
 -- how ss and fp8 write C, on bench/fakecuda.c's driver (an H100): through TMA stores (their
@@ -252,7 +249,7 @@ do
     {"float16", "float16", 300, 520, 200, 520, 1, "ss", "yes", bad .. "yes", "'yes' refused"},
     {"float8_e4m3", "bfloat16", 300, 512, 256, 512, 1, "ss", 1, bad .. "1", "1 refused"},
   }
-  local code = {[[
+  local code = [[
 local cuda = require "cuda"
 local mmod = require "culua.catalog.matmul"
 local seen
@@ -276,21 +273,17 @@ local function case(i, da, dc, m, n, k, ldc, first, which, tma_store)
   print(("case %d: %s"):format(i, ok and table.concat(seen, "; ") or tostring(err)))
   mmod.tune.lowp_sm90, mmod.tune.tma_store, seen = nil, nil, nil
 end
-]]}
+]]
+  local calls = {}
   for i, c in ipairs(cases) do
-    code[#code + 1] = ("case(%d, %q, %q, %d, %d, %d, %d, %d, %q, %s)\n"):format(i, c[1], c[2], c[3], c[4], c[5], c[6], c[7],
-                                                                              c[8], type(c[9]) == "string" and ("%q"):format(c[9]) or tostring(c[9]))
+    calls[i] = ("case(%d, %q, %q, %d, %d, %d, %d, %d, %q, %q)"):format(i, c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9])
   end
-  local got, skip = T.fake_cases(table.concat(code))
-  if not got then
-    T.skip(skip, #cases)
-  else
-    for i, c in ipairs(cases) do
-      local want = c[10]:find("must be") and c[10] or "^" .. c[10]:gsub("%-", "%%-") .. "$"
-      T.like(got(i), want, ("fake H100: %s -> %s %dx%dx%d, ldc %d, C from element %d, %s, tma_store %s: %s"):format(
-             c[1], c[2], c[3], c[5], c[4], c[6], c[7], c[8], tostring(c[9]), c[11]))
-    end
-  end
+  T.fake_each(code, calls, function (i, got)
+    local c = cases[i]
+    local name = ("fake H100: %s -> %s %dx%dx%d, ldc %d, C from element %d, %s, tma_store %s: %s"):format(
+                 c[1], c[2], c[3], c[5], c[4], c[6], c[7], c[8], tostring(c[9]), c[11])
+    if c[10]:find("must be") then T.like(got, c[10], name) else T.is(got, c[10], name) end
+  end)
 end
 
 -- what a call launches, on bench/fakecuda.c's driver (an H100 with nothing behind it: kernels
