@@ -2,7 +2,12 @@
 -- A's dtype) against cuBLAS cublasGemmEx, and fp8 e4m3 (bfloat16 C, scales) against
 -- cuBLASLt, n x n x n at n = 4096 and 8192, measured in the same run (issue 37's targets:
 -- 0.90x cuBLAS for float16 and bfloat16, 0.85x cuBLASLt for fp8).
---   culua bench/matmul_lowp.lua [sweep] [ANCHOR] [REPS]
+--   culua bench/matmul_lowp.lua [sweep] [ANCHOR] [REPS] [ROUNDS]
+-- ROUNDS (3 by default, 1 with sweep): the anchor's process and our kernels take turns,
+-- a round each (the anchor first in odd rounds, last in even ones), and every figure is
+-- the median over the rounds of each round's median of REPS. One anchor run and then
+-- ours left the GPU warmer for ours: at n = 4096 the ratios of single runs spread over
+-- 0.08 (bench/RESULTS.md, session 33).
 -- sweep: every kernel of a dtype side by side (float16 and bfloat16 on compute capability
 -- 9.0: the wgmma kernels rs and ss of require("culua.catalog.matmul").tune.lowp_sm90, each
 -- as by default and a block a tile (tune.lowp_persistent = false), ss persistent too (true),
@@ -25,6 +30,7 @@ local sweep = arg[1] == "sweep"
 local first = sweep and 2 or 1
 local anchor = arg[first] or "bench/anchor_cublaslt"
 local REPS = tonumber(arg[first + 1]) or 9
+local ROUNDS = tonumber(arg[first + 2]) or (sweep and 1 or 3)
 
 local dev = cuda.device()
 local fp8 = dev.major * 10 + dev.minor >= 89
@@ -80,55 +86,97 @@ local function transpose_ms(B, Bt, n)
   return r.median
 end
 
-print(("low-precision matmul on %s, n x n x n, median of %d after warm-up"):format(dev.name, REPS))
+local function median(t)
+  local s = table.move(t, 1, #t, 1, {})
+  table.sort(s)
+  return #s % 2 == 1 and s[(#s + 1) // 2] or (s[#s // 2] + s[#s // 2 + 1]) / 2
+end
+
+print(("low-precision matmul on %s, n x n x n, median of %d after warm-up, %d round%s"):format(dev.name, REPS, ROUNDS,
+      ROUNDS == 1 and "" or "s of anchor and culua in turn"))
 print(("%-6s %-38s %-20s %10s %8s %10s %8s %7s %7s%s"):format("n", "A, B -> C", "kernel", "culua ms", "TFLOP/s", "anchor ms",
       "TFLOP/s", "ratio", "target", sweep and "  rel. diff" or ""))
 local verdict, algo = {}, {}
 for _, n in ipairs{4096, 8192} do
-  local out = io.popen(("%s %d %d"):format(anchor, n, REPS)):read("a")
-  if not out:match("f16_ms") then error("anchor failed: " .. out) end
-  algo[#algo + 1] = out:match("e4m3_algo ([^\n]*)") and ("n = %d: %s"):format(n, out:match("e4m3_algo ([^\n]*)")) or nil
+  -- every case's arrays at once, so that the rounds reuse them
+  local data = {}
   for _, c in ipairs(cases) do
     local da, db, dc = c[1], c[2], c[3]
     local A = cuda.array(da, {n, n}):copy_from(cuda.host_array(da, {n, n}):random(1, -1, 1))
     local B = cuda.array(db, {n, n}):copy_from(cuda.host_array(db, {n, n}):random(2, -1, 1))
-    local Bt = da:find("float8") and transposed(B, n)
-    local C = cuda.array(dc, {n, n})
-    local anchor_ms = tonumber(out:match(c[4] .. " (%S+)"))
-    if not anchor_ms then error("anchor gave no " .. c[4] .. ": " .. out) end
-    local C0 = nil   -- the first kernel's C, which the others are compared with
-    for _, kern in ipairs(kernels(da)) do
-      local opts = da:find("float8") and {scale_a = 1, scale_b = 1} or {}
-      opts.tma, opts.transb = kern[3], kern[4]
-      local Bk = kern[4] and Bt or B
-      for f, v in pairs(kern[2]) do mmod.tune[f] = v end
-      local r = cuda.bench(function () cuda.catalog.matmul(A, Bk, C, opts) end, {warmup = 2, reps = REPS})
-      for _, f in ipairs(tune_fields) do mmod.tune[f] = nil end
-      local diff = ""
-      if sweep then
-        if C0 then
-          local _, _, rel = cuda.compare(C, C0)
-          diff = ("  %.1e%s"):format(rel, rel > 1e-2 and " WRONG" or "")
-        else
-          C0 = cuda.array(dc, {n, n}):copy_from(C)
-          diff = "  (reference)"
+    data[#data + 1] = {c = c, A = A, B = B, Bt = da:find("float8") and transposed(B, n), C = cuda.array(dc, {n, n}),
+                       anchor = {}, ms = {}}
+  end
+  local function run_anchor()
+    local out = io.popen(("%s %d %d"):format(anchor, n, REPS)):read("a")
+    if not out:match("f16_ms") then error("anchor failed: " .. out) end
+    algo[n] = out:match("e4m3_algo ([^\n]*)")
+    for _, d in ipairs(data) do
+      local ms = tonumber(out:match(d.c[4] .. " (%S+)"))
+      if not ms then error("anchor gave no " .. d.c[4] .. ": " .. out) end
+      d.anchor[#d.anchor + 1] = ms
+    end
+  end
+  local function run_ours()
+    for _, d in ipairs(data) do
+      local da = d.c[1]
+      for j, kern in ipairs(kernels(da)) do
+        local opts = da:find("float8") and {scale_a = 1, scale_b = 1} or {}
+        opts.tma, opts.transb = kern[3], kern[4]
+        local Bk = kern[4] and d.Bt or d.B
+        for f, v in pairs(kern[2]) do mmod.tune[f] = v end
+        local r = cuda.bench(function () cuda.catalog.matmul(d.A, Bk, d.C, opts) end, {warmup = 2, reps = REPS})
+        for _, f in ipairs(tune_fields) do mmod.tune[f] = nil end
+        d.ms[j] = d.ms[j] or {}
+        table.insert(d.ms[j], r.median)
+        if sweep then   -- each kernel's C against the first's
+          if j == 1 then
+            d.C0 = d.C0 or cuda.array(d.c[3], {n, n})
+            d.C0:copy_from(d.C)
+          else
+            local _, _, rel = cuda.compare(d.C, d.C0)
+            d.rel = d.rel or {}
+            d.rel[j] = math.max(d.rel[j] or 0, rel)
+          end
         end
       end
-      local ratio = anchor_ms / r.median
+    end
+  end
+  for round = 1, ROUNDS do
+    if round % 2 == 1 then run_anchor(); run_ours() else run_ours(); run_anchor() end
+  end
+  for _, d in ipairs(data) do
+    local da, db, dc = d.c[1], d.c[2], d.c[3]
+    local anchor_ms = median(d.anchor)
+    for j, kern in ipairs(kernels(da)) do
+      local ms = median(d.ms[j])
+      local diff = ""
+      if sweep then
+        local rel = d.rel and d.rel[j]
+        diff = rel and ("  %.1e%s"):format(rel, rel > 1e-2 and " WRONG" or "") or "  (reference)"
+      end
+      local ratio = anchor_ms / ms
       print(("%-6d %-38s %-20s %10.3f %8.1f %10.3f %8.1f %6.2fx %6.2fx%s"):format(n, ("%s, %s -> %s"):format(da, db, dc), kern[1],
-            r.median, tflops(n, r.median), anchor_ms, tflops(n, anchor_ms), ratio, c[5], diff))
+            ms, tflops(n, ms), anchor_ms, tflops(n, anchor_ms), ratio, d.c[5], diff))
+      if ROUNDS > 1 then
+        local each = {}
+        for r = 1, ROUNDS do each[r] = ("%.2fx"):format(d.anchor[r] / d.ms[j][r]) end
+        print(("%-6s %-38s %-20s rounds: %s"):format("", "", "", table.concat(each, " ")))
+      end
       verdict[#verdict + 1] = ("%s%s n=%d %s"):format(da, (sweep or kern[4]) and " " .. kern[1] or "", n,
-                                                   ratio >= c[5] and "met" or "NOT met")
+                                                   ratio >= d.c[5] and "met" or "NOT met")
     end
     if sm90 and da:find("float8") then
-      local ms = transpose_ms(B, Bt, n)
+      local ms = transpose_ms(d.B, d.Bt, n)
       print(("%-6d %-38s %-20s %10.3f ms, %.0f GB/s (inside each fp8 time above with a row-major B, not with transb)"):format(
             n, "B^T alone (" .. db .. ")", "transpose", ms, 2 * n * n / (ms * 1e-3) / 1e9))
     end
-    A, B, Bt, C, C0 = nil
-    collectgarbage()
   end
+  data = nil
+  collectgarbage()
 end
-for _, a in ipairs(algo) do print("cuBLASLt fp8 algorithm, " .. a) end
+for _, n in ipairs{4096, 8192} do
+  if algo[n] then print(("cuBLASLt fp8 algorithm, n = %d: %s"):format(n, algo[n])) end
+end
 if not fp8 then print(("fp8: %s has compute capability %d.%d (fp8 needs 8.9)"):format(dev.name, dev.major, dev.minor)) end
 print("targets: " .. table.concat(verdict, "; "))
