@@ -77,27 +77,14 @@ using namespace culua::sm90;
 
 /* {====================================================== the product */
 
-/* the accumulators as asm operands: d[i] .. d[i + 63] */
-#define LOWP_D8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
-                   "+f"(d[i + 6]), "+f"(d[i + 7])
-#define LOWP_D64(i) LOWP_D8(i), LOWP_D8(i + 8), LOWP_D8(i + 16), LOWP_D8(i + 24), LOWP_D8(i + 32), LOWP_D8(i + 40), \
-                    LOWP_D8(i + 48), LOWP_D8(i + 56)
-#define LOWP_R64 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, " \
-  "%21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, " \
-  "%43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-#define LOWP_R128 LOWP_R64 ", %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, " \
-  "%81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, " \
-  "%102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, " \
-  "%120, %121, %122, %123, %124, %125, %126, %127"
-
 /* d (64 x BN, f32) += the 64 x 32 K-major tile at da * the 32 x BN tile at db, K-major too
 ** (fp8 wgmma: d, a-desc, b-desc, scale-d, imm-scale-a, imm-scale-b; no transpose bits) */
 #define LOWP_FP8_WGMMA256(TYPES) \
-  asm volatile("wgmma.mma_async.sync.aligned.m64n256k32.f32." TYPES " {" LOWP_R128 "}, %128, %129, 1, 1, 1;\n" \
-               : LOWP_D64(0), LOWP_D64(64) : "l"(da), "l"(db))
+  asm volatile("wgmma.mma_async.sync.aligned.m64n256k32.f32." TYPES " {" CULUA_WG_R128 "}, %128, %129, 1, 1, 1;\n" \
+               : CULUA_WG_D64(0), CULUA_WG_D64(64) : "l"(da), "l"(db))
 #define LOWP_FP8_WGMMA128(TYPES) \
-  asm volatile("wgmma.mma_async.sync.aligned.m64n128k32.f32." TYPES " {" LOWP_R64 "}, %64, %65, 1, 1, 1;\n" \
-               : LOWP_D64(0) : "l"(da), "l"(db))
+  asm volatile("wgmma.mma_async.sync.aligned.m64n128k32.f32." TYPES " {" CULUA_WG_R64 "}, %64, %65, 1, 1, 1;\n" \
+               : CULUA_WG_D64(0) : "l"(da), "l"(db))
 #define LOWP_FP8_WGMMA(BN, TYPES) \
   do { if constexpr (BN == 256) LOWP_FP8_WGMMA256(TYPES); else LOWP_FP8_WGMMA128(TYPES); } while (0)
 

@@ -62,34 +62,10 @@ __device__ __forceinline__ unsigned long long desc_k128 (unsigned addr) {
 __device__ __forceinline__ void wgmma_m64n256k8 (float *d, const unsigned *a, unsigned long long desc) {
   asm volatile("{\n"
                "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 {"
-               "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, "
-               "%21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, "
-               "%40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, "
-               "%59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, "
-               "%78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, "
-               "%97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, "
-               "%113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+               CULUA_WG_R128
                "}, {%128, %129, %130, %131}, %132, 1, 1, 1;\n"
                "}\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-                 "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]),
-                 "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]),
-                 "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]),
-                 "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
-                 "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]),
-                 "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]),
-                 "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),
-                 "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
-                 "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]),
-                 "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]),
-                 "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]),
-                 "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]),
-                 "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]),
-                 "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]),
-                 "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]),
-                 "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]),
-                 "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]),
-                 "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+               : CULUA_WG_D64(0), CULUA_WG_D64(64)
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
 }
 
@@ -143,12 +119,9 @@ __device__ __forceinline__ void tf32_store_tma (const float (&d)[CULUA_TF32_BM /
           const int mm = m0 + 32 * s + r, nn = nw + 32 * cp + k;
           if (mm < M && nn < N) v += beta * C[(size_t)mm * ldc + nn];
         }
-        asm volatile("st.shared.f32 [%0], %1;" :: "r"(buf + cp * 4096 + r * 128 + ((((k >> 2) ^ (r & 7)) << 4) | ((k & 3) << 2))),
-                     "f"(v) : "memory");
+        asm volatile("st.shared.f32 [%0], %1;" :: "r"(buf + cp * 4096 + swizzle128(r, 4 * k)), "f"(v) : "memory");
       }
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");   /* the writes, before the async proxy reads */
-    if (leader) bulk_wait_read();   /* the last step's stores have read the buffer the next one writes */
-    named_sync(2 + wg, 128);
+    staged_sync(2 + wg, leader);   /* (and the last step's stores have read the buffer the next one writes) */
     if (leader) {
       tma_store(tmC, buf, nw, m0 + 32 * s);
       tma_store(tmC, buf + 4096, nw + 32, m0 + 32 * s);
@@ -169,10 +142,8 @@ culua_matmul_tf32_wgmma (int M, int N, int K, float alpha, const __grid_constant
     for (int q = 0; q < BN / CULUA_TF32_BPANEL; q++)   /* B in 32-column panels: a swizzled row is 128 bytes */
       tma_load(ring.bbuf(s) + q * (B_BYTES / 4), &tmB, ring.full(s), n0 + CULUA_TF32_BPANEL * q, kt * BK);
   }, [&] (const auto &ring, float (&d)[BM / 2], int q0, int KT) {   /* one release per consumer warpgroup */
-    /* element (k, n) of B's tile: panel n / 32, row k, 16-byte chunk swizzled by k % 8 */
-    auto boff = [] (int k, int n) {
-      return (n >> 5) * (B_BYTES / 4) + k * 128 + ((((n & 31) >> 2) ^ (k & 7)) << 4) + ((n & 3) << 2);
-    };
+    /* element (k, n) of B's tile: panel n / 32, row k of it */
+    auto boff = [] (int k, int n) { return (n >> 5) * (B_BYTES / 4) + swizzle128(k, 4 * (n & 31)); };
     for (int kt = 0; kt < KT; kt++) {
       const int s = ring.wait(q0 + kt);
       const unsigned as = ring.abuf(s), bs = ring.bbuf(s);
@@ -257,10 +228,8 @@ culua_matmul_tf32_wgmma (int M, int N, int K, float alpha, const __grid_constant
 static_assert(CULUA_DMMA_TMA_BK * 8 == CULUA_DMMA_TMA_SWIZZLE && CULUA_DMMA_TMA_PANEL * 8 == CULUA_DMMA_TMA_SWIZZLE,
               "a row of A's box and of B's panel is one swizzle span");
 
-/* byte offset of element (r, c) in a box of 128-byte rows, 128-byte swizzled */
-__device__ __forceinline__ unsigned swz128 (int r, int c) {
-  return r * 128 + ((((c >> 1) ^ (r & 7)) << 4) | ((c & 1) << 3));
-}
+/* byte offset of element (r, c), a double, in a box of 128-byte rows, 128-byte swizzled */
+__device__ __forceinline__ unsigned swz128 (int r, int c) { return swizzle128(r, 8 * c); }
 
 extern "C" __global__ void __launch_bounds__(384, 1)
 culua_matmul_dmma_tma (int M, int N, int K, double alpha, const __grid_constant__ culua_tmap tmA,

@@ -204,11 +204,9 @@ __device__ __forceinline__ void lowp_ss_store_tma (const float *d, int M, int N,
             }
           }
         }
-        lowp_sts2<TC>(buf + r * 128 + ((((cb >> 4) ^ (r & 7)) << 4) | (cb & 15)), v0, v1);
+        lowp_sts2<TC>(buf + swizzle128(r, cb), v0, v1);
       }
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");   /* the writes, before the async proxy reads */
-    if (leader) bulk_wait_read();   /* panel p - 1's store has read the buffer panel p + 1 writes */
-    named_sync(bar, 128);
+    staged_sync(bar, leader);   /* (and panel p - 1's store has read the buffer panel p + 1 writes) */
     if (leader) {
       tma_store(tmC, buf, n0 + p * PW, m0);
       bulk_commit();

@@ -29,6 +29,23 @@
 /* CUtensorMap without cuda.h: 128 opaque bytes, 64-byte aligned */
 struct __align__(64) culua_tmap { unsigned long long w[16]; };
 
+/*
+** A wgmma's accumulators as asm operands, d[i] .. d[i + 63] ("+f"), and the
+** operand numbers of 64 and 128 of them in the instruction's text (%0 ..):
+** the kernels' m64nNk* wrappers list d as CULUA_WG_D64(0), CULUA_WG_D64(64)
+*/
+#define CULUA_WG_D8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
+                       "+f"(d[i + 6]), "+f"(d[i + 7])
+#define CULUA_WG_D64(i) CULUA_WG_D8(i), CULUA_WG_D8(i + 8), CULUA_WG_D8(i + 16), CULUA_WG_D8(i + 24), \
+                        CULUA_WG_D8(i + 32), CULUA_WG_D8(i + 40), CULUA_WG_D8(i + 48), CULUA_WG_D8(i + 56)
+#define CULUA_WG_R64 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, " \
+  "%21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, " \
+  "%43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+#define CULUA_WG_R128 CULUA_WG_R64 ", %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
+  "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, " \
+  "%102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, " \
+  "%120, %121, %122, %123, %124, %125, %126, %127"
+
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
 namespace culua {
@@ -114,6 +131,28 @@ __device__ __forceinline__ void bulk_wait_read () {
 ** warpgroups (consumers_sync) and 2 + warpgroup for one (the staged stores of C) */
 __device__ __forceinline__ void named_sync (int id, int threads) {
   asm volatile("bar.sync %0, %1;" :: "r"(id), "r"(threads) : "memory");
+}
+
+/*
+** The byte offset of byte b of row r in a box of 128-byte rows laid out by
+** TMA's 128-byte swizzle: 16-byte chunk k of row r lies at chunk k ^ (r % 8)
+** (so the rows of an 8-row group put a given chunk in 8 different places)
+*/
+__device__ __forceinline__ unsigned swizzle128 (int r, int b) {
+  return r * 128 + ((((b >> 4) ^ (r & 7)) << 4) | (b & 15));
+}
+
+/*
+** A warpgroup's staged panel of C is written (its threads' shared stores
+** done): the writes made visible to TMA (the async proxy), the leader's last
+** bulk stores waited for until they have read their shared memory (which the
+** next panel may write), and the warpgroup's named barrier `bar`. Then the
+** leader stores the panel (tma_store, bulk_commit).
+*/
+__device__ __forceinline__ void staged_sync (int bar, bool leader) {
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  if (leader) bulk_wait_read();
+  named_sync(bar, 128);
 }
 
 /* }====================================================== */
