@@ -224,30 +224,64 @@ __device__ __forceinline__ u32 look_back (const u32 *word, u32 tile, int window)
 ** j, j + THREADS, ... together, a digit's place read once for both. The
 ** other tiles go through shared memory twice, keys and then values in the
 ** same place (write_keys, write_values): two barriers more, and the digits
-** and places held packed between. g: digit tid's first place in the portion
-** less its first place in the tile (it may wrap). Returns digit tid's count
-** in the earlier tiles (tid < 256).
+** and places held packed between. argsort's first pass (SORT_IOTA, values of
+** 4 bytes or more) writes no values into the tile at all: a value is its
+** key's position, so each key goes with its place in the tile above its 16
+** bits, in one word, before the walk. g: digit tid's first place in the
+** portion less its first place in the tile (it may wrap). Returns digit
+** tid's count in the earlier tiles (tid < 256).
 */
+/* the look-back walk of a joint tile: digit tid's place in the output less its start in
+** the tile (g plus the earlier tiles' count, which it returns) to s.dst.place */
+template <typename K, typename V, int ITEMS, int THREADS>
+__device__ __forceinline__ u32 joint_place (TileShared<K, V, ITEMS, THREADS, true> &s, u32 tile, u32 *word, u32 mine,
+                                            u64 g, int window) {
+  u32 before = 0;
+  if (threadIdx.x < SORT_RADIX) {
+    if (tile > 0) {
+      before = look_back(word, tile, window);
+      store_relaxed(word, SORT_PREFIX | (before + mine));
+    }
+    s.dst.place[threadIdx.x] = g + before;
+  }
+  return before;
+}
+
 template <typename K, typename V, int ITEMS, int THREADS>
 __device__ __forceinline__ u32 onesweep_joint (TileShared<K, V, ITEMS, THREADS, true> &s, const K (&key)[ITEMS],
                                                const u32 (&rank)[ITEMS], const V *vin, V *vout, K *kout, u64 at,
                                                u32 valid, u32 tile, u32 *word, u32 mine, u64 g, int shift, u32 mask,
                                                int kind, int flags, int window) {
   constexpr u32 TILE = THREADS * ITEMS;
+  static_assert(TILE <= 65536, "a key's place in the tile: 16 bits");
   const int tid = threadIdx.x;
+  if (sizeof(V) >= 4 && (flags & SORT_IOTA)) {
+    /* argsort's first pass: a value is its key's position, so each key goes with its place
+    ** in the tile above its bits in one word, before the walk, and nothing is loaded */
+    const u32 first = (tid >> 5) * 32 * ITEMS + (tid & 31);
+#pragma unroll
+    for (int i = 0; i < ITEMS; i++) s.u.kv.vals[rank[i]] = (V)((u32)key[i] | (first + i * 32) << 16);
+    const u32 before = joint_place(s, tile, word, mine, g, window);
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < ITEMS; i++) {
+      const u32 j = i * THREADS + tid;
+      if (valid == TILE || j < valid) {
+        const u32 w = (u32)s.u.kv.vals[j];
+        const K k = (K)(w & 0xffff);
+        const u64 p = s.dst.place[digit_of(k, shift, mask)] + j;
+        if (!(flags & SORT_NOKEYS)) kout[p] = (flags & SORT_LAST) ? from_radix(k, kind, flags) : k;
+        vout[p] = (V)(at + 1 + (w >> 16));
+      }
+    }
+    return before;
+  }
 #pragma unroll
   for (int i = 0; i < ITEMS; i++) s.u.kv.keys[rank[i]] = key[i];
   const Places<ITEMS> places = pack_places(rank);
   V val[ITEMS];
   load_values<V, ITEMS, THREADS>(vin, valid, val, at + 1, flags);   /* in flight during the walk */
-  u32 before = 0;
-  if (tid < SORT_RADIX) {
-    if (tile > 0) {
-      before = look_back(word, tile, window);
-      store_relaxed(word, SORT_PREFIX | (before + mine));
-    }
-    s.dst.place[tid] = g + before;
-  }
+  const u32 before = joint_place(s, tile, word, mine, g, window);
 #pragma unroll
   for (int i = 0; i < ITEMS; i++)
     if (valid == TILE || places.get(i) < valid) s.u.kv.vals[places.get(i)] = val[i];
