@@ -216,90 +216,6 @@ __device__ __forceinline__ u32 look_back (const u32 *word, u32 tile, int window)
 }
 
 /*
-** The rest of a ranked tile of 1- or 2-byte keys with values where the
-** tile's keys and values fit in shared memory side by side (TileShared's
-** JOINT; onesweep_tile calls it after warp_rank): the keys go to their
-** places in the tile now, the values once they have come (loaded during the
-** look-back walk), and after one barrier each thread writes keys and values
-** j, j + THREADS, ... together, a digit's place read once for both. The
-** other tiles go through shared memory twice, keys and then values in the
-** same place (write_keys, write_values): two barriers more, and the digits
-** and places held packed between. argsort's first pass (SORT_IOTA, values of
-** 4 bytes or more) writes no values into the tile at all: a value is its
-** key's position, so each key goes with its place in the tile above its 16
-** bits, in one word, before the walk. g: digit tid's first place in the
-** portion less its first place in the tile (it may wrap). Returns digit
-** tid's count in the earlier tiles (tid < 256).
-*/
-/* the look-back walk of a joint tile: digit tid's place in the output less its start in
-** the tile (g plus the earlier tiles' count, which it returns) to s.dst.place */
-template <typename K, typename V, int ITEMS, int THREADS>
-__device__ __forceinline__ u32 joint_place (TileShared<K, V, ITEMS, THREADS, true> &s, u32 tile, u32 *word, u32 mine,
-                                            u64 g, int window) {
-  u32 before = 0;
-  if (threadIdx.x < SORT_RADIX) {
-    if (tile > 0) {
-      before = look_back(word, tile, window);
-      store_relaxed(word, SORT_PREFIX | (before + mine));
-    }
-    s.dst.place[threadIdx.x] = g + before;
-  }
-  return before;
-}
-
-template <typename K, typename V, int ITEMS, int THREADS>
-__device__ __forceinline__ u32 onesweep_joint (TileShared<K, V, ITEMS, THREADS, true> &s, const K (&key)[ITEMS],
-                                               const u32 (&rank)[ITEMS], const V *vin, V *vout, K *kout, u64 at,
-                                               u32 valid, u32 tile, u32 *word, u32 mine, u64 g, int shift, u32 mask,
-                                               int kind, int flags, int window) {
-  constexpr u32 TILE = THREADS * ITEMS;
-  static_assert(TILE <= 65536, "a key's place in the tile: 16 bits");
-  const int tid = threadIdx.x;
-  if (sizeof(V) >= 4 && (flags & SORT_IOTA)) {
-    /* argsort's first pass: a value is its key's position, so each key goes with its place
-    ** in the tile above its bits in one word, before the walk, and nothing is loaded */
-    const u32 first = (tid >> 5) * 32 * ITEMS + (tid & 31);
-#pragma unroll
-    for (int i = 0; i < ITEMS; i++) s.u.kv.vals[rank[i]] = (V)((u32)key[i] | (first + i * 32) << 16);
-    const u32 before = joint_place(s, tile, word, mine, g, window);
-    __syncthreads();
-#pragma unroll
-    for (int i = 0; i < ITEMS; i++) {
-      const u32 j = i * THREADS + tid;
-      if (valid == TILE || j < valid) {
-        const u32 w = (u32)s.u.kv.vals[j];
-        const K k = (K)(w & 0xffff);
-        const u64 p = s.dst.place[digit_of(k, shift, mask)] + j;
-        if (!(flags & SORT_NOKEYS)) kout[p] = (flags & SORT_LAST) ? from_radix(k, kind, flags) : k;
-        vout[p] = (V)(at + 1 + (w >> 16));
-      }
-    }
-    return before;
-  }
-#pragma unroll
-  for (int i = 0; i < ITEMS; i++) s.u.kv.keys[rank[i]] = key[i];
-  const Places<ITEMS> places = pack_places(rank);
-  V val[ITEMS];
-  load_values<V, ITEMS, THREADS>(vin, valid, val, at + 1, flags);   /* in flight during the walk */
-  const u32 before = joint_place(s, tile, word, mine, g, window);
-#pragma unroll
-  for (int i = 0; i < ITEMS; i++)
-    if (valid == TILE || places.get(i) < valid) s.u.kv.vals[places.get(i)] = val[i];
-  __syncthreads();
-#pragma unroll
-  for (int i = 0; i < ITEMS; i++) {
-    const u32 j = i * THREADS + tid;
-    if (valid == TILE || j < valid) {   /* (a key at j has its digit's place, less its start, at most j: no wrap) */
-      const K k = s.u.kv.keys[j];
-      const u64 p = s.dst.place[digit_of(k, shift, mask)] + j;
-      if (!(flags & SORT_NOKEYS)) kout[p] = (flags & SORT_LAST) ? from_radix(k, kind, flags) : k;
-      vout[p] = s.u.kv.vals[j];
-    }
-  }
-  return before;
-}
-
-/*
 ** A tile after its ticket: kin (and vin, unless SORT_IOTA) at its first key,
 ** `at` its first key's place in the portion's output. onesweep calls it in
 ** three copies that the compiler specializes: a whole tile of a plain pass
@@ -308,8 +224,8 @@ __device__ __forceinline__ u32 onesweep_joint (TileShared<K, V, ITEMS, THREADS, 
 ** first and the last of the others), a whole tile of another pass, and the
 ** last tile of the portion.
 */
-template <typename K, typename V, bool VALUES, int ITEMS, int THREADS, bool JOINT>
-__device__ __forceinline__ void onesweep_tile (TileShared<K, V, ITEMS, THREADS, JOINT> &s, const K *kin, K *kout, const V *vin,
+template <typename K, typename V, bool VALUES, int ITEMS, int THREADS>
+__device__ __forceinline__ void onesweep_tile (TileShared<K, V, ITEMS, THREADS> &s, const K *kin, K *kout, const V *vin,
                                                V *vout, u64 at, u32 valid, u32 tile, u32 tiles, const u64 *bins_in,
                                                u64 *bins_out, u32 *lb, int shift, u32 mask, int kind, int flags,
                                                int window) {
@@ -332,37 +248,26 @@ __device__ __forceinline__ void onesweep_tile (TileShared<K, V, ITEMS, THREADS, 
   __syncthreads();
   warp_rank<K, ITEMS>(key, shift, mask, rank, s.u.whist[warp]);
   __syncthreads();   /* the counters are read: the union becomes keys */
+  put_keys<K, V, ITEMS, THREADS>(s, key, rank);
+  const Places<ITEMS> places = pack_places(rank);   /* for the values (keys alone: dead) */
+
+  V val[ITEMS];
+  if (VALUES)   /* in flight during the walk */
+    load_values<V, ITEMS, THREADS>(vin, valid, val, at + 1, flags);
   u32 before = 0;
   const u64 g = bin - local;   /* wraps when the walk's count is not yet added: see at_place */
-  if constexpr (JOINT) {
-    before = onesweep_joint<K, V, ITEMS, THREADS>(s, key, rank, vin, vout, kout, at, valid, tile, word, mine, g, shift,
-                                                  mask, kind, flags, window);
-  } else {
-    put_keys<K, V, ITEMS, THREADS>(s, key, rank);
-    const Places<ITEMS> places = pack_places(rank);   /* for the values (keys alone: dead) */
-    V val[ITEMS];
-    if (VALUES)   /* in flight during the walk */
-      load_values<V, ITEMS, THREADS>(vin, valid, val, at + 1, flags);
-    if (tid < SORT_RADIX) {
-      if (tile > 0) {
-        before = look_back(word, tile, window);
-        store_relaxed(word, SORT_PREFIX | (before + mine));
-      }
-      s.dst.key[tid] = at_place(kout, g + before);
+  if (tid < SORT_RADIX) {
+    if (tile > 0) {
+      before = look_back(word, tile, window);
+      store_relaxed(word, SORT_PREFIX | (before + mine));
     }
-    __syncthreads();
-    Digits<ITEMS> dig = {};
-    write_keys<K, V, ITEMS, THREADS>(s, dig, valid, shift, mask, kind, flags);
-    if (VALUES) write_values<K, V, ITEMS, THREADS>(s, val, dig, places, valid, vout, g + before);
+    s.dst.key[tid] = at_place(kout, g + before);
   }
+  __syncthreads();
+  Digits<ITEMS> dig = {};
+  write_keys<K, V, ITEMS, THREADS>(s, dig, valid, shift, mask, kind, flags);
+  if (VALUES) write_values<K, V, ITEMS, THREADS>(s, val, dig, places, valid, vout, g + before);
   if (bins_out && tile == tiles - 1 && tid < SORT_RADIX) bins_out[tid] = bin + before + mine;
-}
-
-/* onesweep's tiles of 1- and 2-byte keys with values keep both in shared memory at once
-** where they fit (onesweep_joint) */
-template <typename K, typename V, bool VALUES, int ITEMS, int THREADS>
-__host__ __device__ constexpr bool sort_joint () {
-  return VALUES && sizeof(K) <= 2 && sizeof(TileShared<K, V, ITEMS, THREADS, true>) <= SORT_SHARED;
 }
 
 template <typename K, typename V, bool VALUES, int ITEMS, int THREADS>
@@ -371,7 +276,7 @@ __device__ __forceinline__ void onesweep (const K *kin, K *kout, const V *vin, V
                                           u32 lb_next_tiles, u32 *ctr, const u32 *skip, int shift, int bits,
                                           int kind, int flags, int window) {
   constexpr u32 TILE = THREADS * ITEMS;
-  __shared__ TileShared<K, V, ITEMS, THREADS, sort_joint<K, V, VALUES, ITEMS, THREADS>()> s;
+  __shared__ TileShared<K, V, ITEMS, THREADS> s;
   const int tid = threadIdx.x;
   const u32 mask = (1u << bits) - 1;
   culua_dep_wait();   /* the pass before (or the upfront kernel) is done */

@@ -329,15 +329,9 @@ __device__ __forceinline__ Places<ITEMS> pack_places (const u32 (&rank)[ITEMS]) 
   return p;
 }
 
-/* a tile's keys and values side by side (JOINT below), or nothing */
-template <typename K, typename V, int N, bool JOINT> struct TilePairs { u8 none; };
-template <typename K, typename V, int N> struct TilePairs<K, V, N, true> { V vals[N]; K keys[N]; };
-
 /* shared memory of a tile: the warps' counters, then (reused) the tile's keys
-** and values in sorted order: the keys, then the values in the same place;
-** or, JOINT (onesweep's tiles of narrow keys with values, where both fit:
-** kernels/sort.cu's onesweep_joint), keys and values at once in kv */
-template <typename K, typename V, int ITEMS, int THREADS, bool JOINT = false>
+** and values in sorted order */
+template <typename K, typename V, int ITEMS, int THREADS>
 struct TileShared {
   static_assert(THREADS % 32 == 0 && THREADS >= SORT_RADIX && THREADS <= 1024,
                 "a tile's block: a multiple of 32 in 256..1024");
@@ -345,12 +339,10 @@ struct TileShared {
     u32 whist[(THREADS / 32)][SORT_RADIX];
     K keys[THREADS * ITEMS];
     V vals[THREADS * ITEMS];
-    TilePairs<K, V, THREADS * ITEMS, JOINT> kv;
   } u;
   union {   /* a digit's first key (then value) in the output, less its start in the tile */
     K *key[SORT_RADIX];
     V *val[SORT_RADIX];
-    u64 place[SORT_RADIX];   /* (JOINT: the place itself, for both) */
   } dst;
   u64 wsum64[(THREADS / 32)];
   u32 wsum[(THREADS / 32)];
