@@ -144,26 +144,37 @@ culua_matmul_tf32_wgmma (int M, int N, int K, float alpha, const __grid_constant
   }, [&] (const auto &ring, float (&d)[BM / 2], int q0, int KT) {   /* one release per consumer warpgroup */
     /* element (k, n) of B's tile: panel n / 32, row k of it */
     auto boff = [] (int k, int n) { return (n >> 5) * (B_BYTES / 4) + swizzle128(k, 4 * (n & 31)); };
-    for (int kt = 0; kt < KT; kt++) {
-      const int s = ring.wait(q0 + kt);
-      const unsigned as = ring.abuf(s), bs = ring.bbuf(s);
-      unsigned a[4][4];
+    /* B^T's fragments of the k-tile at bs (m16n8k8 layout: rows g, g + 8; columns t, t + 4) */
+    auto fragments = [&] (unsigned (&a)[4][4], unsigned bs) {
 #pragma unroll
-      for (int kk = 0; kk < 4; kk++) {   /* m16n8k8 fragment layout: rows g, g + 8; columns t, t + 4 */
+      for (int kk = 0; kk < 4; kk++) {
         const int k = kk * 8 + t;
         a[kk][0] = to_tf32(lds(bs + boff(k, r0)));
         a[kk][1] = to_tf32(lds(bs + boff(k, r0 + 8)));
         a[kk][2] = to_tf32(lds(bs + boff(k + 4, r0)));
         a[kk][3] = to_tf32(lds(bs + boff(k + 4, r0 + 8)));
       }
-      asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+    };
+    /* k-tile kt + 1's fragments are read while kt's wgmmas run, into the other of two
+    ** sets (as the 16-bit rs kernel does); waiting for all the wgmmas after that (not
+    ** all but one) keeps ptxas from serializing them */
+    unsigned a[2][4][4];
+    if (KT > 0) fragments(a[0], ring.bbuf(ring.wait(q0)));
+    for (int kt = 0; kt < KT; kt += 2) {
 #pragma unroll
-      for (int kk = 0; kk < 4; kk++) wgmma_m64n256k8(d, a[kk], desc_k128(as + kk * 32));
-      asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-      /* waiting for all (not all but one) keeps ptxas from serializing: the
-      ** next fragments are written while no wgmma is in flight */
-      asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-      if ((ct & 127) == 0) mbar_arrive(ring.empty(s));
+      for (int h = 0; h < 2; h++) {
+        if (kt + h < KT) {
+          const int s = (q0 + kt + h) % CULUA_TF32_STAGES;
+          const unsigned as = ring.abuf(s);
+          asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+          for (int kk = 0; kk < 4; kk++) wgmma_m64n256k8(d, a[h][kk], desc_k128(as + kk * 32));
+          asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+          if (kt + h + 1 < KT) fragments(a[h ^ 1], ring.bbuf(ring.wait(q0 + kt + h + 1)));
+          asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+          if ((ct & 127) == 0) mbar_arrive(ring.empty(s));
+        }
+      }
     }
   }, [&] (const auto &ring, const float (&d)[BM / 2], int m0, int n0, int split) {
     if (tmac && splits == 1) {   /* (the staging after the ring) */
