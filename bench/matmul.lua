@@ -2,38 +2,57 @@
 -- TF32 tensor ops), and float64 (dmma, fast) against DGEMM: squares, and LU's trailing
 -- update (C -= A*B, k = 128 and 256), measured in the same run; float64 prints dmma's
 -- tiles and its knobs (matmul.tune: dmma_group, dmma_tma) beside the default.
---   culua bench/matmul.lua [ANCHOR] [REPS] [float64 [SHAPES [ROWS]] | float32]   (that half alone)
+--   culua bench/matmul.lua [ANCHOR] [REPS] [float64 [SHAPES [ROWS]] | float32 [ROUNDS]]   (that half alone)
+-- float32: the anchor's process and ours take turns, ROUNDS times (3 by default; culua.bench's
+-- in_turn), each figure the median over the rounds of each round's median of REPS
 -- SHAPES: all (the default), lu (LU's four update shapes, k = 128 and 256) or square (4096^3,
 -- 8192^3); ROWS: all (the default) or lu (the default, the TMA kernel and the rows for LU's
 -- shapes: C read in batches, k-tiles of 32, C by bulk copies)
 local cuda = require "cuda"
-require("culua.bench").need_devices()
+local bench = require "culua.bench"
+bench.need_devices()
 local anchor = arg[1] or "bench/anchor_cublas"
 local REPS = tonumber(arg[2]) or 9
 local only64, only32 = arg[3] == "float64", arg[3] == "float32"
 local which_shapes, which_rows = arg[4] or "all", arg[5] or "all"
+local ROUNDS = only32 and tonumber(arg[4]) or 3
 
 local function tflops(n, ms) return 2 * n ^ 3 / (ms * 1e-3) / 1e12 end
 local verdict = {}
 if not only64 then
-  print(("matmul on %s, float32 n x n, median of %d after warm-up"):format(cuda.device().name, REPS))
+  print(("matmul on %s, float32 n x n, median of %d after warm-up, %d rounds of cuBLAS and culua in turn"):format(
+        cuda.device().name, REPS, ROUNDS))
   print(("%-6s %-14s %10s %10s %10s %10s %7s %7s"):format("n", "", "culua ms", "TFLOP/s", "cuBLAS ms", "TFLOP/s", "ratio", "target"))
+  -- (issue 40's targets; tf32 also with C written from registers, tune.tma_store = false)
+  local kinds = {{"fast", 0.95}, {"tf32", 1.0}, {"tf32", 1.0, {tma_store = false}, "tf32 direct C"}}
+  local tune = require("culua.catalog.matmul").tune
   for _, n in ipairs{4096, 8192} do
     local A = cuda.array("float32", {n, n}):copy_from(cuda.host_array("float32", {n, n}):random(1, -1, 1))
     local B = cuda.array("float32", {n, n}):copy_from(cuda.host_array("float32", {n, n}):random(2, -1, 1))
     local C = cuda.array("float32", {n, n})
-    local out = io.popen(("%s %d %d"):format(anchor, n, REPS)):read("a")
-    local anchor_ms = {fast = tonumber(out:match("sgemm_ms (%S+)")), tf32 = tonumber(out:match("tf32_ms (%S+)"))}
-    if not anchor_ms.fast then error("anchor failed: " .. out) end
-    -- (issue 40's targets; tf32 also with C written from registers, tune.tma_store = false)
-    local tune = require("culua.catalog.matmul").tune
-    for _, v in ipairs{{"fast", 0.95}, {"tf32", 1.0}, {"tf32", 1.0, {tma_store = false}, "tf32 direct C"}} do
-      for key, val in pairs(v[3] or {}) do tune[key] = val end
-      local r = cuda.bench(function () cuda.catalog.matmul(A, B, C, {variant = v[1]}) end, {warmup = 2, reps = REPS})
-      for key in pairs(v[3] or {}) do tune[key] = nil end
-      local ratio = anchor_ms[v[1]] / r.median
-      print(("%-6d %-14s %10.3f %10.2f %10.3f %10.2f %6.2fx %6.2fx"):format(n, v[4] or v[1], r.median, tflops(n, r.median),
-            anchor_ms[v[1]], tflops(n, anchor_ms[v[1]]), ratio, v[2]))
+    local anchor_ms, ours = {fast = {}, tf32 = {}}, {}
+    bench.in_turn(ROUNDS, function ()
+      local out = io.popen(("%s %d %d"):format(anchor, n, REPS)):read("a")
+      local fast, tf32 = tonumber(out:match("sgemm_ms (%S+)")), tonumber(out:match("tf32_ms (%S+)"))
+      if not (fast and tf32) then error("anchor failed: " .. out) end
+      table.insert(anchor_ms.fast, fast)
+      table.insert(anchor_ms.tf32, tf32)
+    end, function ()
+      for i, v in ipairs(kinds) do
+        for key, val in pairs(v[3] or {}) do tune[key] = val end
+        local r = cuda.bench(function () cuda.catalog.matmul(A, B, C, {variant = v[1]}) end, {warmup = 2, reps = REPS})
+        for key in pairs(v[3] or {}) do tune[key] = nil end
+        ours[i] = ours[i] or {}
+        table.insert(ours[i], r.median)
+      end
+    end)
+    for i, v in ipairs(kinds) do
+      local ms, ams = bench.median(ours[i]), bench.median(anchor_ms[v[1]])
+      local ratio = ams / ms
+      local each = {}
+      for r = 1, ROUNDS do each[r] = ("%.2fx"):format(anchor_ms[v[1]][r] / ours[i][r]) end
+      print(("%-6d %-14s %10.3f %10.2f %10.3f %10.2f %6.2fx %6.2fx  rounds: %s"):format(n, v[4] or v[1], ms, tflops(n, ms),
+            ams, tflops(n, ams), ratio, v[2], table.concat(each, " ")))
       if not v[3] then verdict[#verdict + 1] = ("%s n=%d %s"):format(v[1], n, ratio >= v[2] and "met" or "NOT met") end
     end
     A, B, C = nil

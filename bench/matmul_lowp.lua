@@ -24,7 +24,9 @@
 -- ANCHOR: bench/anchor_cublaslt by default (bench/run.sh builds it:
 --   nvcc -O2 -o bench/anchor_cublaslt bench/anchor_cublaslt.cu -lcublasLt -lcublas)
 local cuda = require "cuda"
-require("culua.bench").need_devices(1)
+local bench = require "culua.bench"
+bench.need_devices(1)
+local median = bench.median
 local mmod = require "culua.catalog.matmul"
 local sweep = arg[1] == "sweep"
 local first = sweep and 2 or 1
@@ -86,12 +88,6 @@ local function transpose_ms(B, Bt, n)
   return r.median
 end
 
-local function median(t)
-  local s = table.move(t, 1, #t, 1, {})
-  table.sort(s)
-  return #s % 2 == 1 and s[(#s + 1) // 2] or (s[#s // 2] + s[#s // 2 + 1]) / 2
-end
-
 print(("low-precision matmul on %s, n x n x n, median of %d after warm-up, %d round%s"):format(dev.name, REPS, ROUNDS,
       ROUNDS == 1 and "" or "s of anchor and culua in turn"))
 print(("%-6s %-38s %-20s %10s %8s %10s %8s %7s %7s%s"):format("n", "A, B -> C", "kernel", "culua ms", "TFLOP/s", "anchor ms",
@@ -142,9 +138,7 @@ for _, n in ipairs{4096, 8192} do
       end
     end
   end
-  for round = 1, ROUNDS do
-    if round % 2 == 1 then run_anchor(); run_ours() else run_ours(); run_anchor() end
-  end
+  bench.in_turn(ROUNDS, run_anchor, run_ours)
   for _, d in ipairs(data) do
     local da, db, dc = d.c[1], d.c[2], d.c[3]
     local anchor_ms = median(d.anchor)

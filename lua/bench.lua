@@ -110,6 +110,15 @@ local function bench(fn, opts)
                        mean = sum / reps, reps = reps, samples = times}, Result)
 end
 
+-- anchor(r) and ours(r) in turn for rounds r = 1 .. rounds, the anchor first in odd rounds
+-- and last in even ones, so that neither side always meets the GPU the warmer (the matmul
+-- benches: an anchor's process run once and then ours left ours the hotter GPU)
+local function in_turn(rounds, anchor, ours)
+  for r = 1, rounds do
+    if r % 2 == 1 then anchor(r); ours(r) else ours(r); anchor(r) end
+  end
+end
+
 -- the status a script that did not run exits with (automake's SKIP)
 local SKIP_STATUS = 77
 
@@ -140,5 +149,5 @@ local function need_devices(n, opts)
 end
 
 return setmetatable({need_devices = need_devices, SKIP_STATUS = SKIP_STATUS, run = bench, median = median_of,
-                     random_keys = random_keys},
+                     random_keys = random_keys, in_turn = in_turn},
                     {__call = function (_, ...) return bench(...) end})

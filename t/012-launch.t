@@ -23,6 +23,18 @@ local cluster_ptx = cuda.compile(cluster_src, {options = {"-arch=compute_90"}}).
 T.like(cluster_ptx, "barrier%.cluster%.arrive", "a cluster kernel compiles for compute_90: the cluster barrier")
 T.like(cluster_ptx, "mapa", "and the map to another block's shared memory")
 
+-- culua.bench's helpers for the bench scripts' rounds (no GPU needed)
+do
+  local bench = require "culua.bench"
+  local t = {3, 1, 2}
+  T.is(bench.median(t), 2, "culua.bench median of an odd count")
+  T.is_deeply(t, {3, 1, 2}, "median leaves its list as it was")
+  T.is(bench.median{4, 1, 3, 2}, 2.5, "median of an even count: the mean of the middle two")
+  local order = {}
+  bench.in_turn(3, function (r) order[#order + 1] = "a" .. r end, function (r) order[#order + 1] = "o" .. r end)
+  T.is(table.concat(order, " "), "a1 o1 o2 a2 a3 o3", "in_turn: the anchor first in odd rounds, last in even ones")
+end
+
 if cuda.device_count() == 0 then
   T.error_like(function () cuda.load(cuda.compile("extern \"C\" __global__ void k() {}").ptx) end,
                "cuda%.load: ", "no GPU: cuda.load raises")
