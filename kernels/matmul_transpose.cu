@@ -28,9 +28,11 @@
 ** contiguous bytes of 8 rows of X and writes 128 of 4 rows of Y. Where X's
 ** rows start on 16 bytes (its base and ldx * E), whole squares come in by 16-
 ** byte loads, read once (__ldcs); elsewhere, and at the edges, element by
-** element, zeros past R and C. At memory speed: on an H100 the fp8 B^T of
-** 4096 x 4096 bytes takes some 8-11 us, 32 MB read and written
-** (bench/matmul_lowp.lua times it alone).
+** element, zeros past R and C. About at a copy's speed: on an H100 the fp8
+** B^T of 4096 x 4096 bytes took 15-18 us, a plain copy kernel of the same
+** 16 MB 14-16.5 us in the same run, and a transpose through shared memory
+** (4 x 4 bytes a thread, 128 x 128 a block) 13-16 us: too little to build
+** (bench/RESULTS.md, session 34; bench/matmul_lowp.lua times it alone).
 **
 ** A programmatic dependent may follow (fp8's product, launched so where the
 ** catalog asks): the kernel lets it be scheduled from its start
