@@ -15,13 +15,14 @@ local anchor = arg[1] or "bench/anchor_cublas"
 local REPS = tonumber(arg[2]) or 9
 local only64, only32 = arg[3] == "float64", arg[3] == "float32"
 local which_shapes, which_rows = arg[4] or "all", arg[5] or "all"
-local ROUNDS = only32 and tonumber(arg[4]) or 3
+local ROUNDS = math.tointeger(tonumber(only32 and arg[4] or 3))
+if not ROUNDS or ROUNDS < 1 then error("ROUNDS must be an integer >= 1, got " .. tostring(arg[4])) end
 
 local function tflops(n, ms) return 2 * n ^ 3 / (ms * 1e-3) / 1e12 end
 local verdict = {}
 if not only64 then
-  print(("matmul on %s, float32 n x n, median of %d after warm-up, %d rounds of cuBLAS and culua in turn"):format(
-        cuda.device().name, REPS, ROUNDS))
+  print(("matmul on %s, float32 n x n, median of %d after warm-up, %d round%s"):format(
+        cuda.device().name, REPS, ROUNDS, ROUNDS == 1 and "" or "s of cuBLAS and culua in turn"))
   print(("%-6s %-14s %10s %10s %10s %10s %7s %7s"):format("n", "", "culua ms", "TFLOP/s", "cuBLAS ms", "TFLOP/s", "ratio", "target"))
   -- (issue 40's targets; tf32 also with C written from registers, tune.tma_store = false)
   local kinds = {{"fast", 0.95}, {"tf32", 1.0}, {"tf32", 1.0, {tma_store = false}, "tf32 direct C"}}

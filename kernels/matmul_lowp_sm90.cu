@@ -36,8 +36,8 @@
 ** 128-byte rows, swizzled) by ldmatrix.trans, one per 16 x 16 of a warp. Each
 ** consumer warpgroup owns 64 columns x 256 rows of C's 256 x 128 tile (128
 ** accumulators a thread). Register operands keep it at one k-tile of wgmmas in
-** flight (wait_group 0 before the next fragments), and the consumer warps
-** spend issue slots on ldmatrix.
+** flight (wait_group 0 after the next k-tile's fragments are read, into a
+** second set of registers), and the consumer warps spend issue slots on ldmatrix.
 **
 ** ss computes C itself: 16-bit wgmma reads B from shared memory N-major too
 ** (its transpose bit, imm-trans-b = 1), which tf32's cannot. A's 128 x 64 tile

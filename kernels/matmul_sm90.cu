@@ -157,7 +157,9 @@ culua_matmul_tf32_wgmma (int M, int N, int K, float alpha, const __grid_constant
     };
     /* k-tile kt + 1's fragments are read while kt's wgmmas run, into the other of two
     ** sets (as the 16-bit rs kernel does); waiting for all the wgmmas after that (not
-    ** all but one) keeps ptxas from serializing them */
+    ** all but one) keeps ptxas from serializing them. The loop goes two k-tiles a turn
+    ** with h unrolled so that each set's index is a constant: a[kt & 1] would put the
+    ** sets in local memory */
     unsigned a[2][4][4];
     if (KT > 0) fragments(a[0], ring.bbuf(ring.wait(q0)));
     for (int kt = 0; kt < KT; kt += 2) {
