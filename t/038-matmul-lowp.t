@@ -373,13 +373,15 @@ T.gpu_part(function ()
   -- the transposes alone (kernels/matmul_transpose.cu, as fp8's B^T and transb run them): Y =
   -- X^T bit for bit, elements of 1, 2, 4 and 8 bytes, odd shapes, X a view at an odd element
   -- with rows not 16 bytes apart (element by element) and a packed one (16-byte loads where its
-  -- rows allow), Y's rows padded to 16 bytes; and more rows of tiles than a grid's 65535 (one
-  -- column of 2^21 + 1 8-byte elements: blocks take several rows of tiles)
+  -- rows allow; 256 x 384 and 300 x 512: the byte kernel's whole 128 x 128 tiles, and whole
+  -- rows with a partial last tile), Y's rows padded to 16 bytes; and more rows of tiles than
+  -- a grid's 65535 (one column of 2^21 + 1 8-byte elements, of 2^23 + 2^16 + 5 bytes: blocks
+  -- take several rows of tiles)
   do
     local transpose = require("culua.catalog.matmul_lowp").transpose
     for _, dt in ipairs{"float8_e4m3", "bfloat16", "float32", "float64"} do
       local es = ({float8_e4m3 = 1, bfloat16 = 2, float32 = 4, float64 = 8})[dt]
-      for _, s in ipairs{{1, 1}, {17, 33}, {255, 257}, {64, 512}, {300, 520}} do
+      for _, s in ipairs{{1, 1}, {17, 33}, {255, 257}, {64, 512}, {300, 520}, {256, 384}, {300, 512}} do
         local r, c = s[1], s[2]
         local h = cuda.host_array(dt, {r, c}):random(r + c, -1, 1)
         local ht = transposed(h)
@@ -403,6 +405,13 @@ T.gpu_part(function ()
     transpose(dev, 8, X, r, 1, 1, Y, r + 1)
     T.ok(Y:view(1, r):copy_to(cuda.host_array("float64", r)):bytes() == h:bytes(),
          ("transpose of %d x 1 float64: %d rows of tiles, more than a grid's 65535"):format(r, (r + 31) // 32))
+    local rb = (1 << 23) + (1 << 16) + 5
+    local hb = cuda.host_array("uint8", rb):random(6, 0, 255)
+    local Xb, Yb = cuda.array("float8_e4m3", rb):copy_from(hb:bytes()), cuda.array("float8_e4m3", rb + 11):fill(7)
+    transpose(dev, 1, Xb, rb, 1, 1, Yb, rb + 11)
+    local yb = Yb:copy_to(cuda.host_array("float8_e4m3", rb + 11))
+    T.ok(yb:bytes() == hb:bytes() .. ("\0"):rep(11),
+         ("transpose of %d x 1 bytes: %d rows of tiles, more than a grid's 65535; zeros to 16 bytes"):format(rb, (rb + 127) // 128))
   end
 
   -- m, n, k: odd ones (element-by-element copies), and rows of whole 16 bytes (cp.async)

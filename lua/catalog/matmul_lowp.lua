@@ -172,7 +172,7 @@ local transpose_kernels = {[1] = "culua_matmul_transpose_1", [2] = "culua_matmul
                            [4] = "culua_matmul_transpose_4", [8] = "culua_matmul_transpose_8"}
 function L.transpose(dev, es, X, rows, cols, ldx, Y, ldy, stream)
   TR = TR or core.constants("matmul_transpose")
-  local tile = TR.MATMUL_T_TILE(es)
+  local tile = es == 1 and TR.MATMUL_T_TILE1 or TR.MATMUL_T_TILE(es)
   local tr = core.kernel("matmul_transpose", transpose_kernels[es], nil, dev)
   tr:launch({grid = {ceil_div(cols, tile), math.min(ceil_div(rows, tile), 65535)}, block = TR.MATMUL_T_THREADS, stream = stream},
             rows, cols, X, ldx, Y, ldy)
