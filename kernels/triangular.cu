@@ -2,8 +2,9 @@
 ** triangular.cu
 ** The solve family's triangular solves: trsm, a block row of U (LU's) or of
 ** lu_solve's blocked substitutions; the substitutions of lu_solve for a few
-** right-hand sides, one launch a triangle; and lu_solve's permutation of the
-** right-hand sides (lua/catalog/triangular.lua). kernels/solve.cu says what
+** right-hand sides, one launch a triangle; lu_solve's permutation of the
+** right-hand sides; and the solve over ranks' step for a few right-hand sides, a
+** block's triangle and its block column in one launch (lua/catalog/triangular.lua). kernels/solve.cu says what
 ** the family's files hold.
 */
 
@@ -22,38 +23,52 @@ using namespace culua::solve;
 ** upper with its diagonal (UPPER true, backward). A block takes 32 columns
 ** into shared memory; 8 rows of threads share the updates below (above)
 ** each solved row. The triangle comes into shared memory first (the launch
-** gives jb * jb elements of it): read from A at each step, its loads were the
+** gives jb x jbp elements of it): read from A at each step, its loads were the
 ** chain (23 us for a 64 x 8128 block row on an H100).
 */
 template <typename T, bool UPPER>
 __device__ void trsm (int jb, int ncols, const T *Tr, long long toff, int ldt, T *X, long long xoff, int ldx) {
   __shared__ T xs[MAXBLOCK][TRSM_COLS + 1];
   extern __shared__ __align__(16) unsigned char trsm_tri[];
-  T *ts = reinterpret_cast<T *>(trsm_tri);   /* ts[k * jb + i] = Tr(i, k): column k contiguous */
+  /* ts[k * jbp + (i ^ (k & 31))] = Tr(i, k): column k contiguous, its rows' order turned
+     within each 32 by k so that the stores of a row (32 k's) fall in 32 banks, not one.
+     The turn keeps a row within its 32, below jbp (jb to a multiple of 32; the launch
+     gives jb * jbp elements) */
+  T *ts = reinterpret_cast<T *>(trsm_tri);
+  const int jbp = (jb + 31) & ~31;
   const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * TRSM_COLS + tx;
   const int c = blockIdx.x * TRSM_COLS + tx;
   const bool in = c < ncols;
   Tr += toff;
   X += xoff;
-  for (int e = tid; e < jb * jb; e += TRSM_THREADS) {
-    const int i = e / jb, k = e % jb;
-    ts[k * jb + i] = Tr[(size_t)i * ldt + k];
+  for (int e0 = 0; e0 < jb * jb; e0 += TRSM_THREADS * TRSM_BATCH) {   /* TRSM_BATCH loads in flight */
+    T v[TRSM_BATCH];
+#pragma unroll
+    for (int u = 0; u < TRSM_BATCH; u++) {
+      const int e = e0 + u * TRSM_THREADS + tid, i = e / jb, k = e - i * jb;
+      v[u] = e < jb * jb ? Tr[(size_t)i * ldt + k] : T(0);
+    }
+#pragma unroll
+    for (int u = 0; u < TRSM_BATCH; u++) {
+      const int e = e0 + u * TRSM_THREADS + tid, i = e / jb, k = e - i * jb;
+      if (e < jb * jb) ts[k * jbp + (i ^ (k & 31))] = v[u];
+    }
   }
   for (int i = ty; i < jb; i += TRSM_ROWS) xs[i][tx] = in ? X[(size_t)i * ldx + c] : T(0);
   __syncthreads();
   if (!UPPER) {
     for (int k = 0; k < jb - 1; k++) {
       T xk = xs[k][tx];
-      for (int i = k + 1 + ty; i < jb; i += TRSM_ROWS) xs[i][tx] -= ts[k * jb + i] * xk;
+      for (int i = k + 1 + ty; i < jb; i += TRSM_ROWS) xs[i][tx] -= ts[k * jbp + (i ^ (k & 31))] * xk;
       __syncthreads();
     }
   }
   else {
     for (int k = jb - 1; k >= 0; k--) {
-      if (ty == 0) xs[k][tx] /= ts[k * jb + k];
+      if (ty == 0) xs[k][tx] /= ts[k * jbp + (k ^ (k & 31))];
       __syncthreads();
       T xk = xs[k][tx];
-      for (int i = ty; i < k; i += TRSM_ROWS) xs[i][tx] -= ts[k * jb + i] * xk;
+      for (int i = ty; i < k; i += TRSM_ROWS) xs[i][tx] -= ts[k * jbp + (i ^ (k & 31))] * xk;
       __syncthreads();
     }
   }
@@ -338,6 +353,112 @@ __device__ void trsv (int n, int k, const T *__restrict__ A, T *X, unsigned *syn
   }
 }
 
+/*
+** The step of the solve over ranks (lua/catalog/ranks.lua) for a few right-hand
+** sides (k <= BSTEP_COLS), in one launch: Y (jb x k, a row every k) = inv(Tr) * Y
+** for the jb x jb triangle at Tr (a row every ld; unit lower, or upper with its
+** diagonal), then W (m x k, a row every k) -= Lb (m x jb, a row every ld) * Y,
+** where Lb is the owner's block column below (lower) or above (upper) the
+** triangle. Every block solves the triangle itself, in shared memory (a warp a
+** right-hand side, a lane four rows, the solved value passed by a shuffle), so
+** that no launch stands between the solve and the update on the chain of steps;
+** the grid is kept to a block a multiprocessor, which bounds the triangle's reads.
+** Block 0 writes Y back. Then a warp BSTEP_ROWS rows of Lb at a time: its lanes
+** split each row (reads coalesced), keep k partial sums, and a butterfly adds them.
+** (trsm, above, keeps a thread a column and TRSM_ROWS rows a step: for one column
+** its 127 dependent steps took 52 us a 128 x 128 triangle on an H200.)
+*/
+template <typename T, bool UPPER>
+__device__ void bstep (int jb, int k, const T *Tr, long long toff, int ld, T *Y, long long yoff,
+                       int m, const T *Lb, long long loff, T *W, long long woff) {
+  extern __shared__ __align__(16) unsigned char bstep_tri[];
+  T *ts = reinterpret_cast<T *>(bstep_tri);   /* ts[i * (jb + 1) + j] = Tr(i, j): rows padded, no conflicts */
+  __shared__ T ys[MAXBLOCK * BSTEP_COLS];
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, warps = blockDim.x >> 5;
+  Tr += toff;
+  Y += yoff;
+  {   /* all of a thread's loads in flight at once: one after another, each a trip to
+         memory, they were most of a step (60 us) */
+    constexpr int PER = MAXBLOCK * MAXBLOCK / BSTEP_THREADS;
+    T v[PER];
+#pragma unroll
+    for (int u = 0; u < PER; u++) {
+      const int e = tid + u * BSTEP_THREADS, i = e / jb, j = e - i * jb;
+      v[u] = e < jb * jb ? Tr[(size_t)i * ld + j] : T(0);
+    }
+#pragma unroll
+    for (int u = 0; u < PER; u++) {
+      const int e = tid + u * BSTEP_THREADS, i = e / jb, j = e - i * jb;
+      if (e < jb * jb) ts[i * (jb + 1) + j] = v[u];
+    }
+  }
+  __syncthreads();
+  if (warp < k) {   /* column `warp` of Y: a lane rows lane, lane + 32, ... */
+    T x[MAXBLOCK / 32];
+#pragma unroll
+    for (int h = 0; h < MAXBLOCK / 32; h++) {
+      const int r = lane + 32 * h;
+      x[h] = r < jb ? Y[(size_t)r * k + warp] : T(0);
+    }
+    for (int s = 0; s < jb; s++) {
+      const int t = UPPER ? jb - 1 - s : s;
+      T xt = T(0);
+#pragma unroll
+      for (int h = 0; h < MAXBLOCK / 32; h++)   /* (h is t / 32 in one of them: no dynamic index) */
+        if (h == (t >> 5)) xt = __shfl_sync(0xffffffffu, x[h], t & 31);
+      if (UPPER) xt /= ts[t * (jb + 1) + t];
+#pragma unroll
+      for (int h = 0; h < MAXBLOCK / 32; h++) {
+        const int r = lane + 32 * h;
+        if (UPPER ? r < t : (r > t && r < jb)) x[h] -= ts[r * (jb + 1) + t] * xt;
+        if (UPPER && r == t) x[h] = xt;
+      }
+    }
+#pragma unroll
+    for (int h = 0; h < MAXBLOCK / 32; h++) {
+      const int r = lane + 32 * h;
+      if (r < jb) ys[r * k + warp] = x[h];
+    }
+  }
+  __syncthreads();
+  if (blockIdx.x == 0)
+    for (int e = tid; e < jb * k; e += blockDim.x) Y[e] = ys[e];
+  Lb += loff;
+  W += woff;
+  /* BSTEP_ROWS rows a warp at a time, their loads issued before any sum (W's stores
+     would otherwise keep the next rows' loads waiting) */
+  for (int i0 = (blockIdx.x * warps + warp) * BSTEP_ROWS; i0 < m; i0 += gridDim.x * warps * BSTEP_ROWS) {
+    T l[BSTEP_ROWS][MAXBLOCK / 32];
+#pragma unroll
+    for (int r = 0; r < BSTEP_ROWS; r++)
+#pragma unroll
+      for (int h = 0; h < MAXBLOCK / 32; h++) {
+        const int j = lane + 32 * h;
+        l[r][h] = i0 + r < m && j < jb ? Lb[(size_t)(i0 + r) * ld + j] : T(0);
+      }
+#pragma unroll
+    for (int r = 0; r < BSTEP_ROWS; r++) {
+      T acc[BSTEP_COLS];
+#pragma unroll
+      for (int c = 0; c < BSTEP_COLS; c++) acc[c] = T(0);
+#pragma unroll
+      for (int h = 0; h < MAXBLOCK / 32; h++) {
+        const int j = lane + 32 * h;
+#pragma unroll
+        for (int c = 0; c < BSTEP_COLS; c++)
+          if (c < k && j < jb) acc[c] += l[r][h] * ys[j * k + c];
+      }
+#pragma unroll
+      for (int c = 0; c < BSTEP_COLS; c++) {
+        if (c >= k) break;
+#pragma unroll
+        for (int s = 16; s > 0; s >>= 1) acc[c] += __shfl_xor_sync(0xffffffffu, acc[c], s);
+        if (lane == c && i0 + r < m) W[(size_t)(i0 + r) * k + c] -= acc[c];
+      }
+    }
+  }
+}
+
 /* }====================================================== */
 
 
@@ -362,6 +483,12 @@ __device__ void trsv (int n, int k, const T *__restrict__ A, T *X, unsigned *syn
   extern "C" __global__ void __launch_bounds__(TRSV_THREADS, 3) culua_solve_trsv1_upper_##t (int n, int k, const T *LU, \
       T *X, unsigned *sync) \
   { trsv<T, true, 1>(n, k, LU, X, sync); } \
+  extern "C" __global__ void __launch_bounds__(BSTEP_THREADS) culua_solve_bstep_lower_##t (int jb, int k, \
+      const T *Tr, long long toff, int ld, T *Y, long long yoff, int m, const T *Lb, long long loff, T *W, long long woff) \
+  { bstep<T, false>(jb, k, Tr, toff, ld, Y, yoff, m, Lb, loff, W, woff); } \
+  extern "C" __global__ void __launch_bounds__(BSTEP_THREADS) culua_solve_bstep_upper_##t (int jb, int k, \
+      const T *Tr, long long toff, int ld, T *Y, long long yoff, int m, const T *Lb, long long loff, T *W, long long woff) \
+  { bstep<T, true>(jb, k, Tr, toff, ld, Y, yoff, m, Lb, loff, W, woff); } \
   extern "C" __global__ void culua_solve_gather_##t (int n, int k, const int *perm, const T *B, T *W) \
   { gather<T>(n, k, perm, B, W); }
 

@@ -66,6 +66,15 @@ local function progress()
         local vals = {}
         for i = 0, src.n - 1 do vals[i] = E(src, i) end
         for r = 0, W.G - 1 do for i = 0, src.n - 1 do mock.S(its[r].recv, i, vals[i]) end end
+      elseif first.name == "reduce" or first.name == "all_reduce" then
+        local n, sum = first.send.n, {}
+        for i = 0, n - 1 do
+          sum[i] = 0
+          for r = 0, W.G - 1 do sum[i] = sum[i] + E(its[r].send, i) end
+        end
+        for r = 0, W.G - 1 do
+          if first.name == "all_reduce" or r == first.root then for i = 0, n - 1 do mock.S(its[r].recv, i, sum[i]) end end
+        end
       elseif first.name == "all_gather" then
         for r = 0, W.G - 1 do
           local n = its[r].send.n
@@ -122,6 +131,15 @@ local function new_comm(r, ordinal, cid)
     return c
   end
   function c:broadcast(send, recv, opts) return coll("broadcast", send, recv, opts) end
+  function c:reduce(send, recv, opts)
+    assert(opts and opts.op == nil or opts.op == "sum", "reduce: sums only")
+    return coll("reduce", send, recv, opts)
+  end
+  function c:all_reduce(send, recv, opts)
+    local o = recv ~= nil and recv.data == nil and recv or opts
+    assert(o == nil or o.op == nil or o.op == "sum", "all_reduce: sums only")
+    return coll("all_reduce", send, recv, opts)
+  end
   function c:all_gather(send, recv, opts)
     assert(recv.n == send.n * W.G, "all_gather: recv must hold size x send")
     return coll("all_gather", send, recv, opts)
@@ -247,14 +265,15 @@ local function x_differ(X1, X2)
 end
 
 -- lu and solve with root = (root's A), and with the columns dealt out, over G ranks
-local function check(n, nb, G, ordinals, root)
+local function check(n, nb, G, ordinals, root, nrhs)
+  nrhs = nrhs or 2
   local t = rand_matrix(n, n * 3 + nb + G)
   local A1 = mkA(n, t)
   local p1 = M.lu(A1, {block = nb})
-  local B1 = rhs_of(n, 2, 0)
+  local B1 = rhs_of(n, nrhs, 0)
   local X1 = M.solve(mkA(n, t), B1, {block = nb})
-  local where = ("n %d block %d, %d rank%s on device%s %s"):format(n, nb, G, G == 1 and "" or "s",
-                                                                    #ordinals == 1 and "" or "s", table.concat(ordinals, ","))
+  local where = ("n %d block %d, %d rank%s on device%s %s, %d right-hand side%s"):format(n, nb, G, G == 1 and "" or "s",
+                 #ordinals == 1 and "" or "s", table.concat(ordinals, ","), nrhs, nrhs == 1 and "" or "s")
   -- root layout: A on root, nil elsewhere
   local As = {}
   local res = ranks(G, ordinals, function (r, comm)
@@ -281,7 +300,7 @@ local function check(n, nb, G, ordinals, root)
   -- solve, root layout: X on root
   res = ranks(G, ordinals, function (r, comm)
     local A = r == root and mkA(n, t) or nil
-    local B = r == root and rhs_of(n, 2, comm.device.ordinal) or nil
+    local B = r == root and rhs_of(n, nrhs, comm.device.ordinal) or nil
     if A then A.device = comm.device end
     return M.solve(A, B, {comm = comm, root = root, block = nb})
   end)
@@ -310,7 +329,7 @@ local function check(n, nb, G, ordinals, root)
   -- solve, distributed: B on every rank (root's taken), X on every rank; A's columns untouched
   res = ranks(G, ordinals, function (r, comm)
     Xs[r] = columns(d, r, t, comm.device.ordinal)
-    local B = rhs_of(n, 2, comm.device.ordinal)
+    local B = rhs_of(n, nrhs, comm.device.ordinal)
     if r ~= root then B:fill(99) end   -- root's are the ones solved for
     return M.solve(Xs[r], B, {comm = comm, distribution = d, root = root})
   end)
@@ -336,6 +355,9 @@ check(23, 2, 4, {0, 1}, 3)
 check(17, 5, 2, {1, 2}, 1)
 check(9, 4, 3, {0}, 2)
 check(40, 8, 4, {0, 1, 2}, 0)
+-- one right-hand side, and nine: past bgemv's eight, the solve over ranks' steps by matmul
+check(29, 4, 3, {0, 1, 2}, 1, 1)
+check(29, 4, 3, {0, 1, 2}, 2, 9)
 -- the look-ahead's step in three launches, and on the update's stream
 mock.M.tune.narrow = "kernel"
 check(20, 3, 3, {0, 1, 2}, 0)
@@ -705,6 +727,21 @@ for _, c in ipairs{{"float64", 200, 16}, {"float32", 333, 32}, {"float64", 515, 
   check(what .. ", distributed: solve as one GPU's, on every rank (NaN in B off root)", dd <= 1e3 * EPS[dt] * math.max(m, 1),
         dd)
   check(what .. ", distributed: solve left A's columns", host(X):bytes() == hX:bytes())
+  -- one right-hand side, a vector, and nine (past bstep's eight: trsm and matmul a step)
+  if n == 200 or n == 333 then
+    for _, kk in ipairs{1, 9} do
+      local shape = kk == 1 and n or {n, kk}
+      local hBk = cuda.host_array(dt, shape):random(9 + kk, -1, 1)
+      local Xk1 = cat.solve(cuda.array(dt, {n, n}):copy_from(hA), cuda.array(dt, shape):copy_from(hBk), {block = nb})
+      X:copy_from(hX)
+      local Bk = cuda.array(dt, shape):copy_from(hBk)
+      if me ~= 0 then Bk:fill(0 / 0) end
+      local Xk = cat.solve(X, Bk, {comm = comm, distribution = d})
+      local dk, mk = max_diff(Xk1, Xk)
+      check(what .. (", distributed: solve of %d right-hand side%s as one GPU's"):format(kk, kk == 1 and "" or "s"),
+            dk <= 1e3 * EPS[dt] * math.max(mk, 1), dk)
+    end
+  end
 end
 
 -- d:fill from a line of CUDA C, then gathered: the global row and column of each element

@@ -174,7 +174,16 @@ K.gemm = function (m, nn, k, A, aoff, lda, B, boff, ldb, C, coff, ldc)
     S(C, coff + r * ldc + c, E(C, coff + r * ldc + c) - acc)
   end end
 end
-K.update_narrow = K.gemm   -- the same product: C (m x nc) -= L (m x kb) * U (kb x nc)
+-- the solve over ranks' step (triangular.cu's bstep): Y = inv(T) Y, then W (m x k) -= Lb (m x jb) * Y
+local function bstep_mock(which)
+  return function (jb, k, T, toff, ld, Y, yoff, m, Lb, loff, W, woff)
+    assert(k <= 8, "bstep takes at most BSTEP_COLS right-hand sides")
+    K["trsm_" .. which](jb, k, T, toff, ld, Y, yoff, k)
+    K.gemm(m, k, jb, Lb, loff, ld, Y, yoff, k, W, woff, k)
+  end
+end
+K.update_narrow = K.gemm
+K.bstep_lower, K.bstep_upper = bstep_mock("lower"), bstep_mock("upper")   -- the same product: C (m x nc) -= L (m x kb) * U (kb x nc)
 -- the look-ahead's step in one launch: pivots i0..i0+kb-1's swaps on A's columns [c0, c0 + nc),
 -- their block row of U (the unit triangle of the panel's rows at L + loff, a row every ldl)
 -- and the rows below less L21 * U; its tickets come zero and are left so

@@ -70,6 +70,14 @@ constexpr int TRSV_SYNC = 32;
 constexpr int TRSM_COLS = 32;
 constexpr int TRSM_ROWS = 8;
 constexpr int TRSM_THREADS = TRSM_COLS * TRSM_ROWS;
+constexpr int TRSM_BATCH = 16;                 /* the triangle's loads a thread has in flight */
+
+/* bstep (triangular.cu): the solve over ranks' step, a warp a right-hand side (at most
+   BSTEP_COLS: more go to trsm and matmul), then a warp BSTEP_ROWS rows of the block
+   column at a time */
+constexpr int BSTEP_COLS = 8;
+constexpr int BSTEP_THREADS = 512;
+constexpr int BSTEP_ROWS = 4;
 
 /* lu_solve's permutation (triangular.cu) and the seed's pivot search (seed.cu): one
    block of these threads (the pivot's warps meet in SEED_PIVOT_THREADS / 32 slots) */

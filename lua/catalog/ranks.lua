@@ -19,10 +19,10 @@ local bc = require "culua.catalog.block_cyclic"
 local rt = require "culua.catalog.ranks_transport"
 
 local fail, ceil_div = core.fail, core.ceil_div
-local kernels, view, copy, gemm_sub, check_block = S.kernels, S.view, S.copy, S.gemm_sub, S.check_block
+local kernels, view, copy, check_block = S.kernels, S.view, S.copy, S.check_block
 local square, rhs, check_finite, pivot_verdict = S.square, S.rhs, S.check_finite, S.pivot_verdict
 local close_all, share_on, stream_on = sh_.close_all, sh_.share_on, S.stream_on
-local trsm, permute, solve_factored = triangular.trsm, triangular.permute, triangular.solve_factored
+local block_step, permute, solve_factored = triangular.block_step, triangular.permute, triangular.solve_factored
 local transport, transport_comm = rt.transport, rt.comm
 
 local M = {}
@@ -335,36 +335,46 @@ function M.lu(A, opts)
 end
 
 --[[
-** X (n x k, the same on every rank) from the factors in the ranks' columns L (share s):
-** the rows permuted by the pivots, then L y = P b and U x = y a block at a time, each by
-** its owner (trsm, then the rows it changes less its block times the block's solution),
-** which broadcasts the rows it changed. All on the rank's stream C.
+** X (n x k, on every rank) from the factors in the ranks' columns L (share s) and root's
+** right-hand sides X, by fan-in: the solve's chain is a block at a time, and what
+** travels between ranks each step is one block of rows (jb x k), not the rest of X.
+** L y = P b: W holds P b on root and zero elsewhere, and takes from its rows what this
+** rank's blocks of y contribute (W -= L(:, q) y_q). Block q's rows of W, summed over
+** the ranks by a reduce to q's owner, are b_q less every contribution from the blocks
+** above: the owner solves y_q with its triangle and takes y_q's contribution from the
+** rows below. R gathers the blocks of y this rank solved (zero elsewhere); U x = y the
+** same way up, R taking the contributions and X (zeroed: W's rows are spent) the blocks
+** of x, which a sum over the ranks puts together on every rank. Each step is a reduce
+** of jb x k values and, on the owner, one launch for a few right-hand sides
+** (triangular.lua's block_step), all on the rank's stream C, where the factorization ran.
 ]]
-local function solve_columns(comm, s, n, nb, k, ipiv, X)
+local function solve_columns(comm, s, n, nb, k, ipiv, X, root)
   local G, me, C, K, dev, dt = comm.size, comm.rank, s.C, s.K, s.dev, X.dtype
   local ld, P = s.nloc, ceil_div(n, nb)
-  permute(K, dev, C, n, k, ipiv, X)
+  local R = cuda.array(dt, n * k, {device = dev.ordinal}):fill(0, C)
+  if me == root then permute(K, dev, C, n, k, ipiv, X) else X:fill(0, C) end
   for q = 0, P - 1 do
     local j0 = q * nb
     local jb, o = math.min(nb, n - j0), q % G
+    comm:reduce(view(X, j0 * k, jb * k), view(R, j0 * k, jb * k), {root = o, stream = C})
     if o == me then
       local lc = (q // G) * nb
-      trsm(K, "lower", C, jb, k, s.L, j0 * ld + lc, ld, X, j0 * k, k)
-      gemm_sub(K, dt, C, n - j0 - jb, k, jb, s.L, (j0 + jb) * ld + lc, ld, X, j0 * k, k, X, (j0 + jb) * k, k)
+      block_step(K, dev, C, "lower", jb, k, s.L, j0 * ld + lc, ld, R, j0 * k, n - j0 - jb, (j0 + jb) * ld + lc, X,
+                 (j0 + jb) * k)
     end
-    -- (the last block's rows go out with the first step up)
-    if q < P - 1 then comm:broadcast(view(X, j0 * k, (n - j0) * k), {root = o, stream = C}) end
   end
+  X:fill(0, C)
   for q = P - 1, 0, -1 do
     local j0 = q * nb
     local jb, o = math.min(nb, n - j0), q % G
+    comm:reduce(view(R, j0 * k, jb * k), view(X, j0 * k, jb * k), {root = o, stream = C})
     if o == me then
       local lc = (q // G) * nb
-      trsm(K, "upper", C, jb, k, s.L, j0 * ld + lc, ld, X, j0 * k, k)
-      gemm_sub(K, dt, C, j0, k, jb, s.L, lc, ld, X, j0 * k, k, X, 0, k)
+      block_step(K, dev, C, "upper", jb, k, s.L, j0 * ld + lc, ld, X, j0 * k, j0, lc, R, 0)
     end
-    comm:broadcast(view(X, 0, (j0 + jb) * k), {root = o, stream = C})
   end
+  comm:all_reduce(X, {op = "sum", stream = C})
+  return R   -- (closed by the caller once C is done with it)
 end
 
 local solve_keys = {"stream", "method", "block", "panel", "overwrite", "devices", "peer", "growth", "comm", "root",
@@ -405,12 +415,12 @@ function M.solve(A, B, opts)
     copy(K, dev, p.stream, n * k, B, X)
   end
   local s = factor(fname, comm, p, nil, L, ipiv, info)
-  -- root's right-hand sides to every rank, then the solves, on C (which did the factorization)
-  comm:broadcast(X, {root = p.root, stream = s.C})
-  solve_columns(comm, s, n, p.nb, k, ipiv, X)
+  -- the solves from root's right-hand sides, on C (which did the factorization)
+  local R = solve_columns(comm, s, n, p.nb, k, ipiv, X, p.root)
   s.done:record(s.C)
   if p.stream then p.stream:wait(s.done) end
   s.C:synchronize()
+  R:close()
   if L ~= A then L:close() end
   return X, ipiv, info
 end

@@ -8,10 +8,12 @@ local S = require "culua.catalog.solve_common"
 
 local ceil_div = core.ceil_div
 local tune, view, gemm_sub, esize, copy, grid_for = S.tune, S.view, S.gemm_sub, S.esize, S.copy, S.grid_for
+local shared_room = S.shared_room
 local MAXBLOCK = S.shapes.MAXBLOCK
 local TRSV_ROWS, TRSV_THREADS, TRSV_COLS, TRSV_SYNC = S.shapes.TRSV_ROWS, S.shapes.TRSV_THREADS, S.shapes.TRSV_COLS,
                                                       S.shapes.TRSV_SYNC
 local TRSM_COLS, TRSM_ROWS, PERM_THREADS = S.shapes.TRSM_COLS, S.shapes.TRSM_ROWS, S.shapes.PERM_THREADS
+local BSTEP_COLS, BSTEP_THREADS, BSTEP_ROWS = S.shapes.BSTEP_COLS, S.shapes.BSTEP_THREADS, S.shapes.BSTEP_ROWS
 
 -- X (jb x ncols) = inv(Tr) * X for Tr's unit lower (which = "lower") or upper triangle;
 -- the kernel keeps the triangle in the launch's shared memory (up to MAXBLOCK^2 elements)
@@ -19,8 +21,32 @@ local function trsm(K, which, stream, jb, ncols, Tr, toff, ldt, X, xoff, ldx)
   if ncols <= 0 then return end
   local k, size = K("trsm_" .. which), esize(X.dtype)
   core.allow_shared(k, MAXBLOCK * MAXBLOCK * size)
-  k:launch({grid = ceil_div(ncols, TRSM_COLS), block = {TRSM_COLS, TRSM_ROWS}, shared = jb * jb * size, stream = stream},
+  -- (the triangle's columns padded to a multiple of 32 rows: kernels/triangular.cu's trsm)
+  k:launch({grid = ceil_div(ncols, TRSM_COLS), block = {TRSM_COLS, TRSM_ROWS}, shared = jb * ceil_div(jb, 32) * 32 * size,
+            stream = stream},
            jb, ncols, Tr, toff, ldt, X, xoff, ldx)
+end
+
+-- the solve over ranks' step (ranks.lua): Y (jb x k, a row every k) = inv(T) * Y for the
+-- triangle at T + toff (a row every ld; which = "lower": unit lower, "upper": with its
+-- diagonal), then W (m x k, a row every k) -= T's block column at T + loff (m x jb) * Y.
+-- For a few right-hand sides, where the triangle fits a block's shared memory, one launch
+-- (bstep: the chain of steps waits on no launch between the two); else trsm and matmul
+local function block_step(K, dev, stream, which, jb, k, T, toff, ld, Y, yoff, m, loff, W, woff)
+  if k <= 0 then return end
+  local size = esize(Y.dtype)
+  local bytes = jb * (jb + 1) * size
+  if k <= BSTEP_COLS then
+    local kern = K("bstep_" .. which)
+    if bytes <= shared_room(kern, dev) then
+      core.allow_shared(kern, bytes)
+      return kern:launch({grid = math.max(1, math.min(ceil_div(m, BSTEP_THREADS // 32 * BSTEP_ROWS), core.sm_count(dev))),
+                          block = BSTEP_THREADS, shared = bytes, stream = stream},
+                         jb, k, T, toff, ld, Y, yoff, m, T, loff, W, woff)
+    end
+  end
+  trsm(K, which, stream, jb, k, T, toff, ld, Y, yoff, k)
+  if m > 0 then gemm_sub(K, Y.dtype, stream, m, k, jb, T, loff, ld, Y, yoff, k, W, woff, k) end
 end
 
 --[[
@@ -80,4 +106,4 @@ local function solve_factored(K, dev, stream, n, k, nb, LU, ipiv, B)
   end
 end
 
-return {trsm = trsm, permute = permute, solve_factored = solve_factored}
+return {trsm = trsm, block_step = block_step, permute = permute, solve_factored = solve_factored}
