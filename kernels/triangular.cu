@@ -359,8 +359,7 @@ __device__ void trsv (int n, int k, const T *__restrict__ A, T *X, unsigned *syn
 ** for the jb x jb triangle at Tr (a row every ld; unit lower, or upper with its
 ** diagonal), then W (m x k, a row every k) -= Lb (m x jb, a row every ld) * Y,
 ** where Lb is the owner's block column below (lower) or above (upper) the
-** triangle. Every block solves the triangle itself, in shared memory (a warp a
-** right-hand side, a lane four rows, the solved value passed by a shuffle), so
+** triangle. Every block solves the triangle itself, in shared memory (below), so
 ** that no launch stands between the solve and the update on the chain of steps;
 ** the grid is kept to a block a multiprocessor, which bounds the triangle's reads.
 ** Block 0 writes Y back. Then a warp BSTEP_ROWS rows of Lb at a time: its lanes
@@ -377,50 +376,70 @@ __device__ void bstep (int jb, int k, const T *Tr, long long toff, int ld, T *Y,
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, warps = blockDim.x >> 5;
   Tr += toff;
   Y += yoff;
-  {   /* all of a thread's loads in flight at once: one after another, each a trip to
-         memory, they were most of a step (60 us) */
-    constexpr int PER = MAXBLOCK * MAXBLOCK / BSTEP_THREADS;
-    T v[PER];
+  {   /* a warp RPW rows, all of a thread's loads in flight at once */
+    constexpr int RPW = MAXBLOCK / (BSTEP_THREADS / 32);
+    T v[RPW][MAXBLOCK / 32];
 #pragma unroll
-    for (int u = 0; u < PER; u++) {
-      const int e = tid + u * BSTEP_THREADS, i = e / jb, j = e - i * jb;
-      v[u] = e < jb * jb ? Tr[(size_t)i * ld + j] : T(0);
-    }
-#pragma unroll
-    for (int u = 0; u < PER; u++) {
-      const int e = tid + u * BSTEP_THREADS, i = e / jb, j = e - i * jb;
-      if (e < jb * jb) ts[i * (jb + 1) + j] = v[u];
-    }
-  }
-  __syncthreads();
-  if (warp < k) {   /* column `warp` of Y: a lane rows lane, lane + 32, ... */
-    T x[MAXBLOCK / 32];
-#pragma unroll
-    for (int h = 0; h < MAXBLOCK / 32; h++) {
-      const int r = lane + 32 * h;
-      x[h] = r < jb ? Y[(size_t)r * k + warp] : T(0);
-    }
-    for (int s = 0; s < jb; s++) {
-      const int t = UPPER ? jb - 1 - s : s;
-      T xt = T(0);
-#pragma unroll
-      for (int h = 0; h < MAXBLOCK / 32; h++)   /* (h is t / 32 in one of them: no dynamic index) */
-        if (h == (t >> 5)) xt = __shfl_sync(0xffffffffu, x[h], t & 31);
-      if (UPPER) xt /= ts[t * (jb + 1) + t];
+    for (int u = 0; u < RPW; u++)
 #pragma unroll
       for (int h = 0; h < MAXBLOCK / 32; h++) {
-        const int r = lane + 32 * h;
-        if (UPPER ? r < t : (r > t && r < jb)) x[h] -= ts[r * (jb + 1) + t] * xt;
-        if (UPPER && r == t) x[h] = xt;
+        const int i = warp + u * (BSTEP_THREADS / 32), j = lane + 32 * h;
+        v[u][h] = i < jb && j < jb ? Tr[(size_t)i * ld + j] : T(0);
       }
-    }
 #pragma unroll
-    for (int h = 0; h < MAXBLOCK / 32; h++) {
-      const int r = lane + 32 * h;
-      if (r < jb) ys[r * k + warp] = x[h];
-    }
+    for (int u = 0; u < RPW; u++)
+#pragma unroll
+      for (int h = 0; h < MAXBLOCK / 32; h++) {
+        const int i = warp + u * (BSTEP_THREADS / 32), j = lane + 32 * h;
+        if (i < jb && j < jb) ts[i * (jb + 1) + j] = v[u][h];
+      }
+    for (int e = tid; e < jb * k; e += BSTEP_THREADS) ys[e] = Y[e];
   }
   __syncthreads();
+  /* The triangle by diagonal blocks of 32: a warp a right-hand side solves a block's
+     rows, a lane a row (its row of the block in registers, each solved value passed by
+     a shuffle: 32 steps of a shuffle and a multiply-add), then every thread takes the
+     block's values from the rows beyond it (below it for L, above for U). A warp alone
+     through all jb steps took 25 us: its 40 instructions a step waited on each other. */
+  const int nd = (jb + 31) >> 5;
+  for (int s = 0; s < nd; s++) {
+    const int d = UPPER ? nd - 1 - s : s;
+    const int b0 = 32 * d, bn = min(32, jb - b0);
+    if (warp < k) {
+      const int r = b0 + lane;
+      const bool in = lane < bn;
+      T x = in ? ys[r * k + warp] : T(0);
+      T l[32];
+#pragma unroll
+      for (int t = 0; t < 32; t++) l[t] = in && t < bn ? ts[r * (jb + 1) + b0 + t] : T(0);
+      if (!UPPER) {
+#pragma unroll
+        for (int t = 0; t < 32; t++) {
+          const T xt = __shfl_sync(0xffffffffu, x, t);
+          if (lane > t) x -= l[t] * xt;
+        }
+      }
+      else {
+        const T rd = in ? T(1) / ts[r * (jb + 1) + r] : T(0);
+#pragma unroll
+        for (int t = 31; t >= 0; t--) {
+          if (lane == t) x *= rd;
+          const T xt = __shfl_sync(0xffffffffu, x, t);
+          if (lane < t) x -= l[t] * xt;
+        }
+      }
+      if (in) ys[r * k + warp] = x;
+    }
+    __syncthreads();
+    const int r0 = UPPER ? 0 : b0 + bn, nr = UPPER ? b0 : jb - b0 - bn;
+    for (int e = tid; e < nr * k; e += BSTEP_THREADS) {
+      const int r = r0 + e / k, c = e - (e / k) * k;
+      T acc = T(0);
+      for (int t = 0; t < bn; t++) acc += ts[r * (jb + 1) + b0 + t] * ys[(b0 + t) * k + c];
+      ys[r * k + c] -= acc;
+    }
+    __syncthreads();
+  }
   if (blockIdx.x == 0)
     for (int e = tid; e < jb * k; e += blockDim.x) Y[e] = ys[e];
   Lb += loff;

@@ -667,7 +667,7 @@ local function pivots_everywhere(p, n)
   return mpi.allreduce(s == root and 0 or 1) == 0
 end
 
-for _, c in ipairs{{"float64", 200, 16}, {"float32", 333, 32}, {"float64", 515, 64}} do
+for _, c in ipairs{{"float64", 200, 16}, {"float32", 333, 32}, {"float64", 515, 64}, {"float32", 520, 128}} do
   local dt, n, nb = c[1], c[2], c[3]
   local what = ("%s n %d block %d"):format(dt, n, nb)
   local hA = cuda.host_array(dt, {n, n}):random(7 + n, -1, 1)
