@@ -355,26 +355,28 @@ __device__ void trsv (int n, int k, const T *__restrict__ A, T *X, unsigned *syn
 
 /*
 ** The step of the solve over ranks (lua/catalog/ranks.lua) for a few right-hand
-** sides (k <= BSTEP_COLS), in one launch: Y (jb x k, a row every k) = inv(Tr) * Y
+** sides (k <= BSTEP_COLS), in one launch: Y (jb x k, a row every k) = inv(Tr) * B
 ** for the jb x jb triangle at Tr (a row every ld; unit lower, or upper with its
 ** diagonal), then W (m x k, a row every k) -= Lb (m x jb, a row every ld) * Y,
 ** where Lb is the owner's block column below (lower) or above (upper) the
 ** triangle. Every block solves the triangle itself, in shared memory (below), so
 ** that no launch stands between the solve and the update on the chain of steps;
 ** the grid is kept to a block a multiprocessor, which bounds the triangle's reads.
-** Block 0 writes Y back. Then a warp BSTEP_ROWS rows of Lb at a time: its lanes
+** Block 0 writes Y, which must not be B: a block that starts late reads B after
+** block 0 has written Y. Then a warp BSTEP_ROWS rows of Lb at a time: its lanes
 ** split each row (reads coalesced), keep k partial sums, and a butterfly adds them.
 ** (trsm, above, keeps a thread a column and TRSM_ROWS rows a step: for one column
 ** its 127 dependent steps took 52 us a 128 x 128 triangle on an H200.)
 */
 template <typename T, bool UPPER>
-__device__ void bstep (int jb, int k, const T *Tr, long long toff, int ld, T *Y, long long yoff,
-                       int m, const T *Lb, long long loff, T *W, long long woff) {
+__device__ void bstep (int jb, int k, const T *Tr, long long toff, int ld, const T *B, long long boff, T *Y,
+                       long long yoff, int m, const T *Lb, long long loff, T *W, long long woff) {
   extern __shared__ __align__(16) unsigned char bstep_tri[];
   T *ts = reinterpret_cast<T *>(bstep_tri);   /* ts[i * (jb + 1) + j] = Tr(i, j): rows padded, no conflicts */
   __shared__ T ys[MAXBLOCK * BSTEP_COLS];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, warps = blockDim.x >> 5;
   Tr += toff;
+  B += boff;
   Y += yoff;
   {   /* a warp RPW rows, all of a thread's loads in flight at once */
     constexpr int RPW = MAXBLOCK / (BSTEP_THREADS / 32);
@@ -393,7 +395,7 @@ __device__ void bstep (int jb, int k, const T *Tr, long long toff, int ld, T *Y,
         const int i = warp + u * (BSTEP_THREADS / 32), j = lane + 32 * h;
         if (i < jb && j < jb) ts[i * (jb + 1) + j] = v[u][h];
       }
-    for (int e = tid; e < jb * k; e += BSTEP_THREADS) ys[e] = Y[e];
+    for (int e = tid; e < jb * k; e += BSTEP_THREADS) ys[e] = B[e];
   }
   __syncthreads();
   /* The triangle by diagonal blocks of 32: a warp a right-hand side solves a block's
@@ -503,11 +505,13 @@ __device__ void bstep (int jb, int k, const T *Tr, long long toff, int ld, T *Y,
       T *X, unsigned *sync) \
   { trsv<T, true, 1>(n, k, LU, X, sync); } \
   extern "C" __global__ void __launch_bounds__(BSTEP_THREADS) culua_solve_bstep_lower_##t (int jb, int k, \
-      const T *Tr, long long toff, int ld, T *Y, long long yoff, int m, const T *Lb, long long loff, T *W, long long woff) \
-  { bstep<T, false>(jb, k, Tr, toff, ld, Y, yoff, m, Lb, loff, W, woff); } \
+      const T *Tr, long long toff, int ld, const T *B, long long boff, T *Y, long long yoff, int m, const T *Lb, \
+      long long loff, T *W, long long woff) \
+  { bstep<T, false>(jb, k, Tr, toff, ld, B, boff, Y, yoff, m, Lb, loff, W, woff); } \
   extern "C" __global__ void __launch_bounds__(BSTEP_THREADS) culua_solve_bstep_upper_##t (int jb, int k, \
-      const T *Tr, long long toff, int ld, T *Y, long long yoff, int m, const T *Lb, long long loff, T *W, long long woff) \
-  { bstep<T, true>(jb, k, Tr, toff, ld, Y, yoff, m, Lb, loff, W, woff); } \
+      const T *Tr, long long toff, int ld, const T *B, long long boff, T *Y, long long yoff, int m, const T *Lb, \
+      long long loff, T *W, long long woff) \
+  { bstep<T, true>(jb, k, Tr, toff, ld, B, boff, Y, yoff, m, Lb, loff, W, woff); } \
   extern "C" __global__ void culua_solve_gather_##t (int n, int k, const int *perm, const T *B, T *W) \
   { gather<T>(n, k, perm, B, W); }
 

@@ -174,10 +174,12 @@ K.gemm = function (m, nn, k, A, aoff, lda, B, boff, ldb, C, coff, ldc)
     S(C, coff + r * ldc + c, E(C, coff + r * ldc + c) - acc)
   end end
 end
--- the solve over ranks' step (triangular.cu's bstep): Y = inv(T) Y, then W (m x k) -= Lb (m x jb) * Y
+-- the solve over ranks' step (triangular.cu's bstep): Y = inv(T) B, then W (m x k) -= Lb (m x jb) * Y
 local function bstep_mock(which)
-  return function (jb, k, T, toff, ld, Y, yoff, m, Lb, loff, W, woff)
+  return function (jb, k, T, toff, ld, B, boff, Y, yoff, m, Lb, loff, W, woff)
     assert(k <= 8, "bstep takes at most BSTEP_COLS right-hand sides")
+    assert(B ~= Y, "bstep's B and Y are different arrays (a block that starts late would read Y as B)")
+    for i = 0, jb * k - 1 do S(Y, yoff + i, E(B, boff + i)) end
     K["trsm_" .. which](jb, k, T, toff, ld, Y, yoff, k)
     K.gemm(m, k, jb, Lb, loff, ld, Y, yoff, k, W, woff, k)
   end

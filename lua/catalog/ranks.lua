@@ -340,9 +340,9 @@ end
 ** travels between ranks each step is one block of rows (jb x k), not the rest of X.
 ** L y = P b: W holds P b on root and zero elsewhere, and takes from its rows what this
 ** rank's blocks of y contribute (W -= L(:, q) y_q). Block q's rows of W, summed over
-** the ranks by a reduce to q's owner, are b_q less every contribution from the blocks
-** above: the owner solves y_q with its triangle and takes y_q's contribution from the
-** rows below. R gathers the blocks of y this rank solved (zero elsewhere); U x = y the
+** the ranks by a reduce to q's owner (into its inbox), are b_q less every contribution
+** from the blocks above: the owner solves y_q with its triangle and takes y_q's
+** contribution from the rows below. R gathers the blocks of y this rank solved (zero elsewhere); U x = y the
 ** same way up, R taking the contributions and X (zeroed: W's rows are spent) the blocks
 ** of x, which a sum over the ranks puts together on every rank. Each step is a reduce
 ** of jb x k values and, on the owner, one launch for a few right-hand sides
@@ -352,29 +352,30 @@ local function solve_columns(comm, s, n, nb, k, ipiv, X, root)
   local G, me, C, K, dev, dt = comm.size, comm.rank, s.C, s.K, s.dev, X.dtype
   local ld, P = s.nloc, ceil_div(n, nb)
   local R = cuda.array(dt, n * k, {device = dev.ordinal}):fill(0, C)
+  local inbox = cuda.array(dt, nb * k, {device = dev.ordinal})   -- a block's rows, reduced
   if me == root then permute(K, dev, C, n, k, ipiv, X) else X:fill(0, C) end
   for q = 0, P - 1 do
     local j0 = q * nb
     local jb, o = math.min(nb, n - j0), q % G
-    comm:reduce(view(X, j0 * k, jb * k), view(R, j0 * k, jb * k), {root = o, stream = C})
+    comm:reduce(view(X, j0 * k, jb * k), view(inbox, 0, jb * k), {root = o, stream = C})
     if o == me then
       local lc = (q // G) * nb
-      block_step(K, dev, C, "lower", jb, k, s.L, j0 * ld + lc, ld, R, j0 * k, n - j0 - jb, (j0 + jb) * ld + lc, X,
-                 (j0 + jb) * k)
+      block_step(K, dev, C, "lower", jb, k, s.L, j0 * ld + lc, ld, inbox, 0, R, j0 * k, n - j0 - jb,
+                 (j0 + jb) * ld + lc, X, (j0 + jb) * k)
     end
   end
   X:fill(0, C)
   for q = P - 1, 0, -1 do
     local j0 = q * nb
     local jb, o = math.min(nb, n - j0), q % G
-    comm:reduce(view(R, j0 * k, jb * k), view(X, j0 * k, jb * k), {root = o, stream = C})
+    comm:reduce(view(R, j0 * k, jb * k), view(inbox, 0, jb * k), {root = o, stream = C})
     if o == me then
       local lc = (q // G) * nb
-      block_step(K, dev, C, "upper", jb, k, s.L, j0 * ld + lc, ld, X, j0 * k, j0, lc, R, 0)
+      block_step(K, dev, C, "upper", jb, k, s.L, j0 * ld + lc, ld, inbox, 0, X, j0 * k, j0, lc, R, 0)
     end
   end
   comm:all_reduce(X, {op = "sum", stream = C})
-  return R   -- (closed by the caller once C is done with it)
+  return R, inbox   -- (closed by the caller once C is done with them)
 end
 
 local solve_keys = {"stream", "method", "block", "panel", "overwrite", "devices", "peer", "growth", "comm", "root",
@@ -416,11 +417,12 @@ function M.solve(A, B, opts)
   end
   local s = factor(fname, comm, p, nil, L, ipiv, info)
   -- the solves from root's right-hand sides, on C (which did the factorization)
-  local R = solve_columns(comm, s, n, p.nb, k, ipiv, X, p.root)
+  local R, inbox = solve_columns(comm, s, n, p.nb, k, ipiv, X, p.root)
   s.done:record(s.C)
   if p.stream then p.stream:wait(s.done) end
   s.C:synchronize()
   R:close()
+  inbox:close()
   if L ~= A then L:close() end
   return X, ipiv, info
 end

@@ -27,12 +27,13 @@ local function trsm(K, which, stream, jb, ncols, Tr, toff, ldt, X, xoff, ldx)
            jb, ncols, Tr, toff, ldt, X, xoff, ldx)
 end
 
--- the solve over ranks' step (ranks.lua): Y (jb x k, a row every k) = inv(T) * Y for the
--- triangle at T + toff (a row every ld; which = "lower": unit lower, "upper": with its
--- diagonal), then W (m x k, a row every k) -= T's block column at T + loff (m x jb) * Y.
--- For a few right-hand sides, where the triangle fits a block's shared memory, one launch
--- (bstep: the chain of steps waits on no launch between the two); else trsm and matmul
-local function block_step(K, dev, stream, which, jb, k, T, toff, ld, Y, yoff, m, loff, W, woff)
+-- the solve over ranks' step (ranks.lua): Y (jb x k at Y + yoff, a row every k) = inv(T) * B
+-- (at B + boff; B is not Y: kernels/triangular.cu's bstep says why) for the triangle at
+-- T + toff (a row every ld; which = "lower": unit lower, "upper": with its diagonal), then
+-- W (m x k, a row every k) -= T's block column at T + loff (m x jb) * Y. For a few
+-- right-hand sides, where the triangle fits a block's shared memory, one launch (bstep: the
+-- chain of steps waits on no launch between the two); else B copied to Y, trsm and matmul
+local function block_step(K, dev, stream, which, jb, k, T, toff, ld, B, boff, Y, yoff, m, loff, W, woff)
   if k <= 0 then return end
   local size = esize(Y.dtype)
   local bytes = jb * (jb + 1) * size
@@ -42,9 +43,10 @@ local function block_step(K, dev, stream, which, jb, k, T, toff, ld, Y, yoff, m,
       core.allow_shared(kern, bytes)
       return kern:launch({grid = math.max(1, math.min(ceil_div(m, BSTEP_THREADS // 32 * BSTEP_ROWS), core.sm_count(dev))),
                           block = BSTEP_THREADS, shared = bytes, stream = stream},
-                         jb, k, T, toff, ld, Y, yoff, m, T, loff, W, woff)
+                         jb, k, T, toff, ld, B, boff, Y, yoff, m, T, loff, W, woff)
     end
   end
+  copy(K, dev, stream, jb * k, view(B, boff, jb * k), view(Y, yoff, jb * k))
   trsm(K, which, stream, jb, k, T, toff, ld, Y, yoff, k)
   if m > 0 then gemm_sub(K, Y.dtype, stream, m, k, jb, T, loff, ld, Y, yoff, k, W, woff, k) end
 end
