@@ -372,7 +372,7 @@ template <typename T, bool UPPER>
 __device__ void bstep (int jb, int k, const T *Tr, long long toff, int ld, const T *B, long long boff, T *Y,
                        long long yoff, int m, const T *Lb, long long loff, T *W, long long woff) {
   extern __shared__ __align__(16) unsigned char bstep_tri[];
-  T *ts = reinterpret_cast<T *>(bstep_tri);   /* ts[i * (jb + 1) + j] = Tr(i, j): rows padded, no conflicts */
+  T *ts = reinterpret_cast<T *>(bstep_tri);   /* ts[i * (jb + 1) + j] = Tr(i, j): rows padded by one */
   __shared__ T ys[MAXBLOCK * BSTEP_COLS];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, warps = blockDim.x >> 5;
   Tr += toff;
@@ -422,6 +422,8 @@ __device__ void bstep (int jb, int k, const T *Tr, long long toff, int ld, const
         }
       }
       else {
+        /* (by the reciprocal, off the chain of shuffles, as lu_solve's trsv does: a
+           diagonal so small that its reciprocal overflows makes inf or NaN there too) */
         const T rd = in ? T(1) / ts[r * (jb + 1) + r] : T(0);
 #pragma unroll
         for (int t = 31; t >= 0; t--) {

@@ -355,9 +355,13 @@ check(23, 2, 4, {0, 1}, 3)
 check(17, 5, 2, {1, 2}, 1)
 check(9, 4, 3, {0}, 2)
 check(40, 8, 4, {0, 1, 2}, 0)
--- one right-hand side, and nine: past bgemv's eight, the solve over ranks' steps by matmul
+-- one right-hand side, and nine: past bstep's eight, the solve over ranks' steps by trsm and
+-- matmul; and two where bstep's triangle does not fit a block's shared memory (the same way)
 check(29, 4, 3, {0, 1, 2}, 1, 1)
 check(29, 4, 3, {0, 1, 2}, 2, 9)
+mock.st.bstep_full = true
+check(29, 4, 3, {0, 1, 2}, 0, 2)
+mock.st.bstep_full = nil
 -- the look-ahead's step in three launches, and on the update's stream
 mock.M.tune.narrow = "kernel"
 check(20, 3, 3, {0, 1, 2}, 0)
@@ -667,7 +671,8 @@ local function pivots_everywhere(p, n)
   return mpi.allreduce(s == root and 0 or 1) == 0
 end
 
-for _, c in ipairs{{"float64", 200, 16}, {"float32", 333, 32}, {"float64", 515, 64}, {"float32", 520, 128}} do
+for _, c in ipairs{{"float64", 200, 16}, {"float32", 333, 32}, {"float64", 515, 64}, {"float32", 520, 128},
+                   {"float64", 450, 100}} do
   local dt, n, nb = c[1], c[2], c[3]
   local what = ("%s n %d block %d"):format(dt, n, nb)
   local hA = cuda.host_array(dt, {n, n}):random(7 + n, -1, 1)
@@ -727,9 +732,11 @@ for _, c in ipairs{{"float64", 200, 16}, {"float32", 333, 32}, {"float64", 515, 
   check(what .. ", distributed: solve as one GPU's, on every rank (NaN in B off root)", dd <= 1e3 * EPS[dt] * math.max(m, 1),
         dd)
   check(what .. ", distributed: solve left A's columns", host(X):bytes() == hX:bytes())
-  -- one right-hand side, a vector, and nine (past bstep's eight: trsm and matmul a step)
-  if n == 200 or n == 333 then
-    for _, kk in ipairs{1, 9} do
+  -- one right-hand side, a vector, eight (bstep's most) and nine (past them: trsm and matmul
+  -- a step), with blocks of 16, 32 and 100 (triangles of 100 rows: three parts of 32 and one of
+  -- 4; and a last block of 50)
+  if n == 200 or n == 333 or n == 450 then
+    for _, kk in ipairs{1, 8, 9} do
       local shape = kk == 1 and n or {n, kk}
       local hBk = cuda.host_array(dt, shape):random(9 + kk, -1, 1)
       local Xk1 = cat.solve(cuda.array(dt, {n, n}):copy_from(hA), cuda.array(dt, shape):copy_from(hBk), {block = nb})

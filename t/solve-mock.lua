@@ -184,8 +184,8 @@ local function bstep_mock(which)
     K.gemm(m, k, jb, Lb, loff, ld, Y, yoff, k, W, woff, k)
   end
 end
-K.update_narrow = K.gemm
-K.bstep_lower, K.bstep_upper = bstep_mock("lower"), bstep_mock("upper")   -- the same product: C (m x nc) -= L (m x kb) * U (kb x nc)
+K.update_narrow = K.gemm   -- the same product: C (m x nc) -= L (m x kb) * U (kb x nc)
+K.bstep_lower, K.bstep_upper = bstep_mock("lower"), bstep_mock("upper")
 -- the look-ahead's step in one launch: pivots i0..i0+kb-1's swaps on A's columns [c0, c0 + nc),
 -- their block row of U (the unit triangle of the panel's rows at L + loff, a row every ldl)
 -- and the rows below less L21 * U; its tickets come zero and are left so
@@ -288,7 +288,8 @@ local function kernel(file, name, defines, dev)
             return f(...)
           end,
           max_cooperative_grid = function () return 4 end,
-          attributes = function () return {shared_size_bytes = 2048} end,
+          -- (st.bstep_full: bstep's static shared memory leaves no room for its triangle)
+          attributes = function () return {shared_size_bytes = st.bstep_full and base:find("^bstep") and 232448 or 2048} end,
           max_active_clusters = function () return 1 end,
           programmatic = (dev or device()).major >= 9,
           set_max_dynamic_shared = function (self, bytes) if base == "panel_cluster" then st.cluster_room = bytes end end}

@@ -413,7 +413,7 @@ function M.solve(A, B, opts)
   if not p.overwrite then
     L, X = cuda.array(dt, A.shape, o), cuda.array(dt, #B.shape == 2 and B.shape or #B, o)
     copy(K, dev, p.stream, #A, A, L)
-    copy(K, dev, p.stream, n * k, B, X)
+    if me == p.root then copy(K, dev, p.stream, n * k, B, X) end   -- (elsewhere B is not read)
   end
   local s = factor(fname, comm, p, nil, L, ipiv, info)
   -- the solves from root's right-hand sides, on C (which did the factorization)
