@@ -338,13 +338,14 @@ end
 ** X (n x k, on every rank) from the factors in the ranks' columns L (share s) and root's
 ** right-hand sides X, by fan-in: the solve's chain is a block at a time, and what
 ** travels between ranks each step is one block of rows (jb x k), not the rest of X.
-** L y = P b: W holds P b on root and zero elsewhere, and takes from its rows what this
-** rank's blocks of y contribute (W -= L(:, q) y_q). Block q's rows of W, summed over
-** the ranks by a reduce to q's owner (into its inbox), are b_q less every contribution
-** from the blocks above: the owner solves y_q with its triangle and takes y_q's
-** contribution from the rows below. R gathers the blocks of y this rank solved (zero elsewhere); U x = y the
-** same way up, R taking the contributions and X (zeroed: W's rows are spent) the blocks
-** of x, which a sum over the ranks puts together on every rank. Each step is a reduce
+** L y = P b: W (X itself) holds P b on root and zero elsewhere, and takes from its rows
+** what this rank's blocks of y contribute (W -= L(:, q) y_q). Block q's rows of W, summed
+** over the ranks by a reduce to q's owner (into its inbox), are b_q less every
+** contribution from the blocks above: the owner solves y_q with its triangle and takes
+** y_q's contribution from the rows below. R gathers the blocks of y this rank solved
+** (zero elsewhere). U x = y the same way up, R taking the contributions and X (zeroed:
+** W's rows are spent) the blocks of x, which a sum over the ranks puts together on
+** every rank. Each step is a reduce
 ** of jb x k values and, on the owner, one launch for a few right-hand sides
 ** (triangular.lua's block_step), all on the rank's stream C, where the factorization ran.
 ]]
