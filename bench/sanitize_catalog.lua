@@ -2,7 +2,7 @@
 -- variant, op and dtype, for compute-sanitizer (the test files run them at sizes
 -- that take racecheck and initcheck too long):
 --   compute-sanitizer --tool racecheck ./culua bench/sanitize_catalog.lua [FAMILY ...]
--- FAMILY is scan, histogram or sort (default: all three).
+-- FAMILY is scan, histogram, sort or ranks (default: all four).
 local cuda = require "cuda"
 require("culua.bench").need_devices()
 local cat = cuda.catalog
@@ -103,7 +103,26 @@ function run.sort()
   cat.sort(w, nil, {variant = "warp"})
 end
 
-local families = #arg > 0 and arg or {"scan", "histogram", "sort"}
+-- the solve over ranks' steps (bstep for up to eight right-hand sides, trsm and matmul past
+-- them) and the LU's transfers, on one GPU: a communicator of one rank, the columns dealt out
+-- to it; blocks of 128, 100 (parts of 32 and a last of 4) and 16, partial last blocks
+function run.ranks()
+  local ok = pcall(cuda.nccl.version)
+  if not ok then print("ranks: no NCCL here, not run"); return end
+  local comm <close> = cuda.nccl.comm(cuda.nccl.unique_id(), 1, 0, {device = cuda.device().ordinal})
+  for _, c in ipairs{{"float32", 300, 128}, {"float64", 250, 100}, {"float32", 77, 16}} do
+    local dt, n, nb = c[1], c[2], c[3]
+    local d = cat.block_cyclic(n, 1, nb)
+    local hA = cuda.host_array(dt, {n, n}):random(n, -1, 1)
+    for _, k in ipairs{1, 3, 8, 9} do
+      local X = d:array(dt, 0):copy_from(hA)
+      local B = cuda.array(dt, {n, k}):copy_from(cuda.host_array(dt, {n, k}):random(k, -1, 1))
+      cat.solve(X, B, {comm = comm, distribution = d, overwrite = true})
+    end
+  end
+end
+
+local families = #arg > 0 and arg or {"scan", "histogram", "sort", "ranks"}
 for _, f in ipairs(families) do
   assert(run[f], "sanitize_catalog.lua: no family " .. f)(f)
   cuda.synchronize()
