@@ -132,7 +132,7 @@ local function new_comm(r, ordinal, cid)
   end
   function c:broadcast(send, recv, opts) return coll("broadcast", send, recv, opts) end
   function c:reduce(send, recv, opts)
-    assert(opts and opts.op == nil or opts.op == "sum", "reduce: sums only")
+    assert(opts == nil or opts.op == nil or opts.op == "sum", "reduce: sums only")
     return coll("reduce", send, recv, opts)
   end
   function c:all_reduce(send, recv, opts)

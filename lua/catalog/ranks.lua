@@ -345,36 +345,32 @@ end
 ** y_q's contribution from the rows below. R gathers the blocks of y this rank solved
 ** (zero elsewhere). U x = y the same way up, R taking the contributions and X (zeroed:
 ** W's rows are spent) the blocks of x, which a sum over the ranks puts together on
-** every rank. Each step is a reduce
-** of jb x k values and, on the owner, one launch for a few right-hand sides
-** (triangular.lua's block_step), all on the rank's stream C, where the factorization ran.
+** every rank. Each step is a reduce of jb x k values and, on the owner, one launch for a
+** few right-hand sides (triangular.lua's block_step), all on the rank's stream C, where
+** the factorization ran.
 ]]
 local function solve_columns(comm, s, n, nb, k, ipiv, X, root)
   local G, me, C, K, dev, dt = comm.size, comm.rank, s.C, s.K, s.dev, X.dtype
   local ld, P = s.nloc, ceil_div(n, nb)
   local R = cuda.array(dt, n * k, {device = dev.ordinal}):fill(0, C)
   local inbox = cuda.array(dt, nb * k, {device = dev.ordinal})   -- a block's rows, reduced
+  -- block q one way: its rows of acc summed into the owner's inbox; there, the block's
+  -- solution into out and its contribution taken from acc's rows below it (lower) or
+  -- above it (upper)
+  local function step(q, which, acc, out)
+    local j0 = q * nb
+    local jb, o = math.min(nb, n - j0), q % G
+    comm:reduce(view(acc, j0 * k, jb * k), view(inbox, 0, jb * k), {root = o, stream = C})
+    if o ~= me then return end
+    local lc = (q // G) * nb
+    local r0, m = 0, j0
+    if which == "lower" then r0, m = j0 + jb, n - j0 - jb end
+    block_step(K, dev, C, which, jb, k, s.L, j0 * ld + lc, ld, inbox, 0, out, j0 * k, m, r0 * ld + lc, acc, r0 * k)
+  end
   if me == root then permute(K, dev, C, n, k, ipiv, X) else X:fill(0, C) end
-  for q = 0, P - 1 do
-    local j0 = q * nb
-    local jb, o = math.min(nb, n - j0), q % G
-    comm:reduce(view(X, j0 * k, jb * k), view(inbox, 0, jb * k), {root = o, stream = C})
-    if o == me then
-      local lc = (q // G) * nb
-      block_step(K, dev, C, "lower", jb, k, s.L, j0 * ld + lc, ld, inbox, 0, R, j0 * k, n - j0 - jb,
-                 (j0 + jb) * ld + lc, X, (j0 + jb) * k)
-    end
-  end
+  for q = 0, P - 1 do step(q, "lower", X, R) end
   X:fill(0, C)
-  for q = P - 1, 0, -1 do
-    local j0 = q * nb
-    local jb, o = math.min(nb, n - j0), q % G
-    comm:reduce(view(R, j0 * k, jb * k), view(inbox, 0, jb * k), {root = o, stream = C})
-    if o == me then
-      local lc = (q // G) * nb
-      block_step(K, dev, C, "upper", jb, k, s.L, j0 * ld + lc, ld, inbox, 0, X, j0 * k, j0, lc, R, 0)
-    end
-  end
+  for q = P - 1, 0, -1 do step(q, "upper", R, X) end
   comm:all_reduce(X, {op = "sum", stream = C})
   return R, inbox   -- (closed by the caller once C is done with them)
 end
