@@ -354,8 +354,9 @@ __device__ void trsv (int n, int k, const T *__restrict__ A, T *X, unsigned *syn
 }
 
 /*
-** The step of the solve over ranks (lua/catalog/ranks.lua) for a few right-hand
-** sides (k <= BSTEP_COLS), in one launch: Y (jb x k, a row every k) = inv(Tr) * B
+** A step of the solve over ranks for a few right-hand sides (k <= BSTEP_COLS): the
+** forward solve's, panel by panel in the factorization (lua/catalog/lu_multi.lua's
+** rhs), and the backward solve's, by fan-in (lua/catalog/ranks.lua). In one launch: Y (jb x k, a row every k) = inv(Tr) * B
 ** for the jb x jb triangle at Tr (a row every ld; unit lower, or upper with its
 ** diagonal), then W (m x k, a row every k) -= Lb (m x jb, a row every ld) * Y,
 ** where Lb is the owner's block column below (lower) or above (upper) the

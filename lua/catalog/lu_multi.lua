@@ -12,7 +12,8 @@ local core = require "culua.catalog.core"
 local S = require "culua.catalog.solve_common"
 local lu = require "culua.catalog.lu"
 local panel_maker = require("culua.catalog.lu_panel").panel_maker
-local trsm = require("culua.catalog.triangular").trsm
+local tri = require "culua.catalog.triangular"
+local trsm, block_step = tri.trsm, tri.block_step
 local sh_ = require "culua.catalog.shares"
 
 local ceil_div = core.ceil_div
@@ -60,8 +61,17 @@ local cyclic_columns = require("culua.catalog.block_cyclic").columns_of
 ** Every share waits for every panel, so a send buffer is written again (panel k + 2G) only
 ** after every share took panel k (each owner between factored after its S took k; o's S
 ** waited for them all, and o's Q waits for o's S); a pinned copy likewise (k + G).
+**
+** rhs (optional; the solve over ranks, on root): right-hand sides X (n x k, a row every k)
+** on the device of the first share this process drives, and Y (n x k, not X). The forward
+** solve comes folded into the factorization, as HPL factors [A b]: as each panel k comes,
+** X's rows take its swaps, then Y's block k = inv(L_kk) X's (block_step, X's rows below
+** less L_ik Y_k). So X's columns go as the trailing columns of [A X] would, and Y ends
+** as inv(L) P X, without a chain of steps after the factorization: on the share's V, after
+** the panel came (fin); S waits (fout) before the panel's buffer may be written again.
+** Y's every block is written; X's rows are spent.
 ]]
-local function lu_multi(owned, fname, n, nb, dt, pk, tp)
+local function lu_multi(owned, fname, n, nb, dt, pk, tp, rhs)
   local P = ceil_div(n, nb)
   local G, sh, mine = tp.G, tp.shares, tp.mine
   local buf_size = nb + n * nb
@@ -102,6 +112,17 @@ local function lu_multi(owned, fname, n, nb, dt, pk, tp)
     tp.send(o, buf, cnt)
   end
 
+  -- panel k (in buf, which stream R has) applied to the right-hand sides, as above
+  local function forward(s, R, buf, j0, jb)
+    local V, X, k = s.V, rhs.X, rhs.k
+    s.fin:record(R)
+    V:wait(s.fin)
+    swaps(s.K, s.dev, V, k, k, 0, 0, j0, j0 + jb, s.ipiv, X)
+    block_step(s.K, s.dev, V, "lower", jb, k, buf, jb, jb, X, j0 * k, rhs.Y, j0 * k, n - j0 - jb, jb + jb * jb, X,
+               (j0 + jb) * k)
+    s.fout:record(V)
+  end
+
   factor_and_send(0)
   local onQ = tune.step_on ~= "S"
   for k = 0, P - 1 do
@@ -130,6 +151,7 @@ local function lu_multi(owned, fname, n, nb, dt, pk, tp)
         tp.take(s, o, R, buf, cnt)
         K("panel_pivots"):launch({grid = 1, block = MAXBLOCK, stream = R}, j0, jb, buf, s.ipiv)   -- a thread a pivot
       end
+      if rhs and s == mine[1] then forward(s, R, buf, j0, jb) end
       if R ~= S then
         s.u:record(R)
         S:wait(s.u)
@@ -185,6 +207,7 @@ local function lu_multi(owned, fname, n, nb, dt, pk, tp)
       else
         swaps_update(lo, hi, lt)
       end
+      if rhs and s == mine[1] then S:wait(s.fout) end
       s.w:record(S)
       if bi then s.freed[bi]:record(S) end
       tp.rows(s, j0, jb, s == nxt)

@@ -22,7 +22,7 @@ local fail, ceil_div = core.fail, core.ceil_div
 local kernels, view, copy, check_block = S.kernels, S.view, S.copy, S.check_block
 local square, rhs, check_finite, pivot_verdict = S.square, S.rhs, S.check_finite, S.pivot_verdict
 local close_all, share_on, stream_on = sh_.close_all, sh_.share_on, S.stream_on
-local block_step, permute, solve_factored = triangular.block_step, triangular.permute, triangular.solve_factored
+local block_step, solve_factored = triangular.block_step, triangular.solve_factored
 local transport, transport_comm = rt.transport, rt.comm
 
 local M = {}
@@ -295,13 +295,13 @@ end
 -- end; when it raises midway it is left to the collector, not closed here: an array
 -- closed under an NCCL call that waits for a rank that failed would wait too, and the
 -- job is ending (cuda.mpi's report of the failing rank aborts it)
-local function factor(fname, comm, p, A, L, ipiv, info)
+local function factor(fname, comm, p, A, L, ipiv, info, rhs)
   local owned = {}
   local s = share_on(comm.rank + 1, p.dev, 1, p.dt, true)   -- (with C, at the panels' priority)
   s.L = L
   local ok, bad = pcall(function ()
     local tp = transport(owned, comm, s, p.stream, p.n, p.nb, p.dt, p.layout, A, p.root, ipiv, info)
-    return lu_multi(owned, fname, p.n, p.nb, p.dt, p.pk, tp)
+    return lu_multi(owned, fname, p.n, p.nb, p.dt, p.pk, tp, rhs)
   end)
   if not ok then error(bad, 0) end
   close_all(owned)
@@ -335,44 +335,37 @@ function M.lu(A, opts)
 end
 
 --[[
-** X (n x k, on every rank) from the factors in the ranks' columns L (share s) and root's
-** right-hand sides X, by fan-in: the solve's chain is a block at a time, and what
-** travels between ranks each step is one block of rows (jb x k), not the rest of X.
-** L y = P b: W (X itself) holds P b on root and zero elsewhere, and takes from its rows
-** what this rank's blocks of y contribute (W -= L(:, q) y_q). Block q's rows of W, summed
-** over the ranks by a reduce to q's owner (into its inbox), are b_q less every
-** contribution from the blocks above: the owner solves y_q with its triangle and takes
-** y_q's contribution from the rows below. R gathers the blocks of y this rank solved
-** (zero elsewhere). U x = y the same way up, R taking the contributions and X (zeroed:
-** W's rows are spent) the blocks of x, which a sum over the ranks puts together on
-** every rank. Each step is a reduce of jb x k values and, on the owner, one launch for a
-** few right-hand sides (triangular.lua's block_step), all on the rank's stream C, where
-** the factorization ran.
+** X (n x k, on every rank) from the factors in the ranks' columns L (share s), after the
+** factorization folded in the forward solve on root (lu_multi's rhs): there R holds
+** y = inv(L) P b, elsewhere zero. U x = y by fan-in: the solve's chain is a block at a
+** time, and what travels between ranks each step is one block of rows (jb x k), not the
+** rest of X. R takes from its rows what this rank's blocks of x contribute (R -= U(:, q)
+** x_q): block q's rows of R, summed over the ranks by a reduce to q's owner (into its
+** inbox), are y_q less every contribution from the blocks below; the owner solves x_q
+** with its triangle into X (zeroed: its rows were spent) and takes x_q's contribution from
+** the rows above. A sum over the ranks puts x together on every rank. Each step is a
+** reduce of jb x k values and, on the owner, one launch for a few right-hand sides
+** (triangular.lua's block_step), all on the rank's stream C, where the factorization ran.
+** (The forward solve went the same way, fan-in after the factorization, until the
+** factorization took it: two ranks at 32768 spent 10 ms on its 256 steps.)
 ]]
-local function solve_columns(comm, s, n, nb, k, ipiv, X, root)
-  local G, me, C, K, dev, dt = comm.size, comm.rank, s.C, s.K, s.dev, X.dtype
+local function solve_columns(comm, s, n, nb, k, X, R)
+  local G, me, C, K, dev = comm.size, comm.rank, s.C, s.K, s.dev
   local ld, P = s.nloc, ceil_div(n, nb)
-  local R = cuda.array(dt, n * k, {device = dev.ordinal}):fill(0, C)
-  local inbox = cuda.array(dt, nb * k, {device = dev.ordinal})   -- a block's rows, reduced
-  -- block q one way: its rows of acc summed into the owner's inbox; there, the block's
-  -- solution into out and its contribution taken from acc's rows below it (lower) or
-  -- above it (upper)
-  local function step(q, which, acc, out)
+  local inbox = cuda.array(X.dtype, nb * k, {device = dev.ordinal})   -- a block's rows, reduced
+  C:wait(s.fout)   -- (root's forward solve, on V)
+  X:fill(0, C)
+  for q = P - 1, 0, -1 do
     local j0 = q * nb
     local jb, o = math.min(nb, n - j0), q % G
-    comm:reduce(view(acc, j0 * k, jb * k), view(inbox, 0, jb * k), {root = o, stream = C})
-    if o ~= me then return end
-    local lc = (q // G) * nb
-    local r0, m = 0, j0
-    if which == "lower" then r0, m = j0 + jb, n - j0 - jb end
-    block_step(K, dev, C, which, jb, k, s.L, j0 * ld + lc, ld, inbox, 0, out, j0 * k, m, r0 * ld + lc, acc, r0 * k)
+    comm:reduce(view(R, j0 * k, jb * k), view(inbox, 0, jb * k), {root = o, stream = C})
+    if o == me then
+      local lc = (q // G) * nb
+      block_step(K, dev, C, "upper", jb, k, s.L, j0 * ld + lc, ld, inbox, 0, X, j0 * k, j0, lc, R, 0)
+    end
   end
-  if me == root then permute(K, dev, C, n, k, ipiv, X) else X:fill(0, C) end
-  for q = 0, P - 1 do step(q, "lower", X, R) end
-  X:fill(0, C)
-  for q = P - 1, 0, -1 do step(q, "upper", R, X) end
   comm:all_reduce(X, {op = "sum", stream = C})
-  return R, inbox   -- (closed by the caller once C is done with them)
+  return inbox   -- (closed by the caller once C is done with it)
 end
 
 local solve_keys = {"stream", "method", "block", "panel", "overwrite", "devices", "peer", "growth", "comm", "root",
@@ -412,9 +405,13 @@ function M.solve(A, B, opts)
     copy(K, dev, p.stream, #A, A, L)
     if me == p.root then copy(K, dev, p.stream, n * k, B, X) end   -- (elsewhere B is not read)
   end
-  local s = factor(fname, comm, p, nil, L, ipiv, info)
-  -- the solves from root's right-hand sides, on C (which did the factorization)
-  local R, inbox = solve_columns(comm, s, n, p.nb, k, ipiv, X, p.root)
+  -- y = inv(L) P b into R on root, with the factorization; zero elsewhere
+  local R = cuda.array(dt, n * k, o)
+  local rhs
+  if me == p.root then rhs = {X = X, Y = R, k = k} else R:fill(0, p.stream) end
+  local s = factor(fname, comm, p, nil, L, ipiv, info, rhs)
+  -- U x = y, on C (which did the factorization)
+  local inbox = solve_columns(comm, s, n, p.nb, k, X, R)
   s.done:record(s.C)
   if p.stream then p.stream:wait(s.done) end
   s.C:synchronize()

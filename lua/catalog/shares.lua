@@ -109,8 +109,10 @@ local function share_on(g, d, slot, dt, own_stream)
     slots[slot] = k
   end
   if own_stream then k.C = k.C or stream_on(d, -1) end
+  -- (V, fin and fout: the forward solve that lu_multi folds into the factorization)
+  if own_stream and not k.V then k.V, k.fin, k.fout = stream_on(d), event_on(d), event_on(d) end
   return {g = g, dev = d, K = kernels(d, dt), S = k.S, Q = k.Q, G = k.G, C = k.C, ready = k.ready, u = k.u,
-          done = k.done, recv = k.recv, w = k.w, freed = k.freed, mine = true}
+          done = k.done, recv = k.recv, w = k.w, freed = k.freed, V = k.V, fin = k.fin, fout = k.fout, mine = true}
 end
 
 -- shares set up on the listed devices, each with the transport from the arrays' device
