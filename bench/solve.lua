@@ -180,7 +180,7 @@ local function over_ranks(n, nb, pname, panel, A0, b0, A, b, ms)
     info = i
   end)
   print(("%-44s %10.2f ms %7.2f TFLOP/s"):format(("  mpirun -np %d, comm, dealt out: solve"):format(G), dms, tflops(n, dms)))
-  print(("  %.2fx one GPU; %s"):format(ms / dms, moved(info)))
+  print(("  %.2fx one GPU%s; %s"):format(ms / dms, want and (" (target >= %.1fx)"):format(want) or "", moved(info)))
   X0:close(); X:close(); bx:close()
   collectgarbage()
 end
