@@ -178,29 +178,15 @@ __device__ __forceinline__ void lowp_sm90 (int M, int N, int K, float alpha, con
     ** w0 + 8 (i % 2) .. + 7 at k + 8 (i / 2) .. + 7, so the registers are the m16n8k16 A
     ** fragment of B^T: (n g, k 2t), (n g + 8, k 2t), (n g, k 2t + 8), (n g + 8, k 2t + 8) */
     const int lk = (lane & 7) + ((lane >> 4) << 3), ln = w0 + ((lane >> 3) & 1) * 8;
-    /* k-tile kt + 1's fragments are read while kt's wgmmas run */
-    unsigned a[2][4][4];
+    /* k-tile kt + 1's fragments are read while kt's wgmmas run (the ring's k-loop) */
     auto fragments = [&] (unsigned (&f)[4][4], unsigned bs) {
 #pragma unroll
       for (int kk = 0; kk < 4; kk++) lowp_ldsm_x4_trans(f[kk], bs + boff(kk * 16 + lk, ln));
     };
-    if (KT > 0) fragments(a[0], ring.bbuf(ring.wait(q0)));
-    for (int kt = 0; kt < KT; kt += 2) {
+    ring.consume_rs(q0, KT, ct, fragments, [&] (const unsigned (&f)[4][4], unsigned as) {
 #pragma unroll
-      for (int h = 0; h < 2; h++) {
-        if (kt + h < KT) {
-          const int s = (q0 + kt + h) % LOWP_SM90_STAGES;
-          const unsigned as = ring.abuf(s);
-          asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-#pragma unroll
-          for (int kk = 0; kk < 4; kk++) lowp_wgmma<TA>(d, a[h][kk], lowp_desc_k128(as + kk * 32));
-          asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-          if (kt + h + 1 < KT) fragments(a[h ^ 1], ring.bbuf(ring.wait(q0 + kt + h + 1)));
-          asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-          if ((ct & 127) == 0) mbar_arrive(ring.empty(s));
-        }
-      }
-    }
+      for (int kk = 0; kk < 4; kk++) lowp_wgmma<TA>(d, f[kk], lowp_desc_k128(as + kk * 32));
+    });
   }, [&] (const auto &, const float (&d)[BM / 2], int m0, int n0) {
     /* accumulator 4j + q: C^T row r0 (+8 for q >= 2), column 8j + 2t (+1 for odd q) */
     char *c8 = (char *)C;

@@ -155,29 +155,11 @@ culua_matmul_tf32_wgmma (int M, int N, int K, float alpha, const __grid_constant
         a[kk][3] = to_tf32(lds(bs + boff(k + 4, r0 + 8)));
       }
     };
-    /* k-tile kt + 1's fragments are read while kt's wgmmas run, into the other of two
-    ** sets (as the 16-bit rs kernel does); waiting for all the wgmmas after that (not
-    ** all but one) keeps ptxas from serializing them. The loop goes two k-tiles a turn
-    ** with h unrolled so that each set's index is a constant: a[kt & 1] would put the
-    ** sets in local memory */
-    unsigned a[2][4][4];
-    if (KT > 0) fragments(a[0], ring.bbuf(ring.wait(q0)));
-    for (int kt = 0; kt < KT; kt += 2) {
+    /* (the ring's k-loop for register fragments, as the 16-bit rs kernel's) */
+    ring.consume_rs(q0, KT, ct, fragments, [&] (const unsigned (&f)[4][4], unsigned as) {
 #pragma unroll
-      for (int h = 0; h < 2; h++) {
-        if (kt + h < KT) {
-          const int s = (q0 + kt + h) % CULUA_TF32_STAGES;
-          const unsigned as = ring.abuf(s);
-          asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-#pragma unroll
-          for (int kk = 0; kk < 4; kk++) wgmma_m64n256k8(d, a[h][kk], desc_k128(as + kk * 32));
-          asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-          if (kt + h + 1 < KT) fragments(a[h ^ 1], ring.bbuf(ring.wait(q0 + kt + h + 1)));
-          asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-          if ((ct & 127) == 0) mbar_arrive(ring.empty(s));
-        }
-      }
-    }
+      for (int kk = 0; kk < 4; kk++) wgmma_m64n256k8(d, f[kk], desc_k128(as + kk * 32));
+    });
   }, [&] (const auto &ring, const float (&d)[BM / 2], int m0, int n0, int split) {
     if (tmac && splits == 1) {   /* (the staging after the ring) */
       tf32_store_tma(d, M, N, m0, n0, ldc, alpha, beta, C, &tmC, ((ring.end() + 1023) & ~1023u) + wg * 2 * 8192, wg, warp, g, t);

@@ -237,6 +237,33 @@ struct Ring {
     __syncwarp();
     if ((threadIdx.x & 31) == 0) mbar_arrive(empty(s));
   }
+  /* a consumer warpgroup's turns q0 .. q0 + KT - 1 for wgmmas that take A from
+  ** registers (tf32's, the 16-bit rs kernel's): frag(f, bbuf) reads a k-tile's
+  ** fragments into f, mma(f, abuf) issues its wgmmas. k-tile kt + 1's fragments are
+  ** read while kt's wgmmas run, into the other of two sets; waiting for all the
+  ** wgmmas after that (not all but one) keeps ptxas from serializing them. The loop
+  ** goes two k-tiles a turn with h unrolled so that each set's index is a constant:
+  ** a[kt & 1] would put the sets in local memory. Thread 0 of the warpgroup (ct: the
+  ** consumers' thread index) gives each stage back. */
+  template <class Frag, class Mma>
+  __device__ __forceinline__ void consume_rs (int q0, int KT, int ct, Frag frag, Mma mma) const {
+    unsigned a[2][4][4];
+    if (KT > 0) frag(a[0], bbuf(wait(q0)));
+    for (int kt = 0; kt < KT; kt += 2) {
+#pragma unroll
+      for (int h = 0; h < 2; h++) {
+        if (kt + h < KT) {
+          const int s = (q0 + kt + h) % STAGES;
+          asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+          mma(a[h], abuf(s));
+          asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+          if (kt + h + 1 < KT) frag(a[h ^ 1], bbuf(wait(q0 + kt + h + 1)));
+          asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+          if ((ct & 127) == 0) mbar_arrive(empty(s));
+        }
+      }
+    }
+  }
 };
 
 /* }====================================================== */
