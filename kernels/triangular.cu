@@ -356,11 +356,11 @@ __device__ void trsv (int n, int k, const T *__restrict__ A, T *X, unsigned *syn
 /*
 ** A step of the solve over ranks for a few right-hand sides (k <= BSTEP_COLS): the
 ** forward solve's, panel by panel in the factorization (lua/catalog/lu_multi.lua's
-** rhs), and the backward solve's, by fan-in (lua/catalog/ranks.lua). In one launch: Y (jb x k, a row every k) = inv(Tr) * B
+** rhs: Tr and Lb in the panel's buffer), and the backward solve's, by fan-in
+** (lua/catalog/ranks.lua: in the owner's columns). In one launch: Y (jb x k, a row every k) = inv(Tr) * B
 ** for the jb x jb triangle at Tr (a row every ld; unit lower, or upper with its
 ** diagonal), then W (m x k, a row every k) -= Lb (m x jb, a row every ld) * Y,
-** where Lb is the owner's block column below (lower) or above (upper) the
-** triangle. Every block solves the triangle itself, in shared memory (below), so
+** where Lb is the block column below (lower) or above (upper) the triangle. Every block solves the triangle itself, in shared memory (below), so
 ** that no launch stands between the solve and the update on the chain of steps;
 ** the grid is kept to a block a multiprocessor, which bounds the triangle's reads.
 ** Block 0 writes Y, which must not be B: a block that starts late reads B after

@@ -751,6 +751,25 @@ for _, c in ipairs{{"float64", 200, 16}, {"float32", 333, 32}, {"float64", 515, 
   end
 end
 
+-- the look-ahead's step on the transport's stream (solve.tune.step_on = "S": over ranks on C,
+-- which waits for S's step before, as Q does), distributed, three right-hand sides
+do
+  local tune = require("culua.catalog.solve").tune
+  local n, nb = 333, 16
+  local hA = cuda.host_array("float64", {n, n}):random(41, -1, 1)
+  local hB = cuda.host_array("float64", {n, 3}):random(42, -1, 1)
+  local X1 = cat.solve(cuda.array("float64", {n, n}):copy_from(hA), cuda.array("float64", {n, 3}):copy_from(hB),
+                       {block = nb})
+  local d = cat.block_cyclic(n, size, nb)
+  local X = d:array("float64", me)
+  d:scatter(me == 0 and cuda.array("float64", {n, n}):copy_from(hA) or nil, X, comm)
+  tune.step_on = "S"
+  local Xs = cat.solve(X, cuda.array("float64", {n, 3}):copy_from(hB), {comm = comm, distribution = d})
+  tune.step_on = "Q"
+  local dd, m = max_diff(X1, Xs)
+  check("step_on = S, distributed: solve as one GPU's", dd <= 1e3 * EPS.float64 * math.max(m, 1), dd)
+end
+
 -- d:fill from a line of CUDA C, then gathered: the global row and column of each element
 do
   local n = 300

@@ -30,7 +30,8 @@ local cyclic_columns = require("culua.catalog.block_cyclic").columns_of
 **   tp.G        the shares in all: panel q (nb columns) belongs to share q % G + 1
 **   tp.shares   the G shares, each {g =}; those this process drives (s.mine) also have
 **               their device s.dev, kernels s.K, streams S (the steps), Q (the panels,
-**               ahead) and G, and events ready, u, w, done, freed[2]
+**               ahead) and G, and events ready, u, w, done, freed[2]; with rhs (below),
+**               mine[1] also the stream V and events fin, fout (share_on's own_stream)
 **   tp.mine     the shares this process drives, in order
 **   tp.setup(s, owned, size)   after the driver made s's arrays (s.L, its columns, unless
 **               the transport gave it one); size: the elements of a panel's buffer
@@ -155,8 +156,10 @@ local function lu_multi(owned, fname, n, nb, dt, pk, tp, rhs)
       if R ~= S then
         s.u:record(R)
         S:wait(s.u)
-        -- and the step on Q after S's step k - 1, which updated the next panel's columns too
-        if R == s.Q and k > 0 then R:wait(s.w) end
+        -- and the look-ahead's step (on Q, or over ranks with step_on = "S" on C) after S's
+        -- step k - 1, which updated the next panel's columns too (and read the panel whose
+        -- send buffer Q packs again after it)
+        if s == nxt and k > 0 then R:wait(s.w) end
       end
       -- (after S's wait for the panel: what the transport queues now on C is not S's to wait
       -- for; over ranks, NCCL's order still puts it before panel k + 1, which S takes at step

@@ -6,7 +6,8 @@
 -- panel goes from its owner to every rank by an NCCL broadcast, on streams; the columns
 -- are dealt out from root in chunks and come back to it a block row at a time where A
 -- is whole on one rank (root =), or are the ranks' own (distribution =), where solve's
--- triangular solves (here) run over them too.
+-- triangular solves run over them too: the forward one within the factorization on root
+-- (lu_multi's rhs), the backward one here.
 
 local cuda = require "cuda"
 local core = require "culua.catalog.core"
@@ -353,8 +354,7 @@ local function solve_columns(comm, s, n, nb, k, X, R)
   local G, me, C, K, dev = comm.size, comm.rank, s.C, s.K, s.dev
   local ld, P = s.nloc, ceil_div(n, nb)
   local inbox = cuda.array(X.dtype, nb * k, {device = dev.ordinal})   -- a block's rows, reduced
-  C:wait(s.fout)   -- (root's forward solve, on V)
-  X:fill(0, C)
+  X:fill(0, C)   -- (tp.finish put C after S, which waited for root's forward solve on V)
   for q = P - 1, 0, -1 do
     local j0 = q * nb
     local jb, o = math.min(nb, n - j0), q % G

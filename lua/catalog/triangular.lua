@@ -27,7 +27,8 @@ local function trsm(K, which, stream, jb, ncols, Tr, toff, ldt, X, xoff, ldx)
            jb, ncols, Tr, toff, ldt, X, xoff, ldx)
 end
 
--- the solve over ranks' step (ranks.lua): Y (jb x k at Y + yoff, a row every k) = inv(T) * B
+-- a step of the solve over ranks (the forward one in lu_multi.lua's rhs, from a panel's
+-- buffer; the backward one in ranks.lua): Y (jb x k at Y + yoff, a row every k) = inv(T) * B
 -- (at B + boff; B is not Y: kernels/triangular.cu's bstep says why) for the triangle at
 -- T + toff (a row every ld; which = "lower": unit lower, "upper": with its diagonal), then
 -- W (m x k, a row every k) -= T's block column at T + loff (m x jb) * Y. For a few
