@@ -135,6 +135,7 @@ local function lu_multi(owned, fname, n, nb, dt, pk, tp, rhs)
     local nxt = k + 1 < P and sh[(k + 1) % G + 1] or nil
     for _, s in ipairs(mine) do
       local S, K, ld = s.S, s.K, s.nloc
+      local folds = rhs and s == mine[1]   -- (s takes the panel to the right-hand sides too)
       -- the next panel's owner takes panel k on Q (step_on = "Q", as lu_lookahead), into
       -- the receive buffer S read two receives ago (freed: that step's end), not waiting for
       -- S's step k - 1, which reads the other (else S idles for each copy and its pivots);
@@ -152,7 +153,7 @@ local function lu_multi(owned, fname, n, nb, dt, pk, tp, rhs)
         tp.take(s, o, R, buf, cnt)
         K("panel_pivots"):launch({grid = 1, block = MAXBLOCK, stream = R}, j0, jb, buf, s.ipiv)   -- a thread a pivot
       end
-      if rhs and s == mine[1] then forward(s, R, buf, j0, jb) end
+      if folds then forward(s, R, buf, j0, jb) end
       if R ~= S then
         s.u:record(R)
         S:wait(s.u)
@@ -210,7 +211,7 @@ local function lu_multi(owned, fname, n, nb, dt, pk, tp, rhs)
       else
         swaps_update(lo, hi, lt)
       end
-      if rhs and s == mine[1] then S:wait(s.fout) end
+      if folds then S:wait(s.fout) end
       s.w:record(S)
       if bi then s.freed[bi]:record(S) end
       tp.rows(s, j0, jb, s == nxt)

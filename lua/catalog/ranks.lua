@@ -296,13 +296,13 @@ end
 -- end; when it raises midway it is left to the collector, not closed here: an array
 -- closed under an NCCL call that waits for a rank that failed would wait too, and the
 -- job is ending (cuda.mpi's report of the failing rank aborts it)
-local function factor(fname, comm, p, A, L, ipiv, info, rhs)
+local function factor(fname, comm, p, A, L, ipiv, info, sides)
   local owned = {}
   local s = share_on(comm.rank + 1, p.dev, 1, p.dt, true)   -- (with C, at the panels' priority)
   s.L = L
   local ok, bad = pcall(function ()
     local tp = transport(owned, comm, s, p.stream, p.n, p.nb, p.dt, p.layout, A, p.root, ipiv, info)
-    return lu_multi(owned, fname, p.n, p.nb, p.dt, p.pk, tp, rhs)
+    return lu_multi(owned, fname, p.n, p.nb, p.dt, p.pk, tp, sides)
   end)
   if not ok then error(bad, 0) end
   close_all(owned)
@@ -407,9 +407,9 @@ function M.solve(A, B, opts)
   end
   -- y = inv(L) P b into R on root, with the factorization; zero elsewhere
   local R = cuda.array(dt, n * k, o)
-  local rhs
-  if me == p.root then rhs = {X = X, Y = R, k = k} else R:fill(0, p.stream) end
-  local s = factor(fname, comm, p, nil, L, ipiv, info, rhs)
+  local sides   -- (lu_multi's rhs; not `rhs`, solve_common's check of B, above)
+  if me == p.root then sides = {X = X, Y = R, k = k} else R:fill(0, p.stream) end
+  local s = factor(fname, comm, p, nil, L, ipiv, info, sides)
   -- U x = y, on C (which did the factorization)
   local inbox = solve_columns(comm, s, n, p.nb, k, X, R)
   s.done:record(s.C)
