@@ -142,6 +142,116 @@ __device__ void eye (int n, T *out) {
     out[e] = e / n == e % n ? T(1) : T(0);
 }
 
+/*
+** The plan of the swaps of pivots i0..i0+kb-1 (kb <= MAXBLOCK) for
+** block_row: count, then SWAP_PLAN_MAX destinations, then as many sources.
+** Made once on the panels' stream, a block, rather than by each of
+** block_row's blocks: the composition is a chain of kb steps in one thread.
+*/
+__device__ void row_plan (int i0, int kb, const int *ipiv, int *plan) {
+  __shared__ swap_plan sp;
+  swap_compose(i0, i0 + kb, ipiv, sp);
+  const int count = sp.count;
+  for (int e = threadIdx.x; e < count; e += blockDim.x) {
+    plan[1 + e] = sp.dst[e];
+    plan[1 + SWAP_PLAN_MAX + e] = sp.src[e];
+  }
+  if (threadIdx.x == 0) plan[0] = count;
+}
+
+/*
+** The block row of a step in one launch: the swaps of pivots i0..i0+kb-1 on
+** X's columns but [skip_lo, skip_hi) (as laswp), and on those from `from` on
+** the block row of U too: the top kb rows (i0..) solved with the panel's
+** unit lower triangle (at L + loff, a row every ldl), as trsm does it. As
+** laswp and then trsm these took 92.4 ms of float32 LU's 762 at n = 32768 on
+** an H200, beside the panels: two passes over the block row, and the
+** triangle loaded again by each block of 32 columns (bench/RESULTS.md,
+** session 37).
+**
+** A block takes BROW_BYTES of each row (W columns, in the columns' order
+** outside the skip). Every load of its columns comes before any store (a
+** row that a top row takes may itself take another's): the rows that go
+** below the top (the plan's pairs with a destination outside; their sources
+** are top rows, which only ever trade with rows outside: at most kb, in
+** registers), and the top rows as they end (in shared memory, R). Then the
+** rows below are stored, and the top rows solved in R, each value
+** x_i -= L_ik x_k for k ascending, one FMA each, as trsm's kernel and
+** narrow_step do: the factors are the same bits whichever solves a block
+** row (t/030 compares the panels' pivots, t/031 and t/042 the several GPUs'
+** factors with one GPU's). A strip wholly left of `from` (L's columns)
+** stores only the top rows that changed.
+*/
+template <typename T>
+__device__ void block_row (int ncols, int ld, int skip_lo, int skip_hi, int from, int i0, int kb,
+                           const int *plan, const T *L, long long loff, int ldl, T *X) {
+  constexpr int W = BROW_BYTES / (int)sizeof(T), RT = BROW_THREADS / W;
+  constexpr int ROWS = MAXBLOCK / RT;              /* a thread's most values of the top rows, or of rows going below */
+  extern __shared__ __align__(16) unsigned char brow_shared[];
+  T *R = reinterpret_cast<T *>(brow_shared);      /* MAXBLOCK x W: the top rows, swapped */
+  T *Lt = R + MAXBLOCK * W;                        /* kb x kb: the triangle */
+  __shared__ int top[MAXBLOCK], dst[MAXBLOCK], src[MAXBLOCK];
+  __shared__ int nout;
+  const int tid = threadIdx.x, x = tid % W, y = tid / W;
+  const int width = ncols - (skip_hi - skip_lo);
+  const int t = blockIdx.x * W + x;
+  const int c = t < skip_lo ? t : t + (skip_hi - skip_lo);
+  const bool in = t < width;
+  culua_dep_wait();
+  culua_dep_release();
+  /* the plan: each top row's source, and the pairs that go below */
+  const int count = plan[0];
+  for (int q = tid; q < kb; q += BROW_THREADS) top[q] = i0 + q;
+  if (tid == 0) nout = 0;
+  __syncthreads();
+  for (int e = tid; e < count; e += BROW_THREADS) {
+    const int d = plan[1 + e], s = plan[1 + SWAP_PLAN_MAX + e];
+    if (d >= i0 && d < i0 + kb) top[d - i0] = s;
+    else {
+      const int o = atomicAdd(&nout, 1);
+      dst[o] = d; src[o] = s;
+    }
+  }
+  __syncthreads();
+  const int below = nout;
+  T v[ROWS], w[ROWS];
+#pragma unroll
+  for (int j = 0; j < ROWS; j++) {
+    const int q = y + j * RT;
+    v[j] = in && q < below ? X[(size_t)src[q] * ld + c] : T(0);
+    w[j] = in && q < kb ? X[(size_t)top[q] * ld + c] : T(0);
+  }
+#pragma unroll
+  for (int j = 0; j < ROWS; j++) R[(y + j * RT) * W + x] = w[j];
+  /* the strip's last column: whether it reaches `from` */
+  const int tl = min(blockIdx.x * W + W, width) - 1;
+  const bool solve = (tl < skip_lo ? tl : tl + (skip_hi - skip_lo)) >= from;
+  if (solve) {
+    L += loff;
+    for (int e = tid; e < kb * kb; e += BROW_THREADS) {
+      const int i = e / kb, k = e - i * kb;
+      if (k < i) Lt[e] = L[(size_t)i * ldl + k];
+    }
+  }
+  __syncthreads();   /* every load before any store */
+#pragma unroll
+  for (int j = 0; j < ROWS; j++) {
+    const int q = y + j * RT;
+    if (in && q < below) X[(size_t)dst[q] * ld + c] = v[j];
+  }
+  if (solve) {
+    const bool mine = in && c >= from;
+    for (int k = 0; k < kb - 1; k++) {
+      const T xk = R[k * W + x];
+      if (mine)
+        for (int i = k + 1 + y; i < kb; i += RT) R[i * W + x] -= Lt[i * kb + k] * xk;
+      __syncthreads();
+    }
+  }
+  for (int q = y; q < kb; q += RT)
+    if (in && (c >= from || top[q] != i0 + q)) X[(size_t)(i0 + q) * ld + c] = R[q * W + x];
+}
+
 /* }====================================================== */
 
 
@@ -407,6 +517,9 @@ __device__ void narrow_step (int n, int i0, int kb, const T *L, long long loff, 
   extern "C" __global__ void __launch_bounds__(SWAP_THREADS) culua_solve_laswp_##t (int ncols, int ld, int skip_lo, int skip_hi, int i0, int i1, \
       const int *ipiv, T *X) \
   { laswp<T>(ncols, ld, skip_lo, skip_hi, i0, i1, ipiv, X); } \
+  extern "C" __global__ void __launch_bounds__(BROW_THREADS) culua_solve_block_row_##t (int ncols, int ld, int skip_lo, \
+      int skip_hi, int from, int i0, int kb, const int *plan, const T *L, long long loff, int ldl, T *X) \
+  { block_row<T>(ncols, ld, skip_lo, skip_hi, from, i0, kb, plan, L, loff, ldl, X); } \
   extern "C" __global__ void culua_solve_copy2d_##t (int rows, int cols, const T *in, long long inoff, int ldin, \
       T *out, long long outoff, int ldout) \
   { copy2d<T>(rows, cols, in, inoff, ldin, out, outoff, ldout); } \
@@ -421,6 +534,9 @@ __device__ void narrow_step (int n, int i0, int kb, const T *L, long long loff, 
 
 CULUA_SOLVE_LU(f32, float)
 CULUA_SOLVE_LU(f64, double)
+
+extern "C" __global__ void culua_solve_row_plan (int i0, int kb, const int *ipiv, int *plan)
+{ row_plan(i0, kb, ipiv, plan); }
 
 
 /* }====================================================== */

@@ -43,6 +43,14 @@ constexpr int CPANEL_PAD = 16;
 constexpr int SWAP_THREADS = 256;
 constexpr int SWAP_BYTES = 128;
 
+/* block_row (lu.cu): its blocks and the bytes of a row a block takes (its columns of the
+   block row); row_plan's words a plan: the count, then SWAP_PLAN_MAX destinations and as
+   many sources */
+constexpr int BROW_THREADS = 256;
+constexpr int BROW_BYTES = 256;
+constexpr int SWAP_PLAN_MAX = 2 * MAXBLOCK;
+constexpr int SWAP_PLAN_WORDS = 1 + 2 * SWAP_PLAN_MAX;
+
 /* update_narrow (lu.cu): a block's tile of C (UPDATE_TILE x UPDATE_TILE, a thread 4 x 4
    of it) and its threads */
 constexpr int UPDATE_TILE = 64;

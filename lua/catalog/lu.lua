@@ -19,6 +19,8 @@ local MAXBLOCK, NSTEP_ROWS, NSTEP_US = S.shapes.MAXBLOCK, S.shapes.NSTEP_ROWS, S
 local NSTEP_COLS, NSTEP_THREADS = S.shapes.NSTEP_COLS, S.shapes.NSTEP_THREADS
 local UPDATE_TILE, UPDATE_THREADS = S.shapes.UPDATE_TILE, S.shapes.UPDATE_THREADS
 local SWAP_THREADS, SWAP_BYTES = S.shapes.SWAP_THREADS, S.shapes.SWAP_BYTES
+local BROW_THREADS, BROW_BYTES = S.shapes.BROW_THREADS, S.shapes.BROW_BYTES
+local SWAP_PLAN_WORDS = S.shapes.SWAP_PLAN_WORDS
 local DEFAULT_BLOCK = S.DEFAULT_BLOCK
 
 -- X (jb x ncols) = inv(Tr) * X for Tr's unit lower triangle as a product, LU's full-width
@@ -50,6 +52,44 @@ local function trsm_how(dev, dt, ncols)
     return trsm_product
   end
   return trsm_lower
+end
+
+-- the block row in one launch (kernels/lu.cu's block_row): a step's row swaps and its block
+-- row of U together, solved in the order trsm's kernel solves (the same bits). Where
+-- tune.trsm says ("fused"; by default float32, whose trsm is that kernel too) and the
+-- kernel's shared memory fits. Float64 keeps the product on tensor cores (trsm_how).
+local function fused_rows(K, dev, dt)
+  local how = tune.trsm
+  if not (how == "fused" or (how == nil and dt == "float32")) then return false end
+  local k, size = K("block_row"), esize(dt)
+  local bytes = (MAXBLOCK * (BROW_BYTES // size) + MAXBLOCK * MAXBLOCK) * size
+  if bytes > shared_room(k, dev) then return false end
+  core.allow_shared(k, bytes)
+  return true
+end
+
+-- the plan of the swaps of pivots i0..i0+kb-1 that block_row takes, made on the stream the
+-- panel was, in slot 0 or 1 of that stream's scratch (the look-ahead plans the next panel's
+-- while S reads this one's)
+local function row_plan(K, dev, stream, i0, kb, ipiv, slot)
+  local plan = core.scratch("solve_plan", dev, stream, 2 * SWAP_PLAN_WORDS)
+  local p = view(plan, slot * SWAP_PLAN_WORDS, SWAP_PLAN_WORDS)
+  K("row_plan", false):launch({grid = 1, block = 256, stream = stream}, i0, kb, ipiv, p)
+  return p
+end
+
+-- block_row on the columns [0, ncols) of X (leading dimension ld) outside [lo, hi): the
+-- swaps of pivots i0..i0+kb-1 (plan: row_plan's) on all of them, and U's block row (rows i0..
+-- i0 + kb - 1) on those from `from` on, by the panel's triangle at L's element loff (a row
+-- every ldl)
+local function block_row(K, dev, stream, ncols, ld, lo, hi, from, i0, kb, plan, L, loff, ldl, X)
+  local width = ncols - (hi - lo)
+  if width <= 0 then return end
+  local k, size = K("block_row"), esize(X.dtype)
+  local w = BROW_BYTES // size
+  k:launch({grid = ceil_div(width, w), block = BROW_THREADS, shared = (MAXBLOCK * w + kb * kb) * size,
+            stream = stream, programmatic = dependent(k)},
+           ncols, ld, lo, hi, from, i0, kb, plan, L, loff, ldl, X)
 end
 
 -- C (m x nc) -= L (m x kb) * U (kb x nc) for nc, kb <= MAXBLOCK: the update of the next
@@ -261,7 +301,10 @@ local function lu_lookahead(K, dev, stream, n, nb, A, ipiv, status, make, taper,
     return wide(j0, jb)
   end
   local j0, jb = 0, width(0)
+  local fused, step = fused_rows(K, dev, A.dtype), 0
+  local plans = {}   -- by slot: row_plan's of the panel S takes next, and of the one after
   factor(0, jb)
+  if fused then plans[0] = row_plan(K, dev, Q, 0, jb, ipiv, 0) end
   st.ready:record(Q)
   local onQ = tune.step_on ~= "S"
   while j0 < n do
@@ -282,15 +325,21 @@ local function lu_lookahead(K, dev, stream, n, nb, A, ipiv, status, make, taper,
         Q:wait(st.u)
       end
       factor(jend, nxt)
+      -- (the slot S read at step k - 1: Q waited for S's step k - 1 above)
+      if fused then plans[(step + 1) % 2] = row_plan(K, dev, Q, jend, nxt, ipiv, (step + 1) % 2) end
       st.ready:record(Q)
-      swaps(K, dev, S, n, n, j0, c1, j0, jend, ipiv, A)
-      trsm_how(dev, A.dtype, n - c1)(K, dev, S, jb, n - c1, A, j0 * n + j0, n, A, j0 * n + c1, n)
+      if fused then
+        block_row(K, dev, S, n, n, j0, c1, c1, j0, jb, plans[step % 2], A, j0 * n + j0, n, A)
+      else
+        swaps(K, dev, S, n, n, j0, c1, j0, jend, ipiv, A)
+        trsm_how(dev, A.dtype, n - c1)(K, dev, S, jb, n - c1, A, j0 * n + j0, n, A, j0 * n + c1, n)
+      end
       gemm_sub(K, A.dtype, S, rest, n - c1, jb, A, jend * n + j0, n, A, j0 * n + c1, n, A, jend * n + c1, n)
       if onQ then st.u:record(S) end
     else
       swaps(K, dev, S, n, n, j0, jend, j0, jend, ipiv, A)
     end
-    j0, jb = jend, nxt
+    j0, jb, step = jend, nxt, step + 1
   end
   st.done:record(S)
   if stream then stream:wait(st.done) else st.done:synchronize() end
@@ -303,18 +352,23 @@ local function lu_blocked(fname, K, dev, stream, n, nb, A, ipiv, status, panel_k
     return lu_lookahead(K, dev, stream, n, nb, A, ipiv, status, make, taper, info)
   end
   local factor = panel_factory(make, K, dev, stream, n, A, ipiv, status, nil, nb)
+  local fused = fused_rows(K, dev, A.dtype)
   for j0 = 0, n - 1, nb do
     local jb = math.min(nb, n - j0)
     local jend = j0 + jb
     factor(j0, jb)
-    swaps(K, dev, stream, n, n, j0, jend, j0, jend, ipiv, A)
+    if fused and jend < n then
+      block_row(K, dev, stream, n, n, j0, jend, jend, j0, jb, row_plan(K, dev, stream, j0, jb, ipiv, 0), A, j0 * n + j0, n, A)
+    else
+      swaps(K, dev, stream, n, n, j0, jend, j0, jend, ipiv, A)
+    end
     if jend < n then
       local rest = n - jend
-      trsm_how(dev, A.dtype, rest)(K, dev, stream, jb, rest, A, j0 * n + j0, n, A, j0 * n + jend, n)
+      if not fused then trsm_how(dev, A.dtype, rest)(K, dev, stream, jb, rest, A, j0 * n + j0, n, A, j0 * n + jend, n) end
       gemm_sub(K, A.dtype, stream, rest, rest, jb, A, jend * n + j0, n, A, j0 * n + jend, n, A, jend * n + jend, n)
     end
   end
 end
 
 return {lu_blocked = lu_blocked, lu_block = lu_block, panel_factory = panel_factory, lookahead_step = lookahead_step,
-        swaps = swaps, column_swaps = column_swaps}
+        swaps = swaps, column_swaps = column_swaps, fused_rows = fused_rows, row_plan = row_plan, block_row = block_row}

@@ -39,6 +39,7 @@ core.scratch_kind("solve_inv_float32", "float32")     -- trsm_product's inverse 
 core.scratch_kind("solve_inv_float64", "float64")
 core.scratch_kind("solve_aside_float32", "float32")   -- and its copy of X
 core.scratch_kind("solve_aside_float64", "float64")
+core.scratch_kind("solve_plan", "int32")               -- row_plan's plans of swaps, two slots
 core.scratch_kind("solve_held_float32", "float32")    -- narrow_step's rows that go up
 core.scratch_kind("solve_held_float64", "float64")
 core.scratch_kind("solve_ticket", "uint32", true)      -- and its tickets, a column group
@@ -67,8 +68,9 @@ core.scratch_kind("solve_absmax", "float64", true)     -- absmax's word (a doubl
 -- step between panels (the next panel's columns' swaps, block row of U and update), and the
 -- halves' step in a split panel, in one launch (nil or "step": narrow_step) or three, the
 -- update by its kernel ("kernel") or through matmul ("matmul"): update_narrow. trsm: the
--- full-width triangular solve by its kernel ("kernel") or as a product ("product"); nil
--- picks by dtype (trsm_how). tall_split: the narrowest panel split_panel splits a panel down
+-- full-width triangular solve by its kernel ("kernel"), as a product ("product"), or with
+-- the row swaps in one launch ("fused": lu.lua's block_row); nil picks by dtype (fused_rows,
+-- trsm_how). tall_split: the narrowest panel split_panel splits a panel down
 -- to while the cluster panel could not keep more than 1 - tall_spill of its rows (false:
 -- split past split_width alone). tall_spill 0, the default: split while any row would stay
 -- in A (session 20, float32 16384 on an H100: 146.81 ms against 149.05 with 0.25, which it
