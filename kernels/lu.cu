@@ -1,10 +1,11 @@
 /*
 ** lu.cu
 ** LU on one GPU, less its panels (kernels/lu_panel.cu) and its triangular
-** solves (kernels/triangular.cu): the row swaps of a panel's pivots, the
-** look-ahead's step between panels in one launch (narrow_step) or its update
-** alone (update_narrow), and the pieces of trsm as a product (the identity, a
-** copy aside). The several-GPU LU (lua/catalog/lu_multi.lua) takes them too,
+** solves (kernels/triangular.cu): the row swaps of a panel's pivots (laswp),
+** or the swaps and the block row of U in one launch (row_plan, block_row),
+** the look-ahead's step between panels in one launch (narrow_step) or its
+** update alone (update_narrow), and the pieces of trsm as a product (the
+** identity, a copy aside). The several-GPU LU (lua/catalog/lu_multi.lua) takes them too,
 ** on its shares' columns. kernels/solve.cu says what the family's files hold.
 **
 ** Programmatic dependent launches: lu's chain of launches on the panels'
@@ -148,6 +149,10 @@ __device__ void eye (int n, T *out) {
 ** Made once on the panels' stream, a block, rather than by each of
 ** block_row's blocks: the composition is a chain of kb steps in one thread.
 */
+static_assert(MAXBLOCK <= SWAP_MAX, "a panel's swaps are composed in one turn");
+static_assert(SWAP_PLAN_MAX == 2 * SWAP_MAX, "a plan holds swap_plan's pairs");
+
+/* (a plain launch, never a programmatic one: no culua_dep_wait) */
 __device__ void row_plan (int i0, int kb, const int *ipiv, int *plan) {
   __shared__ swap_plan sp;
   swap_compose(i0, i0 + kb, ipiv, sp);
@@ -182,14 +187,17 @@ __device__ void row_plan (int i0, int kb, const int *ipiv, int *plan) {
 ** factors with one GPU's). A strip wholly left of `from` (L's columns)
 ** stores only the top rows that changed.
 */
-template <typename T>
+template <typename T, bool WARP>
 __device__ void block_row (int ncols, int ld, int skip_lo, int skip_hi, int from, int i0, int kb,
                            const int *plan, const T *L, long long loff, int ldl, T *X) {
   constexpr int W = BROW_BYTES / (int)sizeof(T), RT = BROW_THREADS / W;
   constexpr int ROWS = MAXBLOCK / RT;              /* a thread's most values of the top rows, or of rows going below */
+  constexpr int RS = WARP ? W + 32 / (int)sizeof(T) : W;   /* R's row stride (WARP: a warp's rows on distinct banks) */
+  static_assert(BROW_THREADS % W == 0 && MAXBLOCK % RT == 0 && W % (BROW_THREADS / 32) == 0, "block_row's shape");
+  const int LT = WARP ? kb + 1 : kb;                /* the triangle's row stride, likewise */
   extern __shared__ __align__(16) unsigned char brow_shared[];
-  T *R = reinterpret_cast<T *>(brow_shared);      /* MAXBLOCK x W: the top rows, swapped */
-  T *Lt = R + MAXBLOCK * W;                        /* kb x kb: the triangle */
+  T *R = reinterpret_cast<T *>(brow_shared);      /* MAXBLOCK x RS: the top rows, swapped */
+  T *Lt = R + MAXBLOCK * RS;                       /* kb x LT: the triangle */
   __shared__ int top[MAXBLOCK], dst[MAXBLOCK], src[MAXBLOCK];
   __shared__ int nout;
   const int tid = threadIdx.x, x = tid % W, y = tid / W;
@@ -222,16 +230,31 @@ __device__ void block_row (int ncols, int ld, int skip_lo, int skip_hi, int from
     w[j] = in && q < kb ? X[(size_t)top[q] * ld + c] : T(0);
   }
 #pragma unroll
-  for (int j = 0; j < ROWS; j++) R[(y + j * RT) * W + x] = w[j];
+  for (int j = 0; j < ROWS; j++) R[(y + j * RT) * RS + x] = w[j];
   /* the strip's last column: whether it reaches `from` */
   const int tl = min(blockIdx.x * W + W, width) - 1;
   const bool solve = (tl < skip_lo ? tl : tl + (skip_hi - skip_lo)) >= from;
   if (solve) {
     L += loff;
-    for (int e = tid; e < kb * kb; e += BROW_THREADS) {
-      const int i = e / kb, k = e - i * kb;
-      if (k < i) Lt[e] = L[(size_t)i * ldl + k];
-    }
+    if (!WARP)
+      for (int e = tid; e < kb * kb; e += BROW_THREADS) {
+        const int i = e / kb, k = e - i * kb;
+        if (k < i) Lt[e] = L[(size_t)i * ldl + k];
+      }
+    else
+      for (int e0 = 0; e0 < kb * kb; e0 += BROW_THREADS * BROW_BATCH) {   /* BROW_BATCH loads in flight */
+        T u[BROW_BATCH];
+#pragma unroll
+        for (int b = 0; b < BROW_BATCH; b++) {
+          const int e = e0 + b * BROW_THREADS + tid, i = e / kb, k = e - i * kb;
+          u[b] = e < kb * kb && k < i ? L[(size_t)i * ldl + k] : T(0);
+        }
+#pragma unroll
+        for (int b = 0; b < BROW_BATCH; b++) {
+          const int e = e0 + b * BROW_THREADS + tid, i = e / kb, k = e - i * kb;
+          if (e < kb * kb) Lt[i * LT + k] = u[b];
+        }
+      }
   }
   __syncthreads();   /* every load before any store */
 #pragma unroll
@@ -239,7 +262,7 @@ __device__ void block_row (int ncols, int ld, int skip_lo, int skip_hi, int from
     const int q = y + j * RT;
     if (in && q < below) X[(size_t)dst[q] * ld + c] = v[j];
   }
-  if (solve) {
+  if (solve && !WARP) {
     const bool mine = in && c >= from;
     for (int k = 0; k < kb - 1; k++) {
       const T xk = R[k * W + x];
@@ -248,8 +271,24 @@ __device__ void block_row (int ncols, int ld, int skip_lo, int skip_hi, int from
       __syncthreads();
     }
   }
+  if (solve && WARP) {
+    /* a warp takes CW whole columns, its lanes G rows of each at a time: a warp's own
+       barrier a row, not the block's */
+    constexpr int CW = W / (BROW_THREADS / 32), G = 32 / CW;
+    const int lane = tid % 32, col = tid / 32 * CW + lane % CW, g = lane / CW;
+    const int tc = blockIdx.x * W + col;
+    const bool mine = tc < width && (tc < skip_lo ? tc : tc + (skip_hi - skip_lo)) >= from;
+    for (int k = 0; k < kb - 1; k++) {
+      const T xk = R[k * RS + col];
+      if (mine)
+#pragma unroll 4
+        for (int i = k + 1 + g; i < kb; i += G) R[i * RS + col] -= Lt[i * LT + k] * xk;
+      __syncwarp();
+    }
+    __syncthreads();
+  }
   for (int q = y; q < kb; q += RT)
-    if (in && (c >= from || top[q] != i0 + q)) X[(size_t)(i0 + q) * ld + c] = R[q * W + x];
+    if (in && (c >= from || top[q] != i0 + q)) X[(size_t)(i0 + q) * ld + c] = R[q * RS + x];
 }
 
 /* }====================================================== */
@@ -519,7 +558,10 @@ __device__ void narrow_step (int n, int i0, int kb, const T *L, long long loff, 
   { laswp<T>(ncols, ld, skip_lo, skip_hi, i0, i1, ipiv, X); } \
   extern "C" __global__ void __launch_bounds__(BROW_THREADS) culua_solve_block_row_##t (int ncols, int ld, int skip_lo, \
       int skip_hi, int from, int i0, int kb, const int *plan, const T *L, long long loff, int ldl, T *X) \
-  { block_row<T>(ncols, ld, skip_lo, skip_hi, from, i0, kb, plan, L, loff, ldl, X); } \
+  { block_row<T, false>(ncols, ld, skip_lo, skip_hi, from, i0, kb, plan, L, loff, ldl, X); } \
+  extern "C" __global__ void __launch_bounds__(BROW_THREADS) culua_solve_block_row_warp_##t (int ncols, int ld, \
+      int skip_lo, int skip_hi, int from, int i0, int kb, const int *plan, const T *L, long long loff, int ldl, T *X) \
+  { block_row<T, true>(ncols, ld, skip_lo, skip_hi, from, i0, kb, plan, L, loff, ldl, X); } \
   extern "C" __global__ void culua_solve_copy2d_##t (int rows, int cols, const T *in, long long inoff, int ldin, \
       T *out, long long outoff, int ldout) \
   { copy2d<T>(rows, cols, in, inoff, ldin, out, outoff, ldout); } \

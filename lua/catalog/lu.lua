@@ -54,15 +54,24 @@ local function trsm_how(dev, dt, ncols)
   return trsm_lower
 end
 
+-- tune.brow = "warp": the kernel whose warps each solve whole columns, a warp's barrier a
+-- row rather than the block's (block_row_warp, kernels/lu.cu); its rows padded, so its shared
+-- memory is a little more
+local function brow_kernel(K, dt, kb)
+  local size = esize(dt)
+  local w = BROW_BYTES // size
+  if tune.brow == "warp" then return K("block_row_warp"), (MAXBLOCK * (w + 32 // size) + kb * (kb + 1)) * size end
+  return K("block_row"), (MAXBLOCK * w + kb * kb) * size
+end
+
 -- the block row in one launch (kernels/lu.cu's block_row): a step's row swaps and its block
 -- row of U together, solved in the order trsm's kernel solves (the same bits). Where
 -- tune.trsm says ("fused"; by default float32, whose trsm is that kernel too) and the
 -- kernel's shared memory fits. Float64 keeps the product on tensor cores (trsm_how).
-local function fused_rows(K, dev, dt)
+local function one_launch(K, dev, dt)
   local how = tune.trsm
   if not (how == "fused" or (how == nil and dt == "float32")) then return false end
-  local k, size = K("block_row"), esize(dt)
-  local bytes = (MAXBLOCK * (BROW_BYTES // size) + MAXBLOCK * MAXBLOCK) * size
+  local k, bytes = brow_kernel(K, dt, MAXBLOCK)
   if bytes > shared_room(k, dev) then return false end
   core.allow_shared(k, bytes)
   return true
@@ -85,9 +94,8 @@ end
 local function block_row(K, dev, stream, ncols, ld, lo, hi, from, i0, kb, plan, L, loff, ldl, X)
   local width = ncols - (hi - lo)
   if width <= 0 then return end
-  local k, size = K("block_row"), esize(X.dtype)
-  local w = BROW_BYTES // size
-  k:launch({grid = ceil_div(width, w), block = BROW_THREADS, shared = (MAXBLOCK * w + kb * kb) * size,
+  local k, bytes = brow_kernel(K, X.dtype, kb)
+  k:launch({grid = ceil_div(width, BROW_BYTES // esize(X.dtype)), block = BROW_THREADS, shared = bytes,
             stream = stream, programmatic = dependent(k)},
            ncols, ld, lo, hi, from, i0, kb, plan, L, loff, ldl, X)
 end
@@ -301,7 +309,7 @@ local function lu_lookahead(K, dev, stream, n, nb, A, ipiv, status, make, taper,
     return wide(j0, jb)
   end
   local j0, jb = 0, width(0)
-  local fused, step = fused_rows(K, dev, A.dtype), 0
+  local fused, step = one_launch(K, dev, A.dtype), 0
   local plans = {}   -- by slot: row_plan's of the panel S takes next, and of the one after
   factor(0, jb)
   if fused then plans[0] = row_plan(K, dev, Q, 0, jb, ipiv, 0) end
@@ -352,7 +360,7 @@ local function lu_blocked(fname, K, dev, stream, n, nb, A, ipiv, status, panel_k
     return lu_lookahead(K, dev, stream, n, nb, A, ipiv, status, make, taper, info)
   end
   local factor = panel_factory(make, K, dev, stream, n, A, ipiv, status, nil, nb)
-  local fused = fused_rows(K, dev, A.dtype)
+  local fused = one_launch(K, dev, A.dtype)
   for j0 = 0, n - 1, nb do
     local jb = math.min(nb, n - j0)
     local jend = j0 + jb
@@ -371,4 +379,4 @@ local function lu_blocked(fname, K, dev, stream, n, nb, A, ipiv, status, panel_k
 end
 
 return {lu_blocked = lu_blocked, lu_block = lu_block, panel_factory = panel_factory, lookahead_step = lookahead_step,
-        swaps = swaps, column_swaps = column_swaps, fused_rows = fused_rows, row_plan = row_plan, block_row = block_row}
+        swaps = swaps, column_swaps = column_swaps, one_launch = one_launch, row_plan = row_plan, block_row = block_row}
