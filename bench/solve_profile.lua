@@ -1,6 +1,6 @@
 -- bench/solve_profile.lua: where cuda.catalog.lu's time goes on one GPU. The blocked LU's
--- steps (the panel, the row swaps, the triangular solve, the trailing update through
--- cuda.catalog.matmul) on one stream, one after the other, with events around each kind of
+-- steps (the panel; the row swaps and the triangular solve, in float32 one launch, the block
+-- row; the trailing update through cuda.catalog.matmul) on one stream, one after the other, with events around each kind of
 -- step, summed over the panels; the second of two runs is printed. (lu itself overlaps the
 -- panels with the updates when the panel is the cluster's: the look-ahead; not here.)
 --   culua bench/solve_profile.lua [N [BLOCK [DTYPE [TMA [PANEL]]]]]
@@ -38,6 +38,10 @@ local hA = cuda.host_array(dt, {n, n}):random(5, -1, 1)
 local ipiv = cuda.array("int32", n)
 local status = cuda.array("int32", 1):fill(0)
 local s = cuda.stream()
+-- float32's swaps and block row of U in one launch, as lu takes them (lua/catalog/lu.lua's
+-- one_launch: solve.tune.trsm), else laswp and trsm's kernel
+local lu = require "culua.catalog.lu"
+local fused = lu.one_launch(K, dev, dt)
 local factor = require("culua.catalog.solve").panel_factor(PANEL, dev, s, n, A, ipiv, status)
 local events, steps
 
@@ -54,19 +58,25 @@ for run = 1, 2 do
     step("panel", function ()
       factor(j0, jb)
     end)
-    step("swaps", function ()
-      K("laswp"):launch({grid = math.max(1, math.min(cd(n - jb, shapes.SWAP_BYTES // (dt == "float32" and 4 or 8)), core.sm_count(dev) * 8)),
-                         block = shapes.SWAP_THREADS, stream = s},
-                        n, n, j0, jend, j0, jend, ipiv, A)
-    end)
+    if fused and jend < n then
+      step("block row", function ()
+        lu.block_row(K, dev, s, n, n, j0, jend, jend, j0, jb, lu.row_plan(K, dev, s, j0, jb, ipiv, 0), A, j0 * n + j0, n, A)
+      end)
+    else
+      step("swaps", function ()
+        K("laswp"):launch({grid = math.max(1, math.min(cd(n - jb, shapes.SWAP_BYTES // (dt == "float32" and 4 or 8)), core.sm_count(dev) * 8)),
+                           block = shapes.SWAP_THREADS, stream = s},
+                          n, n, j0, jend, j0, jend, ipiv, A)
+      end)
+    end
     if jend < n then
       local rest = n - jend
-      step("trsm", function ()
+      if not fused then step("trsm", function ()
         local tr = K("trsm_lower")
         tr:set_max_dynamic_shared(jb * jb * (dt == "float32" and 4 or 8))
         tr:launch({grid = cd(rest, 32), block = {32, 8}, shared = jb * jb * (dt == "float32" and 4 or 8), stream = s},
                   jb, rest, A, j0 * n + j0, n, A, j0 * n + jend, n)
-      end)
+      end) end
       step("update", function ()
         cuda.catalog.matmul(A:view(jend * n + j0 + 1, (rest - 1) * n + jb), A:view(j0 * n + jend + 1, (jb - 1) * n + rest),
                             A:view(jend * n + jend + 1, (rest - 1) * n + rest),
@@ -83,9 +93,9 @@ for run = 1, 2 do
     local total = events[first]:elapsed(events[last])
     print(("lu on %s, %s n = %d, block %d, panel %s, update tma %s: %.2f ms, %.2f TFLOP/s"):format(dev.name, dt, n, nb,
           PANEL, tostring(tma == nil and "auto" or tma), total, 2 / 3 * n ^ 3 / total / 1e9))
-    for _, kind in ipairs{"panel", "swaps", "trsm", "update"} do
-      local ms = sum[kind] or 0
-      print(("  %-7s %9.2f ms %6.1f%% %7.2f us a column"):format(kind, ms, 100 * ms / total, 1000 * ms / n))
+    for _, kind in ipairs{"panel", "swaps", "trsm", "block row", "update"} do
+      local ms = sum[kind]
+      if ms then print(("  %-9s %9.2f ms %6.1f%% %7.2f us a column"):format(kind, ms, 100 * ms / total, 1000 * ms / n)) end
     end
   end
 end
