@@ -5,8 +5,9 @@
 ** or the swaps and the block row of U in one launch (row_plan, block_row),
 ** the look-ahead's step between panels in one launch (narrow_step) or its
 ** update alone (update_narrow), and the pieces of trsm as a product (the
-** identity, a copy aside). The several-GPU LU (lua/catalog/lu_multi.lua) takes them too,
-** on its shares' columns. kernels/solve.cu says what the family's files hold.
+** identity, a copy aside). The several-GPU LU (lua/catalog/lu_multi.lua)
+** takes them too, on its shares' columns. kernels/solve.cu says what the
+** family's files hold.
 **
 ** Programmatic dependent launches: lu's chain of launches on the panels'
 ** stream (the cluster panel, narrow_step, laswp) may be launched with
