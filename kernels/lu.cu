@@ -188,17 +188,15 @@ __device__ void row_plan (int i0, int kb, const int *ipiv, int *plan) {
 ** factors with one GPU's). A strip wholly left of `from` (L's columns)
 ** stores only the top rows that changed.
 */
-template <typename T, bool WARP>
+template <typename T>
 __device__ void block_row (int ncols, int ld, int skip_lo, int skip_hi, int from, int i0, int kb,
                            const int *plan, const T *L, long long loff, int ldl, T *X) {
   constexpr int W = BROW_BYTES / (int)sizeof(T), RT = BROW_THREADS / W;
   constexpr int ROWS = MAXBLOCK / RT;              /* a thread's most values of the top rows, or of rows going below */
-  constexpr int RS = WARP ? W + 32 / (int)sizeof(T) : W;   /* R's row stride (WARP: a warp's rows on distinct banks) */
-  static_assert(BROW_THREADS % W == 0 && MAXBLOCK % RT == 0 && W % (BROW_THREADS / 32) == 0, "block_row's shape");
-  const int LT = WARP ? kb + 1 : kb;                /* the triangle's row stride, likewise */
+  static_assert(BROW_THREADS % W == 0 && MAXBLOCK % RT == 0, "block_row's shape");
   extern __shared__ __align__(16) unsigned char brow_shared[];
-  T *R = reinterpret_cast<T *>(brow_shared);      /* MAXBLOCK x RS: the top rows, swapped */
-  T *Lt = R + MAXBLOCK * RS;                       /* kb x LT: the triangle */
+  T *R = reinterpret_cast<T *>(brow_shared);      /* MAXBLOCK x W: the top rows, swapped */
+  T *Lt = R + MAXBLOCK * W;                        /* kb x kb: the triangle */
   __shared__ int top[MAXBLOCK], dst[MAXBLOCK], src[MAXBLOCK];
   __shared__ int nout;
   const int tid = threadIdx.x, x = tid % W, y = tid / W;
@@ -231,31 +229,16 @@ __device__ void block_row (int ncols, int ld, int skip_lo, int skip_hi, int from
     w[j] = in && q < kb ? X[(size_t)top[q] * ld + c] : T(0);
   }
 #pragma unroll
-  for (int j = 0; j < ROWS; j++) R[(y + j * RT) * RS + x] = w[j];
+  for (int j = 0; j < ROWS; j++) R[(y + j * RT) * W + x] = w[j];
   /* the strip's last column: whether it reaches `from` */
   const int tl = min(blockIdx.x * W + W, width) - 1;
   const bool solve = (tl < skip_lo ? tl : tl + (skip_hi - skip_lo)) >= from;
   if (solve) {
     L += loff;
-    if (!WARP)
-      for (int e = tid; e < kb * kb; e += BROW_THREADS) {
-        const int i = e / kb, k = e - i * kb;
-        if (k < i) Lt[e] = L[(size_t)i * ldl + k];
-      }
-    else
-      for (int e0 = 0; e0 < kb * kb; e0 += BROW_THREADS * BROW_BATCH) {   /* BROW_BATCH loads in flight */
-        T u[BROW_BATCH];
-#pragma unroll
-        for (int b = 0; b < BROW_BATCH; b++) {
-          const int e = e0 + b * BROW_THREADS + tid, i = e / kb, k = e - i * kb;
-          u[b] = e < kb * kb && k < i ? L[(size_t)i * ldl + k] : T(0);
-        }
-#pragma unroll
-        for (int b = 0; b < BROW_BATCH; b++) {
-          const int e = e0 + b * BROW_THREADS + tid, i = e / kb, k = e - i * kb;
-          if (e < kb * kb) Lt[i * LT + k] = u[b];
-        }
-      }
+    for (int e = tid; e < kb * kb; e += BROW_THREADS) {
+      const int i = e / kb, k = e - i * kb;
+      if (k < i) Lt[e] = L[(size_t)i * ldl + k];
+    }
   }
   __syncthreads();   /* every load before any store */
 #pragma unroll
@@ -263,7 +246,7 @@ __device__ void block_row (int ncols, int ld, int skip_lo, int skip_hi, int from
     const int q = y + j * RT;
     if (in && q < below) X[(size_t)dst[q] * ld + c] = v[j];
   }
-  if (solve && !WARP) {
+  if (solve) {
     const bool mine = in && c >= from;
     for (int k = 0; k < kb - 1; k++) {
       const T xk = R[k * W + x];
@@ -272,24 +255,8 @@ __device__ void block_row (int ncols, int ld, int skip_lo, int skip_hi, int from
       __syncthreads();
     }
   }
-  if (solve && WARP) {
-    /* a warp takes CW whole columns, its lanes G rows of each at a time: a warp's own
-       barrier a row, not the block's */
-    constexpr int CW = W / (BROW_THREADS / 32), G = 32 / CW;
-    const int lane = tid % 32, col = tid / 32 * CW + lane % CW, g = lane / CW;
-    const int tc = blockIdx.x * W + col;
-    const bool mine = tc < width && (tc < skip_lo ? tc : tc + (skip_hi - skip_lo)) >= from;
-    for (int k = 0; k < kb - 1; k++) {
-      const T xk = R[k * RS + col];
-      if (mine)
-#pragma unroll 4
-        for (int i = k + 1 + g; i < kb; i += G) R[i * RS + col] -= Lt[i * LT + k] * xk;
-      __syncwarp();
-    }
-    __syncthreads();
-  }
   for (int q = y; q < kb; q += RT)
-    if (in && (c >= from || top[q] != i0 + q)) X[(size_t)(i0 + q) * ld + c] = R[q * RS + x];
+    if (in && (c >= from || top[q] != i0 + q)) X[(size_t)(i0 + q) * ld + c] = R[q * W + x];
 }
 
 /* }====================================================== */
@@ -559,10 +526,7 @@ __device__ void narrow_step (int n, int i0, int kb, const T *L, long long loff, 
   { laswp<T>(ncols, ld, skip_lo, skip_hi, i0, i1, ipiv, X); } \
   extern "C" __global__ void __launch_bounds__(BROW_THREADS) culua_solve_block_row_##t (int ncols, int ld, int skip_lo, \
       int skip_hi, int from, int i0, int kb, const int *plan, const T *L, long long loff, int ldl, T *X) \
-  { block_row<T, false>(ncols, ld, skip_lo, skip_hi, from, i0, kb, plan, L, loff, ldl, X); } \
-  extern "C" __global__ void __launch_bounds__(BROW_THREADS) culua_solve_block_row_warp_##t (int ncols, int ld, \
-      int skip_lo, int skip_hi, int from, int i0, int kb, const int *plan, const T *L, long long loff, int ldl, T *X) \
-  { block_row<T, true>(ncols, ld, skip_lo, skip_hi, from, i0, kb, plan, L, loff, ldl, X); } \
+  { block_row<T>(ncols, ld, skip_lo, skip_hi, from, i0, kb, plan, L, loff, ldl, X); } \
   extern "C" __global__ void culua_solve_copy2d_##t (int rows, int cols, const T *in, long long inoff, int ldin, \
       T *out, long long outoff, int ldout) \
   { copy2d<T>(rows, cols, in, inoff, ldin, out, outoff, ldout); } \

@@ -48,7 +48,6 @@ constexpr int SWAP_BYTES = 128;
    many sources */
 constexpr int BROW_THREADS = 256;
 constexpr int BROW_BYTES = 256;
-constexpr int BROW_BATCH = 8;                  /* block_row_warp: the triangle's loads a thread has in flight */
 constexpr int SWAP_PLAN_MAX = 2 * MAXBLOCK;
 constexpr int SWAP_PLAN_WORDS = 1 + 2 * SWAP_PLAN_MAX;
 

@@ -54,14 +54,10 @@ local function trsm_how(dev, dt, ncols)
   return trsm_lower
 end
 
--- tune.brow = "warp": the kernel whose warps each solve whole columns, a warp's barrier a
--- row rather than the block's (block_row_warp, kernels/lu.cu); its rows padded, so its shared
--- memory is a little more
+-- block_row's kernel and its shared memory: the top rows (MAXBLOCK x W) and the triangle
 local function brow_kernel(K, dt, kb)
   local size = esize(dt)
-  local w = BROW_BYTES // size
-  if tune.brow == "warp" then return K("block_row_warp"), (MAXBLOCK * (w + 32 // size) + kb * (kb + 1)) * size end
-  return K("block_row"), (MAXBLOCK * w + kb * kb) * size
+  return K("block_row"), (MAXBLOCK * (BROW_BYTES // size) + kb * kb) * size
 end
 
 -- the block row in one launch (kernels/lu.cu's block_row): a step's row swaps and its block
@@ -333,8 +329,9 @@ local function lu_lookahead(K, dev, stream, n, nb, A, ipiv, status, make, taper,
         Q:wait(st.u)
       end
       factor(jend, nxt)
-      -- (the slot S read at step k - 1: Q waited for S's step k - 1 above)
-      if fused then plans[(step + 1) % 2] = row_plan(K, dev, Q, jend, nxt, ipiv, (step + 1) % 2) end
+      -- (the slot S read at step k - 1: Q waited for S's step k - 1 above; the last panel
+      -- takes laswp, below, and no plan)
+      if fused and c1 < n then plans[(step + 1) % 2] = row_plan(K, dev, Q, jend, nxt, ipiv, (step + 1) % 2) end
       st.ready:record(Q)
       if fused then
         block_row(K, dev, S, n, n, j0, c1, c1, j0, jb, plans[step % 2], A, j0 * n + j0, n, A)
