@@ -21,6 +21,7 @@ local MAXBLOCK = S.shapes.MAXBLOCK
 local tune, grid_for, gemm_sub = S.tune, S.grid_for, S.gemm_sub
 local keep, closing = sh_.keep, sh_.closing
 local panel_factory, lookahead_step, swaps, column_swaps = lu.panel_factory, lu.lookahead_step, lu.swaps, lu.column_swaps
+local one_launch, row_plan, block_row = lu.one_launch, lu.row_plan, lu.block_row
 
 -- the columns share g (0-based) of G holds when n columns are dealt out in blocks of nb
 local cyclic_columns = require("culua.catalog.block_cyclic").columns_of
@@ -87,6 +88,7 @@ local function lu_multi(owned, fname, n, nb, dt, pk, tp, rhs)
     s.RB = {keep(owned, cuda.array(dt, buf_size, o)), keep(owned, cuda.array(dt, buf_size, o))}
     s.recvd = 0   -- panels received: the receive buffers alternate
     s.factor = panel_factory(panel_maker(fname, pk, s.K, s.dev), s.K, s.dev, s.Q, n, s.L, s.ipiv, s.status, nloc, nb)
+    s.fused = one_launch(s.K, s.dev, dt)   -- the swaps and the block row of U in one launch, as one GPU's
     tp.setup(s, owned, buf_size)
   end
   -- local columns of share s in the panels before panel q
@@ -168,17 +170,25 @@ local function lu_multi(owned, fname, n, nb, dt, pk, tp, rhs)
       if tp.taken then tp.taken(s) end
       local lo, hi = 0, 0
       if s == o then lo = lstart(o, k); hi = lo + jb end
-      -- local columns [c0, c1): U's block row, then the trailing update
-      local function update(c0, c1)
+      -- local columns [c0, c1): U's block row (unless block_row solved it), then the
+      -- trailing update
+      local function update(c0, c1, solved)
         if c1 <= c0 then return end
-        trsm(K, "lower", S, jb, c1 - c0, buf, jb, jb, s.L, j0 * ld + c0, ld)
+        if not solved then trsm(K, "lower", S, jb, c1 - c0, buf, jb, jb, s.L, j0 * ld + c0, ld) end
         gemm_sub(K, dt, S, n - jend, c1 - c0, jb, buf, jb + jb * jb, jb, s.L, j0 * ld + c0, ld,
                  s.L, jend * ld + c0, ld)
       end
       -- the row swaps on the local columns but [skip_lo, skip_hi), and the update of those
-      -- from `from` on; in the first step, a chunk of the distribution at a time as it comes
+      -- from `from` on (float32: the swaps and U's block row in one launch, on a plan made on
+      -- S, whose scratch no other share's stream takes); in the first step, a chunk of the
+      -- distribution at a time as it comes
       local function swaps_update(skip_lo, skip_hi, from)
         if not (k == 0 and s.chunks) then
+          if s.fused then
+            block_row(K, s.dev, S, ld, ld, skip_lo, skip_hi, from, j0, jb, row_plan(K, s.dev, S, j0, jb, s.ipiv, 0),
+                      buf, jb, jb, s.L)
+            return update(from, ld, true)
+          end
           swaps(K, s.dev, S, ld, ld, skip_lo, skip_hi, j0, jend, s.ipiv, s.L)
           return update(from, ld)
         end
