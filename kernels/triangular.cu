@@ -375,7 +375,7 @@ __device__ void bstep (int jb, int k, const T *Tr, long long toff, int ld, const
   extern __shared__ __align__(16) unsigned char bstep_tri[];
   T *ts = reinterpret_cast<T *>(bstep_tri);   /* ts[i * (jb + 1) + j] = Tr(i, j): rows padded by one */
   __shared__ T ys[MAXBLOCK * BSTEP_COLS];
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, warps = blockDim.x >> 5;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, warps = BSTEP_THREADS / 32;
   Tr += toff;
   B += boff;
   Y += yoff;
@@ -446,7 +446,7 @@ __device__ void bstep (int jb, int k, const T *Tr, long long toff, int ld, const
     __syncthreads();
   }
   if (blockIdx.x == 0)
-    for (int e = tid; e < jb * k; e += blockDim.x) Y[e] = ys[e];
+    for (int e = tid; e < jb * k; e += BSTEP_THREADS) Y[e] = ys[e];
   Lb += loff;
   W += woff;
   /* BSTEP_ROWS rows a warp at a time, their loads issued before any sum (W's stores
