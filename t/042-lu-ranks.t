@@ -664,6 +664,12 @@ local function max_diff(a, b)
   end
   return d, m
 end
+-- whether b is a within tol epsilons of dt (times a's largest magnitude, at least 1), and
+-- the largest difference
+local function near(a, b, dt, tol)
+  local d, m = max_diff(a, b)
+  return d <= tol * EPS[dt] * math.max(m, 1), d
+end
 -- rank r's pivots as a string, the same on every rank when they agree
 local function pivots_everywhere(p, n)
   local s = host(p):bytes():sub(1, 4 * n)
@@ -688,8 +694,7 @@ for _, c in ipairs{{"float64", 200, 16}, {"float32", 333, 32}, {"float64", 515, 
     check(what .. ", root " .. root .. ": pivots as one GPU's", host(p):bytes() == host(p1):bytes())
     check(what .. ", root " .. root .. ": the same pivots on every rank", pivots_everywhere(p, n))
     if me == root then
-      local d, m = max_diff(A1, A)
-      check(what .. ", root " .. root .. ": factors as one GPU's", d <= 64 * EPS[dt] * math.max(m, 1), d)
+      check(what .. ", root " .. root .. ": factors as one GPU's", near(A1, A, dt, 64))
     end
     check(what .. ", root " .. root .. ": info", info.transfer == "nccl" and info.layout == "root" and info.ranks == size
           and info.rank == me and info.moved.panels > 0 and (size == 1 or info.moved.start > 0 and info.moved.finish > 0)
@@ -697,8 +702,7 @@ for _, c in ipairs{{"float64", 200, 16}, {"float32", 333, 32}, {"float64", 515, 
     local B = me == root and cuda.array(dt, {n, 3}):copy_from(hB) or nil
     local X = cat.solve(A and cuda.array(dt, {n, n}):copy_from(hA), B, {comm = comm, root = root, block = nb})
     if me == root then
-      local d, m = max_diff(X1, X)
-      check(what .. ", root " .. root .. ": solve as one GPU's", d <= 1e3 * EPS[dt] * math.max(m, 1), d)
+      check(what .. ", root " .. root .. ": solve as one GPU's", near(X1, X, dt, 1e3))
     else check(what .. ", root " .. root .. ": no X off root", X == nil) end
   end
   -- distributed: each rank packs its columns of hA, factors them, and they come together on 0
@@ -720,17 +724,14 @@ for _, c in ipairs{{"float64", 200, 16}, {"float32", 333, 32}, {"float64", 515, 
   local G = me == 0 and cuda.array(dt, {n, n}) or nil
   d:gather(X, G, comm)
   if me == 0 then
-    local dd, m = max_diff(A1, G)
-    check(what .. ", distributed: factors as one GPU's", dd <= 64 * EPS[dt] * math.max(m, 1), dd)
+    check(what .. ", distributed: factors as one GPU's", near(A1, G, dt, 64))
   end
   X:copy_from(hX)
   -- (root's B is solved for: another rank's is not read, NaN here)
   local B = cuda.array(dt, {n, 3}):copy_from(hB)
   if me ~= 0 then B:fill(0 / 0) end
   local Xs = cat.solve(X, B, {comm = comm, distribution = d})
-  local dd, m = max_diff(X1, Xs)
-  check(what .. ", distributed: solve as one GPU's, on every rank (NaN in B off root)", dd <= 1e3 * EPS[dt] * math.max(m, 1),
-        dd)
+  check(what .. ", distributed: solve as one GPU's, on every rank (NaN in B off root)", near(X1, Xs, dt, 1e3))
   check(what .. ", distributed: solve left A's columns", host(X):bytes() == hX:bytes())
   -- one right-hand side, a vector, eight (bstep's most) and nine (past them: trsm and matmul
   -- a step), with blocks of 16, 32 and 100 (triangles of 100 rows: three parts of 32 and one of
@@ -744,9 +745,8 @@ for _, c in ipairs{{"float64", 200, 16}, {"float32", 333, 32}, {"float64", 515, 
       local Bk = cuda.array(dt, shape):copy_from(hBk)
       if me ~= 0 then Bk:fill(0 / 0) end
       local Xk = cat.solve(X, Bk, {comm = comm, distribution = d})
-      local dk, mk = max_diff(Xk1, Xk)
       check(what .. (", distributed: solve of %d right-hand side%s as one GPU's"):format(kk, kk == 1 and "" or "s"),
-            dk <= 1e3 * EPS[dt] * math.max(mk, 1), dk)
+            near(Xk1, Xk, dt, 1e3))
     end
   end
 end
@@ -766,8 +766,7 @@ do
   tune.step_on = "S"
   local Xs = cat.solve(X, cuda.array("float64", {n, 3}):copy_from(hB), {comm = comm, distribution = d})
   tune.step_on = "Q"
-  local dd, m = max_diff(X1, Xs)
-  check("step_on = S, distributed: solve as one GPU's", dd <= 1e3 * EPS.float64 * math.max(m, 1), dd)
+  check("step_on = S, distributed: solve as one GPU's", near(X1, Xs, "float64", 1e3))
 end
 
 -- d:fill from a line of CUDA C, then gathered: the global row and column of each element
