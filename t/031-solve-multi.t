@@ -210,6 +210,25 @@ M.tune.cluster_whole = nil
 M.tune.step_on = "S"
 check(70, 64, {0, 1}, "lu")
 M.tune.step_on = "Q"
+-- the row swaps and U's block row in one launch (solve.tune.trsm = "fused": block_row, on
+-- a plan composed by row_plan), on one device and over the shares, against the
+-- one-device run's as always; float32's default from solve.tune.fused_from columns
+M.tune.trsm = "fused"
+check(70, 64, {0, 1}, "lu")
+check(20, 3, {0, 1, 2}, "lu")
+check(13, 4, {0, 0}, "lu")
+do   -- and against laswp and trsm's on one device (the same arithmetic in the same order)
+  local t = rand_matrix(70, 11)
+  M.tune.trsm = "kernel"
+  local A1 = mkA(70, t)
+  local p1 = M.lu(A1, {block = 64})
+  M.tune.trsm = "fused"
+  local A2 = mkA(70, t)
+  local p2 = M.lu(A2, {block = 64, devices = {0, 1}})
+  local bad = differ(70, p1, A1, p2, A2)
+  if not T.ok(not bad, "block_row over two devices: the pivots and factors of laswp and trsm on one") then T.diag(bad) end
+end
+M.tune.trsm = nil
 -- and the look-ahead's step in three launches there too (one device's look-ahead and the
 -- several-GPU one, both through lookahead_step's fallback)
 M.tune.narrow = "kernel"

@@ -128,6 +128,41 @@ K.laswp = function (ncols, ld, lo, hi, i0, i1, ipiv, X)
     end
   end
 end
+-- row_plan and block_row (lu.cu): the swaps of pivots i0..i0+kb-1 composed into pairs (the
+-- plan: the count, then as many destinations and sources, each row where another's values
+-- end), moved at once on X's columns outside [lo, hi), and on those from `from` on the top
+-- rows solved, as trsm_lower
+K.row_plan = function (i0, kb, ipiv, plan)
+  local from = {}   -- from[r]: the row whose values end in r, where that is another
+  for i = i0, i0 + kb - 1 do
+    local q = E(ipiv, i) - 1
+    if q ~= i then from[i], from[q] = from[q] or q, from[i] or i end
+  end
+  local rows, half = {}, (plan.n - 1) // 2
+  for d, src in pairs(from) do if d ~= src then rows[#rows + 1] = d end end
+  table.sort(rows)
+  assert(#rows <= half, "row_plan: more pairs than the plan holds")
+  S(plan, 0, #rows)
+  for e, d in ipairs(rows) do S(plan, e, d); S(plan, half + e, from[d]) end
+end
+K.block_row = function (ncols, ld, lo, hi, from, i0, kb, plan, L, loff, ldl, X)
+  local count, half = E(plan, 0), (plan.n - 1) // 2
+  for c = 0, ncols - 1 do
+    if not (c >= lo and c < hi) then
+      local v = {}
+      for e = 1, count do v[e] = E(X, E(plan, half + e) * ld + c) end
+      for e = 1, count do S(X, E(plan, e) * ld + c, v[e]) end
+      if c >= from then
+        for k = 0, kb - 2 do
+          local xk = E(X, (i0 + k) * ld + c)
+          for i = k + 1, kb - 1 do
+            S(X, (i0 + i) * ld + c, E(X, (i0 + i) * ld + c) - E(L, loff + i * ldl + k) * xk)
+          end
+        end
+      end
+    end
+  end
+end
 K.trsm_lower = function (jb, ncols, T, toff, ldt, X, xoff, ldx)
   for c = 0, ncols - 1 do
     for k = 0, jb - 2 do

@@ -73,6 +73,17 @@ local function one_launch(K, dev, dt)
   return true
 end
 
+-- whether a step whose block row of U spans `cols` columns takes block_row (fused: what
+-- one_launch said): always where tune.trsm is "fused", by default from tune.fused_from
+-- columns. Narrower, where the chain of panels rather than the update bounds the LU (and
+-- the plan's launch sits on that chain), it measured slower (float32 lu + lu_solve on an
+-- H200, session 38, block_row at every step against laswp and trsm: 4096 17.12 ms against
+-- 16.43, 8192 37.47 against 35.71, 12288 70.59 against 70.17, 16384 127.25 against 129.92;
+-- lu alone at 32768 753.27 against 763.02)
+local function fuse(fused, cols)
+  return fused and (tune.trsm == "fused" or cols >= tune.fused_from)
+end
+
 -- the plan of the swaps of pivots i0..i0+kb-1 that block_row takes, made on the stream the
 -- panel was, in slot 0 or 1 of that stream's scratch (the look-ahead plans the next panel's
 -- while S reads this one's)
@@ -306,9 +317,15 @@ local function lu_lookahead(K, dev, stream, n, nb, A, ipiv, status, make, taper,
   end
   local j0, jb = 0, width(0)
   local fused, step = one_launch(K, dev, A.dtype), 0
+  -- whether the step of the panel at j (jb wide) takes block_row: its block row of U
+  -- starts past the next panel
+  local function fuses(j, w)
+    local e = j + w
+    return e < n and fuse(fused, n - e - width(e))
+  end
   local plans = {}   -- by slot: row_plan's of the panel S takes next, and of the one after
   factor(0, jb)
-  if fused then plans[0] = row_plan(K, dev, Q, 0, jb, ipiv, 0) end
+  if fuses(0, jb) then plans[0] = row_plan(K, dev, Q, 0, jb, ipiv, 0) end
   st.ready:record(Q)
   local onQ = tune.step_on ~= "S"
   while j0 < n do
@@ -329,11 +346,11 @@ local function lu_lookahead(K, dev, stream, n, nb, A, ipiv, status, make, taper,
         Q:wait(st.u)
       end
       factor(jend, nxt)
-      -- (the slot S read at step k - 1: Q waited for S's step k - 1 above; the last panel
-      -- takes laswp, below, and no plan)
-      if fused and c1 < n then plans[(step + 1) % 2] = row_plan(K, dev, Q, jend, nxt, ipiv, (step + 1) % 2) end
+      -- (the slot S read at step k - 1: Q waited for S's step k - 1 above; a panel whose
+      -- step takes laswp, the last one's too, has no plan)
+      if fuses(jend, nxt) then plans[(step + 1) % 2] = row_plan(K, dev, Q, jend, nxt, ipiv, (step + 1) % 2) end
       st.ready:record(Q)
-      if fused then
+      if fuses(j0, jb) then
         block_row(K, dev, S, n, n, j0, c1, c1, j0, jb, plans[step % 2], A, j0 * n + j0, n, A)
       else
         swaps(K, dev, S, n, n, j0, c1, j0, jend, ipiv, A)
@@ -362,18 +379,20 @@ local function lu_blocked(fname, K, dev, stream, n, nb, A, ipiv, status, panel_k
     local jb = math.min(nb, n - j0)
     local jend = j0 + jb
     factor(j0, jb)
-    if fused and jend < n then
+    local fuses = jend < n and fuse(fused, n - jend)
+    if fuses then
       block_row(K, dev, stream, n, n, j0, jend, jend, j0, jb, row_plan(K, dev, stream, j0, jb, ipiv, 0), A, j0 * n + j0, n, A)
     else
       swaps(K, dev, stream, n, n, j0, jend, j0, jend, ipiv, A)
     end
     if jend < n then
       local rest = n - jend
-      if not fused then trsm_how(dev, A.dtype, rest)(K, dev, stream, jb, rest, A, j0 * n + j0, n, A, j0 * n + jend, n) end
+      if not fuses then trsm_how(dev, A.dtype, rest)(K, dev, stream, jb, rest, A, j0 * n + j0, n, A, j0 * n + jend, n) end
       gemm_sub(K, A.dtype, stream, rest, rest, jb, A, jend * n + j0, n, A, j0 * n + jend, n, A, jend * n + jend, n)
     end
   end
 end
 
 return {lu_blocked = lu_blocked, lu_block = lu_block, panel_factory = panel_factory, lookahead_step = lookahead_step,
-        swaps = swaps, column_swaps = column_swaps, one_launch = one_launch, row_plan = row_plan, block_row = block_row}
+        swaps = swaps, column_swaps = column_swaps, one_launch = one_launch, fuse = fuse, row_plan = row_plan,
+        block_row = block_row}

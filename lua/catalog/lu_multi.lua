@@ -21,7 +21,7 @@ local MAXBLOCK = S.shapes.MAXBLOCK
 local tune, grid_for, gemm_sub = S.tune, S.grid_for, S.gemm_sub
 local keep, closing = sh_.keep, sh_.closing
 local panel_factory, lookahead_step, swaps, column_swaps = lu.panel_factory, lu.lookahead_step, lu.swaps, lu.column_swaps
-local one_launch, row_plan, block_row = lu.one_launch, lu.row_plan, lu.block_row
+local one_launch, fuse, row_plan, block_row = lu.one_launch, lu.fuse, lu.row_plan, lu.block_row
 
 -- the columns share g (0-based) of G holds when n columns are dealt out in blocks of nb
 local cyclic_columns = require("culua.catalog.block_cyclic").columns_of
@@ -179,12 +179,13 @@ local function lu_multi(owned, fname, n, nb, dt, pk, tp, rhs)
                  s.L, jend * ld + c0, ld)
       end
       -- the row swaps on the local columns but [skip_lo, skip_hi), and the update of those
-      -- from `from` on (float32: the swaps and U's block row in one launch, on a plan made on
-      -- S, whose scratch no other share's stream takes); in the first step, a chunk of the
+      -- from `from` on (float32, where the trailing columns are as many as one GPU's rule
+      -- asks, lu.lua's fuse: the swaps and U's block row in one launch, on a plan made on S,
+      -- whose scratch no other share's stream takes); in the first step, a chunk of the
       -- distribution at a time as it comes
       local function swaps_update(skip_lo, skip_hi, from)
         if not (k == 0 and s.chunks) then
-          if s.fused then
+          if fuse(s.fused, n - jend) then
             block_row(K, s.dev, S, ld, ld, skip_lo, skip_hi, from, j0, jb, row_plan(K, s.dev, S, j0, jb, s.ipiv, 0),
                       buf, jb, jb, s.L)
             return update(from, ld, true)
