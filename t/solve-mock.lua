@@ -152,14 +152,7 @@ K.block_row = function (ncols, ld, lo, hi, from, i0, kb, plan, L, loff, ldl, X)
       local v = {}
       for e = 1, count do v[e] = E(X, E(plan, half + e) * ld + c) end
       for e = 1, count do S(X, E(plan, e) * ld + c, v[e]) end
-      if c >= from then
-        for k = 0, kb - 2 do
-          local xk = E(X, (i0 + k) * ld + c)
-          for i = k + 1, kb - 1 do
-            S(X, (i0 + i) * ld + c, E(X, (i0 + i) * ld + c) - E(L, loff + i * ldl + k) * xk)
-          end
-        end
-      end
+      if c >= from then K.trsm_lower(kb, 1, L, loff, ldl, X, i0 * ld + c, ld) end
     end
   end
 end
