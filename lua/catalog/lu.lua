@@ -323,9 +323,11 @@ local function lu_lookahead(K, dev, stream, n, nb, A, ipiv, status, make, taper,
     local e = j + w
     return e < n and fuse(fused, n - e - width(e))
   end
-  local plans = {}   -- by slot: row_plan's of the panel S takes next, and of the one after
+  -- by slot: row_plan's of the panel S takes next, and of the one after; nil where that
+  -- panel's step takes laswp and trsm
+  local plans = {}
   factor(0, jb)
-  if fuses(0, jb) then plans[0] = row_plan(K, dev, Q, 0, jb, ipiv, 0) end
+  plans[0] = fuses(0, jb) and row_plan(K, dev, Q, 0, jb, ipiv, 0) or nil
   st.ready:record(Q)
   local onQ = tune.step_on ~= "S"
   while j0 < n do
@@ -348,10 +350,11 @@ local function lu_lookahead(K, dev, stream, n, nb, A, ipiv, status, make, taper,
       factor(jend, nxt)
       -- (the slot S read at step k - 1: Q waited for S's step k - 1 above; a panel whose
       -- step takes laswp, the last one's too, has no plan)
-      if fuses(jend, nxt) then plans[(step + 1) % 2] = row_plan(K, dev, Q, jend, nxt, ipiv, (step + 1) % 2) end
+      plans[(step + 1) % 2] = fuses(jend, nxt) and row_plan(K, dev, Q, jend, nxt, ipiv, (step + 1) % 2) or nil
       st.ready:record(Q)
-      if fuses(j0, jb) then
-        block_row(K, dev, S, n, n, j0, c1, c1, j0, jb, plans[step % 2], A, j0 * n + j0, n, A)
+      local plan = plans[step % 2]
+      if plan then
+        block_row(K, dev, S, n, n, j0, c1, c1, j0, jb, plan, A, j0 * n + j0, n, A)
       else
         swaps(K, dev, S, n, n, j0, c1, j0, jend, ipiv, A)
         trsm_how(dev, A.dtype, n - c1)(K, dev, S, jb, n - c1, A, j0 * n + j0, n, A, j0 * n + c1, n)
