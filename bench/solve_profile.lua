@@ -1,8 +1,9 @@
 -- bench/solve_profile.lua: where cuda.catalog.lu's time goes on one GPU. The blocked LU's
--- steps (the panel; the row swaps and the triangular solve, in float32 one launch, the block
--- row; the trailing update through cuda.catalog.matmul) on one stream, one after the other, with events around each kind of
--- step, summed over the panels; the second of two runs is printed. (lu itself overlaps the
--- panels with the updates when the panel is the cluster's: the look-ahead; not here.)
+-- steps (the panel; the row swaps and the triangular solve, in one launch, the block row,
+-- where lu takes it; the trailing update through cuda.catalog.matmul) on one stream, one
+-- after the other, with events around each kind of step, summed over the panels; the second
+-- of two runs is printed. (lu itself overlaps the panels with the updates when the panel is
+-- the cluster's: the look-ahead; not here.)
 --   culua bench/solve_profile.lua [N [BLOCK [DTYPE [TMA [PANEL]]]]]
 -- N 8192, BLOCK 64, DTYPE float32; TMA "on" | "off" | "auto" (the update's matmul option
 -- tma: true, false or nil, the default); PANEL the lu option panel ("auto", the default,
@@ -38,8 +39,8 @@ local hA = cuda.host_array(dt, {n, n}):random(5, -1, 1)
 local ipiv = cuda.array("int32", n)
 local status = cuda.array("int32", 1):fill(0)
 local s = cuda.stream()
--- float32's swaps and block row of U in one launch, as lu takes them (lua/catalog/lu.lua's
--- one_launch: solve.tune.trsm), else laswp and trsm's kernel
+-- float32's swaps and block row of U in one launch where lu takes them (lua/catalog/lu.lua's
+-- one_launch and fuse: solve.tune.trsm, fused_from), else laswp and trsm's kernel
 local lu = require "culua.catalog.lu"
 local fused = lu.one_launch(K, dev, dt)
 local factor = require("culua.catalog.solve").panel_factor(PANEL, dev, s, n, A, ipiv, status)
@@ -58,7 +59,8 @@ for run = 1, 2 do
     step("panel", function ()
       factor(j0, jb)
     end)
-    if fused and jend < n then
+    local fuses = jend < n and lu.fuse(fused, n - jend)
+    if fuses then
       step("block row", function ()
         lu.block_row(K, dev, s, n, n, j0, jend, jend, j0, jb, lu.row_plan(K, dev, s, j0, jb, ipiv, 0), A, j0 * n + j0, n, A)
       end)
@@ -71,7 +73,7 @@ for run = 1, 2 do
     end
     if jend < n then
       local rest = n - jend
-      if not fused then step("trsm", function ()
+      if not fuses then step("trsm", function ()
         local tr = K("trsm_lower")
         tr:set_max_dynamic_shared(jb * jb * (dt == "float32" and 4 or 8))
         tr:launch({grid = cd(rest, 32), block = {32, 8}, shared = jb * jb * (dt == "float32" and 4 or 8), stream = s},
