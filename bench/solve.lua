@@ -16,7 +16,9 @@
 -- leaves its rows in A (fused_keep), "+narrowK" / "+narrowM" has the look-ahead update the
 -- next panel's columns by its own kernel / by matmul (solve.tune.narrow), "+trsmK" / "+trsmP"
 -- its full-width triangular solve by its kernel / as a product with the triangle's inverse
--- (solve.tune.trsm), "+stepS" its step between panels on the update's stream (solve.tune.step_on),
+-- (solve.tune.trsm; "+trsmF": with the swaps in one launch at every step), "+fromN" that
+-- launch where the block row spans N columns or more (solve.tune.fused_from), "+stepS" its
+-- step between panels on the update's stream (solve.tune.step_on),
 -- "+whole1" / "+whole0" its blocks with a whole multiprocessor's shared memory or
 -- their rows' (solve.tune.cluster_whole), "+taperC" narrows the default block of 128 to 64
 -- once at most C columns are left (solve.tune.taper; "+taper0": never), "+wideN" starts
@@ -68,8 +70,9 @@ local tune = require("culua.catalog.solve").tune
 local mtune = require("culua.catalog.matmul").tune
 local ROWS0, SPLIT0, SPILL0, FROWS0 = tune.cluster_rows, tune.split_at, tune.cluster_spill, tune.fused_rows   -- the defaults
 local TALL0, TSPILL0, RANK_CTAS0 = tune.tall_split, tune.tall_spill, tune.rank_ctas
-local TAPER0, WIDE0 = {}, {}
+local TAPER0, WIDE0, FROM0 = {}, {}, {}
 for k, v in pairs(tune.taper) do TAPER0[k] = v end
+for k, v in pairs(tune.fused_from) do FROM0[k] = v end
 for k, v in pairs(tune.wide_from) do WIDE0[k] = v end
 local DEVICES, PEER, COMM
 if COMM_MODE then
@@ -242,8 +245,13 @@ for _, dt in ipairs(DTYPES) do
       local ctas = panel:match("%+ctas(%d+)")
       if ctas == nil then tune.rank_ctas = RANK_CTAS0
       else tune.rank_ctas = ctas ~= "0" and math.tointeger(tonumber(ctas)) end
-      -- "+trsmK" / "+trsmP": the full-width triangular solve by its kernel / as a product
-      tune.trsm = ({K = "kernel", P = "product"})[panel:match("%+trsm(%u)") or ""]
+      -- "+trsmK" / "+trsmP" / "+trsmF": the full-width triangular solve by its kernel / as a
+      -- product / with the swaps in one launch at every step (block_row)
+      tune.trsm = ({K = "kernel", P = "product", F = "fused"})[panel:match("%+trsm(%u)") or ""]
+      -- "+fromN": block_row where the block row spans at least N columns, in this dtype too
+      -- (solve.tune.fused_from[dtype])
+      local from = panel:match("%+from(%d+)")
+      tune.fused_from[dt] = from and math.tointeger(tonumber(from)) or FROM0[dt]
       -- "+taperC": the default block of 128 narrowed to 64 for the last C columns
       -- (solve.tune.taper; "+taper0": never); "+wideN": that block from n = N (solve.tune.wide_from)
       local taper, wide = panel:match("%+taper(%d+)"), panel:match("%+wide(%d+)")

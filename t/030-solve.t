@@ -439,13 +439,14 @@ local function gpu_tests()
      end
     end
   end
-  -- float32's block row in one launch (block_row: the swaps, then the triangular solve in
-  -- shared memory, solve.tune.trsm nil or "fused"): the factors and pivots the same bits as
-  -- with laswp and trsm's kernel (trsm = "kernel"), which it solves as: with the look-ahead
-  -- (the cluster panel) and without, blocks of 37 (n not a multiple) and 128
-  do
+  -- the block row in one launch (block_row: the swaps, then the triangular solve in shared
+  -- memory; solve.tune.trsm "fused", or nil in the dtypes fused_from names): the factors and
+  -- pivots the same bits as with laswp and trsm's kernel (trsm = "kernel"), which it solves
+  -- as: with the look-ahead (the cluster panel) and without, blocks of 37 (n not a multiple)
+  -- and 128, float32 and float64
+  for _, dt in ipairs{"float32", "float64"} do
     local n = T.sanitizer and 300 or 1500
-    local hA = matrix("float32", n, "random", 24)
+    local hA = matrix(dt, n, "random", 24)
     local cases = {{panel = "fused"}}
     if clusters then cases[2] = {panel = "cluster"} end
     -- the factors' and the pivots' bytes with solve.tune.trsm = way
@@ -462,16 +463,16 @@ local function gpu_tests()
         local opts = {block = nb, panel = c.panel}
         if T.share() then
           T.ok(bytes("fused", opts) == bytes("kernel", opts),
-               ("float32 lu random %d, block %d, %s panel: block_row's factors and pivots as laswp and trsm's"):format(n,
-                nb, c.panel))
+               ("%s lu random %d, block %d, %s panel: block_row's factors and pivots as laswp and trsm's"):format(dt,
+                n, nb, c.panel))
         end
         -- the several-GPU LU's (two shares of GPU 0, and GPUs 0 and 1 where there are two)
         if c.panel == "fused" and T.share() then
           for _, devs in ipairs(cuda.device_count() > 1 and {{0, 0}, {0, 1}} or {{0, 0}}) do
             opts.devices = devs
             T.ok(bytes("fused", opts) == bytes("kernel", opts),
-                 ("float32 lu random %d, block %d, devices {%s}: block_row's factors and pivots as laswp and trsm's"):format(
-                  n, nb, table.concat(devs, ", ")))
+                 ("%s lu random %d, block %d, devices {%s}: block_row's factors and pivots as laswp and trsm's"):format(
+                  dt, n, nb, table.concat(devs, ", ")))
           end
         end
       end

@@ -62,26 +62,29 @@ end
 
 -- the block row in one launch (kernels/lu.cu's block_row): a step's row swaps and its block
 -- row of U together, solved in the order trsm's kernel solves (the same bits). Where
--- tune.trsm says ("fused"; by default float32, whose trsm is that kernel too) and the
--- kernel's shared memory fits. Float64 keeps the product on tensor cores (trsm_how).
+-- tune.trsm says ("fused"; by default the dtypes tune.fused_from names: float32, whose trsm
+-- is that kernel too) and the kernel's shared memory fits. The result: the fewest columns
+-- of a block row that takes it (0 under "fused"), or false. Float64 keeps the product on
+-- tensor cores (trsm_how).
 local function one_launch(K, dev, dt)
   local how = tune.trsm
-  if not (how == "fused" or (how == nil and dt == "float32")) then return false end
+  local from = how == "fused" and 0 or how == nil and tune.fused_from[dt]
+  if not from then return false end
   local k, bytes = brow_kernel(K, dt, MAXBLOCK)
   if bytes > shared_room(k, dev) then return false end
   core.allow_shared(k, bytes)
-  return true
+  return from
 end
 
--- whether a step whose block row of U spans `cols` columns takes block_row (fused: what
+-- whether a step whose block row of U spans `cols` columns takes block_row (from: what
 -- one_launch said): always where tune.trsm is "fused", by default from tune.fused_from
 -- columns. Narrower, where the chain of panels rather than the update bounds the LU (and
 -- the plan's launch sits on that chain), it measured slower (float32 lu + lu_solve on an
 -- H200, session 38, block_row at every step against laswp and trsm: 4096 17.12 ms against
 -- 16.43, 8192 37.47 against 35.71, 12288 70.59 against 70.17, 16384 127.25 against 129.92;
 -- lu alone at 32768 753.27 against 763.02)
-local function fuse(fused, cols)
-  return fused and (tune.trsm == "fused" or cols >= tune.fused_from)
+local function fuse(from, cols)
+  return from and cols >= from
 end
 
 -- the plan of the swaps of pivots i0..i0+kb-1 that block_row takes, made on the stream the

@@ -70,11 +70,12 @@ core.scratch_kind("solve_absmax", "float64", true)     -- absmax's word (a doubl
 -- update by its kernel ("kernel") or through matmul ("matmul"): update_narrow. trsm: the
 -- full-width triangular solve by its kernel ("kernel"), as a product ("product"), or with
 -- the row swaps in one launch ("fused": lu.lua's block_row); nil picks by dtype (lu.lua's
--- one_launch, trsm_how), nil's one launch from fused_from columns of the block row (lu.lua's
--- fuse). tall_split: the narrowest panel split_panel splits a panel down to while the cluster
--- panel could not keep more than 1 - tall_spill of its rows (false: split past split_width
--- alone). tall_spill 0, the default: split while any row would stay in A (session 20, float32
--- 16384 on an H100: 146.81 ms against 149.05 with 0.25, which it was until then,
+-- one_launch, trsm_how): one launch in the dtypes fused_from names, from fused_from[dtype]
+-- columns of the block row (lu.lua's fuse). tall_split: the narrowest panel split_panel
+-- splits a panel down to while the cluster panel could not keep more than 1 - tall_spill of
+-- its rows (false: split past split_width alone). tall_spill 0, the default: split while any
+-- row would stay in A (session 20, float32 16384 on an H100: 146.81 ms against 149.05 with
+-- 0.25, which it was until then,
 -- cluster_spill's share past which a panel goes to the fused kernel; 32768 on an H200: 867.4
 -- against 883.7).
 -- cluster_whole: the cluster panel's blocks ask for all the shared memory a block may have,
@@ -111,7 +112,7 @@ core.scratch_kind("solve_absmax", "float64", true)     -- absmax's word (a doubl
 -- at this many: an integer, a table of them by the number of ranks (ranks absent: none),
 -- or false (comm's own, as it was made).
 local tune = {cluster_rows = 256, cluster_bytes = nil, cluster_spill = 0.25, lookahead = true, split_at = nil,
-          trsv_max = 16, fused_keep = true, fused_rows = 16, narrow = nil, trsm = nil, fused_from = 8192, tall_split = 16,
+          trsv_max = 16, fused_keep = true, fused_rows = 16, narrow = nil, trsm = nil, fused_from = {float32 = 8192}, tall_split = 16,
           tall_spill = 0, cluster_whole = nil, step_on = "Q", wide_from = {float32 = 8192, float64 = 8192},
           taper = {float32 = 6656, float64 = 6656}, programmatic = nil, start_chunks = 8, rank_panels = "broadcast",
           rank_scatter = "broadcast", rank_gather = "rows", rank_ctas = {[2] = 8}}
