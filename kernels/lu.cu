@@ -10,7 +10,7 @@
 ** family's files hold.
 **
 ** Programmatic dependent launches: lu's chain of launches on the panels'
-** stream (the cluster panel, narrow_step, laswp) may be launched with
+** stream (the cluster panel, row_plan, narrow_step, laswp) may be launched with
 ** `programmatic = true` (culua_dep_wait and culua_dep_release in
 ** culua/common.cuh), so that a kernel's blocks are scheduled while the one
 ** before it finishes, not after: each launch boundary on the chain then
@@ -36,18 +36,53 @@ using namespace culua::solve;
 ** with), then moves its columns' values in two passes, every load before any
 ** store, through shared memory. More than SWAP_MAX pivots go in turns.
 **
-** The composition, on the dense rows' sources d[] (row i0 + q holds what was
-** row d[q]): at swap i with a dense pivot p, d[i] and d[p] trade; with a row p
-** outside, row i takes what p holds then, which is p itself, or out[j] for
-** the last earlier swap j with the same p (out[j]: what row j held before
-** swap j, which went to p). A row p outside ends up with out[j] of its last
-** swap j.
+** The composition needs no chain replayed by one thread (which took a few
+** microseconds a launch, on the chain of panels where row_plan runs it):
+** see swap_sources.
 */
 #define SWAP_MAX 128
 #define SWAP_COLS(T) (SWAP_BYTES / (int)sizeof(T))   /* a block's columns in a turn: 128 bytes a row */
 
+/*
+** Where the rows of swaps i0.., of pivots piv[0..w) (0-based, piv[t] >=
+** i0 + t, as a panel finds them), take their values from, worked out by
+** every thread at once. Once swap t is done, row i0 + t never moves again,
+** so it ends with what row piv[t] held before swap t: row piv[t] itself,
+** unless an earlier swap s had the same pivot (same[t]: the last such s), in
+** which case g(s), what row i0 + s held before swap s. And g(s) is row i0 + s
+** itself, unless an earlier swap s' had pivot i0 + s (onto[s]: the last such
+** s'): then g(s'). A row below the top ends with g(t) of the last swap t
+** with it as pivot. (laswp and row_plan by swap_compose, narrow_step itself.)
+*/
+__device__ void swap_sources (int i0, int w, const int *piv, int *same, int *onto, int *g) {
+  for (int t = threadIdx.x; t < w; t += blockDim.x) {   /* the last earlier swaps with t's pivot, and onto row i0 + t */
+    const int p = piv[t];
+    int sm = -1, on = -1;
+    for (int s = t - 1; s >= 0 && (sm < 0 || on < 0); s--) {
+      const int q = piv[s];
+      if (sm < 0 && q == p) sm = s;
+      if (on < 0 && q == i0 + t) on = s;
+    }
+    same[t] = sm;
+    onto[t] = on;
+  }
+  __syncthreads();
+  for (int t = threadIdx.x; t < w; t += blockDim.x) {   /* g(t): down the chain of onto (each step a smaller t) */
+    int v = t;
+    while (onto[v] >= 0) v = onto[v];
+    g[t] = i0 + v;
+  }
+  __syncthreads();
+}
+
+/* whether swap t is the last of piv[0..w) with pivot p */
+__device__ __forceinline__ bool last_swap (int t, int w, const int *piv, int p) {
+  for (int s = t + 1; s < w; s++) if (piv[s] == p) return false;
+  return true;
+}
+
 struct swap_plan {
-  int piv[SWAP_MAX], d[SWAP_MAX], out[SWAP_MAX], prev[SWAP_MAX];
+  int piv[SWAP_MAX], same[SWAP_MAX], onto[SWAP_MAX], g[SWAP_MAX];
   int dst[2 * SWAP_MAX], src[2 * SWAP_MAX];
   int count;
 };
@@ -55,47 +90,29 @@ struct swap_plan {
 /* the rows swaps i0..i1-1 (i1 - i0 <= SWAP_MAX) move: count pairs (dst, src) */
 __device__ void swap_compose (int i0, int i1, const int *ipiv, swap_plan &sp) {
   const int w = i1 - i0, tid = threadIdx.x;
-  for (int q = tid; q < w; q += blockDim.x) { sp.piv[q] = ipiv[i0 + q] - 1; sp.d[q] = i0 + q; }
+  for (int t = tid; t < w; t += blockDim.x) sp.piv[t] = ipiv[i0 + t] - 1;
   if (tid == 0) sp.count = 0;
   __syncthreads();
-  for (int q = tid; q < w; q += blockDim.x) {   /* the last earlier swap with the same row outside */
-    const int p = sp.piv[q];
-    int j = -1;
-    if (p < i0 || p >= i1)
-      for (int r = q - 1; r >= 0; r--) if (sp.piv[r] == p) { j = r; break; }
-    sp.prev[q] = j;
-  }
-  __syncthreads();
-  if (tid == 0)
-    for (int q = 0; q < w; q++) {
-      const int p = sp.piv[q];
-      if (p >= i0 && p < i1) {
-        const int a = sp.d[q];
-        sp.d[q] = sp.d[p - i0];
-        sp.d[p - i0] = a;
-      }
-      else {
-        sp.out[q] = sp.d[q];
-        sp.d[q] = sp.prev[q] >= 0 ? sp.out[sp.prev[q]] : p;
-      }
-    }
-  __syncthreads();
-  for (int q = tid; q < w; q += blockDim.x) {
-    if (sp.d[q] != i0 + q) {
+  swap_sources(i0, w, sp.piv, sp.same, sp.onto, sp.g);
+  for (int t = tid; t < w; t += blockDim.x) {
+    const int p = sp.piv[t];
+    const int top = sp.same[t] >= 0 ? sp.g[sp.same[t]] : p;
+    if (top != i0 + t) {
       const int e = atomicAdd(&sp.count, 1);
-      sp.dst[e] = i0 + q; sp.src[e] = sp.d[q];
+      sp.dst[e] = i0 + t; sp.src[e] = top;
     }
-    const int p = sp.piv[q];
-    if (p < i0 || p >= i1) {
-      bool last = true;                       /* no later swap with the same row */
-      for (int r = q + 1; r < w; r++) if (sp.piv[r] == p) { last = false; break; }
-      if (last && sp.out[q] != p) {
-        const int e = atomicAdd(&sp.count, 1);
-        sp.dst[e] = p; sp.src[e] = sp.out[q];
-      }
+    /* a row outside the top takes g(t) of its last swap */
+    if ((p < i0 || p >= i1) && sp.g[t] != p && last_swap(t, w, sp.piv, p)) {
+      const int e = atomicAdd(&sp.count, 1);
+      sp.dst[e] = p; sp.src[e] = sp.g[t];
     }
   }
   __syncthreads();
+}
+
+/* column t of those outside [skip_lo, skip_hi), in order (laswp's, block_row's) */
+__device__ __forceinline__ int unskipped (int t, int skip_lo, int skip_hi) {
+  return t < skip_lo ? t : t + (skip_hi - skip_lo);
 }
 
 template <typename T>
@@ -112,7 +129,7 @@ __device__ void laswp (int ncols, int ld, int skip_lo, int skip_hi, int i0, int 
     const int count = sp.count;
     for (int t0 = blockIdx.x * cols; t0 < width; t0 += gridDim.x * cols) {
       const int t = t0 + tx;
-      const int c = t < skip_lo ? t : t + (skip_hi - skip_lo);
+      const int c = unskipped(t, skip_lo, skip_hi);
       if (t < width)
         for (int e = ty; e < count; e += rows) stage[e][tx] = X[(size_t)sp.src[e] * ld + c];
       __syncthreads();
@@ -148,14 +165,15 @@ __device__ void eye (int n, T *out) {
 ** The plan of the swaps of pivots i0..i0+kb-1 (kb <= MAXBLOCK) for
 ** block_row: count, then SWAP_PLAN_MAX destinations, then as many sources.
 ** Made once on the panels' stream, a block, rather than by each of
-** block_row's blocks: the composition is a chain of kb steps in one thread.
+** block_row's blocks.
 */
 static_assert(MAXBLOCK <= SWAP_MAX, "a panel's swaps are composed in one turn");
 static_assert(SWAP_PLAN_MAX == 2 * SWAP_MAX, "a plan holds swap_plan's pairs");
 
-/* (a plain launch, never a programmatic one: no culua_dep_wait) */
 __device__ void row_plan (int i0, int kb, const int *ipiv, int *plan) {
   __shared__ swap_plan sp;
+  culua_dep_wait();      /* the panel's pivots */
+  culua_dep_release();
   swap_compose(i0, i0 + kb, ipiv, sp);
   const int count = sp.count;
   for (int e = threadIdx.x; e < count; e += blockDim.x) {
@@ -202,7 +220,7 @@ __device__ void block_row (int ncols, int ld, int skip_lo, int skip_hi, int from
   const int tid = threadIdx.x, x = tid % W, y = tid / W;
   const int width = ncols - (skip_hi - skip_lo);
   const int t = blockIdx.x * W + x;
-  const int c = t < skip_lo ? t : t + (skip_hi - skip_lo);
+  const int c = unskipped(t, skip_lo, skip_hi);
   const bool in = t < width;
   culua_dep_wait();
   culua_dep_release();
@@ -232,7 +250,7 @@ __device__ void block_row (int ncols, int ld, int skip_lo, int skip_hi, int from
   for (int j = 0; j < ROWS; j++) R[(y + j * RT) * W + x] = w[j];
   /* the strip's last column: whether it reaches `from` */
   const int tl = min(blockIdx.x * W + W, width) - 1;
-  const bool solve = (tl < skip_lo ? tl : tl + (skip_hi - skip_lo)) >= from;
+  const bool solve = unskipped(tl, skip_lo, skip_hi) >= from;
   if (solve) {
     L += loff;
     for (int e = tid; e < kb * kb; e += BROW_THREADS) {
@@ -318,16 +336,8 @@ __device__ void update_narrow (int m, int nc, int kb, const T *L, long long loff
 ** panel waited for (bench/RESULTS.md, session 16).
 **
 ** A block takes NSTEP_ROWS rows below the top and 64 of the columns
-** (blockIdx.y), and works out the swaps and its columns' U itself, from the
-** rows as they were at launch. The swaps, from pivots p[t] (0-based, p[t] >=
-** i0 + t): once swap t is done, row i0 + t never moves again, so top row t
-** ends with what row p[t] held before swap t: row p[t] itself, unless an
-** earlier swap s had the same pivot (the last such s), in which case what row
-** i0 + s held before swap s, g(s). And g(s) is row i0 + s itself, unless an
-** earlier swap s' had pivot i0 + s (the last such s'): then g(s'). A row below
-** the top takes g(t) of the last swap t with it as pivot. Every thread of a
-** pivot finds its last earlier matches by a scan of the others: no chain of
-** swaps replayed one by one.
+** (blockIdx.y), and works out the swaps (swap_sources) and its columns' U
+** itself, from the rows as they were at launch.
 **
 ** So no block may write what another still reads: a top row, or a row below
 ** whose values go up (held: its block leaves its update in `held`, at the
@@ -374,34 +384,13 @@ __device__ void narrow_step (int n, int i0, int kb, const T *L, long long loff, 
   lchunk(0, lpre);
   for (int q = tid; q < NSTEP_ROWS; q += NSTEP_THREADS) { mine[q] = r0 + q; slot[q] = -1; }
   __syncthreads();
-  for (int t = tid; t < kb; t += NSTEP_THREADS) {   /* the last earlier swaps with t's pivot, and onto row i0 + t */
-    const int p = piv[t];
-    int sm = -1, on = -1;
-    for (int s = t - 1; s >= 0 && (sm < 0 || on < 0); s--) {
-      const int q = piv[s];
-      if (sm < 0 && q == p) sm = s;
-      if (on < 0 && q == i0 + t) on = s;
-    }
-    same[t] = sm;
-    onto[t] = on;
-  }
-  __syncthreads();
-  for (int t = tid; t < kb; t += NSTEP_THREADS) {   /* g(t): down the chain of onto (each step a smaller t) */
-    int v = t;
-    while (onto[v] >= 0) v = onto[v];
-    g[t] = i0 + v;
-  }
-  __syncthreads();
+  swap_sources(i0, kb, piv, same, onto, g);
   for (int t = tid; t < kb; t += NSTEP_THREADS) {
     const int p = piv[t];
     const int src = same[t] >= 0 ? g[same[t]] : p;
     top[t] = src;
     if (src >= r0 && src < r0 + NSTEP_ROWS) slot[src - r0] = t;
-    if (p >= r0 && p < r0 + NSTEP_ROWS) {   /* p gets g(t) if t is its last swap */
-      bool final = true;
-      for (int s = t + 1; s < kb; s++) if (piv[s] == p) { final = false; break; }
-      if (final) mine[p - r0] = g[t];
-    }
+    if (p >= r0 && p < r0 + NSTEP_ROWS && last_swap(t, kb, piv, p)) mine[p - r0] = g[t];   /* p gets g(t) of its last swap */
   }
   __syncthreads();
 #pragma unroll 8

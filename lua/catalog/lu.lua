@@ -93,7 +93,8 @@ end
 local function row_plan(K, dev, stream, i0, kb, ipiv, slot)
   local plan = core.scratch("solve_plan", dev, stream, 2 * SWAP_PLAN_WORDS)
   local p = view(plan, slot * SWAP_PLAN_WORDS, SWAP_PLAN_WORDS)
-  K("row_plan", false):launch({grid = 1, block = 256, stream = stream}, i0, kb, ipiv, p)
+  local k = K("row_plan", false)
+  k:launch({grid = 1, block = 256, stream = stream, programmatic = dependent(k)}, i0, kb, ipiv, p)
   return p
 end
 

@@ -189,7 +189,7 @@ local function copy(K, dev, stream, count, src, dst)
   K("copy"):launch({grid = grid_for(count, 256, dev), block = 256, stream = stream}, count, src, dst)
 end
 
--- whether lu's chain kernel k (the cluster panel, narrow_step, laswp) is launched as a
+-- whether lu's chain kernel k (the cluster panel, row_plan, narrow_step, laswp) is launched as a
 -- programmatic dependent (culua_dep_wait and culua_dep_release, kernels/culua/common.cuh): each may be
 -- scheduled while the kernel before it on its stream finishes, where k.programmatic says
 -- its device and driver can (compute capability 9.0, cuLaunchKernelEx); tune.programmatic
