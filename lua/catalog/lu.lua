@@ -82,7 +82,9 @@ end
 -- the plan's launch sits on that chain), it measured slower (float32 lu + lu_solve on an
 -- H200, session 38, block_row at every step against laswp and trsm: 4096 17.12 ms against
 -- 16.43, 8192 37.47 against 35.71, 12288 70.59 against 70.17, 16384 127.25 against 129.92;
--- lu alone at 32768 753.27 against 763.02)
+-- lu alone at 32768 753.27 against 763.02). With the plan composed in parallel (session
+-- 39, lu alone): 8192 34.76 at every step against 33.95 by this rule, 16384 123.67 against
+-- 122.46
 local function fuse(from, cols)
   return from and cols >= from
 end
