@@ -60,6 +60,18 @@ __device__ void check_finite (long long count, const T *x, int *status) {
 }
 
 /*
+** lu_solve's pivots: the first ipiv[i] outside 1..n marks status with
+** 2 + (n - 1 - i) (by atomicMax, so the smallest such i wins, and over
+** check_finite's 1). The permutation would read and write rows outside B.
+*/
+__device__ void check_pivots (int n, const int *ipiv, int *status) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    const int p = ipiv[i];
+    if (p < 1 || p > n) atomicMax(status, 2 + (n - 1 - i));
+  }
+}
+
+/*
 ** The largest magnitude among an n x n matrix's elements (upper: only those on
 ** and above the diagonal, U's) into *out as a double's bits, by atomicMax: a
 ** magnitude (>= 0) orders as its bits do, so the word starts at 0 (0.0) and
@@ -117,6 +129,9 @@ __device__ void copy (long long count, const T *src, T *dst) {
 
 CULUA_SOLVE(f32, float)
 CULUA_SOLVE(f64, double)
+
+extern "C" __global__ void culua_solve_check_pivots (int n, const int *ipiv, int *status)
+{ check_pivots(n, ipiv, status); }
 
 
 /* }====================================================== */

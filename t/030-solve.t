@@ -845,8 +845,26 @@ local function gpu_tests()
     {function () cat.lu_solve(A, cuda.array("int64", 4), cuda.array("float32", 4)) end, "lu_solve: ipiv has dtype int64; expected int32"},
     {function () cat.lu_solve(A, cuda.array("int32", 3), cuda.array("float32", 4)) end, "lu_solve: ipiv has 3 elements, fewer than n = 4"},
     {function () cat.lu_solve(A, nil, cuda.array("float32", 4)) end, "lu_solve: ipiv must be a cuda.array, got nil"},
+    -- pivots outside 1..n (the permutation would reach rows outside B): the first is named
+    {function () cat.lu_solve(A, cuda.array("int32", 4):copy_from{1, 2, 0, 4}, cuda.array("float32", 4):fill(1)) end,
+     "lu_solve: ipiv%[3%] is 0, outside 1%.%.4"},
+    {function () cat.lu_solve(A, cuda.array("int32", 4):copy_from{2, 5, -1, 4}, cuda.array("float32", 4):fill(1)) end,
+     "lu_solve: ipiv%[2%] is 5, outside 1%.%.4"},
+    {function () cat.lu_solve(A, cuda.array("int32", 5):copy_from{1, 2, 3, 4, 9}, cuda.array("float32", 4):fill(0 / 0)) end,
+     "lu_solve: B contains NaN or inf"},
+    {function () cat.lu_solve(A, cuda.array("int32", 4):copy_from{1, 2, 3, 7}, cuda.array("float32", 4):fill(0 / 0)) end,
+     "lu_solve: ipiv%[4%] is 7, outside 1%.%.4"},
   } do
     T.error_like(c[1], "cuda%.catalog%." .. c[2], c[2]:gsub("%%", ""))
+  end
+  do   -- and after them, lu_solve is right again (the status word was cleared)
+    local h = cuda.host_array("float32", {4, 4}):copy_from{4, 1, 0, 0, 1, 4, 1, 0, 0, 1, 4, 1, 0, 0, 1, 4}
+    local M = cuda.array("float32", {4, 4}):copy_from(h)
+    local piv = cat.lu(M)
+    local x = cat.lu_solve(M, piv, cuda.array("float32", 4):copy_from{5, 6, 6, 5}):totable()
+    local err = 0
+    for i = 1, 4 do err = math.max(err, math.abs(x[i] - 1)) end
+    T.ok(err < 1e-5, "lu_solve after refused pivots: A x = b solved (x all ones)")
   end
   local closed = cuda.array("float32", {4, 4})
   closed:close()

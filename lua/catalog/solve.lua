@@ -216,7 +216,7 @@ function M.lu_solve(LU, ipiv, B, opts)
   if n == 0 then return B end
   local K = kernels(dev, LU.dtype)
   local status = core.scratch("solve_status", dev, stream, 1)
-  check_finite(fname, K, dev, stream, status, "B", B, n * k)
+  check_finite(fname, K, dev, stream, status, "B", B, n * k, ipiv, n)
   solve_factored(K, dev, stream, n, k, nb, LU, ipiv, B)
   return B
 end

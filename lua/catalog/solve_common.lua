@@ -256,12 +256,19 @@ local function rhs(fname, B, n, dt)
 end
 
 -- raise unless the arrays are finite: one pass, read back (so that A is untouched when it raises)
-local function check_finite(fname, K, dev, stream, status, what, X, count)
+-- (and with ipiv, lu_solve's n pivots, 1..n each: the first outside is named; they share
+-- the one read-back)
+local function check_finite(fname, K, dev, stream, status, what, X, count, ipiv, n)
   K("check"):launch({grid = grid_for(count, 256, dev), block = 256, stream = stream}, count, X, status)
-  if core.read_word(status, stream) ~= 0 then
-    status:fill(0, stream)
-    fail(fname, "%s contains NaN or inf", what)
+  if ipiv then
+    K("check_pivots", false):launch({grid = grid_for(n, 256, dev), block = 256, stream = stream}, n, ipiv, status)
   end
+  local s = core.read_word(status, stream)
+  if s == 0 then return end
+  status:fill(0, stream)
+  if s == 1 then fail(fname, "%s contains NaN or inf", what) end
+  local i = n - 1 - (s - 2)
+  fail(fname, "ipiv[%d] is %d, outside 1..%d", i + 1, core.read_word(ipiv:view(i + 1, 1), stream), n)
 end
 
 -- the status word after a factorization: raise on a zero or non-finite pivot
