@@ -86,22 +86,31 @@ __device__ void trsm (int jb, int ncols, const T *Tr, long long toff, int ldt, T
 ** perm[i] = the row of B that row i of P*B is, from the n pivots: the swaps
 ** replayed on an identity, by one thread (they are a chain), in shared memory
 ** when it fits (`shared`: the launch gave n ints of it), else in perm itself.
+** The pivots come to shared memory a block's worth at a time, the next ones
+** loaded by every thread while thread 0 replays these: a pivot loaded from
+** global memory inside the chain would make each swap wait for it.
 */
 __device__ void permutation (int n, const int *ipiv, int *perm, int shared) {
   extern __shared__ int sp[];
+  __shared__ int piv[2][PERM_THREADS];
   int *w = shared ? sp : perm;
-  for (int i = threadIdx.x; i < n; i += blockDim.x) w[i] = i;
+  const int tid = threadIdx.x;
+  for (int i = tid; i < n; i += blockDim.x) w[i] = i;
+  if (tid < n) piv[0][tid] = ipiv[tid] - 1;
   __syncthreads();
-  if (threadIdx.x == 0)
-    for (int i = 0; i < n; i++) {
-      int p = ipiv[i] - 1;
-      int a = w[i];
-      w[i] = w[p];
-      w[p] = a;
-    }
-  __syncthreads();
+  for (int c0 = 0, b = 0; c0 < n; c0 += PERM_THREADS, b ^= 1) {
+    if (c0 + PERM_THREADS + tid < n) piv[b ^ 1][tid] = ipiv[c0 + PERM_THREADS + tid] - 1;
+    if (tid == 0)
+      for (int j = 0, m = min(PERM_THREADS, n - c0); j < m; j++) {
+        const int i = c0 + j, p = piv[b][j];
+        const int a = w[i];
+        w[i] = w[p];
+        w[p] = a;
+      }
+    __syncthreads();
+  }
   if (shared)
-    for (int i = threadIdx.x; i < n; i += blockDim.x) perm[i] = w[i];
+    for (int i = tid; i < n; i += blockDim.x) perm[i] = w[i];
 }
 
 

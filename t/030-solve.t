@@ -826,6 +826,39 @@ local function gpu_tests()
                "cuda%.catalog%.solve: growth needs method lu: the seed's Gauss%-Jordan keeps no U to measure",
                "solve: growth with method seed refused")
 
+  -- lu_solve's permutation, SWAP_MAX pivots a turn composed in parallel where they are an
+  -- LU's (each at or below its row), else replayed in order: against the reference's, on
+  -- factors with a large diagonal (well conditioned), pivots that chain (the last row every
+  -- time, the next row every time), repeat, and go above their row in one turn or all
+  do
+    local n = 300
+    local hLU = cuda.host_array("float32", {n, n}):random(41, -1, 1)
+    for i = 1, n do hLU[(i - 1) * n + i] = n + 1.0 end
+    local hb = cuda.host_array("float32", {n, 2}):random(42, -1, 1)
+    local r = cuda.host_array("int64", n):random(43, 0, 1 << 30)
+    local patterns = {
+      {"the last row every time", function (i) return n end},
+      {"the next row every time", function (i) return math.min(i + 1, n) end},
+      {"random at or below the row", function (i) return i + r[i] % (n - i + 1) end},
+      {"one of 3 rows below the turn", function (i) return math.min(n, (i - 1) // 128 * 128 + 129 + r[i] % 3) end},
+      {"above the row in the second turn", function (i) return (i > 128 and i <= 256) and r[i] % n + 1 or i end},
+      {"anywhere in 1..n", function (i) return r[i] % n + 1 end},
+    }
+    local dLU = device_of(hLU)
+    for _, pat in ipairs(patterns) do
+      local hpiv = cuda.host_array("int32", n)
+      for i = 1, n do hpiv[i] = pat[2](i) end
+      local want = copy_of(hb)
+      cat.reference.lu_solve(hLU, hpiv, want)
+      local got = to_host(cat.lu_solve(dLU, device_of(hpiv), device_of(hb)))
+      local worst = 0
+      for e = 1, 2 * n do worst = math.max(worst, math.abs(got[e] - want[e]) / math.max(1e-3, math.abs(want[e]))) end
+      if not T.ok(worst < 1e-4, "lu_solve, pivots " .. pat[1] .. ": X as the reference's") then
+        T.diag("  largest relative difference " .. worst)
+      end
+    end
+  end
+
   -- bad arguments
   local A = cuda.array("float32", {4, 4}):fill(1)
   for _, c in ipairs{
@@ -847,13 +880,13 @@ local function gpu_tests()
     {function () cat.lu_solve(A, nil, cuda.array("float32", 4)) end, "lu_solve: ipiv must be a cuda.array, got nil"},
     -- pivots outside 1..n (the permutation would reach rows outside B): the first is named
     {function () cat.lu_solve(A, cuda.array("int32", 4):copy_from{1, 2, 0, 4}, cuda.array("float32", 4):fill(1)) end,
-     "lu_solve: ipiv%[3%] is 0, outside 1%.%.4"},
+     "lu_solve: ipiv%[3%] = 0 is out of 1%.%.4"},
     {function () cat.lu_solve(A, cuda.array("int32", 4):copy_from{2, 5, -1, 4}, cuda.array("float32", 4):fill(1)) end,
-     "lu_solve: ipiv%[2%] is 5, outside 1%.%.4"},
+     "lu_solve: ipiv%[2%] = 5 is out of 1%.%.4"},
     {function () cat.lu_solve(A, cuda.array("int32", 5):copy_from{1, 2, 3, 4, 9}, cuda.array("float32", 4):fill(0 / 0)) end,
      "lu_solve: B contains NaN or inf"},
     {function () cat.lu_solve(A, cuda.array("int32", 4):copy_from{1, 2, 3, 7}, cuda.array("float32", 4):fill(0 / 0)) end,
-     "lu_solve: ipiv%[4%] is 7, outside 1%.%.4"},
+     "lu_solve: ipiv%[4%] = 7 is out of 1%.%.4"},
   } do
     T.error_like(c[1], "cuda%.catalog%." .. c[2], c[2]:gsub("%%", ""))
   end

@@ -268,7 +268,7 @@ local function check_finite(fname, K, dev, stream, status, what, X, count, ipiv,
   status:fill(0, stream)
   if s == 1 then fail(fname, "%s contains NaN or inf", what) end
   local i = n - 1 - (s - 2)
-  fail(fname, "ipiv[%d] is %d, outside 1..%d", i + 1, core.read_word(ipiv:view(i + 1, 1), stream), n)
+  fail(fname, "ipiv[%d] = %d is out of 1..%d", i + 1, core.read_word(ipiv:view(i + 1, 1), stream), n)
 end
 
 -- the status word after a factorization: raise on a zero or non-finite pivot
