@@ -124,8 +124,8 @@ do
     M.tune.trsv_max = saved
     return B, st.launches - before
   end
-  -- the input check, the permutation, the gather and the copy, then the solves
-  local FIXED = 4
+  -- the input checks (B, the pivots), the permutation, the gather and the copy, then the solves
+  local FIXED = 5
   for _, c in ipairs{{1, 1, 4}, {70, 1, 16}, {70, 3, 16}, {130, 5, 64}, {65, 17, 8}} do
     local n, k, nb = c[1], c[2], c[3]
     local X1, l1 = solve_with(n, k, nb, math.maxinteger)
@@ -141,6 +141,24 @@ do
   local _, l17 = solve_with(40, 17, 8)
   T.ok(M.tune.trsv_max == 16 and l16 == FIXED + 2 and l17 == FIXED + 2 * 5,
        ("by default 16 right-hand sides go by substitution (%d launches), 17 by blocks (%d)"):format(l16, l17))
+end
+-- lu_solve refuses pivots outside 1..n before B is touched, the first by place and value
+-- (kernels/solve.cu's check_pivots, mocked), and solves right after
+do
+  local n = 6
+  local LU = mkA(n, rand_matrix(n, 5))
+  local ipiv = M.lu(LU, {block = 4})
+  local B = cuda.array("float64", n, {device = 0})
+  for i = 0, n - 1 do B.data[i] = i / n - 0.5 end
+  local p2, p4 = ipiv.data[2], ipiv.data[4]
+  ipiv.data[2], ipiv.data[4] = 0, 9
+  T.error_like(function () M.lu_solve(LU, ipiv, B) end, "cuda%.catalog%.lu_solve: ipiv%[3%] = 0 is out of 1%.%.6",
+               "lu_solve: the first pivot outside 1..n named")
+  T.ok(B.data[1] == 1 / n - 0.5, "  and B is as it was")
+  ipiv.data[2] = p2
+  T.error_like(function () M.lu_solve(LU, ipiv, B) end, "ipiv%[5%] = 9 is out of 1%.%.6", "lu_solve: a pivot past n named")
+  ipiv.data[4] = p4
+  T.ok(pcall(M.lu_solve, LU, ipiv, B), "lu_solve with the pivots back: solved")
 end
 -- a device with thread-block clusters (compute capability 9.0): the cluster panel (mocked
 -- with the fused one's arithmetic), so on one device the look-ahead, and blocks split in

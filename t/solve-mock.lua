@@ -92,6 +92,9 @@ local function E(a, i) return a.data[a.off + i] end
 local function S(a, i, v) assert(i >= 0 and i < a.n, "index " .. i .. " out of " .. a.n); a.data[a.off + i] = v end
 local K = {}
 K.check = function (count, x, st) end
+K.check_pivots = function (n, ipiv, st)   -- the first pivot outside 1..n, as kernels/solve.cu marks it
+  for i = n - 1, 0, -1 do local p = E(ipiv, i); if p < 1 or p > n then S(st, 0, 2 + (n - 1 - i)) end end
+end
 K.absmax = function (n, X, upper, out)     -- out's word a double here, not its bits
   local m = E(out, 0)
   for i = 0, n - 1 do for j = upper == 1 and i or 0, n - 1 do m = math.max(m, math.abs(E(X, i * n + j))) end end
