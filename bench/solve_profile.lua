@@ -40,7 +40,7 @@ local ipiv = cuda.array("int32", n)
 local status = cuda.array("int32", 1):fill(0)
 local s = cuda.stream()
 -- float32's swaps and block row of U in one launch where lu takes them (lua/catalog/lu.lua's
--- one_launch and fuse: solve.tune.trsm, fused_from), else laswp and trsm's kernel
+-- one_launch and fuse: solve.tune.trsm, fused_from[dtype]), else laswp and trsm's kernel
 local lu = require "culua.catalog.lu"
 local fused = lu.one_launch(K, dev, dt)
 local factor = require("culua.catalog.solve").panel_factor(PANEL, dev, s, n, A, ipiv, status)
