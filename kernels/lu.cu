@@ -36,9 +36,9 @@ using namespace culua::solve;
 ** with), then moves its columns' values in two passes, every load before any
 ** store, through shared memory. More than SWAP_MAX pivots go in turns.
 **
-** The composition needs no chain replayed by one thread (which took a few
-** microseconds a launch, on the chain of panels where row_plan runs it):
-** see swap_sources.
+** The composition is worked out by every thread at once (swap_sources), not
+** replayed swap by swap in one thread, which cost float32 lu 1-2% at n = 8192
+** and 16384 (bench/RESULTS.md, session 39).
 */
 #define SWAP_MAX 128
 #define SWAP_COLS(T) (SWAP_BYTES / (int)sizeof(T))   /* a block's columns in a turn: 128 bytes a row */

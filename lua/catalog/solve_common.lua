@@ -266,7 +266,7 @@ local function check_finite(fname, K, dev, stream, status, what, X, count, ipiv,
   local s = core.read_word(status, stream)
   if s == 0 then return end
   status:fill(0, stream)
-  if s == 1 then fail(fname, "%s contains NaN or inf", what) end
+  if s == 1 or not ipiv then fail(fname, "%s contains NaN or inf", what) end
   local i = n - 1 - (s - 2)
   fail(fname, "ipiv[%d] = %d is out of 1..%d", i + 1, core.read_word(ipiv:view(i + 1, 1), stream), n)
 end
