@@ -160,6 +160,20 @@ do
   ipiv.data[4] = p4
   T.ok(pcall(M.lu_solve, LU, ipiv, B), "lu_solve with the pivots back: solved")
 end
+-- the knobs by dtype (solve.tune.wide_from, taper, fused_from) refuse anything but a table;
+-- a dtype left out of one leaves it off
+do
+  for _, k in ipairs{"wide_from", "taper", "fused_from"} do
+    local saved = M.tune[k]
+    M.tune[k] = 8192
+    T.error_like(function () M.lu(mkA(8, rand_matrix(8, 1)), {block = 4}) end,
+                 "cuda%.catalog%.lu: solve%.tune%." .. k .. " must be a table by dtype %(%{float32 = N, float64 = N%}%), got number",
+                 "lu: solve.tune." .. k .. " a number refused")
+    M.tune[k] = {}
+    T.ok(pcall(M.lu, mkA(8, rand_matrix(8, 1)), {block = 4}), "  and {} leaves it off")
+    M.tune[k] = saved
+  end
+end
 -- a device with thread-block clusters (compute capability 9.0): the cluster panel (mocked
 -- with the fused one's arithmetic), so on one device the look-ahead, and blocks split in
 -- halves (split_panel: narrow_step between them, at a share's column offset on several

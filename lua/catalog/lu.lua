@@ -9,7 +9,7 @@ local S = require "culua.catalog.solve_common"
 local panels = require "culua.catalog.lu_panel"
 local trsm = require("culua.catalog.triangular").trsm
 
-local ceil_div = core.ceil_div
+local fail, ceil_div = core.fail, core.ceil_div
 local matmul = require("culua.catalog.matmul").matmul
 local tune, kernels, grid_for, view, gemm_sub, esize = S.tune, S.kernels, S.grid_for, S.view, S.gemm_sub, S.esize
 local dependent, shared_room, event_on, stream_on, check_block = S.dependent, S.shared_room, S.event_on, S.stream_on,
@@ -206,10 +206,18 @@ end
 -- 204.7, 96: 185.0, 128: 167.7.)
 local SEVERAL_WIDE_FROM = {float32 = 10240, float64 = 12288}
 
+-- the knobs that hold a value a dtype ({float32 = N, float64 = N}; a dtype left out: never)
+local BY_DTYPE = {"wide_from", "taper", "fused_from"}
+
 local function lu_block(fname, opts, n, dt, dev, pk, several)
+  for _, k in ipairs(BY_DTYPE) do
+    if type(tune[k]) ~= "table" then
+      fail(fname, "solve.tune.%s must be a table by dtype ({float32 = N, float64 = N}), got %s", k, type(tune[k]))
+    end
+  end
   local dflt
-  if opts.block == nil and pk ~= "fused" and pk ~= "columns" and n >= (several and SEVERAL_WIDE_FROM or tune.wide_from)[dt]
-     and cluster_fit(kernels(dev, dt), dev) then
+  if opts.block == nil and pk ~= "fused" and pk ~= "columns"
+     and n >= ((several and SEVERAL_WIDE_FROM or tune.wide_from)[dt] or math.huge) and cluster_fit(kernels(dev, dt), dev) then
     dflt = 128
   end
   local nb = check_block(fname, opts, dflt)
