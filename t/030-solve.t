@@ -826,10 +826,10 @@ local function gpu_tests()
                "cuda%.catalog%.solve: growth needs method lu: the seed's Gauss%-Jordan keeps no U to measure",
                "solve: growth with method seed refused")
 
-  -- lu_solve's permutation, SWAP_MAX pivots a turn composed in parallel where they are an
-  -- LU's (each at or below its row), else replayed in order: against the reference's, on
-  -- factors with a large diagonal (well conditioned), pivots that chain (the last row every
-  -- time, the next row every time), repeat, and go above their row in one turn or all
+  -- lu_solve's permutation (the swaps replayed in order, the pivots prefetched to shared
+  -- memory): against the reference's, on factors with a large diagonal (well conditioned),
+  -- with pivots that chain (the last row every time, the next row every time), repeat, and
+  -- go above their row (as getrs takes them and no LU makes them) in rows 129..256 or all
   do
     local n = 300
     local hLU = cuda.host_array("float32", {n, n}):random(41, -1, 1)
@@ -840,8 +840,8 @@ local function gpu_tests()
       {"the last row every time", function (i) return n end},
       {"the next row every time", function (i) return math.min(i + 1, n) end},
       {"random at or below the row", function (i) return i + r[i] % (n - i + 1) end},
-      {"one of 3 rows below the turn", function (i) return math.min(n, (i - 1) // 128 * 128 + 129 + r[i] % 3) end},
-      {"above the row in the second turn", function (i) return (i > 128 and i <= 256) and r[i] % n + 1 or i end},
+      {"one of 3 rows past each 128", function (i) return math.min(n, (i - 1) // 128 * 128 + 129 + r[i] % 3) end},
+      {"above the row in rows 129..256", function (i) return (i > 128 and i <= 256) and r[i] % n + 1 or i end},
       {"anywhere in 1..n", function (i) return r[i] % n + 1 end},
     }
     local dLU = device_of(hLU)

@@ -75,9 +75,8 @@ core.scratch_kind("solve_absmax", "float64", true)     -- absmax's word (a doubl
 -- splits a panel down to while the cluster panel could not keep more than 1 - tall_spill of
 -- its rows (false: split past split_width alone). tall_spill 0, the default: split while any
 -- row would stay in A (session 20, float32 16384 on an H100: 146.81 ms against 149.05 with
--- 0.25, which it was until then,
--- cluster_spill's share past which a panel goes to the fused kernel; 32768 on an H200: 867.4
--- against 883.7).
+-- 0.25, which it was until then, cluster_spill's share past which a panel goes to the fused
+-- kernel; 32768 on an H200: 867.4 against 883.7).
 -- cluster_whole: the cluster panel's blocks ask for all the shared memory a block may have,
 -- so that no block of the update runs beside them on their multiprocessors (false: only
 -- their rows'; nil, the default: all of it where the block is split in panels, only the
