@@ -51,10 +51,12 @@ using namespace culua::solve;
 ** unless an earlier swap s had the same pivot (same[t]: the last such s), in
 ** which case g(s), what row i0 + s held before swap s. And g(s) is row i0 + s
 ** itself, unless an earlier swap s' had pivot i0 + s (onto[s]: the last such
-** s'): then g(s'). A row below the top ends with g(t) of the last swap t
-** with it as pivot. (laswp and row_plan by swap_compose, narrow_step itself.)
+** s'): then g(s'). So top[t], the row whose values row i0 + t takes, is
+** g(same[t]), or piv[t] itself. A row below the top ends with g(t) of the
+** last swap t with it as pivot. (laswp and row_plan by swap_compose,
+** narrow_step itself.)
 */
-__device__ void swap_sources (int i0, int w, const int *piv, int *same, int *onto, int *g) {
+__device__ void swap_sources (int i0, int w, const int *piv, int *same, int *onto, int *g, int *top) {
   for (int t = threadIdx.x; t < w; t += blockDim.x) {   /* the last earlier swaps with t's pivot, and onto row i0 + t */
     const int p = piv[t];
     int sm = -1, on = -1;
@@ -73,6 +75,8 @@ __device__ void swap_sources (int i0, int w, const int *piv, int *same, int *ont
     g[t] = i0 + v;
   }
   __syncthreads();
+  for (int t = threadIdx.x; t < w; t += blockDim.x) top[t] = same[t] >= 0 ? g[same[t]] : piv[t];
+  __syncthreads();
 }
 
 /* whether swap t is the last of piv[0..w) with pivot p */
@@ -82,7 +86,7 @@ __device__ __forceinline__ bool last_swap (int t, int w, const int *piv, int p) 
 }
 
 struct swap_plan {
-  int piv[SWAP_MAX], same[SWAP_MAX], onto[SWAP_MAX], g[SWAP_MAX];
+  int piv[SWAP_MAX], same[SWAP_MAX], onto[SWAP_MAX], g[SWAP_MAX], top[SWAP_MAX];
   int dst[2 * SWAP_MAX], src[2 * SWAP_MAX];
   int count;
 };
@@ -93,13 +97,12 @@ __device__ void swap_compose (int i0, int i1, const int *ipiv, swap_plan &sp) {
   for (int t = tid; t < w; t += blockDim.x) sp.piv[t] = ipiv[i0 + t] - 1;
   if (tid == 0) sp.count = 0;
   __syncthreads();
-  swap_sources(i0, w, sp.piv, sp.same, sp.onto, sp.g);
+  swap_sources(i0, w, sp.piv, sp.same, sp.onto, sp.g, sp.top);
   for (int t = tid; t < w; t += blockDim.x) {
     const int p = sp.piv[t];
-    const int top = sp.same[t] >= 0 ? sp.g[sp.same[t]] : p;
-    if (top != i0 + t) {
+    if (sp.top[t] != i0 + t) {
       const int e = atomicAdd(&sp.count, 1);
-      sp.dst[e] = i0 + t; sp.src[e] = top;
+      sp.dst[e] = i0 + t; sp.src[e] = sp.top[t];
     }
     /* a row outside the top takes g(t) of its last swap */
     if ((p < i0 || p >= i1) && sp.g[t] != p && last_swap(t, w, sp.piv, p)) {
@@ -384,11 +387,9 @@ __device__ void narrow_step (int n, int i0, int kb, const T *L, long long loff, 
   lchunk(0, lpre);
   for (int q = tid; q < NSTEP_ROWS; q += NSTEP_THREADS) { mine[q] = r0 + q; slot[q] = -1; }
   __syncthreads();
-  swap_sources(i0, kb, piv, same, onto, g);
+  swap_sources(i0, kb, piv, same, onto, g, top);
   for (int t = tid; t < kb; t += NSTEP_THREADS) {
-    const int p = piv[t];
-    const int src = same[t] >= 0 ? g[same[t]] : p;
-    top[t] = src;
+    const int p = piv[t], src = top[t];
     if (src >= r0 && src < r0 + NSTEP_ROWS) slot[src - r0] = t;
     if (p >= r0 && p < r0 + NSTEP_ROWS && last_swap(t, kb, piv, p)) mine[p - r0] = g[t];   /* p gets g(t) of its last swap */
   }

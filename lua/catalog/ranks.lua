@@ -21,7 +21,7 @@ local rt = require "culua.catalog.ranks_transport"
 
 local fail, ceil_div = core.fail, core.ceil_div
 local kernels, view, copy, check_block = S.kernels, S.view, S.copy, S.check_block
-local square, rhs, check_finite, pivot_verdict = S.square, S.rhs, S.check_finite, S.pivot_verdict
+local square, rhs, check_inputs, pivot_verdict = S.square, S.rhs, S.check_inputs, S.pivot_verdict
 local close_all, share_on, stream_on = sh_.close_all, sh_.share_on, S.stream_on
 local block_step, solve_factored = triangular.block_step, triangular.solve_factored
 local transport, transport_comm = rt.transport, rt.comm
@@ -221,7 +221,7 @@ local function plan_of(fname, call, comm, A, B, opts, keys)
   local function finite(what, X, count)
     local K = kernels(dev, X.dtype)
     status = status or core.scratch("solve_status", dev, p.stream, 1)
-    check_finite(fname, K, dev, p.stream, status, what, X, count)
+    check_inputs(fname, K, dev, p.stream, status, what, X, count)
   end
   if d ~= nil then
     if not bc.is(d) then fail(fname, "distribution must be a cuda.catalog.block_cyclic, got %s", cuda.type(d) or type(d)) end

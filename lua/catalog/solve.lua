@@ -38,7 +38,7 @@ local seed_run, transpose = seed.seed_run, seed.transpose
 local new_info = require("culua.catalog.shares").new_info
 local ranks = require "culua.catalog.ranks"
 local MAXBLOCK = S.shapes.MAXBLOCK
-local square, rhs, check_finite, pivot_verdict = S.square, S.rhs, S.check_finite, S.pivot_verdict
+local square, rhs, check_inputs, pivot_verdict = S.square, S.rhs, S.check_inputs, S.pivot_verdict
 
 local M = {}
 
@@ -180,7 +180,7 @@ function M.lu(A, opts)
     return ipiv, info
   end
   local status = core.scratch("solve_status", dev, stream, 1)
-  check_finite(fname, K, dev, stream, status, "A", A, n * n)
+  check_inputs(fname, K, dev, stream, status, "A", A, n * n)
   local amax = growth and absmax(K, dev, stream, n, A, false)
   if method == "seed" then
     local ABT = cuda.array(dt, n * n, {device = dev.ordinal})
@@ -216,7 +216,7 @@ function M.lu_solve(LU, ipiv, B, opts)
   if n == 0 then return B end
   local K = kernels(dev, LU.dtype)
   local status = core.scratch("solve_status", dev, stream, 1)
-  check_finite(fname, K, dev, stream, status, "B", B, n * k, ipiv, n)
+  check_inputs(fname, K, dev, stream, status, "B", B, n * k, ipiv, n)
   solve_factored(K, dev, stream, n, k, nb, LU, ipiv, B)
   return B
 end
@@ -263,8 +263,8 @@ function M.solve(A, B, opts)
     return X, ipiv, info
   end
   local status = core.scratch("solve_status", dev, stream, 1)
-  check_finite(fname, K, dev, stream, status, "A", A, n * n)
-  check_finite(fname, K, dev, stream, status, "B", B, n * k)
+  check_inputs(fname, K, dev, stream, status, "A", A, n * n)
+  check_inputs(fname, K, dev, stream, status, "B", B, n * k)
   local amax = growth and absmax(K, dev, stream, n, A, false)
   if method == "seed" then
     local ncols = n + k

@@ -257,7 +257,7 @@ end
 -- raise unless the arrays are finite: one pass, read back (so that A is untouched when it raises)
 -- (and with ipiv, lu_solve's n pivots, 1..n each: the first outside is named; they share
 -- the one read-back)
-local function check_finite(fname, K, dev, stream, status, what, X, count, ipiv, n)
+local function check_inputs(fname, K, dev, stream, status, what, X, count, ipiv, n)
   K("check"):launch({grid = grid_for(count, 256, dev), block = 256, stream = stream}, count, X, status)
   if ipiv then
     K("check_pivots", false):launch({grid = grid_for(n, 256, dev), block = 256, stream = stream}, n, ipiv, status)
@@ -282,6 +282,6 @@ end
 S.tname, S.kernels, S.grid_for, S.take_status, S.check_block = tname, kernels, grid_for, take_status, check_block
 S.view, S.gemm_sub, S.esize, S.copy = view, gemm_sub, esize, copy
 S.dependent, S.shared_room, S.event_on, S.stream_on = dependent, shared_room, event_on, stream_on
-S.square, S.rhs, S.check_finite, S.pivot_verdict = square, rhs, check_finite, pivot_verdict
+S.square, S.rhs, S.check_inputs, S.pivot_verdict = square, rhs, check_inputs, pivot_verdict
 
 return S
