@@ -12,6 +12,7 @@
 -- ways (by substitution up to solve.tune.trsv_max right-hand sides, by blocks past it)
 -- against each other, with their launches counted.
 local T = require "culua.tap"
+T.mock_file()
 local srcdir = os.getenv("CULUA_SRCDIR") or "."
 local mock = dofile(srcdir .. "/t/solve-mock.lua")
 local M, cuda, K, device, st = mock.M, mock.cuda, mock.K, mock.device, mock.st
