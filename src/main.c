@@ -97,6 +97,7 @@ static void print_usage (const char *badoption) {
     "  CULUA_TEST_SANITIZER  culua.tap: the compute-sanitizer tool running (tests)\n"
     "  CULUA_TEST_SHARE      culua.tap: k/m, run the k-th of every m cases (tests)\n"
     "  CULUA_TEST_SKIP_CC    culua.tap: skip tests that build C with cc (tests)\n"
+    "  CULUA_TEST_SKIP_MOCK  culua.tap: skip the files on a mock of cuda (tests)\n"
     "  CULUA_SRCDIR          culua.tap: the source tree, for bench/fakecuda.c (tests)\n",
     progname);
   fflush(out);
