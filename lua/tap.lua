@@ -43,12 +43,13 @@ function T.skip_all(reason)
   os.exit(0)
 end
 
--- for a file that runs the catalog's Lua on a mock of cuda (plain Lua, none of culua's C):
+-- for a file that runs the catalog's Lua on a mock of cuda (plain Lua, none of culua's C
+-- beyond the start and exit every file runs):
 -- CI's memcheck pass sets CULUA_TEST_SKIP_MOCK, since under valgrind such a file checks
 -- only the Lua interpreter, at 35 times the time; the plain and ASan passes run it
 function T.mock_file()
   local skip = os.getenv("CULUA_TEST_SKIP_MOCK")
-  if skip and skip ~= "" then T.skip_all("pure Lua on a mock, skipped in this pass: " .. skip) end
+  if skip and skip ~= "" then T.skip_all("a mock of cuda in plain Lua: " .. skip) end
 end
 
 function T.bail_out(reason)

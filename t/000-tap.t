@@ -25,6 +25,11 @@ T.like(out, "#%s+got: 3\n#%s+expected: 4", "diagnostics show got and expected")
 T.like(out, "value%[2%]: got 2, expected 3", "is_deeply names the differing key")
 T.like(T.run(T.culua .. " -", 'require("culua.tap").skip_all("no reason")'), "^1%.%.0 # SKIP no reason",
        "skip_all prints a TAP skip plan")
+-- CULUA_TEST_SKIP_MOCK (CI's memcheck pass): a mock file skips whole, with the reason; unset, it runs
+local mock = 'local T = require("culua.tap"); T.mock_file(); print("ran")'
+T.like(T.run("CULUA_TEST_SKIP_MOCK='the pass' " .. T.culua .. " -", mock), "^1%.%.0 # SKIP [^\n]*the pass\n$",
+       "mock_file skips the file whole under CULUA_TEST_SKIP_MOCK, saying why")
+T.is(T.run("CULUA_TEST_SKIP_MOCK= " .. T.culua .. " -", mock), "ran\n", "and runs it where the variable is unset or empty")
 
 -- CULUA_TEST_SHARE=k/m: T.share() picks every m-th unit of work from the k-th; unset, all
 local shares = [[
