@@ -1,7 +1,7 @@
 -- The TAP helper itself: every assertion passes and fails the way it should.
 local T = require "culua.tap"
 
-T.plan(18)
+T.plan(20)
 T.ok(true, "ok passes on true")
 T.is(1 + 1, 2, "is compares with ==")
 T.isnt("a", "b", "isnt")
