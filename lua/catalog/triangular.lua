@@ -77,9 +77,11 @@ local function permute(K, dev, stream, n, k, ipiv, B)
   local dt = B.dtype
   local perm = core.scratch("solve_perm", dev, stream, n)
   local pk = K("permutation", false)
-  -- (in shared memory where n words fit: the chain of swaps waits on each one's loads)
+  -- (in shared memory where n words fit: the chain of swaps waits on each one's loads;
+  -- opted in at any size, since the kernel's static 8 KB of pivots count against the 48 KB
+  -- a launch gets without: n = 10241..12288 once failed to launch)
   local shared = n * 4 <= shared_room(pk, dev)
-  if shared and n * 4 > 48 * 1024 then core.allow_shared(pk, n * 4) end
+  if shared then core.allow_shared(pk, n * 4) end
   pk:launch({grid = 1, block = PERM_THREADS, shared = shared and n * 4 or 0, stream = stream}, n, ipiv, perm, shared and 1 or 0)
   local W = core.scratch("solve_rhs_" .. dt, dev, stream, n * k)
   K("gather"):launch({grid = grid_for(n * k, 256, dev), block = 256, stream = stream}, n, k, perm, B, W)
