@@ -282,7 +282,7 @@ do
     -- beta = 0 (C not read), beta = +-alpha and others: C read in pairs or one at a time
     for _, ab in ipairs{{2.5, -0.5}, {-1, 1}, {0.5, -0.5}, {2, 2}, {1, 0}} do
       for _, kn in ipairs{{}, {"dmma_group", 2}, {"dmma_tma", true}, {"dmma_tile", "128x64w8e2"}} do
-        local R = cuda.host_array("float64", {m, n}):copy_from(hC)
+        local R = hC:astype("float64")
         ref(hA, hB, R, ab[1], ab[2])
         local Cd = cuda.array("float64", {m, n}):copy_from(hC)
         if kn[1] then tune[kn[1]] = kn[2] end
@@ -778,6 +778,37 @@ do
     T.ok(ok, "tune.dmma_persistent = 4.0 taken", err)
   else
     T.skip("tune.dmma_persistent = 4.0: dmma needs compute capability 8.0")
+  end
+end
+
+-- more tiles of rows than a grid may have in y (65535): the plain kernels' launches go in
+-- slices of rows (of columns for "column"), each on views of A and C; they once refused
+-- such a product ("grid.y = 78125 exceeds the device's 65535"). Tall, thin products as a
+-- user makes them (points times a small matrix), rows not a multiple of any tile
+if not T.sanitizer then
+  for _, c in ipairs{
+    {"float32", "fast", 65535 * 128 + 1001, 3, 3},    -- lda = 3: no 16-byte loads, no TMA
+    {"float32", "fast", 65535 * 128 + 7, 8, 16},      -- 16-byte loads, each slice's base aligned
+    {"float64", "fast", 65535 * 64 + 333, 3, 5},
+    {"float32", "tiled", 65535 * 16 + 5, 2, 3, {tile = 16}},
+    {"float32", "row", 70001, 5, 4},
+    {"float32", "column", 3, 70001, 2},
+    {"float32", "fast", 65535 * 16 + 9, 2, 0},       -- k = 0: C = beta*C by the naive kernel
+  } do
+    local dt, variant, m, n, k = c[1], c[2], c[3], c[4], c[5]
+    local what = ("%s %s %dx%dx%d"):format(dt, variant, m, n, k)
+    local hA = cuda.host_array(dt, {m, k}):random(m, -1, 1)
+    local hB = cuda.host_array(dt, {k, n}):random(n, -1, 1)
+    local hC = cuda.host_array(dt, {m, n}):random(k + 5, -1, 1)
+    local R = cuda.host_array("float64", {m, n}):copy_from(hC)
+    ref(hA, hB, R, 1.5, 0.5)
+    local Cd = cuda.array(dt, {m, n}):copy_from(hC)
+    local opts = {variant = variant, alpha = 1.5, beta = 0.5}
+    for key, v in pairs(c[6] or {}) do opts[key] = v end
+    local ok, err = pcall(mm, cuda.array(dt, {m, k}):copy_from(hA), cuda.array(dt, {k, n}):copy_from(hB), Cd, opts)
+    if T.ok(ok, what .. ": taken, in slices of rows", err) then check(Cd, R, dt == "float32" and 1e-5 or 1e-12, what) end
+    hA, hB, hC, R, Cd = nil
+    collectgarbage()
   end
 end
 

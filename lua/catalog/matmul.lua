@@ -21,6 +21,9 @@ local unrolls = {1, 2, 4, 8}
 local MK = core.constants("matmul")
 local STAGE_C_BYTES = MK.CULUA_MATMUL_STAGE_C_BYTES
 
+-- the most blocks a grid may have in y (the plain kernels' tiles of rows)
+local MAX_GRID_Y = 65535
+
 -- kernel name, -D values, grid and block for one variant (and the launch's shared memory)
 local function matmul_plan(fname, variant, t, m, n, A, B, opts)
   local unroll = one_of(fname, "unroll", opts.unroll or 1, unrolls)
@@ -472,12 +475,41 @@ function M.matmul(A, B, Cm, opts)
   if variant == "dmma" then
     return matmul_dmma(dev, A, B, Cm, m, n, k, lda, ldb, ldc, alpha, beta, opts)
   end
-  local name, defines, grid, block, shared = matmul_plan(fname, variant, t, m, n, A, B,
-    {unroll = opts.unroll, tile = opts.tile, block = opts.block, threads = opts.threads, k = k, cptr = Cm.ptr, lda = lda, ldb = ldb,
-     stage_c = variant == "fast" and t == "f32" and stage_c(dev, beta, ldc)})
-  local kern = core.kernel("matmul", name, defines, dev)
-  if shared then core.allow_shared(kern, shared) end
-  kern:launch({grid = grid, block = block, shared = shared, stream = opts.stream}, m, n, k, alpha, A, B, beta, Cm, lda, ldb, ldc)
+  -- the kernel of a product of mm x nn on these arrays, and its launch
+  local function plan(mm, nn, a, b, c)
+    return matmul_plan(fname, variant, t, mm, nn, a, b,
+      {unroll = opts.unroll, tile = opts.tile, block = opts.block, threads = opts.threads, k = k, cptr = c.ptr, lda = lda, ldb = ldb,
+       stage_c = variant == "fast" and t == "f32" and stage_c(dev, beta, ldc)})
+  end
+  local function go(mm, nn, a, b, c, name, defines, grid, block, shared)
+    local kern = core.kernel("matmul", name, defines, dev)
+    if shared then core.allow_shared(kern, shared) end
+    kern:launch({grid = grid, block = block, shared = shared, stream = opts.stream}, mm, nn, k, alpha, a, b, beta, c, lda, ldb, ldc)
+  end
+  local name, defines, grid, block, shared = plan(m, n, A, B, Cm)
+  if grid[2] <= MAX_GRID_Y then
+    go(m, n, A, B, Cm, name, defines, grid, block, shared)
+    return Cm
+  end
+  -- grid.y counts tiles of rows ("column": columns), at most 65535 (gridDim.y's limit): past
+  -- that, slices of them, each y-block still at least ceil(total / grid.y) of them, on views
+  -- of A and C (B and C), each with its own plan (the views' alignment may differ)
+  local cols = variant == "column"
+  local total = cols and n or m
+  local per = MAX_GRID_Y * ceil_div(total, grid[2])
+  for s0 = 0, total - 1, per do
+    local c = math.min(per, total - s0)
+    local a, b, cm, mm, nn = A, B, nil, c, n
+    if cols then
+      mm, nn = m, c
+      if k > 0 then b = B:view(s0 + 1, (k - 1) * ldb + c) end
+      cm = Cm:view(s0 + 1, (m - 1) * ldc + c)
+    else
+      if k > 0 then a = A:view(s0 * lda + 1, (c - 1) * lda + k) end
+      cm = Cm:view(s0 * ldc + 1, (c - 1) * ldc + n)
+    end
+    go(mm, nn, a, b, cm, plan(mm, nn, a, b, cm))
+  end
   return Cm
 end
 

@@ -20,9 +20,12 @@ local BSTEP_COLS, BSTEP_THREADS, BSTEP_ROWS = S.shapes.BSTEP_COLS, S.shapes.BSTE
 local function trsm(K, which, stream, jb, ncols, Tr, toff, ldt, X, xoff, ldx)
   if ncols <= 0 then return end
   local k, size = K("trsm_" .. which), esize(X.dtype)
-  core.allow_shared(k, MAXBLOCK * MAXBLOCK * size)
-  -- (the triangle's columns padded to a multiple of 32 rows: kernels/triangular.cu's trsm)
-  k:launch({grid = ceil_div(ncols, TRSM_COLS), block = {TRSM_COLS, TRSM_ROWS}, shared = jb * ceil_div(jb, 32) * 32 * size,
+  -- (the triangle's columns padded to a multiple of 32 rows: kernels/triangular.cu's trsm;
+  -- opted in for what is launched: MAXBLOCK^2 float64s and the kernel's 33 KB static pass
+  -- the 99 KB a block may have on compute capability 8.6 and 8.9)
+  local bytes = jb * ceil_div(jb, 32) * 32 * size
+  core.allow_shared(k, bytes)
+  k:launch({grid = ceil_div(ncols, TRSM_COLS), block = {TRSM_COLS, TRSM_ROWS}, shared = bytes,
             stream = stream},
            jb, ncols, Tr, toff, ldt, X, xoff, ldx)
 end
