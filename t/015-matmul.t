@@ -282,7 +282,7 @@ do
     -- beta = 0 (C not read), beta = +-alpha and others: C read in pairs or one at a time
     for _, ab in ipairs{{2.5, -0.5}, {-1, 1}, {0.5, -0.5}, {2, 2}, {1, 0}} do
       for _, kn in ipairs{{}, {"dmma_group", 2}, {"dmma_tma", true}, {"dmma_tile", "128x64w8e2"}} do
-        local R = hC:astype("float64")
+        local R = cuda.host_array("float64", {m, n}):copy_from(hC)
         ref(hA, hB, R, ab[1], ab[2])
         local Cd = cuda.array("float64", {m, n}):copy_from(hC)
         if kn[1] then tune[kn[1]] = kn[2] end
@@ -800,7 +800,7 @@ if not T.sanitizer then
     local hA = cuda.host_array(dt, {m, k}):random(m, -1, 1)
     local hB = cuda.host_array(dt, {k, n}):random(n, -1, 1)
     local hC = cuda.host_array(dt, {m, n}):random(k + 5, -1, 1)
-    local R = cuda.host_array("float64", {m, n}):copy_from(hC)
+    local R = hC:astype("float64")
     ref(hA, hB, R, 1.5, 0.5)
     local Cd = cuda.array(dt, {m, n}):copy_from(hC)
     local opts = {variant = variant, alpha = 1.5, beta = 0.5}
